@@ -1,0 +1,378 @@
+//! Warden's condition language.
+//!
+//! A condition is a one-line expression an operator writes in a rule file, such as
+//! `context.turn.token_usage > 0.8 and failure_count('web_search') >= 3`. This crate parses it
+//! (with `and`/`or`/`not` as words and `'single quoted'` strings, as the specification writes
+//! them), checks every field path and function against a [`Schema`] the embedder declares, and
+//! compiles it once: to a small native tree when it reads only typed scalar facts, otherwise to
+//! a [rhai](https://rhai.rs) script run with an operation limit. Evaluation returns a
+//! [`Verdict`] that keeps "false" apart from "could not evaluate".
+//!
+//! The crate knows nothing of rules, hooks or trees: it sees a schema and a [`Facts`] source.
+//!
+//! ```
+//! use warden_expr::{Compiler, CompileOptions, Facts, FieldDef, Frame, Scalar, ScalarId, MapId, Schema, Type, Verdict};
+//!
+//! const TOKEN_USAGE: ScalarId = ScalarId(0);
+//!
+//! let mut schema = Schema::new();
+//! let turn = schema.record("turn", vec![
+//!     FieldDef::new("token_usage", Type::Float, "share of the token budget used").scalar(TOKEN_USAGE),
+//! ]);
+//! let context = schema.record("context", vec![FieldDef::new("turn", Type::Record(turn), "this turn")]);
+//! schema.root("context", Type::Record(context), "what the agent is doing");
+//! schema.helper("context_above_threshold", &["t"], "context.turn.token_usage >= t", "token usage at or above t");
+//!
+//! let compiler = Compiler::new(schema);
+//! let cond = compiler.compile("context_above_threshold(0.8)", &CompileOptions::default()).unwrap();
+//! assert!(cond.is_native());
+//!
+//! struct Now(f64);
+//! impl Facts for Now {
+//!     fn scalar(&self, _id: ScalarId) -> Scalar<'_> { Scalar::Float(self.0) }
+//!     fn map_get(&self, _id: MapId, _key: &str) -> Option<Scalar<'_>> { None }
+//!     fn root(&self, _name: &str) -> rhai::Dynamic { rhai::Dynamic::UNIT }
+//! }
+//! assert_eq!(cond.eval(&mut Frame::new(&Now(0.85))), Verdict::True);
+//! assert_eq!(cond.eval(&mut Frame::new(&Now(0.5))), Verdict::False);
+//!
+//! let err = compiler.compile("context.turn.tokn_usage > 0.8", &CompileOptions::default()).unwrap_err();
+//! assert_eq!(err.help(), Some("did you mean `context.turn.token_usage`?"));
+//! ```
+
+#![warn(missing_docs)]
+
+mod check;
+mod emit;
+mod error;
+mod lexer;
+mod native;
+mod parser;
+mod runtime;
+mod schema;
+
+use std::sync::Arc;
+
+pub use error::{ErrorKind, ExprError, Span};
+pub use rhai;
+pub use runtime::MAX_OPERATIONS;
+pub use schema::{FieldDef, MacroDef, MapId, RecordDef, RecordId, RootDef, ScalarId, Schema, Type};
+
+use check::{Checker, Ir, IrKind};
+use native::Native;
+
+/// A scalar value read directly from the embedder's facts (the fast path).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar<'a> {
+    /// No value.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A string.
+    Str(&'a str),
+}
+
+/// Where a condition's data comes from. The embedder implements it over its own state.
+pub trait Facts {
+    /// The value of a scalar field declared with [`FieldDef::scalar`].
+    fn scalar(&self, id: ScalarId) -> Scalar<'_>;
+    /// An entry of a map declared with [`FieldDef::direct_map`]; `None` if the key is absent.
+    fn map_get(&self, id: MapId, key: &str) -> Option<Scalar<'_>>;
+    /// The whole value of a root, as a script value. Called at most once per root per
+    /// [`Frame`], and only by conditions that need the script engine.
+    fn root(&self, name: &str) -> rhai::Dynamic;
+}
+
+/// The result of evaluating a condition.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// The condition holds.
+    True,
+    /// The condition does not hold.
+    False,
+    /// The condition could not say: data it reads is missing or of the wrong kind
+    /// (`result.count` when the result has no `count`). The rule does not fire; the reason
+    /// says what was missing.
+    Undetermined(String),
+    /// The condition is broken or ran away (division by zero, overflow, operation limit).
+    Error(String),
+}
+
+/// One evaluation context: the facts of a moment, plus the script values built from them so
+/// far. Reuse one frame for every condition evaluated against the same facts; each root is
+/// then converted once.
+pub struct Frame<'a> {
+    facts: &'a dyn Facts,
+    scope: rhai::Scope<'static>,
+    loaded: Vec<String>,
+}
+
+impl<'a> Frame<'a> {
+    /// A frame over `facts`.
+    pub fn new(facts: &'a dyn Facts) -> Self {
+        Frame {
+            facts,
+            scope: rhai::Scope::new(),
+            loaded: Vec::new(),
+        }
+    }
+
+    /// Forgets the script value of `root`, so the next condition that needs it asks the facts
+    /// again (for a root whose value depends on who asks, such as per-plugin state).
+    pub fn invalidate(&mut self, root: &str) {
+        self.loaded.retain(|r| r != root);
+    }
+
+    /// The facts this frame reads.
+    pub fn facts(&self) -> &'a dyn Facts {
+        self.facts
+    }
+
+    fn ensure(&mut self, roots: &[String]) {
+        for root in roots {
+            if !self.loaded.iter().any(|r| r == root) {
+                let value = self.facts.root(root);
+                self.scope.set_or_push(root.as_str(), value);
+                self.loaded.push(root.clone());
+            }
+        }
+    }
+}
+
+/// Options for one compilation.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CompileOptions<'a> {
+    /// Roots that exist in the schema but are not available where this expression is used,
+    /// each with the reason shown to the author (`("result", "on_turn_start has no tool result")`).
+    pub unavailable: &'a [(&'a str, &'a str)],
+    /// Always use the script engine, even where the fast path applies (for testing that both
+    /// agree, and for measuring).
+    pub force_script: bool,
+}
+
+/// Compiles conditions against one schema. Cheap to clone; shares its engine.
+#[derive(Clone)]
+pub struct Compiler {
+    schema: Arc<Schema>,
+    engine: Arc<rhai::Engine>,
+}
+
+impl Compiler {
+    /// A compiler for `schema`.
+    pub fn new(schema: Schema) -> Self {
+        Compiler {
+            schema: Arc::new(schema),
+            engine: Arc::new(runtime::engine()),
+        }
+    }
+
+    /// The schema conditions are checked against.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// Checks `src` and returns its static type, without compiling it (templates use this to
+    /// check the paths they read).
+    pub fn check(&self, src: &str, opts: &CompileOptions<'_>) -> Result<Type, ExprError> {
+        let parsed = parser::parse(src)?;
+        Ok(Checker::new(&self.schema, src, opts.unavailable)
+            .check(&parsed)?
+            .ty)
+    }
+
+    /// Parses, checks and compiles a condition. The expression must be true or false.
+    pub fn compile(&self, src: &str, opts: &CompileOptions<'_>) -> Result<Condition, ExprError> {
+        let parsed = parser::parse(src)?;
+        let ir = Checker::new(&self.schema, src, opts.unavailable).check(&parsed)?;
+        match ir.ty.strip_null() {
+            Type::Bool | Type::Any => {}
+            other => {
+                return Err(ExprError::new(
+                    ErrorKind::Type,
+                    Span::new(0, src.len()),
+                    format!(
+                        "a condition must be true or false, but this is a {}",
+                        other.name(&self.schema)
+                    ),
+                    check::bool_hint(other),
+                ));
+            }
+        }
+        let native = if opts.force_script || ir.ty != Type::Bool {
+            None
+        } else {
+            native::compile(&ir)
+        };
+        let program = match native {
+            Some(n) => Program::Native(n),
+            None => {
+                let text = emit::emit(&ir);
+                let text = if ir.ty == Type::Bool {
+                    text
+                } else {
+                    format!("w_bool({text}, {:?})", src)
+                };
+                let ast = self.engine.compile(&text).map_err(|e| {
+                    ExprError::new(
+                        ErrorKind::Limit,
+                        Span::new(0, src.len()),
+                        format!("the condition could not be compiled ({e}); this is a bug in Warden, please report it"),
+                        None,
+                    )
+                })?;
+                let mut roots = Vec::new();
+                collect_roots(&ir, &mut roots);
+                Program::Script { ast, text, roots }
+            }
+        };
+        Ok(Condition {
+            source: src.to_string(),
+            program,
+            engine: self.engine.clone(),
+        })
+    }
+}
+
+enum Program {
+    Native(Native),
+    Script {
+        ast: rhai::AST,
+        text: String,
+        roots: Vec<String>,
+    },
+}
+
+/// A compiled condition. Immutable, shareable between threads, evaluated many times.
+pub struct Condition {
+    source: String,
+    program: Program,
+    engine: Arc<rhai::Engine>,
+}
+
+impl std::fmt::Debug for Condition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Condition")
+            .field("source", &self.source)
+            .field("native", &self.is_native())
+            .finish()
+    }
+}
+
+impl Condition {
+    /// The expression as the author wrote it.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether it runs on the fast path (no script engine).
+    pub fn is_native(&self) -> bool {
+        matches!(self.program, Program::Native(_))
+    }
+
+    /// The rhai text it compiled to, when it runs in the script engine.
+    pub fn script_text(&self) -> Option<&str> {
+        match &self.program {
+            Program::Script { text, .. } => Some(text),
+            Program::Native(_) => None,
+        }
+    }
+
+    /// The roots it reads through the script engine (empty on the fast path).
+    pub fn roots(&self) -> &[String] {
+        match &self.program {
+            Program::Script { roots, .. } => roots,
+            Program::Native(_) => &[],
+        }
+    }
+
+    /// Evaluates the condition against `frame`. Never panics; every failure is a verdict.
+    pub fn eval(&self, frame: &mut Frame<'_>) -> Verdict {
+        match &self.program {
+            Program::Native(n) => match n.eval(frame.facts) {
+                Ok(Scalar::Bool(true)) => Verdict::True,
+                Ok(Scalar::Bool(false)) => Verdict::False,
+                Ok(other) => Verdict::Error(format!(
+                    "the condition produced {other:?}, not true or false"
+                )),
+                Err(e) => Verdict::Error(e),
+            },
+            Program::Script { ast, roots, .. } => {
+                frame.ensure(roots);
+                match self
+                    .engine
+                    .eval_ast_with_scope::<rhai::Dynamic>(&mut frame.scope, ast)
+                {
+                    Ok(v) => match v.as_bool() {
+                        Ok(true) => Verdict::True,
+                        Ok(false) => Verdict::False,
+                        Err(kind) => Verdict::Undetermined(format!(
+                            "`{}` produced a {}, not true or false",
+                            self.source,
+                            runtime_kind(kind)
+                        )),
+                    },
+                    Err(e) => runtime::classify(&e),
+                }
+            }
+        }
+    }
+}
+
+fn runtime_kind(rhai_type: &str) -> &str {
+    match rhai_type {
+        "()" => "null",
+        "i64" => "integer",
+        "f64" => "number",
+        other => other,
+    }
+}
+
+fn collect_roots(ir: &Ir, out: &mut Vec<String>) {
+    let mut visit = |child: &Ir| collect_roots(child, out);
+    match &ir.kind {
+        IrKind::Root(name) => {
+            if !out.contains(name) {
+                out.push(name.clone());
+            }
+        }
+        IrKind::Const(_) | IrKind::Var(_) => {}
+        IrKind::List(items) | IrKind::Call(_, items) => items.iter().for_each(visit),
+        IrKind::Field { base, .. } | IrKind::Unary(_, base) => visit(base),
+        IrKind::Key { base, key } => {
+            visit(base);
+            visit(key);
+        }
+        IrKind::Get {
+            base, key, default, ..
+        } => {
+            visit(base);
+            visit(key);
+            visit(default);
+        }
+        IrKind::Gen {
+            iter, elem, filter, ..
+        } => {
+            visit(iter);
+            visit(elem);
+            if let Some(f) = filter {
+                visit(f);
+            }
+        }
+        IrKind::Binary(_, a, b) => {
+            visit(a);
+            visit(b);
+        }
+    }
+}
+
+/// The functions of the language, with a one-line description each (for documentation).
+pub fn builtin_functions() -> impl Iterator<Item = (&'static str, &'static str)> {
+    check::BUILTINS.iter().copied()
+}
+
+#[cfg(test)]
+mod tests;

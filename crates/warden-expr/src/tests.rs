@@ -1,0 +1,617 @@
+//! Tests of the whole pipeline (parse, check, compile, evaluate) against a small schema shaped
+//! like Warden's context.
+
+use proptest::prelude::*;
+use rhai::{Array, Dynamic, Map};
+
+use super::*;
+
+const TOKEN_USAGE: ScalarId = ScalarId(0);
+const TURN_NUMBER: ScalarId = ScalarId(1);
+const TOOL_CALLS: ScalarId = ScalarId(2);
+const MODE: ScalarId = ScalarId(3);
+const FAILURES: MapId = MapId(0);
+
+fn schema() -> Schema {
+    let mut s = Schema::new();
+    let turn = s.record(
+        "turn",
+        vec![
+            FieldDef::new("number", Type::Int, "turn number").scalar(TURN_NUMBER),
+            FieldDef::new("token_usage", Type::Float, "share of tokens used").scalar(TOKEN_USAGE),
+        ],
+    );
+    let tool = s.record(
+        "tool record",
+        vec![
+            FieldDef::new("name", Type::Str, "tool name"),
+            FieldDef::new("success", Type::Bool, "whether it succeeded"),
+            FieldDef::new("result", Type::Any, "what it returned"),
+        ],
+    );
+    let history = s.record(
+        "history",
+        vec![
+            FieldDef::new("tools", Type::list(Type::Record(tool)), "recent tool calls"),
+            FieldDef::new("failures", Type::map(Type::Int), "failures per tool")
+                .direct_map(FAILURES),
+            FieldDef::new("tool_count", Type::Int, "tool calls so far").scalar(TOOL_CALLS),
+        ],
+    );
+    let context = s.record(
+        "context",
+        vec![
+            FieldDef::new("turn", Type::Record(turn), "this turn"),
+            FieldDef::new("history", Type::Record(history), "what happened"),
+            FieldDef::new("mode", Type::Str, "active mode").scalar(MODE),
+            FieldDef::alias("token_usage", "context.turn.token_usage", "shorthand"),
+            FieldDef::alias("state", "w_state", "plugin state"),
+        ],
+    );
+    s.root("context", Type::Record(context), "the agent's situation");
+    s.root("result", Type::Any, "the tool result");
+    s.hidden_root("w_state", Type::map(Type::Any));
+    s.root_alias("token_usage", "context.turn.token_usage", "shorthand");
+    s.helper(
+        "context_above_threshold",
+        &["t"],
+        "context.turn.token_usage >= t",
+        "",
+    );
+    s.helper(
+        "failure_count",
+        &["name"],
+        "get(context.history.failures, name, 0)",
+        "",
+    );
+    s.helper(
+        "tool_completed",
+        &["name"],
+        "any(t.name == name and t.success for t in context.history.tools)",
+        "",
+    );
+    s
+}
+
+/// Facts backed by plain values, converted to script values on demand.
+#[derive(Clone)]
+struct TestFacts {
+    token_usage: f64,
+    turn: i64,
+    mode: String,
+    failures: Vec<(String, i64)>,
+    tools: Vec<(String, bool, Dynamic)>,
+    result: Dynamic,
+    state: Map,
+}
+
+impl Default for TestFacts {
+    fn default() -> Self {
+        TestFacts {
+            token_usage: 0.5,
+            turn: 3,
+            mode: "full".into(),
+            failures: vec![("web_search".into(), 3)],
+            tools: vec![
+                ("vault_search".into(), true, Dynamic::from(7_i64)),
+                ("web_search".into(), false, Dynamic::UNIT),
+            ],
+            result: {
+                let mut m = Map::new();
+                m.insert("count".into(), Dynamic::from(7_i64));
+                m.insert("label".into(), Dynamic::from("seven"));
+                m.into()
+            },
+            state: Map::new(),
+        }
+    }
+}
+
+impl Facts for TestFacts {
+    fn scalar(&self, id: ScalarId) -> Scalar<'_> {
+        match id {
+            TOKEN_USAGE => Scalar::Float(self.token_usage),
+            TURN_NUMBER => Scalar::Int(self.turn),
+            TOOL_CALLS => Scalar::Int(self.tools.len() as i64),
+            MODE => Scalar::Str(&self.mode),
+            _ => Scalar::Null,
+        }
+    }
+
+    fn map_get(&self, _id: MapId, key: &str) -> Option<Scalar<'_>> {
+        self.failures
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| Scalar::Int(*v))
+    }
+
+    fn root(&self, name: &str) -> Dynamic {
+        match name {
+            "context" => {
+                let mut turn = Map::new();
+                turn.insert("number".into(), self.turn.into());
+                turn.insert("token_usage".into(), self.token_usage.into());
+                let mut failures = Map::new();
+                for (k, v) in &self.failures {
+                    failures.insert(k.as_str().into(), (*v).into());
+                }
+                let tools: Array = self
+                    .tools
+                    .iter()
+                    .map(|(n, ok, r)| {
+                        let mut m = Map::new();
+                        m.insert("name".into(), n.as_str().into());
+                        m.insert("success".into(), (*ok).into());
+                        m.insert("result".into(), r.clone());
+                        m.into()
+                    })
+                    .collect();
+                let mut history = Map::new();
+                history.insert("tools".into(), tools.into());
+                history.insert("failures".into(), failures.into());
+                history.insert("tool_count".into(), (self.tools.len() as i64).into());
+                let mut ctx = Map::new();
+                ctx.insert("turn".into(), turn.into());
+                ctx.insert("history".into(), history.into());
+                ctx.insert("mode".into(), self.mode.as_str().into());
+                ctx.into()
+            }
+            "result" => self.result.clone(),
+            "w_state" => self.state.clone().into(),
+            _ => Dynamic::UNIT,
+        }
+    }
+}
+
+fn compiler() -> Compiler {
+    Compiler::new(schema())
+}
+
+fn eval_with(src: &str, facts: &TestFacts) -> Verdict {
+    let c = compiler()
+        .compile(src, &CompileOptions::default())
+        .unwrap_or_else(|e| panic!("{src}: {e}"));
+    c.eval(&mut Frame::new(facts))
+}
+
+fn eval(src: &str) -> Verdict {
+    eval_with(src, &TestFacts::default())
+}
+
+fn compile_err(src: &str) -> ExprError {
+    compiler()
+        .compile(src, &CompileOptions::default())
+        .expect_err(src)
+}
+
+#[test]
+fn every_condition_the_seeds_write_compiles_as_written() {
+    // Each of these appears verbatim in the specification.
+    for src in [
+        "context.turn.token_usage > 0.8",
+        "context.token_usage > 0.8",
+        "context.turn.token_usage > 0.8 and context.history.tool_count > 5",
+        "context_above_threshold(0.8) or tool_completed('vault_search')",
+        "result.count > 6",
+    ] {
+        compiler()
+            .compile(src, &CompileOptions::default())
+            .unwrap_or_else(|e| panic!("{src}: {e}"));
+    }
+    assert_eq!(eval("context.token_usage > 0.8"), Verdict::False);
+    assert_eq!(eval("token_usage < 0.8"), Verdict::True);
+    assert_eq!(eval("tool_completed('vault_search')"), Verdict::True);
+    assert_eq!(eval("tool_completed('web_search')"), Verdict::False);
+    assert_eq!(eval("result.count > 6"), Verdict::True);
+}
+
+#[test]
+fn threshold_conditions_take_the_fast_path() {
+    let c = compiler();
+    let opts = CompileOptions::default();
+    for src in [
+        "context.turn.token_usage > 0.8",
+        "context_above_threshold(0.8)",
+        "context.token_usage > 0.8 and not (context.turn.number < 3)",
+        "failure_count('web_search') >= 3",
+        "context.mode == 'full' or context.turn.number * 2 > 10",
+        "context.turn.number / 4 > 0.5",
+    ] {
+        assert!(c.compile(src, &opts).unwrap().is_native(), "{src}");
+    }
+    for src in [
+        "result.count > 6",
+        "tool_completed('x')",
+        "context.state.get('k') == 1",
+    ] {
+        assert!(!c.compile(src, &opts).unwrap().is_native(), "{src}");
+    }
+    assert_eq!(eval("failure_count('web_search') >= 3"), Verdict::True);
+    assert_eq!(eval("failure_count('nothing') == 0"), Verdict::True);
+}
+
+#[test]
+fn missing_free_form_data_is_undetermined_not_false() {
+    let mut facts = TestFacts {
+        result: Map::new().into(),
+        ..TestFacts::default()
+    };
+    let v = eval_with("result.count > 6", &facts);
+    assert_eq!(v, Verdict::Undetermined("`result.count` is missing".into()));
+    // The author can say what a missing key means.
+    assert_eq!(
+        eval_with("get(result, 'count', 0) > 6", &facts),
+        Verdict::False
+    );
+    assert_eq!(
+        eval_with("has(result, 'count') and result.count > 6", &facts),
+        Verdict::False
+    );
+    assert_eq!(
+        eval_with("'count' in result and result.count > 6", &facts),
+        Verdict::False
+    );
+    // A null result, or one of the wrong kind, is undetermined too.
+    facts.result = Dynamic::UNIT;
+    assert!(matches!(
+        eval_with("result.count > 6", &facts),
+        Verdict::Undetermined(_)
+    ));
+    facts.result = {
+        let mut m = Map::new();
+        m.insert("count".into(), "many".into());
+        m.into()
+    };
+    let v = eval_with("result.count > 6", &facts);
+    assert_eq!(
+        v,
+        Verdict::Undetermined("`result.count > 6` cannot compare a string with a integer".into())
+    );
+    // Out-of-range list items are missing data.
+    assert!(matches!(
+        eval("context.history.tools[5].success"),
+        Verdict::Undetermined(_)
+    ));
+    assert_eq!(
+        eval("context.history.tools[-1].name == 'web_search'"),
+        Verdict::True
+    );
+}
+
+#[test]
+fn broken_conditions_are_errors() {
+    assert!(
+        matches!(eval("context.turn.number / 0 > 1"), Verdict::Error(m) if m.contains("divides by zero"))
+    );
+    assert!(
+        matches!(eval("result.count / 0 > 1"), Verdict::Error(m) if m.contains("divides by zero"))
+    );
+    assert!(matches!(
+        eval("context.turn.number * 9223372036854775807 > 0"),
+        Verdict::Error(_)
+    ));
+    // A runaway condition is stopped by the operation limit, not left to spin.
+    let facts = TestFacts {
+        tools: (0..400)
+            .map(|i| (format!("t{i}"), true, Dynamic::UNIT))
+            .collect(),
+        ..TestFacts::default()
+    };
+    let v = eval_with(
+        "count(any(a.name == b.name and a.name == 'zz' for b in context.history.tools) for a in context.history.tools) > 0",
+        &facts,
+    );
+    assert!(
+        matches!(&v, Verdict::Error(m) if m.contains("operations")),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn state_reads_through_get() {
+    let mut facts = TestFacts::default();
+    facts.state.insert("seen".into(), 2_i64.into());
+    assert_eq!(
+        eval_with("context.state.get('seen') == 2", &facts),
+        Verdict::True
+    );
+    assert_eq!(
+        eval_with("context.state.get('other') == null", &facts),
+        Verdict::True
+    );
+    assert_eq!(
+        eval_with("context.state.get('other', 0) + 1 == 1", &facts),
+        Verdict::True
+    );
+}
+
+#[test]
+fn generators_lists_and_functions() {
+    assert_eq!(
+        eval("any(t.name == 'web_search' for t in context.history.tools)"),
+        Verdict::True
+    );
+    assert_eq!(
+        eval("all(t.success for t in context.history.tools)"),
+        Verdict::False
+    );
+    assert_eq!(
+        eval("count(t.success for t in context.history.tools) == 1"),
+        Verdict::True
+    );
+    assert_eq!(
+        eval("count(true for t in context.history.tools if t.name != 'x') == 2"),
+        Verdict::True
+    );
+    assert_eq!(eval("len(context.history.tools) == 2"), Verdict::True);
+    assert_eq!(eval("context.history.tools.len() == 2"), Verdict::True);
+    assert_eq!(
+        eval("any([false, true]) and not all([false, true])"),
+        Verdict::True
+    );
+    assert_eq!(eval("sum([1, 2, 3.5]) == 6.5"), Verdict::True);
+    assert_eq!(
+        eval("max(1, 5, 3) == 5 and min([4, 2]) == 2"),
+        Verdict::True
+    );
+    assert_eq!(
+        eval("lower('ABC') == 'abc' and 'b' in 'abc'"),
+        Verdict::True
+    );
+    assert_eq!(eval("starts_with(context.mode, 'fu')"), Verdict::True);
+    assert_eq!(eval("int('42') + float(1) == 43"), Verdict::True);
+    assert_eq!(eval("str(result.count) == '7'"), Verdict::True);
+    assert_eq!(
+        eval("'vault_search' not in context.history.failures"),
+        Verdict::True
+    );
+    assert_eq!(eval("abs(-3) == 3"), Verdict::True);
+    assert_eq!(eval("result.label == 'seven'"), Verdict::True);
+}
+
+#[test]
+fn unknown_fields_name_the_nearest_valid_one() {
+    let e = compile_err("context.turn.tokn_usage > 0.8");
+    assert_eq!(e.kind(), ErrorKind::UnknownField);
+    assert_eq!(e.message(), "`context.turn` has no field `tokn_usage`");
+    assert_eq!(e.help(), Some("did you mean `context.turn.token_usage`?"));
+    assert_eq!(e.span(), Span::new(13, 23));
+
+    let e = compile_err("contxt.turn.number > 1");
+    assert_eq!(e.kind(), ErrorKind::UnknownName);
+    assert_eq!(e.help(), Some("did you mean `context`?"));
+
+    let e = compile_err("context.hist.tools");
+    assert_eq!(e.help(), Some("did you mean `context.history`?"));
+
+    let e = compile_err("tool_complted('x')");
+    assert_eq!(e.help(), Some("did you mean `tool_completed`?"));
+
+    let e = compile_err("w_state.x == 1");
+    assert_eq!(
+        e.kind(),
+        ErrorKind::UnknownName,
+        "hidden roots cannot be named"
+    );
+}
+
+#[test]
+fn types_are_checked_at_load() {
+    assert_eq!(
+        compile_err("context.turn.number > 'high'").kind(),
+        ErrorKind::Type
+    );
+    assert_eq!(compile_err("context.turn.number").kind(), ErrorKind::Type);
+    assert!(
+        compile_err("context.turn.number")
+            .help()
+            .unwrap()
+            .contains("> 0")
+    );
+    assert_eq!(
+        compile_err("context.history.tools.name == 'x'").kind(),
+        ErrorKind::Type
+    );
+    assert_eq!(
+        compile_err("context.turn.number and true").kind(),
+        ErrorKind::Type
+    );
+    assert_eq!(
+        compile_err("context_above_threshold(1, 2)").kind(),
+        ErrorKind::UnknownFunction
+    );
+    assert_eq!(
+        compile_err("any(t for context in context.history.tools)").kind(),
+        ErrorKind::UnknownName
+    );
+}
+
+#[test]
+fn unavailable_roots_say_why() {
+    let opts = CompileOptions {
+        unavailable: &[("result", "on_turn_start has no tool result")],
+        force_script: false,
+    };
+    let e = compiler().compile("result.count > 6", &opts).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unavailable);
+    assert_eq!(
+        e.message(),
+        "`result` is not available here: on_turn_start has no tool result"
+    );
+}
+
+#[test]
+fn errors_in_helpers_point_at_the_call() {
+    let e = compile_err("context.mode == 'x' or context_above_threshold('high')");
+    assert_eq!(e.span(), Span::new(23, 54));
+}
+
+#[test]
+fn frames_convert_each_root_once_and_can_forget_one() {
+    struct Counting(std::cell::Cell<u32>);
+    impl Facts for Counting {
+        fn scalar(&self, _: ScalarId) -> Scalar<'_> {
+            Scalar::Null
+        }
+        fn map_get(&self, _: MapId, _: &str) -> Option<Scalar<'_>> {
+            None
+        }
+        fn root(&self, _: &str) -> Dynamic {
+            self.0.set(self.0.get() + 1);
+            let mut m = Map::new();
+            m.insert("count".into(), 7_i64.into());
+            m.into()
+        }
+    }
+    let facts = Counting(Default::default());
+    let c = compiler()
+        .compile("result.count > 6", &CompileOptions::default())
+        .unwrap();
+    let mut frame = Frame::new(&facts);
+    for _ in 0..3 {
+        assert_eq!(c.eval(&mut frame), Verdict::True);
+    }
+    assert_eq!(facts.0.get(), 1);
+    frame.invalidate("result");
+    assert_eq!(c.eval(&mut frame), Verdict::True);
+    assert_eq!(facts.0.get(), 2);
+}
+
+// ---- property tests ----
+
+/// A random boolean expression over literals, with its value computed by Rust.
+fn bool_expr() -> impl Strategy<Value = (String, bool)> {
+    let leaf = prop_oneof![
+        any::<bool>().prop_map(|b| (b.to_string(), b)),
+        (-5i64..5, -5i64..5).prop_map(|(a, b)| (format!("{a} < {b}"), a < b)),
+        (-5i64..5, -5i64..5).prop_map(|(a, b)| (format!("{a} == {b}"), a == b)),
+    ];
+    leaf.prop_recursive(6, 64, 2, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|(s, v)| (format!("not ({s})"), !v)),
+            inner.clone().prop_map(|(s, v)| (format!("!({s})"), !v)),
+            (inner.clone(), inner.clone())
+                .prop_map(|((a, x), (b, y))| (format!("({a}) and ({b})"), x && y)),
+            (inner.clone(), inner.clone())
+                .prop_map(|((a, x), (b, y))| (format!("({a}) or ({b})"), x || y)),
+            (inner.clone(), inner.clone())
+                .prop_map(|((a, x), (b, y))| (format!("({a}) && ({b})"), x && y)),
+            (inner.clone(), inner).prop_map(|((a, x), (b, y))| (format!("({a}) || ({b})"), x || y)),
+        ]
+    })
+}
+
+/// A random numeric expression over the scalar facts and constants.
+fn num_expr() -> impl Strategy<Value = String> {
+    let leaf = prop_oneof![
+        Just("context.turn.number".to_string()),
+        Just("context.turn.token_usage".to_string()),
+        Just("failure_count('web_search')".to_string()),
+        Just("failure_count('none')".to_string()),
+        (-4i64..4).prop_map(|n| n.to_string()),
+        prop_oneof![Just(0.0f64), Just(0.5), Just(-1.25), Just(1e18)]
+            .prop_map(|f| format!("{f:?}")),
+        Just("9223372036854775807".to_string()),
+    ];
+    leaf.prop_recursive(4, 32, 2, |inner| {
+        (
+            inner.clone(),
+            prop_oneof![Just("+"), Just("-"), Just("*"), Just("/")],
+            inner,
+        )
+            .prop_map(|(a, op, b)| format!("({a} {op} {b})"))
+            .boxed()
+            .prop_union(
+                any::<bool>()
+                    .prop_map(|_| "-context.turn.number".to_string())
+                    .boxed(),
+            )
+    })
+}
+
+fn cmp_expr() -> impl Strategy<Value = String> {
+    let cmp = (
+        num_expr(),
+        prop_oneof![
+            Just("<"),
+            Just("<="),
+            Just(">"),
+            Just(">="),
+            Just("=="),
+            Just("!=")
+        ],
+        num_expr(),
+    )
+        .prop_map(|(a, op, b)| format!("{a} {op} {b}"))
+        .boxed();
+    let mode = prop_oneof![Just("context.mode == 'full'"), Just("context.mode < 'b'")]
+        .prop_map(str::to_string);
+    prop_oneof![cmp.clone(), mode].prop_recursive(3, 16, 2, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|s| format!("not ({s})")),
+            (inner.clone(), inner.clone()).prop_map(|(a, b)| format!("({a}) and ({b})")),
+            (inner.clone(), inner).prop_map(|(a, b)| format!("({a}) or ({b})")),
+        ]
+    })
+}
+
+fn same_kind(a: &Verdict, b: &Verdict) -> bool {
+    match (a, b) {
+        (Verdict::Error(_), Verdict::Error(_)) => true,
+        (Verdict::Undetermined(_), Verdict::Undetermined(_)) => true,
+        _ => a == b,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn any_text_is_handled_without_panicking(src in "\\PC{0,80}") {
+        let c = compiler();
+        if let Ok(cond) = c.compile(&src, &CompileOptions::default()) {
+            let _ = cond.eval(&mut Frame::new(&TestFacts::default()));
+        }
+    }
+
+    #[test]
+    fn near_miss_text_is_handled_without_panicking(
+        parts in proptest::collection::vec(prop_oneof![
+            Just("context"), Just("."), Just("turn"), Just("token_usage"), Just("("), Just(")"),
+            Just("and"), Just("not"), Just(" "), Just("'x'"), Just("0.8"), Just(">"), Just("["),
+            Just("]"), Just("for"), Just("in"), Just("t"), Just("any"), Just("result"), Just(","),
+            Just("history"), Just("tools"), Just("-"), Just("/"), Just("get"),
+        ], 0..24)
+    ) {
+        let src: String = parts.concat();
+        if let Ok(cond) = compiler().compile(&src, &CompileOptions::default()) {
+            let _ = cond.eval(&mut Frame::new(&TestFacts::default()));
+        }
+    }
+
+    #[test]
+    fn boolean_operators_agree_with_rust((src, expected) in bool_expr()) {
+        let c = compiler();
+        let want = if expected { Verdict::True } else { Verdict::False };
+        let facts = TestFacts::default();
+        for force_script in [false, true] {
+            let cond = c.compile(&src, &CompileOptions { force_script, ..Default::default() }).unwrap();
+            prop_assert_eq!(cond.eval(&mut Frame::new(&facts)), want.clone(), "{} (script: {})", src, force_script);
+        }
+    }
+
+    #[test]
+    fn fast_path_and_script_engine_agree(
+        src in cmp_expr(),
+        usage in prop_oneof![Just(0.0f64), Just(0.8), Just(-2.5), Just(1e19)],
+        turn in prop_oneof![Just(0i64), Just(3), Just(-7), Just(i64::MAX)],
+    ) {
+        let c = compiler();
+        let facts = TestFacts { token_usage: usage, turn, ..TestFacts::default() };
+        let fast = c.compile(&src, &CompileOptions::default()).unwrap();
+        prop_assert!(fast.is_native(), "{}", src);
+        let slow = c.compile(&src, &CompileOptions { force_script: true, ..Default::default() }).unwrap();
+        let (a, b) = (fast.eval(&mut Frame::new(&facts)), slow.eval(&mut Frame::new(&facts)));
+        prop_assert!(same_kind(&a, &b), "{}: native {:?} vs script {:?}", src, a, b);
+    }
+}

@@ -1,0 +1,89 @@
+//! The one error type of this crate.
+
+use crate::StateScope;
+
+/// Everything that can go wrong while opening or using a [`Store`](crate::Store).
+///
+/// Every variant names the database (its path, or `in-memory database`) so a
+/// message printed on its own is still actionable. The underlying cause is part
+/// of the message and is also kept in a field for callers that want to inspect it.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file could not be created, opened or configured
+    /// (missing permissions, not a SQLite file, locked for longer than the busy timeout, ...).
+    #[error("cannot open database {db}: {cause}")]
+    Open {
+        /// The database that was being opened.
+        db: String,
+        /// What SQLite said.
+        cause: rusqlite::Error,
+    },
+
+    /// The directory that should contain the database could not be created.
+    #[error("cannot create the directory for database {db}: {cause}")]
+    CreateDir {
+        /// The database that was being opened.
+        db: String,
+        /// What the operating system said.
+        cause: std::io::Error,
+    },
+
+    /// Applying a schema migration failed; the database is left at its previous version.
+    #[error("database {db}: migration to schema version {version} failed: {cause}")]
+    Migration {
+        /// The database that was being migrated.
+        db: String,
+        /// The schema version the failed migration would have produced.
+        version: u32,
+        /// What SQLite said.
+        cause: rusqlite::Error,
+    },
+
+    /// The database was written by a newer warden; this build refuses to touch it.
+    #[error(
+        "database {db}: database schema version {found} is newer than this build knows ({known}); upgrade warden"
+    )]
+    SchemaTooNew {
+        /// The database that was being opened.
+        db: String,
+        /// The `user_version` found in the file.
+        found: u32,
+        /// The newest schema version this build knows.
+        known: u32,
+    },
+
+    /// Writing one key of plugin state failed (the group it belonged to was rolled back).
+    #[error("database {db}: cannot write key {key:?} of {scope}: {cause}")]
+    Write {
+        /// The database that was being written.
+        db: String,
+        /// Where the key lives (boxed to keep the error small).
+        scope: Box<StateScope>,
+        /// The key that could not be written.
+        key: String,
+        /// What SQLite said.
+        cause: rusqlite::Error,
+    },
+
+    /// A stored `value_json` is not valid JSON (or not text at all).
+    #[error("database {db}: stored value of key {key:?} of {scope} is unreadable: {reason}")]
+    CorruptValue {
+        /// The database that was being read.
+        db: String,
+        /// Where the key lives (boxed to keep the error small).
+        scope: Box<StateScope>,
+        /// The key whose value is corrupt.
+        key: String,
+        /// Why the value could not be read.
+        reason: String,
+    },
+
+    /// Any other SQLite failure while using an open database.
+    #[error("database {db}: {cause}")]
+    Sqlite {
+        /// The database that was being used.
+        db: String,
+        /// What SQLite said.
+        cause: rusqlite::Error,
+    },
+}

@@ -1,0 +1,540 @@
+//! Warden's SQLite persistence: plugin-scoped JSON state and the rule execution log.
+//!
+//! A [`Store`] wraps one SQLite database (bundled SQLite, WAL journal, 5 s busy
+//! timeout) whose schema is brought up to date by versioned migrations when it is
+//! opened. Plugin state is a set of JSON values keyed by a [`StateScope`]
+//! (user, project, plugin) and a key; writes arrive in groups that are each applied
+//! atomically inside one transaction ([`Store::apply_writes`]). The execution log
+//! records one [`ExecutionRecord`] per rule evaluation and reads them back newest
+//! first through an [`ExecutionFilter`].
+//!
+//! Invariant: this crate never knows about rules, trees, scripts or templates. It
+//! stores JSON values and rows; giving them meaning is the caller's business.
+//!
+//! ```
+//! use serde_json::json;
+//! use warden_store::{StateScope, StateWrite, Store};
+//!
+//! let store = Store::in_memory()?;
+//! let scope = StateScope::new("alice", "my-project", "counter");
+//! let results = store.apply_writes(&[vec![
+//!     StateWrite::set(scope.clone(), "count", json!(3)),
+//!     StateWrite::set(scope.clone(), "last", json!({"tool": "bash"})),
+//! ]])?;
+//! assert!(results.iter().all(Result::is_ok));
+//! assert_eq!(store.state_get(&scope, "count")?, Some(json!(3)));
+//!
+//! store.apply_writes(&[vec![StateWrite::delete(scope.clone(), "count")]])?;
+//! assert_eq!(store.state_get(&scope, "count")?, None);
+//! # Ok::<(), warden_store::StoreError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod error;
+mod migrations;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+pub use error::StoreError;
+
+/// How long a statement waits for another connection's lock before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Number of rows [`Store::executions`] returns when the filter sets no limit.
+pub const DEFAULT_EXECUTION_LIMIT: usize = 100;
+
+/// Where a piece of plugin state lives: (user, project, plugin).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StateScope {
+    /// The user the state belongs to.
+    pub user: String,
+    /// The project the state belongs to.
+    pub project: String,
+    /// The plugin that owns the state.
+    pub plugin: String,
+}
+
+impl StateScope {
+    /// Builds a scope from its three parts.
+    pub fn new(
+        user: impl Into<String>,
+        project: impl Into<String>,
+        plugin: impl Into<String>,
+    ) -> Self {
+        Self {
+            user: user.into(),
+            project: project.into(),
+            plugin: plugin.into(),
+        }
+    }
+}
+
+impl fmt::Display for StateScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "plugin {:?} (user {:?}, project {:?})",
+            self.plugin, self.user, self.project
+        )
+    }
+}
+
+/// One write of plugin state. `value: None` deletes the key.
+///
+/// `Some(Value::Null)` stores a JSON `null`, which reads back as `Some(Value::Null)`;
+/// only `None` removes the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateWrite {
+    /// Where the key lives.
+    pub scope: StateScope,
+    /// The key within the scope.
+    pub key: String,
+    /// The new value, or `None` to delete the key.
+    pub value: Option<serde_json::Value>,
+}
+
+impl StateWrite {
+    /// A write that sets `key` to `value` (insert or update).
+    pub fn set(scope: StateScope, key: impl Into<String>, value: serde_json::Value) -> Self {
+        Self {
+            scope,
+            key: key.into(),
+            value: Some(value),
+        }
+    }
+
+    /// A write that deletes `key` (a no-op if it does not exist).
+    pub fn delete(scope: StateScope, key: impl Into<String>) -> Self {
+        Self {
+            scope,
+            key: key.into(),
+            value: None,
+        }
+    }
+}
+
+/// One evaluation of one rule, as the execution log records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionRecord {
+    /// The user the evaluation ran for.
+    pub user_id: String,
+    /// The project the evaluation ran in.
+    pub project_id: String,
+    /// The agent session, when known.
+    pub session_id: Option<String>,
+    /// The rule that was evaluated.
+    pub rule_id: String,
+    /// What triggered the evaluation (e.g. a hook name).
+    pub trigger: String,
+    /// Whether the rule's condition held.
+    pub condition_result: bool,
+    /// Whether the rule's action ran.
+    pub action_executed: bool,
+    /// Wall-clock time of the evaluation, in milliseconds.
+    pub execution_time_ms: f64,
+    /// The error the evaluation ended with, if any; a record with one is a failure.
+    pub error_message: Option<String>,
+}
+
+/// Filter for reading the execution log back (all fields optional; newest first;
+/// `limit` default [`DEFAULT_EXECUTION_LIMIT`]).
+#[derive(Debug, Clone, Default)]
+pub struct ExecutionFilter {
+    /// Only records of this rule.
+    pub rule_id: Option<String>,
+    /// Only records of this session.
+    pub session_id: Option<String>,
+    /// Only records of this user.
+    pub user_id: Option<String>,
+    /// Only records whose `error_message` is set.
+    pub failures_only: bool,
+    /// At most this many rows (default [`DEFAULT_EXECUTION_LIMIT`]).
+    pub limit: Option<usize>,
+}
+
+/// A row read back: the record plus its id and created_at text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecutionRow {
+    /// The row id; larger ids were recorded later.
+    pub id: i64,
+    /// When the row was recorded, as SQLite `datetime('now')` text (UTC, `YYYY-MM-DD HH:MM:SS`).
+    pub created_at: String,
+    /// The record as it was written.
+    pub record: ExecutionRecord,
+}
+
+/// A handle on one Warden database. Cheap to share: it is `Send + Sync` and
+/// serializes access to its single connection with a mutex.
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+    /// How the database is named in error messages.
+    label: String,
+}
+
+// `Store` is shared between threads by its callers.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Store>();
+};
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("db", &self.label).finish()
+    }
+}
+
+const UPSERT_STATE: &str = "
+INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json)
+VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT(user_id, project_id, plugin_id, key)
+DO UPDATE SET value_json = excluded.value_json, updated_at = datetime('now')";
+
+const DELETE_STATE: &str = "
+DELETE FROM plugin_state
+WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
+
+const SELECT_STATE: &str = "
+SELECT value_json FROM plugin_state
+WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
+
+const SELECT_STATE_ALL: &str = "
+SELECT key, value_json FROM plugin_state
+WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3";
+
+const INSERT_EXECUTION: &str = "
+INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
+    condition_result, action_executed, execution_time_ms, error_message)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
+impl Store {
+    /// Opens (creating it and its parent directories if missing) the database at
+    /// `path`, switches it to WAL, sets a 5 s busy timeout, turns foreign keys on and
+    /// runs pending migrations.
+    ///
+    /// Fails with [`StoreError::SchemaTooNew`] if the file was written by a newer warden.
+    pub fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let path = path.as_ref();
+        let label = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|cause| StoreError::CreateDir {
+                db: label.clone(),
+                cause,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|cause| StoreError::Open {
+            db: label.clone(),
+            cause,
+        })?;
+        Self::setup(conn, Some(path.to_path_buf()), label)
+    }
+
+    /// Opens a private in-memory database with the same schema (for tests and dry runs).
+    pub fn in_memory() -> Result<Store, StoreError> {
+        let label = "in-memory database".to_owned();
+        let conn = Connection::open_in_memory().map_err(|cause| StoreError::Open {
+            db: label.clone(),
+            cause,
+        })?;
+        Self::setup(conn, None, label)
+    }
+
+    fn setup(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        label: String,
+    ) -> Result<Store, StoreError> {
+        let open_err = |cause| StoreError::Open {
+            db: label.clone(),
+            cause,
+        };
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        // Returns the resulting mode; in-memory databases stay "memory", which is fine.
+        let _mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(open_err)?;
+        // NORMAL is the recommended pairing for WAL: no corruption on power loss,
+        // at worst the last commits are lost; FULL would fsync on every commit.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(open_err)?;
+        conn.set_prepared_statement_cache_capacity(32);
+        migrations::migrate(&mut conn, &label)?;
+        Ok(Store {
+            conn: Mutex::new(conn),
+            path,
+            label,
+        })
+    }
+
+    /// The file this store was opened from; `None` for [`Store::in_memory`].
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The schema version of the database (`PRAGMA user_version`).
+    pub fn schema_version(&self) -> Result<u32, StoreError> {
+        let conn = self.lock();
+        migrations::user_version(&conn).map_err(|e| self.sql_err(e))
+    }
+
+    /// The newest schema version this build knows; an opened store is always at it.
+    pub fn latest_schema_version() -> u32 {
+        migrations::latest_version()
+    }
+
+    /// Reads one key of plugin state; `None` if it is not set.
+    pub fn state_get(
+        &self,
+        scope: &StateScope,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let conn = self.lock();
+        let raw = (|| {
+            conn.prepare_cached(SELECT_STATE)?
+                .query_row(
+                    params![scope.user, scope.project, scope.plugin, key],
+                    |row| row.get::<_, SqlValue>(0),
+                )
+                .optional()
+        })()
+        .map_err(|e| self.sql_err(e))?;
+        drop(conn);
+        raw.map(|raw| self.decode(scope, key, raw)).transpose()
+    }
+
+    /// Reads every key of plugin state in `scope`.
+    pub fn state_all(
+        &self,
+        scope: &StateScope,
+    ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        let conn = self.lock();
+        let rows = (|| {
+            let mut stmt = conn.prepare_cached(SELECT_STATE_ALL)?;
+            let rows = stmt.query_map(params![scope.user, scope.project, scope.plugin], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.sql_err(e))?;
+        drop(conn);
+        rows.into_iter()
+            .map(|(key, raw)| {
+                let value = self.decode(scope, &key, raw)?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    /// Applies groups of writes in ONE transaction; each group is applied completely
+    /// or not at all (a SAVEPOINT per group: if any write of a group fails, that group
+    /// is rolled back and the others still commit). Returns one Result per group, in
+    /// order. An Err of the outer Result means the transaction itself could not begin
+    /// or commit (then nothing was written).
+    ///
+    /// Upsert keeps `created_at` and updates `updated_at`. Within a group, writes are
+    /// applied in order, so a later write of the same key wins.
+    pub fn apply_writes(
+        &self,
+        groups: &[Vec<StateWrite>],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let mut conn = self.lock();
+        // IMMEDIATE takes the write lock up front, so the busy timeout applies here
+        // instead of failing later when a read transaction tries to upgrade.
+        let mut tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.sql_err(e))?;
+        let mut results = Vec::with_capacity(groups.len());
+        for group in groups {
+            let sp = tx.savepoint().map_err(|e| self.sql_err(e))?;
+            match self.write_group(&sp, group) {
+                Ok(()) => {
+                    sp.commit().map_err(|e| self.sql_err(e))?;
+                    results.push(Ok(()));
+                }
+                Err(err) => {
+                    if sp.is_autocommit() {
+                        // The failure rolled back the whole transaction (e.g. disk full):
+                        // nothing was written, so report it as the outer error.
+                        return Err(err);
+                    }
+                    // Drop behavior is Rollback: ROLLBACK TO + RELEASE.
+                    sp.finish().map_err(|e| self.sql_err(e))?;
+                    results.push(Err(err));
+                }
+            }
+        }
+        tx.commit().map_err(|e| self.sql_err(e))?;
+        Ok(results)
+    }
+
+    fn write_group(&self, conn: &Connection, group: &[StateWrite]) -> Result<(), StoreError> {
+        for write in group {
+            let StateWrite { scope, key, value } = write;
+            let result = match value {
+                Some(value) => conn.prepare_cached(UPSERT_STATE).and_then(|mut stmt| {
+                    stmt.execute(params![
+                        scope.user,
+                        scope.project,
+                        scope.plugin,
+                        key,
+                        value.to_string()
+                    ])
+                }),
+                None => conn.prepare_cached(DELETE_STATE).and_then(|mut stmt| {
+                    stmt.execute(params![scope.user, scope.project, scope.plugin, key])
+                }),
+            };
+            result.map_err(|cause| StoreError::Write {
+                db: self.label.clone(),
+                scope: Box::new(scope.clone()),
+                key: key.clone(),
+                cause,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Appends records to the execution log, all in one transaction.
+    pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.lock();
+        (|| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            {
+                let mut stmt = tx.prepare_cached(INSERT_EXECUTION)?;
+                for r in records {
+                    stmt.execute(params![
+                        r.user_id,
+                        r.project_id,
+                        r.session_id,
+                        r.rule_id,
+                        r.trigger,
+                        r.condition_result,
+                        r.action_executed,
+                        r.execution_time_ms,
+                        r.error_message,
+                    ])?;
+                }
+            }
+            tx.commit()
+        })()
+        .map_err(|e| self.sql_err(e))
+    }
+
+    /// Reads the execution log back, newest first, filtered by `filter`.
+    pub fn executions(&self, filter: &ExecutionFilter) -> Result<Vec<ExecutionRow>, StoreError> {
+        let mut sql = String::from(
+            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
+             condition_result, action_executed, execution_time_ms, error_message \
+             FROM rule_execution_log",
+        );
+        let mut conditions: Vec<&str> = Vec::new();
+        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::new();
+        if let Some(rule_id) = &filter.rule_id {
+            conditions.push("rule_id = ?");
+            args.push(rule_id);
+        }
+        if let Some(session_id) = &filter.session_id {
+            conditions.push("session_id = ?");
+            args.push(session_id);
+        }
+        if let Some(user_id) = &filter.user_id {
+            conditions.push("user_id = ?");
+            args.push(user_id);
+        }
+        if filter.failures_only {
+            conditions.push("error_message IS NOT NULL");
+        }
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        // created_at has one-second resolution; id breaks ties in insertion order.
+        sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?");
+        let limit =
+            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
+        args.push(&limit);
+
+        let conn = self.lock();
+        (|| {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(args.as_slice(), |row| {
+                Ok(ExecutionRow {
+                    id: row.get(0)?,
+                    created_at: row.get(1)?,
+                    record: ExecutionRecord {
+                        user_id: row.get(2)?,
+                        project_id: row.get(3)?,
+                        session_id: row.get(4)?,
+                        rule_id: row.get(5)?,
+                        trigger: row.get(6)?,
+                        condition_result: row.get::<_, i64>(7)? != 0,
+                        action_executed: row.get::<_, i64>(8)? != 0,
+                        execution_time_ms: row.get(9)?,
+                        error_message: row.get(10)?,
+                    },
+                })
+            })?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.sql_err(e))
+    }
+
+    /// Locks the connection. A poisoned mutex is recovered: rusqlite rolls back any
+    /// open transaction when a panic unwinds through it, so the connection is usable.
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite {
+            db: self.label.clone(),
+            cause,
+        }
+    }
+
+    /// Turns a stored `value_json` cell into a JSON value.
+    fn decode(
+        &self,
+        scope: &StateScope,
+        key: &str,
+        raw: SqlValue,
+    ) -> Result<serde_json::Value, StoreError> {
+        let corrupt = |reason: String| StoreError::CorruptValue {
+            db: self.label.clone(),
+            scope: Box::new(scope.clone()),
+            key: key.to_owned(),
+            reason,
+        };
+        match raw {
+            SqlValue::Text(text) => {
+                serde_json::from_str(&text).map_err(|e| corrupt(format!("invalid JSON: {e}")))
+            }
+            other => Err(corrupt(format!(
+                "expected JSON text, found {}",
+                other.data_type()
+            ))),
+        }
+    }
+
+    /// Runs `f` on the raw connection (tests only: install triggers, poke at rows).
+    #[cfg(test)]
+    fn with_conn<R>(&self, f: impl FnOnce(&Connection) -> R) -> R {
+        f(&self.lock())
+    }
+}
+
+#[cfg(test)]
+mod tests;

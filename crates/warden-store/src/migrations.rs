@@ -1,0 +1,164 @@
+//! Versioned schema migrations, tracked with `PRAGMA user_version`.
+//!
+//! `MIGRATIONS[i]` turns a schema of version `i` into version `i + 1`. To change
+//! the schema, append one entry; never edit an entry that has shipped.
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use crate::StoreError;
+
+/// Migration 1: the seed schema (plugin state and the rule execution log), plus a
+/// nullable `session_id` on the log so it can be filtered by agent session.
+const MIGRATION_1: &str = "
+CREATE TABLE IF NOT EXISTS plugin_state (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    plugin_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value_json TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+    UNIQUE(user_id, project_id, plugin_id, key)
+);
+CREATE INDEX IF NOT EXISTS idx_plugin_state_lookup
+    ON plugin_state(user_id, project_id, plugin_id);
+CREATE TABLE IF NOT EXISTS rule_execution_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    user_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    session_id TEXT,
+    rule_id TEXT NOT NULL,
+    trigger TEXT NOT NULL,
+    condition_result INTEGER NOT NULL,  -- 0 = false, 1 = true
+    action_executed INTEGER NOT NULL,   -- 0 = no, 1 = yes
+    execution_time_ms REAL NOT NULL,
+    error_message TEXT,
+    created_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE INDEX IF NOT EXISTS idx_rule_log_lookup
+    ON rule_execution_log(user_id, project_id, created_at DESC);
+CREATE INDEX IF NOT EXISTS idx_rule_log_session
+    ON rule_execution_log(session_id, created_at DESC);
+";
+
+/// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1];
+
+/// The newest schema version this build knows.
+pub(crate) fn latest_version() -> u32 {
+    u32::try_from(MIGRATIONS.len()).unwrap_or(u32::MAX)
+}
+
+/// Reads `PRAGMA user_version`.
+pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
+    let v: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+    // user_version is a signed 32-bit integer in the file header; a negative one is
+    // certainly not something this build wrote, so treat it as "too new".
+    Ok(u32::try_from(v).unwrap_or(u32::MAX))
+}
+
+/// Brings the schema up to [`latest_version`], or refuses a newer database.
+///
+/// All pending migrations run in one IMMEDIATE transaction together with the
+/// `user_version` bump, so a failure leaves the database untouched and two
+/// processes opening the same fresh file cannot both migrate it.
+pub(crate) fn migrate(conn: &mut Connection, db: &str) -> Result<(), StoreError> {
+    let known = latest_version();
+    let open_err = |cause| StoreError::Open {
+        db: db.to_owned(),
+        cause,
+    };
+    let too_new = |found| StoreError::SchemaTooNew {
+        db: db.to_owned(),
+        found,
+        known,
+    };
+
+    // Cheap check without a write lock: the common case is "already current".
+    let found = user_version(conn).map_err(open_err)?;
+    if found > known {
+        return Err(too_new(found));
+    }
+    if found == known {
+        return Ok(());
+    }
+
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(open_err)?;
+    // Re-read under the lock: another process may have migrated meanwhile.
+    let found = user_version(&tx).map_err(open_err)?;
+    if found > known {
+        return Err(too_new(found));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let version = u32::try_from(index + 1).unwrap_or(u32::MAX);
+        let mig_err = |cause| StoreError::Migration {
+            db: db.to_owned(),
+            version,
+            cause,
+        };
+        tx.execute_batch(sql).map_err(mig_err)?;
+        tx.pragma_update(None, "user_version", version)
+            .map_err(mig_err)?;
+    }
+    tx.commit().map_err(|cause| StoreError::Migration {
+        db: db.to_owned(),
+        version: known,
+        cause,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_reaches_latest_version_and_reopen_is_idempotent() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        migrate(&mut conn, "test").expect("first migrate");
+        assert_eq!(user_version(&conn).expect("version"), latest_version());
+        migrate(&mut conn, "test").expect("second migrate");
+        assert_eq!(user_version(&conn).expect("version"), latest_version());
+    }
+
+    #[test]
+    fn newer_database_is_refused_untouched() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        conn.pragma_update(None, "user_version", latest_version() + 1)
+            .expect("set version");
+        let err = migrate(&mut conn, "test").expect_err("must refuse");
+        assert!(
+            matches!(err, StoreError::SchemaTooNew { found, known, .. }
+                if found == latest_version() + 1 && known == latest_version()),
+            "{err}"
+        );
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .expect("count");
+        assert_eq!(tables, 0);
+    }
+
+    #[test]
+    fn failing_migration_leaves_version_unchanged() {
+        let mut conn = Connection::open_in_memory().expect("open");
+        // A conflicting object named like one of migration 1's indexes, but as a table.
+        conn.execute_batch("CREATE TABLE idx_rule_log_session (x);")
+            .expect("setup");
+        let err = migrate(&mut conn, "test").expect_err("must fail");
+        assert!(
+            matches!(err, StoreError::Migration { version: 1, .. }),
+            "{err}"
+        );
+        assert_eq!(user_version(&conn).expect("version"), 0);
+        let has_state: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE name = 'plugin_state'",
+                [],
+                |r| r.get(0),
+            )
+            .expect("count");
+        assert_eq!(has_state, 0, "the whole migration is rolled back");
+    }
+}

@@ -1,1 +1,69 @@
-//! placeholder
+//! Warden's engine: the context model, hooks, rule loading, the behavior-tree compiler,
+//! sessions and actions.
+//!
+//! An agent loop builds a [`Warden`] from rule folders (and Warden's built-in rules), opens a
+//! [`Session`] per conversation, and calls [`Session::tick`] at each of the seven [`Hook`]s
+//! with what just happened ([`Event`]). Warden updates the session's facts, ticks the hook's
+//! behavior trees (one per rule, or per exclusive group of rules) in priority order, applies
+//! the effects of the rules that fired, and returns an [`Outcome`]: notifications to inject
+//! into the agent's context, log lines, state writes, emitted events, and errors isolated to
+//! the rule that caused them.
+//!
+//! ```
+//! use serde_json::json;
+//! use warden_core::{Event, Hook, Warden};
+//!
+//! let warden = Warden::builder().builtin_rules().build().unwrap();
+//! let mut session = warden.session();
+//! let outcome = session.tick(
+//!     Hook::OnToolComplete,
+//!     Event::tool_complete("vault_search", json!({"count": 9})),
+//! );
+//! assert_eq!(outcome.fired(), ["large-result-summary"]);
+//! assert_eq!(
+//!     &*outcome.inject[0].message,
+//!     "vault_search returned 9 results. Summarize the key findings before going on."
+//! );
+//! ```
+//!
+//! Invariants: a tick never panics on input and never fails as a whole; every rule of a tick
+//! reads the same frozen facts, and effects are applied after all rules ran, in priority
+//! order; a rule's effects apply together or not at all.
+
+#![warn(missing_docs)]
+
+pub mod bench;
+mod context;
+mod diagnostic;
+mod event;
+mod facts;
+mod hook;
+mod loader;
+mod outcome;
+mod program;
+mod rule;
+mod session;
+mod suggest;
+mod template;
+mod toml_reader;
+pub mod trace;
+mod warden;
+
+pub use context::schema;
+pub use diagnostic::{Diagnostic, Severity, SourceFile};
+pub use event::{Event, Message, Party, Query, ToolCall, TurnUpdate};
+pub use facts::{
+    Counts, DEFAULT_HISTORY_LIMIT, DEFAULT_ID, History, Identity, MessageRecord, SessionFacts,
+    ToolRecord, ToolStatus, TurnState,
+};
+pub use hook::{Hook, UnknownHook};
+pub use loader::{BUILTIN_PLUGIN, BUILTIN_RULES, LOCAL_PLUGIN, RuleSource, load};
+pub use outcome::{Effect, Evaluation, Notification, Outcome, RuleError};
+pub use program::Program;
+pub use rule::{
+    ACTION_TYPES, ActionDef, ConditionDef, DEFAULT_PRIORITY, DeliverAt, Located, LogLevel,
+    Priority, RULE_FIELDS, RuleDef,
+};
+pub use session::{Session, SessionOptions};
+pub use warden::{AsyncSession, BusEvent, Error, Warden, WardenBuilder};
+pub use warden_store::Store;

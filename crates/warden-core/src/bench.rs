@@ -1,0 +1,124 @@
+//! The benchmark scenario `warden bench` and the criterion benches share, so both measure the
+//! same thing: one `on_turn_start` tick over 100 threshold rules, beside the hand-written Rust
+//! that does the same work (the floor).
+
+use std::sync::Arc;
+
+use crate::event::Event;
+use crate::hook::Hook;
+use crate::outcome::Notification;
+use crate::rule::{DeliverAt, Priority};
+use crate::session::Session;
+use crate::warden::Warden;
+
+/// How many rules the scenario loads.
+pub const RULES: usize = 100;
+/// The token usage of the benchmark tick: rules with thresholds below it fire (10 of 100).
+pub const TOKEN_USAGE: f64 = 0.095;
+
+/// The threshold of rule `i`: 0.00, 0.01, ... 0.99.
+pub fn threshold(i: usize) -> f64 {
+    i as f64 / RULES as f64
+}
+
+/// The rule files of the scenario, as (file name, TOML).
+pub fn rule_files() -> Vec<(String, String)> {
+    (0..RULES)
+        .map(|i| {
+            let toml = format!(
+                "[rule]\nid = \"threshold-{i:03}\"\ntrigger = \"on_turn_start\"\npriority = {p}\n\n\
+                 [condition]\nexpression = \"context.turn.token_usage > {t:.2}\"\n\n\
+                 [action]\ntype = \"notify_self\"\nmessage = \"Token usage passed {t:.2}.\"\n",
+                p = 1000 - i,
+                t = threshold(i)
+            );
+            (format!("threshold-{i:03}.toml"), toml)
+        })
+        .collect()
+}
+
+/// A supervisor loaded with the scenario's rules (written to `dir`).
+pub fn warden(dir: &std::path::Path) -> Warden {
+    for (name, toml) in rule_files() {
+        std::fs::write(dir.join(name), toml)
+            .expect("the benchmark writes its rules to a temporary folder");
+    }
+    Warden::builder()
+        .rules_dir(dir)
+        .build()
+        .expect("the benchmark rules load")
+}
+
+/// One benchmark tick through Warden.
+pub fn tick(session: &mut Session) -> usize {
+    let outcome = session.tick(
+        Hook::OnTurnStart,
+        Event::new().with_token_usage(TOKEN_USAGE).at(0.0),
+    );
+    outcome.effects.len()
+}
+
+/// The same work written by hand: the hand-written floor.
+pub struct Floor {
+    rules: Vec<(Arc<str>, f64, Arc<str>)>,
+    category: Arc<str>,
+}
+
+impl Default for Floor {
+    fn default() -> Self {
+        Floor {
+            rules: (0..RULES)
+                .map(|i| {
+                    let t = threshold(i);
+                    (
+                        Arc::from(format!("threshold-{i:03}")),
+                        t,
+                        Arc::from(format!("Token usage passed {t:.2}.")),
+                    )
+                })
+                .collect(),
+            category: Arc::from("info"),
+        }
+    }
+}
+
+impl Floor {
+    /// One tick by hand: an `if` per rule, a notification per match.
+    pub fn tick(&self, token_usage: f64) -> Vec<Notification> {
+        let mut out = Vec::new();
+        for (id, t, message) in &self.rules {
+            if token_usage > *t {
+                out.push(Notification {
+                    rule: id.clone(),
+                    message: message.clone(),
+                    category: self.category.clone(),
+                    priority: Priority::Normal,
+                    deliver_at: DeliverAt::TurnStart,
+                    fired_at: Hook::OnTurnStart,
+                });
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warden_and_the_floor_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = warden(dir.path());
+        assert!(w.diagnostics().is_empty());
+        let mut s = w.session();
+        let by_hand = Floor::default().tick(TOKEN_USAGE);
+        let outcome = s.tick(
+            Hook::OnTurnStart,
+            Event::new().with_token_usage(TOKEN_USAGE),
+        );
+        let ours: Vec<_> = outcome.notifications().cloned().collect();
+        assert_eq!(ours, by_hand);
+        assert_eq!(ours.len(), 10);
+    }
+}

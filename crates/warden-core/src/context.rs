@@ -1,0 +1,512 @@
+//! The context API: the schema conditions and templates are checked against, the helper
+//! functions, and the bridge from a session's facts to the expression engine.
+//!
+//! The schema here *is* the documented context API; the book's reference is checked against
+//! [`schema()`] by a test, so the two cannot drift apart.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use serde::Serialize;
+use serde_json::Value;
+use warden_expr::rhai::Dynamic;
+use warden_expr::{FieldDef, MapId, ScalarId, Schema, Type};
+use warden_store::{StateScope, Store};
+
+use crate::event::Event;
+use crate::facts::SessionFacts;
+use crate::hook::Hook;
+
+mod id {
+    use warden_expr::{MapId, ScalarId};
+    pub const TURN_NUMBER: ScalarId = ScalarId(0);
+    pub const TOKEN_USAGE: ScalarId = ScalarId(1);
+    pub const CONTEXT_USAGE: ScalarId = ScalarId(2);
+    pub const ITERATION_COUNT: ScalarId = ScalarId(3);
+    pub const MAX_ITERATIONS: ScalarId = ScalarId(4);
+    pub const COUNT_TURNS: ScalarId = ScalarId(5);
+    pub const COUNT_QUERIES: ScalarId = ScalarId(6);
+    pub const COUNT_TOOL_CALLS: ScalarId = ScalarId(7);
+    pub const COUNT_TOOL_FAILURES: ScalarId = ScalarId(8);
+    pub const COUNT_MESSAGES: ScalarId = ScalarId(9);
+    pub const USER_ID: ScalarId = ScalarId(10);
+    pub const PROJECT_ID: ScalarId = ScalarId(11);
+    pub const QUERY: ScalarId = ScalarId(12);
+    pub const MODE: ScalarId = ScalarId(13);
+    pub const EVENT_HOOK: ScalarId = ScalarId(14);
+    pub const EVENT_TOOL_NAME: ScalarId = ScalarId(15);
+    pub const EVENT_TIME: ScalarId = ScalarId(16);
+    pub const TOOL_NAME: ScalarId = ScalarId(17);
+    pub const FAILURES: MapId = MapId(0);
+    pub const CALLS: MapId = MapId(1);
+}
+
+/// The name of the hidden root that carries the reading plugin's state.
+pub(crate) const STATE_ROOT: &str = "w_state";
+
+/// The context schema, built once.
+pub fn schema() -> &'static Schema {
+    static SCHEMA: OnceLock<Schema> = OnceLock::new();
+    SCHEMA.get_or_init(build_schema)
+}
+
+fn build_schema() -> Schema {
+    use id::*;
+    let mut s = Schema::new();
+    let turn = s.record(
+        "context.turn",
+        vec![
+            FieldDef::new("number", Type::Int, "Turn number, from 1 (0 before the first turn). Reported by the agent loop, or counted by Warden at each on_turn_start when it is not.").scalar(TURN_NUMBER),
+            FieldDef::new("token_usage", Type::Float, "Share of the token budget used, 0.0 to 1.0.").scalar(TOKEN_USAGE),
+            FieldDef::new("context_usage", Type::Float, "Share of the context window used, 0.0 to 1.0.").scalar(CONTEXT_USAGE),
+            FieldDef::new("iteration_count", Type::Int, "Iterations (model calls) so far in this query.").scalar(ITERATION_COUNT),
+            FieldDef::new("max_iterations", Type::Int, "The iteration budget; 0 when the agent loop has not reported one.").scalar(MAX_ITERATIONS),
+        ],
+    );
+    let message = s.record(
+        "message",
+        vec![
+            FieldDef::new(
+                "role",
+                Type::Str,
+                "`user`, `assistant`, `system` or `tool`.",
+            ),
+            FieldDef::new("content", Type::Str, "The message text."),
+            FieldDef::new("turn", Type::Int, "The turn it arrived in."),
+        ],
+    );
+    let tool_record = s.record(
+        "tool record",
+        vec![
+            FieldDef::new("name", Type::Str, "The tool's name."),
+            FieldDef::new(
+                "arguments",
+                Type::Any,
+                "Its arguments, as the agent loop reported them.",
+            ),
+            FieldDef::new(
+                "result",
+                Type::Any,
+                "What it returned (null while pending or if it failed).",
+            ),
+            FieldDef::new(
+                "error",
+                Type::nullable(Type::Str),
+                "Why it failed, or null.",
+            ),
+            FieldDef::new("success", Type::Bool, "Whether it returned successfully."),
+            FieldDef::new("status", Type::Str, "`pending`, `ok` or `failed`."),
+            FieldDef::new("turn", Type::Int, "The turn it was called in."),
+            FieldDef::new(
+                "time",
+                Type::Float,
+                "When it was last updated, in seconds since the Unix epoch.",
+            ),
+        ],
+    );
+    let counts = s.record(
+        "context.history.counts",
+        vec![
+            FieldDef::new("turns", Type::Int, "Turns started in this session.").scalar(COUNT_TURNS),
+            FieldDef::new("queries", Type::Int, "Queries received.").scalar(COUNT_QUERIES),
+            FieldDef::new("tool_calls", Type::Int, "Tool calls made.").scalar(COUNT_TOOL_CALLS),
+            FieldDef::new("tool_failures", Type::Int, "Tool calls that failed.")
+                .scalar(COUNT_TOOL_FAILURES),
+            FieldDef::new("messages", Type::Int, "Messages added to the history.")
+                .scalar(COUNT_MESSAGES),
+        ],
+    );
+    let history = s.record(
+        "context.history",
+        vec![
+            FieldDef::new("messages", Type::list(Type::Record(message)), "Recent messages, oldest first (the last 50 by default)."),
+            FieldDef::new("tools", Type::list(Type::Record(tool_record)), "Recent tool calls, oldest first (the last 50 by default)."),
+            FieldDef::new("failures", Type::map(Type::Int), "Failures per tool name over the session: `context.history.failures['web_search']`.").direct_map(FAILURES),
+            FieldDef::new("calls", Type::map(Type::Int), "Calls per tool name over the session.").direct_map(CALLS),
+            FieldDef::new("counts", Type::Record(counts), "Totals over the session."),
+            FieldDef::alias("tool_count", "context.history.counts.tool_calls", "Tool calls made in this session (the specification's name for `counts.tool_calls`)."),
+        ],
+    );
+    let identity = |s: &mut Schema, name: &str, id_scalar: ScalarId| {
+        s.record(
+            name,
+            vec![
+                FieldDef::new(
+                    "id",
+                    Type::Str,
+                    "Its id (`default` until an event names it).",
+                )
+                .scalar(id_scalar),
+                FieldDef::new(
+                    "settings",
+                    Type::map(Type::Any),
+                    "A snapshot of its settings, as the agent loop reported them.",
+                ),
+            ],
+        )
+    };
+    let user = identity(&mut s, "context.user", USER_ID);
+    let project = identity(&mut s, "context.project", PROJECT_ID);
+    let context = s.record(
+        "context",
+        vec![
+            FieldDef::new("turn", Type::Record(turn), "The current turn."),
+            FieldDef::new("history", Type::Record(history), "What happened so far in the session."),
+            FieldDef::new("user", Type::Record(user), "The user."),
+            FieldDef::new("project", Type::Record(project), "The project."),
+            FieldDef::alias("state", STATE_ROOT, "The rule's plugin state, persistent across turns and sessions: `context.state.get('key')` or `context.state.get('key', default)`."),
+            FieldDef::new("query", Type::Str, "The text of the latest user query (empty before the first).").scalar(QUERY),
+            FieldDef::new("mode", Type::Str, "The active mode (`default` unless modes are configured).").scalar(MODE),
+            FieldDef::alias("token_usage", "context.turn.token_usage", "Shorthand for `context.turn.token_usage`."),
+        ],
+    );
+    let event = s.record(
+        "event",
+        vec![
+            FieldDef::new("hook", Type::Str, "The hook being handled (`on_tool_complete`...).").scalar(EVENT_HOOK),
+            FieldDef::new("tool_name", Type::Str, "The tool of this event, or an empty string.").scalar(EVENT_TOOL_NAME),
+            FieldDef::new("query", Type::Any, "The query of an on_query_start event: `event.query.text` and any other fields the loop sent; null otherwise."),
+            FieldDef::new("message", Type::Any, "The message the event carries (`role`, `content`), or null."),
+            FieldDef::new("error", Type::nullable(Type::Str), "The error of an on_tool_failure event, or null."),
+            FieldDef::new("data", Type::Any, "Free-form data the agent loop attached, or null."),
+            FieldDef::new("time", Type::Float, "When it happened, in seconds since the Unix epoch.").scalar(EVENT_TIME),
+        ],
+    );
+    let tool = s.record(
+        "tool",
+        vec![
+            FieldDef::new("name", Type::Str, "The tool's name.").scalar(TOOL_NAME),
+            FieldDef::new("arguments", Type::Any, "Its arguments."),
+        ],
+    );
+    s.root(
+        "context",
+        Type::Record(context),
+        "The session: turn, history, user, project, plugin state, mode.",
+    );
+    s.root("event", Type::Record(event), "The event being handled.");
+    s.root(
+        "tool",
+        Type::Record(tool),
+        "The tool of a tool hook (on_tool_call, on_tool_complete, on_tool_failure).",
+    );
+    s.root("result", Type::Any, "What the tool returned, at on_tool_complete. Free-form: a missing key makes the condition undetermined.");
+    s.hidden_root(STATE_ROOT, Type::map(Type::Any));
+    s.root_alias(
+        "token_usage",
+        "context.turn.token_usage",
+        "Shorthand for `context.turn.token_usage`.",
+    );
+    s.root_alias(
+        "turn_number",
+        "context.turn.number",
+        "Shorthand for `context.turn.number`.",
+    );
+
+    s.helper(
+        "context_above_threshold",
+        &["t"],
+        "context.turn.token_usage >= t",
+        "True when the share of the token budget used is at least `t`.",
+    );
+    s.helper("iterations_above_threshold", &["t"],
+        "context.turn.max_iterations > 0 and context.turn.iteration_count >= t * context.turn.max_iterations",
+        "True when at least the share `t` of the iteration budget is used (false while no budget is reported).");
+    s.helper(
+        "tool_completed",
+        &["name"],
+        "event.hook == 'on_tool_complete' and event.tool_name == name",
+        "True while handling the successful completion of a call to `name`.",
+    );
+    s.helper(
+        "tool_failed",
+        &["name"],
+        "event.hook == 'on_tool_failure' and event.tool_name == name",
+        "True while handling a failure of `name`.",
+    );
+    s.helper(
+        "failure_count",
+        &["name"],
+        "get(context.history.failures, name, 0)",
+        "How many times `name` failed in this session.",
+    );
+    s.helper(
+        "tool_calls",
+        &["name"],
+        "get(context.history.calls, name, 0)",
+        "How many times `name` was called in this session.",
+    );
+    s.helper(
+        "query_mentions",
+        &["word"],
+        "contains(lower(context.query), lower(word))",
+        "True when the latest query contains `word`, ignoring case.",
+    );
+    s
+}
+
+/// Roots that rules of `hook` cannot read, each with the reason shown to the author.
+pub(crate) fn unavailable(hook: Hook) -> &'static [(&'static str, &'static str)] {
+    match hook {
+        Hook::OnToolComplete => &[],
+        Hook::OnToolCall => &[(
+            "result",
+            "on_tool_call runs before the tool returns; use on_tool_complete",
+        )],
+        Hook::OnToolFailure => &[("result", "a failed tool has no result; read `event.error`")],
+        _ => &[
+            (
+                "tool",
+                "only the tool hooks (on_tool_call, on_tool_complete, on_tool_failure) have a tool; `context.history.tools` holds past calls",
+            ),
+            (
+                "result",
+                "only on_tool_complete has a tool result; `context.history.tools` holds past results",
+            ),
+        ],
+    }
+}
+
+/// One plugin's state, or why it could not be read.
+type LoadedState = Result<Arc<BTreeMap<String, Value>>, String>;
+
+/// Plugin state as one tick reads it: loaded from the store on first use, once per plugin.
+pub(crate) struct StateReader<'a> {
+    store: &'a Store,
+    user: &'a str,
+    project: &'a str,
+    cache: RefCell<HashMap<Arc<str>, LoadedState>>,
+}
+
+impl<'a> StateReader<'a> {
+    pub(crate) fn new(store: &'a Store, user: &'a str, project: &'a str) -> Self {
+        StateReader {
+            store,
+            user,
+            project,
+            cache: RefCell::new(HashMap::new()),
+        }
+    }
+
+    /// The state of `plugin`, or why it could not be read.
+    pub(crate) fn get(&self, plugin: &Arc<str>) -> LoadedState {
+        if let Some(hit) = self.cache.borrow().get(plugin) {
+            return hit.clone();
+        }
+        let scope = StateScope::new(self.user, self.project, plugin.as_ref());
+        let loaded = self
+            .store
+            .state_all(&scope)
+            .map(Arc::new)
+            .map_err(|e| format!("plugin state could not be read: {e}"));
+        self.cache
+            .borrow_mut()
+            .insert(plugin.clone(), loaded.clone());
+        loaded
+    }
+}
+
+/// The frozen frame of one tick, as conditions and templates read it.
+pub(crate) struct TickFacts<'a> {
+    pub facts: &'a SessionFacts,
+    pub hook: Hook,
+    pub event: &'a Event,
+    pub time: f64,
+    pub state: StateReader<'a>,
+    /// The plugin whose state `context.state` shows (set before each rule).
+    pub plugin: RefCell<Arc<str>>,
+    /// A state read failure seen while evaluating, reported against the rule.
+    pub state_error: Cell<bool>,
+}
+
+#[derive(Serialize)]
+struct ContextView<'a> {
+    turn: &'a crate::facts::TurnState,
+    history: &'a crate::facts::History,
+    user: &'a crate::facts::Identity,
+    project: &'a crate::facts::Identity,
+    query: &'a str,
+    mode: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    state: Option<&'a BTreeMap<String, Value>>,
+}
+
+#[derive(Serialize)]
+struct EventView<'a> {
+    hook: &'static str,
+    tool_name: &'a str,
+    query: Option<&'a crate::event::Query>,
+    message: Option<&'a crate::event::Message>,
+    error: Option<&'a str>,
+    data: Option<&'a Value>,
+    time: f64,
+}
+
+#[derive(Serialize)]
+struct ToolView<'a> {
+    name: &'a str,
+    arguments: &'a Value,
+}
+
+static NULL: Value = Value::Null;
+
+impl<'a> TickFacts<'a> {
+    fn tool_name(&self) -> &str {
+        self.event.tool.as_ref().map_or("", |t| t.name.as_str())
+    }
+
+    fn context_view<'s>(&'s self, state: Option<&'s BTreeMap<String, Value>>) -> ContextView<'s> {
+        let f = self.facts;
+        ContextView {
+            turn: &f.turn,
+            history: &f.history,
+            user: &f.user,
+            project: &f.project,
+            query: &f.query,
+            mode: &f.mode,
+            state,
+        }
+    }
+
+    fn event_view(&self) -> EventView<'_> {
+        EventView {
+            hook: self.hook.name(),
+            tool_name: self.tool_name(),
+            query: self.event.query.as_ref(),
+            message: self.event.message.as_ref(),
+            error: self.event.error.as_deref(),
+            data: self.event.data.as_ref(),
+            time: self.time,
+        }
+    }
+
+    fn tool_view(&self) -> ToolView<'_> {
+        ToolView {
+            name: self.tool_name(),
+            arguments: self.event.tool.as_ref().map_or(&NULL, |t| &t.arguments),
+        }
+    }
+
+    /// The current plugin's state, or an empty map when it could not be read (the failure is
+    /// remembered so the rule reports it).
+    fn current_state(&self) -> Arc<BTreeMap<String, Value>> {
+        let plugin = self.plugin.borrow().clone();
+        match self.state.get(&plugin) {
+            Ok(s) => s,
+            Err(_) => {
+                self.state_error.set(true);
+                Arc::default()
+            }
+        }
+    }
+
+    /// The values a template renders with: `context` (with `state`), `event`, `tool`, `result`.
+    pub(crate) fn template_values(&self) -> minijinja::Value {
+        let state = self.current_state();
+        use minijinja::value::Serde;
+        minijinja::context! {
+            context => minijinja::Value::from(Serde(self.context_view(Some(&state)))),
+            event => minijinja::Value::from(Serde(self.event_view())),
+            tool => minijinja::Value::from(Serde(self.tool_view())),
+            result => minijinja::Value::from(Serde(self.event.result.as_ref().unwrap_or(&NULL))),
+        }
+    }
+}
+
+fn dynamic<T: Serialize>(value: &T) -> Dynamic {
+    warden_expr::rhai::serde::to_dynamic(value).unwrap_or(Dynamic::UNIT)
+}
+
+impl warden_expr::Facts for TickFacts<'_> {
+    fn scalar(&self, sid: ScalarId) -> warden_expr::Scalar<'_> {
+        use warden_expr::Scalar as S;
+        let f = self.facts;
+        match sid {
+            id::TURN_NUMBER => S::Int(f.turn.number.into()),
+            id::TOKEN_USAGE => S::Float(f.turn.token_usage),
+            id::CONTEXT_USAGE => S::Float(f.turn.context_usage),
+            id::ITERATION_COUNT => S::Int(f.turn.iteration_count.into()),
+            id::MAX_ITERATIONS => S::Int(f.turn.max_iterations.into()),
+            id::COUNT_TURNS => S::Int(f.history.counts.turns.into()),
+            id::COUNT_QUERIES => S::Int(f.history.counts.queries.into()),
+            id::COUNT_TOOL_CALLS => S::Int(f.history.counts.tool_calls.into()),
+            id::COUNT_TOOL_FAILURES => S::Int(f.history.counts.tool_failures.into()),
+            id::COUNT_MESSAGES => S::Int(f.history.counts.messages.into()),
+            id::USER_ID => S::Str(&f.user.id),
+            id::PROJECT_ID => S::Str(&f.project.id),
+            id::QUERY => S::Str(&f.query),
+            id::MODE => S::Str(&f.mode),
+            id::EVENT_HOOK => S::Str(self.hook.name()),
+            id::EVENT_TOOL_NAME | id::TOOL_NAME => S::Str(self.tool_name()),
+            id::EVENT_TIME => S::Float(self.time),
+            _ => S::Null,
+        }
+    }
+
+    fn map_get(&self, map: MapId, key: &str) -> Option<warden_expr::Scalar<'_>> {
+        let table = match map {
+            id::FAILURES => &self.facts.history.failures,
+            id::CALLS => &self.facts.history.calls,
+            _ => return None,
+        };
+        table
+            .get(key)
+            .map(|n| warden_expr::Scalar::Int((*n).into()))
+    }
+
+    fn root(&self, name: &str) -> Dynamic {
+        match name {
+            "context" => dynamic(&self.context_view(None)),
+            "event" => dynamic(&self.event_view()),
+            "tool" => dynamic(&self.tool_view()),
+            "result" => dynamic(self.event.result.as_ref().unwrap_or(&NULL)),
+            STATE_ROOT => dynamic(&*self.current_state()),
+            _ => Dynamic::UNIT,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use warden_expr::{CompileOptions, Compiler};
+
+    #[test]
+    fn the_schema_is_consistent() {
+        let compiler = Compiler::new(schema().clone());
+        // Every documented path checks, and every helper body compiles.
+        for (path, doc) in schema().paths() {
+            assert!(!doc.is_empty(), "{path} has no documentation");
+            compiler
+                .check(&path, &CompileOptions::default())
+                .unwrap_or_else(|e| panic!("{path}: {e}"));
+        }
+        for h in schema().helpers() {
+            let args = h.params().iter().map(|_| "'x'").collect::<Vec<_>>();
+            let args = if h.name().ends_with("threshold") {
+                vec!["0.5"]
+            } else {
+                args
+            };
+            let call = format!("{}({})", h.name(), args.join(", "));
+            let ty = compiler.check(&call, &CompileOptions::default());
+            assert!(ty.is_ok(), "{call}: {ty:?}");
+        }
+    }
+
+    #[test]
+    fn hook_availability_is_explained() {
+        let compiler = Compiler::new(schema().clone());
+        let opts = CompileOptions {
+            unavailable: unavailable(Hook::OnTurnStart),
+            force_script: false,
+        };
+        let err = compiler.compile("tool.name == 'x'", &opts).unwrap_err();
+        assert!(err.message().contains("only the tool hooks"), "{err}");
+        // tool_completed works on any hook: it reads the event, not `tool`.
+        compiler
+            .compile("tool_completed('vault_search')", &opts)
+            .unwrap();
+    }
+}

@@ -1,0 +1,258 @@
+//! Load-time diagnostics: what is wrong in which file, at which line, in which field, and how
+//! to fix it. They render as plain text (`Display`) or, through [`miette`], with the offending
+//! line underlined.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use miette::{LabeledSpan, NamedSource, SourceCode};
+
+/// A file Warden read, kept for pointing into it.
+#[derive(Debug)]
+pub struct SourceFile {
+    path: PathBuf,
+    text: String,
+    named: NamedSource<String>,
+}
+
+impl SourceFile {
+    /// A file at `path` (as it should be shown) with contents `text`.
+    pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Self> {
+        let path = path.into();
+        let text = text.into();
+        let named = NamedSource::new(path.display().to_string(), text.clone());
+        Arc::new(SourceFile { path, text, named })
+    }
+
+    /// Where it came from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Its contents.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// 1-based line and column of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..floor_char_boundary(&self.text, offset)];
+        let line = before.matches('\n').count() + 1;
+        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, col)
+    }
+}
+
+fn floor_char_boundary(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// Worth a look; the rule still loads.
+    Warning,
+    /// The rule (or file) is not loaded; the others are.
+    Error,
+}
+
+/// One problem found while loading.
+#[derive(Debug, Clone)]
+pub struct Diagnostic {
+    severity: Severity,
+    file: Option<Arc<SourceFile>>,
+    path: PathBuf,
+    span: Option<Range<usize>>,
+    field: Option<String>,
+    message: String,
+    help: Option<String>,
+}
+
+impl Diagnostic {
+    /// An error in `file` at byte range `span`, about `field` (such as `rule.priority`).
+    pub fn error(
+        file: &Arc<SourceFile>,
+        span: Option<Range<usize>>,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            path: file.path.clone(),
+            file: Some(file.clone()),
+            span,
+            field: field.map(str::to_string),
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// A warning in `file`.
+    pub fn warning(
+        file: &Arc<SourceFile>,
+        span: Option<Range<usize>>,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Self::error(file, span, field, message)
+        }
+    }
+
+    /// An error about a path that could not be read at all.
+    pub fn io(path: &Path, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Error,
+            file: None,
+            path: path.to_path_buf(),
+            span: None,
+            field: None,
+            message: message.into(),
+            help: None,
+        }
+    }
+
+    /// Adds a suggestion.
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// Adds a suggestion if there is one.
+    pub fn with_help_opt(mut self, help: Option<impl Into<String>>) -> Self {
+        self.help = help.map(Into::into);
+        self
+    }
+
+    /// Error or warning.
+    pub fn severity(&self) -> Severity {
+        self.severity
+    }
+
+    /// Whether it stops the rule from loading.
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    /// The file concerned.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// 1-based line, if the problem has a place in the file.
+    pub fn line(&self) -> Option<usize> {
+        self.location().map(|(l, _)| l)
+    }
+
+    /// 1-based line and column, if the problem has a place in the file.
+    pub fn location(&self) -> Option<(usize, usize)> {
+        match (&self.file, &self.span) {
+            (Some(f), Some(s)) => Some(f.line_col(s.start)),
+            _ => None,
+        }
+    }
+
+    /// The field concerned, as a dotted path (`rule.priority`, `condition.expression`).
+    pub fn field(&self) -> Option<&str> {
+        self.field.as_deref()
+    }
+
+    /// What is wrong.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// How to fix it, when Warden can tell.
+    pub fn help(&self) -> Option<&str> {
+        self.help.as_deref()
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some((line, col)) = self.location() {
+            write!(f, ":{line}:{col}")?;
+        }
+        let level = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(f, ": {level}: ")?;
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        if let Some(help) = &self.help {
+            write!(f, "\n  help: {help}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.file.as_ref().map(|f| &f.named as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let span = self.span.clone()?;
+        let label = self.field.clone().unwrap_or_else(|| "here".into());
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some(label),
+            span.start..span.end.max(span.start),
+        ))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_names_file_line_field_and_help() {
+        let file = SourceFile::new("rules/x.toml", "[rule]\nid = \"x\"\npriorty = 5\n");
+        let d = Diagnostic::error(
+            &file,
+            Some(16..23),
+            Some("rule.priorty"),
+            "unknown field `priorty`",
+        )
+        .with_help("did you mean `priority`?");
+        assert_eq!(
+            d.to_string(),
+            "rules/x.toml:3:1: error: rule.priorty: unknown field `priorty`\n  help: did you mean `priority`?"
+        );
+        assert_eq!(d.line(), Some(3));
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        let file = SourceFile::new("f", "é = 1\nab = 2");
+        assert_eq!(file.line_col(3), (1, 3));
+        assert_eq!(file.line_col(10), (2, 4));
+        assert_eq!(file.line_col(999), (2, 7));
+    }
+}

@@ -1,0 +1,273 @@
+//! What an agent loop reports at a hook: an [`Event`]. Every field is optional; Warden keeps
+//! turn, user and project values from earlier events until a later event changes them, and
+//! keeps the session's history itself, so a loop reports what just happened and nothing more.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What happened at a hook. The same shape is one line of a session trace (plus `"hook"`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    /// Turn values that changed (turn number, token and context usage, iterations).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn: Option<TurnUpdate>,
+    /// The user's query, at `on_query_start`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<Query>,
+    /// The tool concerned, at the tool hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<ToolCall>,
+    /// What the tool returned, at `on_tool_complete`. Free-form JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// Why the tool failed, at `on_tool_failure`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// A message to add to the history (the agent's reply at `on_turn_end`, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    /// The user, when it is first known or changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<Party>,
+    /// The project, when it is first known or changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<Party>,
+    /// Anything else the agent loop wants rules to see, as `event.data`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// When it happened, in seconds since the Unix epoch (now, when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<f64>,
+}
+
+/// Turn values the agent loop reports; absent fields keep their previous value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnUpdate {
+    /// The turn number, from 1. When never given, Warden counts `on_turn_start` hooks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number: Option<u32>,
+    /// Share of the token budget used, 0.0 to 1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_usage: Option<f64>,
+    /// Share of the context window used, 0.0 to 1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_usage: Option<f64>,
+    /// Iterations (model calls) so far in this query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_count: Option<u32>,
+    /// The iteration budget of this query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_iterations: Option<u32>,
+}
+
+/// A user query: its text, and anything else the loop knows about it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "QueryRepr")]
+pub struct Query {
+    /// What the user asked.
+    pub text: String,
+    /// Other fields, visible to rules as `event.query.<name>`.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum QueryRepr {
+    Text(String),
+    Full {
+        text: String,
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+}
+
+impl From<QueryRepr> for Query {
+    fn from(r: QueryRepr) -> Self {
+        match r {
+            QueryRepr::Text(text) => Query {
+                text,
+                extra: Map::new(),
+            },
+            QueryRepr::Full { text, extra } => Query { text, extra },
+        }
+    }
+}
+
+/// A tool call: which tool, with what arguments.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments (a JSON object, usually).
+    #[serde(default)]
+    pub arguments: Value,
+}
+
+/// A message of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Message {
+    /// `user`, `assistant`, `system` or `tool`.
+    pub role: String,
+    /// Its text.
+    pub content: String,
+}
+
+/// A user or project: an id and a snapshot of its settings.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Party {
+    /// Its id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Its settings, visible to rules as `context.user.settings` (or `project`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<Map<String, Value>>,
+}
+
+impl Event {
+    /// An empty event.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A new user query.
+    pub fn query(text: impl Into<String>) -> Self {
+        Event {
+            query: Some(Query {
+                text: text.into(),
+                extra: Map::new(),
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// A call of `tool` with `arguments`, about to run.
+    pub fn tool_call(tool: impl Into<String>, arguments: Value) -> Self {
+        Event {
+            tool: Some(ToolCall {
+                name: tool.into(),
+                arguments,
+            }),
+            ..Self::default()
+        }
+    }
+
+    /// `tool` returned `result`.
+    pub fn tool_complete(tool: impl Into<String>, result: Value) -> Self {
+        Event {
+            result: Some(result),
+            ..Self::tool_call(tool, Value::Null)
+        }
+    }
+
+    /// `tool` failed with `error`.
+    pub fn tool_failure(tool: impl Into<String>, error: impl Into<String>) -> Self {
+        Event {
+            error: Some(error.into()),
+            ..Self::tool_call(tool, Value::Null)
+        }
+    }
+
+    fn turn_mut(&mut self) -> &mut TurnUpdate {
+        self.turn.get_or_insert_with(TurnUpdate::default)
+    }
+
+    /// Sets the turn number.
+    pub fn with_turn(mut self, number: u32) -> Self {
+        self.turn_mut().number = Some(number);
+        self
+    }
+
+    /// Sets the share of the token budget used (0.0 to 1.0).
+    pub fn with_token_usage(mut self, usage: f64) -> Self {
+        self.turn_mut().token_usage = Some(usage);
+        self
+    }
+
+    /// Sets the share of the context window used (0.0 to 1.0).
+    pub fn with_context_usage(mut self, usage: f64) -> Self {
+        self.turn_mut().context_usage = Some(usage);
+        self
+    }
+
+    /// Sets the iteration count and budget.
+    pub fn with_iterations(mut self, count: u32, max: u32) -> Self {
+        let t = self.turn_mut();
+        t.iteration_count = Some(count);
+        t.max_iterations = Some(max);
+        self
+    }
+
+    /// Sets the user id.
+    pub fn with_user(mut self, id: impl Into<String>) -> Self {
+        self.user.get_or_insert_with(Party::default).id = Some(id.into());
+        self
+    }
+
+    /// Sets the project id.
+    pub fn with_project(mut self, id: impl Into<String>) -> Self {
+        self.project.get_or_insert_with(Party::default).id = Some(id.into());
+        self
+    }
+
+    /// Adds a message to the history.
+    pub fn with_message(mut self, role: impl Into<String>, content: impl Into<String>) -> Self {
+        self.message = Some(Message {
+            role: role.into(),
+            content: content.into(),
+        });
+        self
+    }
+
+    /// Attaches free-form data, visible as `event.data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Sets when it happened (seconds since the Unix epoch).
+    pub fn at(mut self, time: f64) -> Self {
+        self.time = Some(time);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn query_is_a_string_or_an_object() {
+        let e: Event = serde_json::from_value(json!({"query": "what is rust?"})).unwrap();
+        assert_eq!(e.query.unwrap().text, "what is rust?");
+        let e: Event =
+            serde_json::from_value(json!({"query": {"text": "hi", "lang": "en"}})).unwrap();
+        let q = e.query.unwrap();
+        assert_eq!(
+            (q.text.as_str(), q.extra["lang"].as_str()),
+            ("hi", Some("en"))
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = serde_json::from_value::<Event>(json!({"turn": {"tokens": 1}})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `tokens`"), "{err}");
+    }
+
+    #[test]
+    fn builders_compose() {
+        let e = Event::tool_complete("vault_search", json!({"count": 7}))
+            .with_turn(3)
+            .with_token_usage(0.5);
+        assert_eq!(e.tool.as_ref().unwrap().name, "vault_search");
+        assert_eq!(e.turn.as_ref().unwrap().number, Some(3));
+        assert_eq!(e.result.unwrap()["count"], 7);
+    }
+}

@@ -1,0 +1,393 @@
+//! What Warden knows about a session: the facts it keeps from the events it sees.
+//!
+//! An agent loop reports events; Warden updates these facts *before* the rules of the hook run,
+//! so the third failure of a tool is seen as a failure count of 3 by `on_tool_failure` rules.
+//! Turn, user and project values stay until an event changes them. The history is bounded
+//! (the most recent messages and tool calls); counts and per-tool tallies are not.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::event::Event;
+use crate::hook::Hook;
+
+/// How many recent messages and tool calls the history keeps, by default.
+pub const DEFAULT_HISTORY_LIMIT: usize = 50;
+
+/// Everything Warden knows about one session, as rules read it through `context`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionFacts {
+    /// The current turn.
+    pub turn: TurnState,
+    /// What happened so far.
+    pub history: History,
+    /// The user.
+    pub user: Identity,
+    /// The project.
+    pub project: Identity,
+    /// The text of the latest user query (empty before the first).
+    pub query: String,
+    /// The active mode.
+    pub mode: String,
+    #[serde(skip)]
+    turn_reported: bool,
+    #[serde(skip)]
+    limit: usize,
+}
+
+/// The current turn (`context.turn`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TurnState {
+    /// Turn number, from 1 (0 before the first turn).
+    pub number: u32,
+    /// Share of the token budget used, 0.0 to 1.0.
+    pub token_usage: f64,
+    /// Share of the context window used, 0.0 to 1.0.
+    pub context_usage: f64,
+    /// Iterations so far in this query.
+    pub iteration_count: u32,
+    /// The iteration budget (0 when the agent loop has not said).
+    pub max_iterations: u32,
+}
+
+/// What happened so far (`context.history`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct History {
+    /// Recent messages, oldest first.
+    pub messages: VecDeque<MessageRecord>,
+    /// Recent tool calls, oldest first.
+    pub tools: VecDeque<ToolRecord>,
+    /// Failures per tool name, over the whole session.
+    pub failures: BTreeMap<String, u32>,
+    /// Calls per tool name, over the whole session.
+    pub calls: BTreeMap<String, u32>,
+    /// Totals over the whole session.
+    pub counts: Counts,
+}
+
+/// Totals over the whole session (`context.history.counts`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Counts {
+    /// Turns started.
+    pub turns: u32,
+    /// Queries received.
+    pub queries: u32,
+    /// Tool calls made.
+    pub tool_calls: u32,
+    /// Tool calls that failed.
+    pub tool_failures: u32,
+    /// Messages added to the history.
+    pub messages: u32,
+}
+
+/// A message of the conversation, as the history keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MessageRecord {
+    /// `user`, `assistant`, `system` or `tool`.
+    pub role: String,
+    /// Its text.
+    pub content: String,
+    /// The turn it arrived in.
+    pub turn: u32,
+}
+
+/// How a tool call ended, so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// Called, not yet returned.
+    Pending,
+    /// Returned.
+    Ok,
+    /// Failed or timed out.
+    Failed,
+}
+
+/// A tool call, as the history keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolRecord {
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// What it returned (null until it does, or if it failed).
+    pub result: Value,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// Whether it returned successfully.
+    pub success: bool,
+    /// `pending`, `ok` or `failed`.
+    pub status: ToolStatus,
+    /// The turn it was called in.
+    pub turn: u32,
+    /// When it was last updated, in seconds since the Unix epoch.
+    pub time: f64,
+}
+
+/// A user or a project (`context.user`, `context.project`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Identity {
+    /// Its id.
+    pub id: String,
+    /// A snapshot of its settings.
+    pub settings: Map<String, Value>,
+}
+
+impl Identity {
+    fn named(id: &str) -> Self {
+        Identity {
+            id: id.to_string(),
+            settings: Map::new(),
+        }
+    }
+}
+
+/// The id used for a user or project no event has named.
+pub const DEFAULT_ID: &str = "default";
+
+impl SessionFacts {
+    /// Facts of a session that has seen nothing yet.
+    pub fn new(user: &str, project: &str, history_limit: usize) -> Self {
+        SessionFacts {
+            turn: TurnState::default(),
+            history: History::default(),
+            user: Identity::named(user),
+            project: Identity::named(project),
+            query: String::new(),
+            mode: "default".to_string(),
+            turn_reported: false,
+            limit: history_limit.max(1),
+        }
+    }
+
+    /// Folds one event into the facts. Returns a complaint if the event lacks what its hook
+    /// needs (a tool hook without a tool); the facts are still updated as far as they can be.
+    pub fn update(&mut self, hook: Hook, event: &Event, now: f64) -> Option<String> {
+        let mut complaint = None;
+        if let Some(user) = &event.user {
+            apply_party(&mut self.user, user);
+        }
+        if let Some(project) = &event.project {
+            apply_party(&mut self.project, project);
+        }
+        if let Some(t) = &event.turn {
+            if let Some(n) = t.number {
+                self.turn.number = n;
+                self.turn_reported = true;
+            }
+            set(&mut self.turn.token_usage, t.token_usage);
+            set(&mut self.turn.context_usage, t.context_usage);
+            set(&mut self.turn.iteration_count, t.iteration_count);
+            set(&mut self.turn.max_iterations, t.max_iterations);
+        }
+        match hook {
+            Hook::OnQueryStart => {
+                self.history.counts.queries += 1;
+                if let Some(q) = &event.query {
+                    self.query.clone_from(&q.text);
+                    self.push_message("user", &q.text);
+                }
+            }
+            Hook::OnTurnStart => {
+                self.history.counts.turns += 1;
+                let given = event.turn.as_ref().and_then(|t| t.number).is_some();
+                if !given && !self.turn_reported {
+                    self.turn.number += 1;
+                }
+            }
+            Hook::OnToolCall | Hook::OnToolComplete | Hook::OnToolFailure => match &event.tool {
+                Some(tool) => self.record_tool(hook, event, &tool.name, &tool.arguments, now),
+                None => {
+                    complaint = Some(format!(
+                        "{hook} was reported without a tool; add \"tool\": {{\"name\": ...}} to the event"
+                    ));
+                }
+            },
+            Hook::OnTurnEnd | Hook::OnSessionEnd => {}
+        }
+        if let Some(m) = &event.message {
+            self.push_message(&m.role, &m.content);
+        }
+        complaint
+    }
+
+    fn push_message(&mut self, role: &str, content: &str) {
+        self.history.counts.messages += 1;
+        self.history.messages.push_back(MessageRecord {
+            role: role.to_string(),
+            content: content.to_string(),
+            turn: self.turn.number,
+        });
+        while self.history.messages.len() > self.limit {
+            self.history.messages.pop_front();
+        }
+    }
+
+    fn record_tool(&mut self, hook: Hook, event: &Event, name: &str, arguments: &Value, now: f64) {
+        let h = &mut self.history;
+        let pending = h
+            .tools
+            .iter()
+            .rposition(|t| t.name == name && t.status == ToolStatus::Pending);
+        let index = match (hook, pending) {
+            (Hook::OnToolCall, _) | (_, None) => {
+                h.counts.tool_calls += 1;
+                *h.calls.entry(name.to_string()).or_default() += 1;
+                h.tools.push_back(ToolRecord {
+                    name: name.to_string(),
+                    arguments: arguments.clone(),
+                    result: Value::Null,
+                    error: None,
+                    success: false,
+                    status: ToolStatus::Pending,
+                    turn: self.turn.number,
+                    time: now,
+                });
+                h.tools.len() - 1
+            }
+            (_, Some(i)) => i,
+        };
+        let record = &mut h.tools[index];
+        record.time = now;
+        match hook {
+            Hook::OnToolComplete => {
+                record.status = ToolStatus::Ok;
+                record.success = true;
+                record.result = event.result.clone().unwrap_or(Value::Null);
+            }
+            Hook::OnToolFailure => {
+                record.status = ToolStatus::Failed;
+                record.success = false;
+                record.error = Some(event.error.clone().unwrap_or_default());
+                h.counts.tool_failures += 1;
+                *h.failures.entry(name.to_string()).or_default() += 1;
+            }
+            _ => {}
+        }
+        if record.arguments.is_null() && !arguments.is_null() {
+            record.arguments = arguments.clone();
+        }
+        while h.tools.len() > self.limit {
+            h.tools.pop_front();
+        }
+    }
+}
+
+fn set<T>(slot: &mut T, value: Option<T>) {
+    if let Some(v) = value {
+        *slot = v;
+    }
+}
+
+fn apply_party(target: &mut Identity, update: &crate::event::Party) {
+    if let Some(id) = &update.id {
+        target.id.clone_from(id);
+    }
+    if let Some(settings) = &update.settings {
+        target.settings.clone_from(settings);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts() -> SessionFacts {
+        SessionFacts::new(DEFAULT_ID, DEFAULT_ID, 3)
+    }
+
+    #[test]
+    fn tool_calls_are_paired_with_their_outcome() {
+        let mut f = facts();
+        f.update(
+            Hook::OnToolCall,
+            &Event::tool_call("search", json!({"q": "x"})),
+            1.0,
+        );
+        f.update(
+            Hook::OnToolComplete,
+            &Event::tool_complete("search", json!({"count": 2})),
+            2.0,
+        );
+        assert_eq!(f.history.tools.len(), 1);
+        let t = &f.history.tools[0];
+        assert_eq!((t.status, t.success, t.time), (ToolStatus::Ok, true, 2.0));
+        assert_eq!(t.arguments, json!({"q": "x"}));
+        assert_eq!(t.result, json!({"count": 2}));
+        assert_eq!(f.history.counts.tool_calls, 1);
+        assert_eq!(f.history.calls["search"], 1);
+    }
+
+    #[test]
+    fn a_completion_without_a_call_still_counts_as_a_call() {
+        let mut f = facts();
+        f.update(
+            Hook::OnToolFailure,
+            &Event::tool_failure("web", "timeout"),
+            1.0,
+        );
+        f.update(
+            Hook::OnToolFailure,
+            &Event::tool_failure("web", "timeout"),
+            2.0,
+        );
+        assert_eq!(f.history.failures["web"], 2);
+        assert_eq!(f.history.counts.tool_calls, 2);
+        assert_eq!(f.history.tools[1].error.as_deref(), Some("timeout"));
+    }
+
+    #[test]
+    fn turn_numbers_are_counted_unless_reported() {
+        let mut f = facts();
+        f.update(Hook::OnTurnStart, &Event::new(), 0.0);
+        f.update(Hook::OnTurnStart, &Event::new(), 0.0);
+        assert_eq!(f.turn.number, 2);
+        f.update(Hook::OnTurnStart, &Event::new().with_turn(7), 0.0);
+        f.update(Hook::OnTurnStart, &Event::new(), 0.0);
+        assert_eq!(
+            f.turn.number, 7,
+            "once the loop reports numbers, Warden stops counting"
+        );
+    }
+
+    #[test]
+    fn values_are_kept_until_changed() {
+        let mut f = facts();
+        f.update(
+            Hook::OnTurnStart,
+            &Event::new().with_token_usage(0.4).with_user("ada"),
+            0.0,
+        );
+        f.update(Hook::OnTurnEnd, &Event::new(), 0.0);
+        assert_eq!(f.turn.token_usage, 0.4);
+        assert_eq!(f.user.id, "ada");
+    }
+
+    #[test]
+    fn history_is_bounded_but_tallies_are_not() {
+        let mut f = facts();
+        for i in 0..5 {
+            f.update(
+                Hook::OnToolFailure,
+                &Event::tool_failure(format!("t{i}"), "x"),
+                0.0,
+            );
+            f.update(Hook::OnQueryStart, &Event::query(format!("q{i}")), 0.0);
+        }
+        assert_eq!(f.history.tools.len(), 3);
+        assert_eq!(f.history.messages.len(), 3);
+        assert_eq!(f.history.counts.tool_failures, 5);
+        assert_eq!(f.history.failures.len(), 5);
+        assert_eq!(f.query, "q4");
+    }
+
+    #[test]
+    fn tool_hooks_without_a_tool_are_reported() {
+        let mut f = facts();
+        let complaint = f.update(Hook::OnToolComplete, &Event::new(), 0.0);
+        assert!(complaint.unwrap().contains("without a tool"));
+    }
+}

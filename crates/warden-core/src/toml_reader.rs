@@ -1,0 +1,283 @@
+//! Reading operator TOML with a position for every value, so each problem is reported at its
+//! line and field, and every unknown key is caught (with the nearest known key suggested).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde_json::Value as Json;
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::suggest::closest;
+
+/// Collects the diagnostics of one file.
+pub(crate) struct Doc {
+    pub file: Arc<SourceFile>,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Doc {
+    pub(crate) fn new(file: Arc<SourceFile>) -> Self {
+        Doc {
+            file,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    pub(crate) fn error(
+        &mut self,
+        span: Range<usize>,
+        field: &str,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) {
+        self.diagnostics.push(
+            Diagnostic::error(&self.file, Some(span), Some(field), message).with_help_opt(help),
+        );
+    }
+
+    pub(crate) fn warning(
+        &mut self,
+        span: Range<usize>,
+        field: &str,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) {
+        self.diagnostics.push(
+            Diagnostic::warning(&self.file, Some(span), Some(field), message).with_help_opt(help),
+        );
+    }
+
+    pub(crate) fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// Parses `text` (this document's contents); a syntax error is reported and yields `None`.
+    pub(crate) fn parse<'t>(&mut self, text: &'t str) -> Option<Spanned<DeTable<'t>>> {
+        match DeTable::parse(text) {
+            Ok(table) => Some(table),
+            Err(e) => {
+                let span = e.span().unwrap_or(0..0);
+                let message = e.message().trim().to_string();
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        &self.file,
+                        Some(span),
+                        None,
+                        format!("this is not valid TOML: {message}"),
+                    )
+                    .with_help(
+                        "see https://toml.io; strings need quotes, tables are written [name]",
+                    ),
+                );
+                None
+            }
+        }
+    }
+}
+
+/// A TOML table being read: remembers which keys were used, to report the rest.
+pub(crate) struct Table<'a> {
+    table: &'a DeTable<'a>,
+    /// The table's dotted name, for messages (`rule`, `action`).
+    pub name: String,
+    pub span: Range<usize>,
+    used: Vec<&'a str>,
+}
+
+/// A value with where it was written.
+pub(crate) struct At<T> {
+    pub value: T,
+    pub span: Range<usize>,
+}
+
+fn kind(v: &DeValue<'_>) -> &'static str {
+    match v {
+        DeValue::String(_) => "a string",
+        DeValue::Integer(_) => "an integer",
+        DeValue::Float(_) => "a float",
+        DeValue::Boolean(_) => "a boolean",
+        DeValue::Datetime(_) => "a date-time",
+        DeValue::Array(_) => "an array",
+        DeValue::Table(_) => "a table",
+    }
+}
+
+impl<'a> Table<'a> {
+    pub(crate) fn new(table: &'a DeTable<'a>, name: impl Into<String>, span: Range<usize>) -> Self {
+        Table {
+            table,
+            name: name.into(),
+            span,
+            used: Vec::new(),
+        }
+    }
+
+    pub(crate) fn field(&self, key: &str) -> String {
+        if self.name.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.name)
+        }
+    }
+
+    pub(crate) fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    pub(crate) fn raw(&mut self, key: &'a str) -> Option<&'a Spanned<DeValue<'a>>> {
+        let (k, v) = self.table.get_key_value(key)?;
+        self.used.push(k.get_ref().as_ref());
+        Some(v)
+    }
+
+    fn typed<T>(
+        &mut self,
+        doc: &mut Doc,
+        key: &'a str,
+        want: &str,
+        f: impl FnOnce(&'a DeValue<'a>) -> Option<T>,
+    ) -> Option<At<T>> {
+        let v = self.raw(key)?;
+        match f(v.get_ref()) {
+            Some(value) => Some(At {
+                value,
+                span: v.span(),
+            }),
+            None => {
+                doc.error(
+                    v.span(),
+                    &self.field(key),
+                    format!("`{key}` must be {want}, not {}", kind(v.get_ref())),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    pub(crate) fn string(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<String>> {
+        self.typed(doc, key, "a string", |v| match v {
+            DeValue::String(s) => Some(s.to_string()),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn integer(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<i64>> {
+        let at = self.typed(doc, key, "an integer", |v| match v {
+            DeValue::Integer(i) => Some(i64::from_str_radix(i.as_str(), i.radix())),
+            _ => None,
+        })?;
+        match at.value {
+            Ok(value) => Some(At {
+                value,
+                span: at.span,
+            }),
+            Err(_) => {
+                doc.error(
+                    at.span,
+                    &self.field(key),
+                    format!("`{key}` does not fit in a 64-bit integer"),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    pub(crate) fn boolean(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<bool>> {
+        self.typed(doc, key, "true or false", |v| match v {
+            DeValue::Boolean(b) => Some(*b),
+            _ => None,
+        })
+    }
+
+    /// A string, or an array of strings.
+    pub(crate) fn strings(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Vec<String>>> {
+        self.typed(doc, key, "a string or an array of strings", |v| match v {
+            DeValue::String(s) => Some(vec![s.to_string()]),
+            DeValue::Array(items) => items
+                .iter()
+                .map(|i| match i.get_ref() {
+                    DeValue::String(s) => Some(s.to_string()),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        })
+    }
+
+    pub(crate) fn table(&mut self, doc: &mut Doc, key: &'a str) -> Option<Table<'a>> {
+        let name = self.field(key);
+        let v = self.raw(key)?;
+        match v.get_ref() {
+            DeValue::Table(t) => Some(Table::new(t, name, v.span())),
+            other => {
+                doc.error(
+                    v.span(),
+                    &name,
+                    format!("`{key}` must be a table, not {}", kind(other)),
+                    None,
+                );
+                None
+            }
+        }
+    }
+
+    /// Any value, as JSON (dates become strings).
+    pub(crate) fn json(&mut self, key: &'a str) -> Option<At<Json>> {
+        let v = self.raw(key)?;
+        Some(At {
+            value: to_json(v.get_ref()),
+            span: v.span(),
+        })
+    }
+
+    /// Reports every key that was not read, suggesting the nearest of `known`.
+    pub(crate) fn finish(self, doc: &mut Doc, known: &[&str]) {
+        for (k, v) in self.table.iter() {
+            let key: &str = k.get_ref().as_ref();
+            if self.used.contains(&key) {
+                continue;
+            }
+            let help = closest(key, known.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"))
+                .unwrap_or_else(|| {
+                    format!("the fields of [{}] are {}", self.name, known.join(", "))
+                });
+            let span = k.span().start..v.span().end.max(k.span().end);
+            doc.error(
+                span,
+                &self.field(key),
+                format!("unknown field `{key}` in [{}]", self.name),
+                Some(help),
+            );
+        }
+    }
+}
+
+/// A TOML value as JSON.
+pub(crate) fn to_json(v: &DeValue<'_>) -> Json {
+    match v {
+        DeValue::String(s) => Json::String(s.to_string()),
+        DeValue::Integer(i) => {
+            i64::from_str_radix(i.as_str(), i.radix()).map_or(Json::Null, Json::from)
+        }
+        DeValue::Float(f) => f
+            .as_str()
+            .replace('_', "")
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map_or(Json::Null, Json::Number),
+        DeValue::Boolean(b) => Json::Bool(*b),
+        DeValue::Datetime(d) => Json::String(d.to_string()),
+        DeValue::Array(items) => Json::Array(items.iter().map(|i| to_json(i.get_ref())).collect()),
+        DeValue::Table(t) => Json::Object(
+            t.iter()
+                .map(|(k, v)| (k.get_ref().to_string(), to_json(v.get_ref())))
+                .collect(),
+        ),
+    }
+}

@@ -199,27 +199,53 @@ impl fmt::Display for Diagnostic {
 
 impl std::error::Error for Diagnostic {}
 
-impl miette::Diagnostic for Diagnostic {
+/// A [`Diagnostic`] as miette renders it: the location and the help are drawn by miette, so
+/// the headline is only the field and the message.
+pub struct Report<'a>(pub &'a Diagnostic);
+
+impl fmt::Debug for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.0, f)
+    }
+}
+
+impl fmt::Display for Report<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = self.0;
+        if d.file.is_none() || d.span.is_none() {
+            write!(f, "{}: ", d.path.display())?;
+        }
+        if let Some(field) = &d.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&d.message)
+    }
+}
+
+impl std::error::Error for Report<'_> {}
+
+impl miette::Diagnostic for Report<'_> {
     fn severity(&self) -> Option<miette::Severity> {
-        Some(match self.severity {
+        Some(match self.0.severity {
             Severity::Error => miette::Severity::Error,
             Severity::Warning => miette::Severity::Warning,
         })
     }
 
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.help
+        self.0
+            .help
             .as_ref()
             .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        self.file.as_ref().map(|f| &f.named as &dyn SourceCode)
+        self.0.file.as_ref().map(|f| &f.named as &dyn SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let span = self.span.clone()?;
-        let label = self.field.clone().unwrap_or_else(|| "here".into());
+        let span = self.0.span.clone()?;
+        let label = self.0.field.clone().unwrap_or_else(|| "here".into());
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
             Some(label),
             span.start..span.end.max(span.start),

@@ -50,7 +50,7 @@ pub mod trace;
 mod warden;
 
 pub use context::schema;
-pub use diagnostic::{Diagnostic, Severity, SourceFile};
+pub use diagnostic::{Diagnostic, Report, Severity, SourceFile};
 pub use event::{Event, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
     Counts, DEFAULT_HISTORY_LIMIT, DEFAULT_ID, History, Identity, MessageRecord, SessionFacts,

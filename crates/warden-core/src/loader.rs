@@ -71,6 +71,11 @@ pub fn load(sources: &[RuleSource]) -> (Vec<RuleDef>, Vec<Diagnostic>) {
             let parsed = parse_rule_file(file, &plugin);
             diagnostics.extend(parsed.diagnostics);
             let Some(rule) = parsed.rule else { continue };
+            if !rule.valid {
+                // Kept so that compiling reports its condition's and templates' errors too.
+                rules.push(rule);
+                continue;
+            }
             let key = (rule.plugin.clone(), rule.id.clone());
             if let Some(&first) = seen.get(&key) {
                 let first = &rules[first];
@@ -178,6 +183,7 @@ mod tests {
 
     #[test]
     fn builtin_rules_load_cleanly() {
+        assert!(load(&[RuleSource::Builtin]).0.iter().all(|r| r.valid));
         let (rules, diags) = load(&[RuleSource::Builtin]);
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(rules.len(), 4);
@@ -193,7 +199,7 @@ mod tests {
         fs::write(tmp.path().join("e.test.toml"), "not a rule").unwrap();
         fs::write(tmp.path().join("notes.md"), "not a rule").unwrap();
         let (rules, diags) = load(&[RuleSource::Dir(tmp.path().to_path_buf())]);
-        assert_eq!(rules.len(), 1);
+        assert_eq!(rules.iter().filter(|r| r.valid).count(), 1);
         let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
         assert_eq!(text.len(), 3, "{text:#?}");
         assert!(text[0].contains("b.toml:") && text[0].contains("not valid TOML"));

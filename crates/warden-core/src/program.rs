@@ -127,6 +127,11 @@ impl Program {
         let mut loaded = Vec::new();
         for def in defs {
             let def = Arc::new(def);
+            if !def.valid {
+                // Compiled only for its diagnostics.
+                let _ = compile_rule(&def, &compiler, &mut templates, &mut diagnostics);
+                continue;
+            }
             loaded.push(def.clone());
             if !def.enabled {
                 continue;
@@ -162,7 +167,7 @@ impl Program {
             .any(|d| d.severity() == Severity::Error)
     }
 
-    /// Every rule that loaded (enabled or not), in load order.
+    /// Every rule that loaded without errors (enabled or not), in load order.
     pub fn rules(&self) -> impl Iterator<Item = &RuleDef> {
         self.loaded.iter().map(|r| &**r)
     }

@@ -89,6 +89,9 @@ pub struct RuleDef {
     pub source: Arc<SourceFile>,
     /// Where `[rule]` starts, for diagnostics about the rule as a whole.
     pub span: Range<usize>,
+    /// False when the file had errors: such a rule is compiled only to report the errors of
+    /// its condition and templates too, and is never loaded.
+    pub(crate) valid: bool,
 }
 
 /// A rule's condition.
@@ -303,13 +306,20 @@ pub(crate) struct Parsed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Reads one rule file. The rule is `None` if any error was found; all errors are reported.
+/// Reads one rule file, reporting every error. The rule is `None` if its essentials (id,
+/// trigger, condition, actions) could not be read; otherwise it is returned even with other
+/// errors, marked invalid, so that compiling it can report the errors of its condition and
+/// templates as well.
 pub(crate) fn parse_rule_file(file: Arc<SourceFile>, plugin: &Arc<str>) -> Parsed {
     let mut doc = Doc::new(file.clone());
-    let rule = doc
+    let mut rule = doc
         .parse(file.text())
         .and_then(|table| read_rule(&mut doc, table.get_ref(), plugin));
-    let rule = if doc.has_errors() { None } else { rule };
+    if doc.has_errors()
+        && let Some(r) = &mut rule
+    {
+        r.valid = false;
+    }
     Parsed {
         rule,
         diagnostics: doc.diagnostics,
@@ -524,6 +534,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         plugin: plugin.clone(),
         source: doc.file.clone(),
         span: rule_span,
+        valid: true,
     })
 }
 
@@ -911,7 +922,8 @@ mod tests {
 
     fn errors(text: &str) -> Vec<String> {
         let p = parse(text);
-        assert!(p.rule.is_none() || p.diagnostics.iter().all(|d| !d.is_error()));
+        let has_errors = p.diagnostics.iter().any(|d| d.is_error());
+        assert!(!has_errors || p.rule.as_ref().is_none_or(|r| !r.valid));
         p.diagnostics.iter().map(|d| d.to_string()).collect()
     }
 
@@ -1026,6 +1038,7 @@ type = "notify_selff"
         assert!(joined.contains("only applies to tool hooks"), "{joined}");
         let text = text.replace("on_turn_start", "on_tool_complete");
         let p = parse(&text);
+        assert!(p.diagnostics.is_empty());
         assert_eq!(p.rule.unwrap().tools, vec!["vault_search"]);
     }
 

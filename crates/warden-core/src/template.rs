@@ -244,6 +244,11 @@ fn lone_expression(s: &str) -> Option<&str> {
 /// An author-facing description of a template error (minijinja's own names the internal
 /// template, which means nothing to the author).
 fn describe(e: &Error) -> String {
+    if e.kind() == ErrorKind::UndefinedError
+        && let Some(name) = e.detail().and_then(|d| d.strip_suffix(" is undefined"))
+    {
+        return format!("the template reads {name}, which is missing");
+    }
     let what = match e.kind() {
         ErrorKind::UndefinedError => "the template reads a value that is not there".to_string(),
         ErrorKind::OutOfFuel => format!("the template ran more than {FUEL} steps and was stopped"),
@@ -318,7 +323,7 @@ mod tests {
                 &mut || minijinja::context! { result => minijinja::context! {} },
             )
             .unwrap_err();
-        assert!(err.contains("not there"), "{err}");
+        assert_eq!(err, "the template reads `result.count`, which is missing");
         let text = compile(
             &mut t,
             "{{ context.state.get('n', 0) + 1 }}/{{ context.state.get('m') }}",

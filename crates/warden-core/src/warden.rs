@@ -174,13 +174,6 @@ impl WardenBuilder {
                     .collect(),
             ));
         }
-        for d in program.diagnostics() {
-            if d.is_error() {
-                tracing::error!("{d}");
-            } else {
-                tracing::warn!("{d}");
-            }
-        }
         let (bus, _) = broadcast::channel(self.bus_capacity.unwrap_or(1024));
         Ok(Warden {
             shared: Arc::new(Shared {

@@ -1,0 +1,167 @@
+//! `warden demo`: a simulated agent session, printed so a person can follow the supervisor.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use warden_core::trace::parse_trace;
+use warden_core::{Effect, Evaluation, Event, Hook, Outcome, RuleSource};
+
+use crate::{DEMO_TRACE, build, render_diagnostics};
+
+pub(crate) fn run(trace: Option<&Path>, sources: &[RuleSource]) -> Result<ExitCode, String> {
+    let text = match trace {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        None => DEMO_TRACE.to_string(),
+    };
+    let warden = build(sources, None)?;
+    let diagnostics = warden.diagnostics();
+    if !diagnostics.is_empty() {
+        eprint!("{}", render_diagnostics(&diagnostics));
+    }
+    let program = warden.program();
+    println!(
+        "Warden demo: an agent session supervised by {} rule{}.",
+        program.active_rules(),
+        if program.active_rules() == 1 { "" } else { "s" }
+    );
+    println!(
+        "Each line is a hook the agent loop reported; indented lines are what Warden decided.\n"
+    );
+    let mut session = warden.session();
+    let (mut fired, mut injected, mut errors, mut events) = (0, 0, 0, 0);
+    for (index, parsed) in parse_trace(&text) {
+        let e = match parsed {
+            Ok(e) => e,
+            Err(err) => {
+                println!("[{index:>2}] unreadable trace line: {err}");
+                errors += 1;
+                continue;
+            }
+        };
+        events += 1;
+        println!(
+            "[{index:>2}] {:<17} {}",
+            e.hook.name(),
+            summary(e.hook, &e.event)
+        );
+        let outcome = session.tick(e.hook, e.event);
+        print!("{}", decisions(&outcome));
+        fired += outcome.fired().len();
+        injected += outcome.inject.len();
+        errors += outcome.errors.len();
+    }
+    println!(
+        "\n{events} events, {fired} rule firing{}, {injected} notification{} injected, {errors} error{}.",
+        if fired == 1 { "" } else { "s" },
+        if injected == 1 { "" } else { "s" },
+        if errors == 1 { "" } else { "s" },
+    );
+    println!("Replay it as JSON lines with: warden replay examples/traces/research-session.jsonl");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn summary(hook: Hook, e: &Event) -> String {
+    let mut s = String::new();
+    match hook {
+        Hook::OnQueryStart => {
+            if let Some(q) = &e.query {
+                let _ = write!(s, "\"{}\"", q.text);
+            }
+        }
+        Hook::OnTurnStart => {
+            if let Some(t) = &e.turn {
+                if let Some(n) = t.number {
+                    let _ = write!(s, "turn {n}");
+                }
+                if let Some(u) = t.token_usage {
+                    let _ = write!(s, ", tokens {:.0}%", u * 100.0);
+                }
+                if let Some(i) = t.iteration_count {
+                    let _ = write!(s, ", iteration {i}");
+                }
+            }
+        }
+        Hook::OnToolCall | Hook::OnToolComplete | Hook::OnToolFailure => {
+            let name = e.tool.as_ref().map_or("?", |t| t.name.as_str());
+            let _ = write!(s, "{name}");
+            if let Some(count) = e.result.as_ref().and_then(|r| r.get("count")) {
+                let _ = write!(s, " -> {count} results");
+            }
+            if let Some(err) = &e.error {
+                let _ = write!(s, " failed: {err}");
+            }
+        }
+        Hook::OnTurnEnd | Hook::OnSessionEnd => {
+            if let Some(m) = &e.message {
+                let _ = write!(s, "{}: \"{}\"", m.role, m.content);
+            }
+        }
+    }
+    s
+}
+
+fn decisions(outcome: &Outcome) -> String {
+    let mut s = String::new();
+    for (rule, evaluation) in outcome.trace() {
+        match evaluation {
+            Evaluation::Fired => {
+                let _ = writeln!(s, "       fired        {rule}");
+            }
+            Evaluation::Undetermined(why) => {
+                let _ = writeln!(s, "       undetermined {rule}: {why}");
+            }
+            Evaluation::Suppressed(why) => {
+                let _ = writeln!(s, "       held back    {rule}: {why}");
+            }
+            _ => {}
+        }
+    }
+    for effect in &outcome.effects {
+        match effect {
+            Effect::NotifySelf(n) if !n.deliver_at.is_due_at(outcome.hook) => {
+                let _ = writeln!(
+                    s,
+                    "       queued for {}: {}",
+                    n.deliver_at.name(),
+                    n.message
+                );
+            }
+            Effect::Log { level, message, .. } => {
+                let _ = writeln!(s, "       log {}: {message}", level.name());
+            }
+            Effect::SetState {
+                plugin, key, value, ..
+            } => {
+                let _ = writeln!(s, "       state {plugin}.{key} = {value}");
+            }
+            Effect::EmitEvent {
+                event_type,
+                payload,
+                ..
+            } => {
+                let _ = writeln!(s, "       event {event_type} {payload}");
+            }
+            Effect::NotifySelf(_) => {}
+        }
+    }
+    for n in &outcome.inject {
+        let _ = writeln!(
+            s,
+            "   >>> inject [{} {}] {}",
+            n.priority.name(),
+            n.category,
+            n.message
+        );
+    }
+    for e in &outcome.errors {
+        let _ = writeln!(
+            s,
+            "   !!! error {}: {}",
+            e.rule.as_deref().unwrap_or("(event)"),
+            e.error
+        );
+    }
+    s
+}

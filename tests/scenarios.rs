@@ -1,0 +1,172 @@
+//! End-to-end scenarios, as data: each folder of `tests/scenarios/` holds rules, one or more
+//! session traces, and the output expected from replaying them. Adding a case needs no code.
+//!
+//! A scenario folder may hold:
+//! - `rules/`: rule files (the built-in rules are used when there is no `rules/` folder, or
+//!   when `scenario.toml` says `builtin = true`);
+//! - `NAME.jsonl`: a session trace; several run in name order, as separate sessions sharing one
+//!   store (so plugin state carries from one to the next);
+//! - `NAME.expected.jsonl`: the replay output of that session (one line per applied action and
+//!   per error, as `warden replay` prints it);
+//! - `NAME.explain.jsonl` (optional): the evaluation of every rule at every event, as
+//!   `warden replay --explain` prints it, to pin "false" apart from "could not evaluate";
+//! - `diagnostics.txt` (optional): the load diagnostics, one per line (paths relative to the
+//!   scenario folder). Without it, the rules must load cleanly.
+//!
+//! Run with `WARDEN_BLESS=1` to write the expected files from the current behavior, then read
+//! every changed line before committing it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use warden::trace::{explain_lines, outcome_lines, parse_trace};
+use warden::{Store, Warden};
+
+fn jsonl(values: &[Value]) -> String {
+    values.iter().map(|v| format!("{v}\n")).collect()
+}
+
+fn compare(path: &Path, actual: &str, bless: bool, failures: &mut Vec<String>) {
+    if bless {
+        fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = fs::read_to_string(path).unwrap_or_default();
+    let parse = |s: &str| -> Vec<Value> {
+        s.lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).unwrap_or(Value::String(l.to_string())))
+            .collect()
+    };
+    let (want, got) = (parse(&expected), parse(actual));
+    if want != got {
+        let mut diff = String::new();
+        for i in 0..want.len().max(got.len()) {
+            match (want.get(i), got.get(i)) {
+                (Some(w), Some(g)) if w == g => {}
+                (w, g) => {
+                    if let Some(w) = w {
+                        diff.push_str(&format!("  - {w}\n"));
+                    }
+                    if let Some(g) = g {
+                        diff.push_str(&format!("  + {g}\n"));
+                    }
+                }
+            }
+        }
+        failures.push(format!("{}:\n{diff}", path.display()));
+    }
+}
+
+fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
+    let config: toml::Table = fs::read_to_string(dir.join("scenario.toml"))
+        .ok()
+        .map(|t| {
+            toml::from_str(&t).unwrap_or_else(|e| panic!("{}: scenario.toml: {e}", dir.display()))
+        })
+        .unwrap_or_default();
+    let rules = dir.join("rules");
+    let mut builder = Warden::builder().store(Store::in_memory().unwrap());
+    let builtin = config
+        .get("builtin")
+        .and_then(|v| v.as_bool())
+        .unwrap_or(!rules.is_dir());
+    if builtin {
+        builder = builder.builtin_rules();
+    }
+    if rules.is_dir() {
+        builder = builder.rules_dir(&rules);
+    }
+    let warden = builder.build().unwrap();
+
+    let prefix = format!("{}/", dir.display());
+    let diagnostics: String = warden
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}\n",
+                d.to_string().replace(&prefix, "").replace('\n', " ")
+            )
+        })
+        .collect();
+    let diag_file = dir.join("diagnostics.txt");
+    if diag_file.exists() || (bless && !diagnostics.is_empty()) {
+        if bless {
+            fs::write(&diag_file, &diagnostics).unwrap();
+        } else if fs::read_to_string(&diag_file).unwrap() != diagnostics {
+            failures.push(format!(
+                "{}:\n  expected:\n{}  actual:\n{}",
+                diag_file.display(),
+                fs::read_to_string(&diag_file).unwrap(),
+                diagnostics
+            ));
+        }
+    } else if !diagnostics.is_empty() {
+        failures.push(format!(
+            "{}: unexpected diagnostics:\n{diagnostics}",
+            dir.display()
+        ));
+    }
+
+    let mut traces: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.ends_with(".jsonl")
+                && !name.ends_with(".expected.jsonl")
+                && !name.ends_with(".explain.jsonl")
+        })
+        .collect();
+    traces.sort();
+    assert!(!traces.is_empty(), "{}: no session trace", dir.display());
+    for trace in traces {
+        let stem = trace.file_stem().unwrap().to_string_lossy().to_string();
+        let mut session = warden.session_with(warden::SessionOptions {
+            id: Some(stem.clone()),
+            ..Default::default()
+        });
+        let (mut output, mut explain) = (Vec::new(), Vec::new());
+        for (index, parsed) in parse_trace(&fs::read_to_string(&trace).unwrap()) {
+            let e = parsed.unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
+            let outcome = session.tick(e.hook, e.event);
+            output.extend(outcome_lines(index, &outcome));
+            explain.extend(explain_lines(index, &outcome));
+        }
+        compare(
+            &dir.join(format!("{stem}.expected.jsonl")),
+            &jsonl(&output),
+            bless,
+            failures,
+        );
+        let explain_file = dir.join(format!("{stem}.explain.jsonl"));
+        if explain_file.exists() {
+            compare(&explain_file, &jsonl(&explain), bless, failures);
+        }
+    }
+}
+
+#[test]
+fn scenarios() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+    let bless = std::env::var_os("WARDEN_BLESS").is_some();
+    let mut dirs: Vec<PathBuf> = fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 10, "the scenarios folder lost cases");
+    let mut failures = Vec::new();
+    for dir in &dirs {
+        run_scenario(dir, bless, &mut failures);
+    }
+    assert!(
+        failures.is_empty(),
+        "{} scenario mismatch(es):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

@@ -79,6 +79,14 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
         builder = builder.rules_dir(&rules);
     }
     let warden = builder.build().unwrap();
+    let mut twin = Warden::builder().store(Store::in_memory().unwrap());
+    if builtin {
+        twin = twin.builtin_rules();
+    }
+    if rules.is_dir() {
+        twin = twin.rules_dir(&rules);
+    }
+    let twin = twin.build().unwrap();
 
     let prefix = format!("{}/", dir.display());
     let diagnostics: String = warden
@@ -124,16 +132,31 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
     assert!(!traces.is_empty(), "{}: no session trace", dir.display());
     for trace in traces {
         let stem = trace.file_stem().unwrap().to_string_lossy().to_string();
+        // Each trace runs twice: as an agent loop would, and in explain mode, which evaluates
+        // every rule instead of skipping those the threshold index rules out. Both must
+        // decide the same. They use separate stores so state writes do not count twice.
         let mut session = warden.session_with(warden::SessionOptions {
             id: Some(stem.clone()),
+            ..Default::default()
+        });
+        let mut explained = twin.session_with(warden::SessionOptions {
+            id: Some(stem.clone()),
+            explain: true,
             ..Default::default()
         });
         let (mut output, mut explain) = (Vec::new(), Vec::new());
         for (index, parsed) in parse_trace(&fs::read_to_string(&trace).unwrap()) {
             let e = parsed.unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
-            let outcome = session.tick(e.hook, e.event);
+            let outcome = session.tick(e.hook, e.event.clone());
+            let full = explained.tick(e.hook, e.event);
             output.extend(outcome_lines(index, &outcome));
-            explain.extend(explain_lines(index, &outcome));
+            explain.extend(explain_lines(index, &full));
+            if outcome_lines(index, &full) != outcome_lines(index, &outcome) {
+                failures.push(format!(
+                    "{}: event {index} decided differently in explain mode",
+                    trace.display()
+                ));
+            }
         }
         compare(
             &dir.join(format!("{stem}.expected.jsonl")),

@@ -38,6 +38,7 @@ mod diagnostic;
 mod event;
 mod facts;
 mod hook;
+mod index;
 mod loader;
 mod outcome;
 mod program;

@@ -20,6 +20,7 @@ use warden_expr::{CompileOptions, Compiler, Condition, ExprError};
 use crate::context::{schema, unavailable};
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::hook::Hook;
+use crate::index::ThresholdIndex;
 use crate::loader::{BUILTIN_PLUGIN, LOCAL_PLUGIN};
 use crate::rule::{ActionDef, ConditionDef, DeliverAt, LogLevel, Priority, RuleDef};
 use crate::template::{TemplateError, Templates, Text, ValueTemplate};
@@ -33,9 +34,20 @@ pub(crate) enum Node {
 
 pub(crate) struct CompiledRule {
     pub key: Arc<str>,
+    /// The decorators, copied out of `def` so a tick reads them without another pointer chase.
+    pub gate: Gate,
     pub def: Arc<RuleDef>,
     pub condition: Condition,
     pub actions: Vec<CompiledAction>,
+}
+
+/// A rule's decorators and tool filter, as a tick checks them before the condition.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Gate {
+    pub once_per_session: bool,
+    pub max_fires: Option<u32>,
+    pub cooldown_turns: Option<u32>,
+    pub tool_filter: bool,
 }
 
 pub(crate) enum CompiledAction {
@@ -69,6 +81,8 @@ pub(crate) struct Entry {
 #[derive(Default)]
 pub(crate) struct HookTree {
     pub entries: Vec<Entry>,
+    /// Which entries can fire, by the thresholds their rules need (None: nothing to index).
+    pub index: Option<ThresholdIndex>,
     /// For tool hooks: the entries that apply to each named tool, in priority order.
     by_tool: HashMap<String, Vec<u32>>,
     /// The entries without a tool filter (all of them, for other hooks).
@@ -81,6 +95,30 @@ impl HookTree {
         match tool.and_then(|t| self.by_tool.get(t)) {
             Some(list) => list,
             None => &self.untargeted,
+        }
+    }
+
+    /// The entries to tick, in priority order, into `out`: those for `tool`, less those the
+    /// threshold index shows cannot fire (unless `every_rule`, which evaluates them all).
+    pub(crate) fn select(
+        &self,
+        tool: Option<&str>,
+        facts: &dyn warden_expr::Facts,
+        every_rule: bool,
+        out: &mut Vec<u32>,
+    ) {
+        let base = self.entries_for(tool);
+        match (&self.index, every_rule) {
+            (Some(index), false) => {
+                index.candidates(facts, out);
+                if base.len() < self.entries.len() {
+                    out.retain(|e| base.binary_search(e).is_ok());
+                }
+            }
+            _ => {
+                out.clear();
+                out.extend_from_slice(base);
+            }
         }
     }
 }
@@ -360,6 +398,12 @@ fn compile_rule(
     }
     Some(CompiledRule {
         key: rule_key(&def.plugin, &def.id),
+        gate: Gate {
+            once_per_session: def.once_per_session,
+            max_fires: def.max_fires,
+            cooldown_turns: def.cooldown_turns,
+            tool_filter: !def.tools.is_empty(),
+        },
         def: def.clone(),
         condition: condition?,
         actions,
@@ -544,5 +588,16 @@ fn build_hook(hook: Hook, rules: &[CompiledRule], diagnostics: &mut Vec<Diagnost
     tree.untargeted = (0..tree.entries.len() as u32)
         .filter(|&e| filters[e as usize].is_none())
         .collect();
+    let thresholds: Vec<Vec<_>> = tree
+        .entries
+        .iter()
+        .map(|e| {
+            e.rules
+                .iter()
+                .map(|&r| rules[r as usize].condition.necessary_threshold())
+                .collect()
+        })
+        .collect();
+    tree.index = ThresholdIndex::build(&thresholds);
     tree
 }

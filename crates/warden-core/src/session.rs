@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use bonsai_bt::{BT, Status};
+use bonsai_bt::{BT, Behavior, Status};
 use warden_expr::{Frame, Verdict};
 use warden_store::{ExecutionRecord, StateScope, StateWrite};
 
@@ -35,6 +35,10 @@ pub struct SessionOptions {
     pub user: Option<String>,
     /// The project (until an event says otherwise; `default` when absent).
     pub project: Option<String>,
+    /// Evaluate every rule of a hook and record why each did or did not fire (see
+    /// [`Outcome::trace`]). Otherwise rules whose threshold cannot hold are skipped unseen;
+    /// the outcomes are the same either way.
+    pub explain: bool,
 }
 
 /// One agent conversation supervised by Warden. Not shared: an agent loop owns its session
@@ -49,6 +53,9 @@ pub struct Session {
     running: HashMap<(Hook, u32), BT<Node, ()>>,
     mailbox: Vec<Notification>,
     ended: bool,
+    explain: bool,
+    /// Reused between ticks: the entries selected for the current tick.
+    selected: Vec<u32>,
 }
 
 impl std::fmt::Debug for Session {
@@ -73,6 +80,7 @@ impl Session {
             opts.project.as_deref().unwrap_or(crate::facts::DEFAULT_ID),
             shared.config.history_limit,
         );
+        let explain = opts.explain || shared.config.execution_log;
         Session {
             shared,
             id,
@@ -83,6 +91,8 @@ impl Session {
             running: HashMap::new(),
             mailbox: Vec::new(),
             ended: false,
+            explain,
+            selected: Vec::new(),
         }
     }
 
@@ -154,6 +164,7 @@ impl Session {
             None
         };
 
+        let tree = program.hook(hook);
         let shared = self.shared.clone();
         let store = &shared.store;
         let tick_facts = TickFacts {
@@ -173,36 +184,53 @@ impl Session {
             memory: &self.memory,
             turn: self.facts.turn.number,
             fired: Vec::new(),
+            rendered: Vec::new(),
             errors,
-            trace: Vec::new(),
+            trace: Vec::with_capacity(tree.entries.len()),
             timings: shared.config.execution_log.then(Vec::new),
         };
 
-        let tree = program.hook(hook);
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
-        for &e in tree.entries_for(tool) {
+        let mut selected = std::mem::take(&mut self.selected);
+        tree.select(tool, &tick_facts, self.explain, &mut selected);
+        for &e in &selected {
             let key = (hook, e);
             let entry = &tree.entries[e as usize];
-            let mut bt = match self.running.is_empty() {
+            let resumed = match self.running.is_empty() {
                 true => None,
                 false => self.running.remove(&key),
-            }
-            .unwrap_or_else(|| BT::new(entry.behavior.clone(), ()));
-            let status = bt.tick(&bonsai_event, &mut |args, _| (tick.run(*args.action), 0.0));
-            if matches!(status, Some((Status::Running, _))) {
-                self.running.insert(key, bt);
+            };
+            match (&entry.behavior, resumed) {
+                // A tree of one leaf: bonsai's state for a lone action is the action itself,
+                // so the leaf is run directly (building a bonsai state for it each tick cost
+                // a quarter of a tick). A leaf left running is kept as a bonsai tree.
+                (Behavior::Action(node), None) => {
+                    if tick.run(*node) == Status::Running {
+                        self.running
+                            .insert(key, BT::new(entry.behavior.clone(), ()));
+                    }
+                }
+                (_, resumed) => {
+                    let mut bt = resumed.unwrap_or_else(|| BT::new(entry.behavior.clone(), ()));
+                    let status =
+                        bt.tick(&bonsai_event, &mut |args, _| (tick.run(*args.action), 0.0));
+                    if matches!(status, Some((Status::Running, _))) {
+                        self.running.insert(key, bt);
+                    }
+                }
             }
         }
+        self.selected = selected;
 
         let Tick {
             fired,
+            rendered,
             mut errors,
             mut trace,
             timings,
             ..
         } = tick;
-        let mut effects = Vec::new();
-        self.apply(&program, hook, fired, &mut effects, &mut errors, &mut trace);
+        let effects = self.apply(&program, hook, fired, rendered, &mut errors, &mut trace);
         if let Some(timings) = timings {
             self.record_executions(&program, hook, &trace, &timings);
         }
@@ -221,23 +249,91 @@ impl Session {
     }
 
     /// Applies the effects of the fired rules, in order: each rule's state writes commit
-    /// together or not at all (and then none of its effects apply).
+    /// together or not at all (and then none of its effects apply). Returns the applied ones.
     fn apply(
         &mut self,
         program: &Program,
         hook: Hook,
         fired: Vec<Fired>,
-        effects: &mut Vec<Effect>,
+        rendered: Vec<Effect>,
         errors: &mut Vec<RuleError>,
         trace: &mut [TraceEntry],
-    ) {
-        if fired.is_empty() {
-            return;
+    ) -> Vec<Effect> {
+        let failures = if rendered
+            .iter()
+            .any(|e| matches!(e, Effect::SetState { .. }))
+        {
+            self.write_state(&fired, &rendered)
+        } else {
+            Vec::new()
+        };
+        let mut keep = vec![
+            true;
+            if failures.is_empty() {
+                0
+            } else {
+                rendered.len()
+            }
+        ];
+        for (i, f) in fired.iter().enumerate() {
+            let rule = &program.rules[f.rule as usize];
+            if let Some((_, e)) = failures.iter().find(|(at, _)| *at == i) {
+                let error =
+                    format!("its state could not be saved, so none of its effects applied: {e}");
+                trace[f.trace].evaluation = Evaluation::Failed(error.clone());
+                errors.push(RuleError {
+                    rule: Some(rule.key.clone()),
+                    error,
+                });
+                keep[f.effects.clone()].fill(false);
+                continue;
+            }
+            let memory = &mut self.memory[f.rule as usize];
+            memory.fires = memory.fires.saturating_add(1);
+            memory.last_fired_turn = Some(self.facts.turn.number);
+            for effect in &rendered[f.effects.clone()] {
+                match effect {
+                    Effect::Log {
+                        rule,
+                        level,
+                        message,
+                    } => emit_log(rule, *level, message),
+                    Effect::EmitEvent {
+                        rule,
+                        event_type,
+                        payload,
+                    } => {
+                        // No subscriber is not an error: the bus is for whoever listens.
+                        let _ = self.shared.bus.send(BusEvent {
+                            event_type: event_type.clone(),
+                            payload: payload.clone(),
+                            rule: rule.clone(),
+                            plugin: rule_plugin(program, f.rule),
+                            session: self.id.clone(),
+                            hook,
+                        });
+                    }
+                    Effect::NotifySelf(_) | Effect::SetState { .. } => {}
+                }
+            }
         }
+        if keep.is_empty() {
+            return rendered;
+        }
+        rendered
+            .into_iter()
+            .zip(keep)
+            .filter_map(|(e, k)| k.then_some(e))
+            .collect()
+    }
+
+    /// Writes the state of every fired rule, each rule's writes in one savepoint. Returns the
+    /// rules (by position in `fired`) whose writes failed, with why.
+    fn write_state(&self, fired: &[Fired], rendered: &[Effect]) -> Vec<(usize, String)> {
         let groups: Vec<Vec<StateWrite>> = fired
             .iter()
             .map(|f| {
-                f.effects
+                rendered[f.effects.clone()]
                     .iter()
                     .filter_map(|e| match e {
                         Effect::SetState {
@@ -256,67 +352,19 @@ impl Session {
                     .collect()
             })
             .collect();
-        let results: Vec<Result<(), String>> = if groups.iter().all(Vec::is_empty) {
-            vec![Ok(()); fired.len()]
-        } else {
-            match self.shared.store.apply_writes(&groups) {
-                Ok(r) => r
-                    .into_iter()
-                    .map(|r| r.map_err(|e| e.to_string()))
-                    .collect(),
-                Err(e) => groups
-                    .iter()
-                    .map(|g| {
-                        if g.is_empty() {
-                            Ok(())
-                        } else {
-                            Err(e.to_string())
-                        }
-                    })
-                    .collect(),
-            }
-        };
-        for (f, result) in fired.into_iter().zip(results) {
-            let rule = &program.rules[f.rule as usize];
-            if let Err(e) = result {
-                let error =
-                    format!("its state could not be saved, so none of its effects applied: {e}");
-                trace[f.trace].evaluation = Evaluation::Failed(error.clone());
-                errors.push(RuleError {
-                    rule: Some(rule.key.clone()),
-                    error,
-                });
-                continue;
-            }
-            let memory = &mut self.memory[f.rule as usize];
-            memory.fires = memory.fires.saturating_add(1);
-            memory.last_fired_turn = Some(self.facts.turn.number);
-            for effect in f.effects {
-                match &effect {
-                    Effect::Log {
-                        rule,
-                        level,
-                        message,
-                    } => emit_log(rule, *level, message),
-                    Effect::EmitEvent {
-                        rule,
-                        event_type,
-                        payload,
-                    } => {
-                        // No subscriber is not an error: the bus is for whoever listens.
-                        let _ = self.shared.bus.send(BusEvent {
-                            event_type: event_type.clone(),
-                            payload: payload.clone(),
-                            rule: rule.clone(),
-                            plugin: program.rules[f.rule as usize].def.plugin.clone(),
-                            session: self.id.clone(),
-                            hook,
-                        });
-                    }
-                    Effect::NotifySelf(_) | Effect::SetState { .. } => {}
-                }
-                effects.push(effect);
-            }
+        match self.shared.store.apply_writes(&groups) {
+            Ok(results) => results
+                .into_iter()
+                .enumerate()
+                .filter_map(|(i, r)| r.err().map(|e| (i, e.to_string())))
+                .collect(),
+            // The transaction itself failed: nothing was written.
+            Err(e) => groups
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| !g.is_empty())
+                .map(|(i, _)| (i, e.to_string()))
+                .collect(),
         }
     }
 
@@ -395,11 +443,16 @@ fn emit_log(rule: &str, level: LogLevel, message: &str) {
     }
 }
 
-/// A rule that fired this tick, with its rendered effects (not yet applied).
+/// A rule that fired this tick: its rendered effects (not yet applied) are
+/// `Tick::rendered[effects]`.
 struct Fired {
     rule: u32,
     trace: usize,
-    effects: Vec<Effect>,
+    effects: std::ops::Range<usize>,
+}
+
+fn rule_plugin(program: &Program, rule: u32) -> Arc<str> {
+    program.rules[rule as usize].def.plugin.clone()
 }
 
 /// The state of one tick while the trees run: every rule reads the same frozen frame.
@@ -411,6 +464,7 @@ struct Tick<'a> {
     memory: &'a [RuleMemory],
     turn: u32,
     fired: Vec<Fired>,
+    rendered: Vec<Effect>,
     errors: Vec<RuleError>,
     trace: Vec<TraceEntry>,
     timings: Option<Vec<f64>>,
@@ -456,20 +510,21 @@ impl Tick<'_> {
 
     fn rule(&mut self, ix: u32) -> Evaluation {
         let rule = &self.program.rules[ix as usize];
-        let def = &rule.def;
+        let gate = rule.gate;
         let memory = self.memory[ix as usize];
-        if def.once_per_session && memory.fires > 0 {
+        if gate.once_per_session && memory.fires > 0 {
             return Evaluation::Suppressed("once per session");
         }
-        if def.max_fires.is_some_and(|max| memory.fires >= max) {
+        if gate.max_fires.is_some_and(|max| memory.fires >= max) {
             return Evaluation::Suppressed("max fires reached");
         }
-        if let (Some(n), Some(last)) = (def.cooldown_turns, memory.last_fired_turn)
+        if let (Some(n), Some(last)) = (gate.cooldown_turns, memory.last_fired_turn)
             && self.turn < last.saturating_add(n)
         {
             return Evaluation::Suppressed("cooling down");
         }
-        if !def.tools.is_empty() {
+        let def = &rule.def;
+        if gate.tool_filter {
             let tool = self
                 .facts
                 .event
@@ -488,7 +543,8 @@ impl Tick<'_> {
         }
         match verdict {
             Verdict::True => match self.render(rule) {
-                Ok(effects) => {
+                Ok(()) => {
+                    let effects = self.rendered.len() - rule.actions.len()..self.rendered.len();
                     self.fired.push(Fired {
                         rule: ix,
                         trace: 0,
@@ -523,8 +579,17 @@ impl Tick<'_> {
         }
     }
 
-    /// Renders every action of a fired rule; any failure discards them all.
-    fn render(&mut self, rule: &CompiledRule) -> Result<Vec<Effect>, String> {
+    /// Renders every action of a fired rule into `rendered`; any failure discards them all.
+    fn render(&mut self, rule: &CompiledRule) -> Result<(), String> {
+        let mark = self.rendered.len();
+        let result = self.render_into(rule);
+        if result.is_err() {
+            self.rendered.truncate(mark);
+        }
+        result
+    }
+
+    fn render_into(&mut self, rule: &CompiledRule) -> Result<(), String> {
         let templates = &self.program.templates;
         let facts = self.facts;
         let plugin = &rule.def.plugin;
@@ -539,7 +604,7 @@ impl Tick<'_> {
             *cache = Some((plugin.clone(), v.clone()));
             v
         };
-        let mut out = Vec::with_capacity(rule.actions.len());
+        let out = &mut self.rendered;
         for (i, action) in rule.actions.iter().enumerate() {
             let which = |e: String| {
                 if rule.actions.len() == 1 {
@@ -599,6 +664,6 @@ impl Tick<'_> {
         if facts.state_error.replace(false) {
             return Err(self.state_failure(plugin));
         }
-        Ok(out)
+        Ok(())
     }
 }

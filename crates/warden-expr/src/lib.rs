@@ -61,6 +61,63 @@ pub use schema::{FieldDef, MacroDef, MapId, RecordDef, RecordId, RootDef, Scalar
 use check::{Checker, Ir, IrKind};
 use native::Native;
 
+/// How a [`Threshold`] compares the fact with its bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Comparison {
+    /// `fact < bound`
+    Lt,
+    /// `fact <= bound`
+    Le,
+    /// `fact > bound`
+    Gt,
+    /// `fact >= bound`
+    Ge,
+    /// `fact == bound`
+    Eq,
+}
+
+/// A bound of a [`Threshold`]: integers stay integers, so large values compare exactly.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    /// For an integer fact.
+    Int(i64),
+    /// For a float fact.
+    Float(f64),
+}
+
+/// `fact <comparison> bound`: a condition part that [`Condition::necessary_threshold`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Threshold {
+    /// The scalar fact compared.
+    pub fact: ScalarId,
+    /// How.
+    pub comparison: Comparison,
+    /// With what.
+    pub bound: Bound,
+}
+
+impl Threshold {
+    /// Whether the threshold holds for `value`, exactly as the condition would compare them
+    /// (a value of another kind never satisfies it).
+    pub fn holds(&self, value: Scalar<'_>) -> bool {
+        use std::cmp::Ordering;
+        let ord: Option<Ordering> = match (value, self.bound) {
+            (Scalar::Int(x), Bound::Int(k)) => Some(x.cmp(&k)),
+            (Scalar::Float(x), Bound::Float(k)) => x.partial_cmp(&k),
+            (Scalar::Int(x), Bound::Float(k)) => (x as f64).partial_cmp(&k),
+            (Scalar::Float(x), Bound::Int(k)) => x.partial_cmp(&(k as f64)),
+            _ => None,
+        };
+        ord.is_some_and(|o| match self.comparison {
+            Comparison::Lt => o.is_lt(),
+            Comparison::Le => o.is_le(),
+            Comparison::Gt => o.is_gt(),
+            Comparison::Ge => o.is_ge(),
+            Comparison::Eq => o.is_eq(),
+        })
+    }
+}
+
 /// A scalar value read directly from the embedder's facts (the fast path).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scalar<'a> {
@@ -289,15 +346,22 @@ impl Condition {
         }
     }
 
+    /// A threshold on one scalar fact that must hold for the condition to be true, if the
+    /// condition has one (`context.turn.token_usage > 0.8`, or the first such part of an
+    /// `and` chain). An embedder can index rules by it and skip those that cannot fire.
+    pub fn necessary_threshold(&self) -> Option<Threshold> {
+        match &self.program {
+            Program::Native(n) => n.necessary_threshold(),
+            Program::Script { .. } => None,
+        }
+    }
+
     /// Evaluates the condition against `frame`. Never panics; every failure is a verdict.
     pub fn eval(&self, frame: &mut Frame<'_>) -> Verdict {
         match &self.program {
-            Program::Native(n) => match n.eval(frame.facts) {
-                Ok(Scalar::Bool(true)) => Verdict::True,
-                Ok(Scalar::Bool(false)) => Verdict::False,
-                Ok(other) => Verdict::Error(format!(
-                    "the condition produced {other:?}, not true or false"
-                )),
+            Program::Native(n) => match n.test(frame.facts) {
+                Ok(true) => Verdict::True,
+                Ok(false) => Verdict::False,
                 Err(e) => Verdict::Error(e),
             },
             Program::Script { ast, roots, .. } => {

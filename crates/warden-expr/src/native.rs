@@ -12,10 +12,14 @@ use crate::check::{Ir, IrKind, Lit};
 use crate::parser::{BinOp, UnOp};
 use crate::runtime::divide;
 use crate::schema::{MapId, ScalarId, Type};
-use crate::{Facts, Scalar};
+use crate::{Bound, Comparison, Facts, Scalar, Threshold};
 
 #[derive(Debug, Clone)]
 pub(crate) enum Native {
+    /// `float scalar <op> number`, the threshold rule, tested without recursion.
+    FloatThreshold(ScalarId, BinOp, f64),
+    /// `integer scalar <op> integer`.
+    IntThreshold(ScalarId, BinOp, i64),
     Const(Lit),
     Scalar(ScalarId),
     MapGet(MapId, Box<Native>, Box<Native>),
@@ -64,13 +68,35 @@ pub(crate) fn compile(ir: &Ir) -> Option<Native> {
                 BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
                     if numeric || a.ty == b.ty =>
                 {
-                    Native::Cmp(*op, na, nb)
+                    threshold(*op, &na, &nb, a, b).unwrap_or(Native::Cmp(*op, na, nb))
                 }
                 _ => return None,
             }
         }
         _ => return None,
     })
+}
+
+/// The threshold form of `a op b`, when one side is a scalar fact and the other a number.
+fn threshold(op: BinOp, na: &Native, nb: &Native, a: &Ir, b: &Ir) -> Option<Native> {
+    let flipped = |op: BinOp| match op {
+        BinOp::Lt => BinOp::Gt,
+        BinOp::Le => BinOp::Ge,
+        BinOp::Gt => BinOp::Lt,
+        BinOp::Ge => BinOp::Le,
+        other => other,
+    };
+    let (id, scalar_ty, op, k) = match (na, nb) {
+        (Native::Scalar(id), Native::Const(k)) => (*id, &a.ty, op, k),
+        (Native::Const(k), Native::Scalar(id)) => (*id, &b.ty, flipped(op), k),
+        _ => return None,
+    };
+    match (scalar_ty, k) {
+        (Type::Float, Lit::Float(k)) => Some(Native::FloatThreshold(id, op, *k)),
+        (Type::Float, Lit::Int(k)) => Some(Native::FloatThreshold(id, op, *k as f64)),
+        (Type::Int, Lit::Int(k)) => Some(Native::IntThreshold(id, op, *k)),
+        _ => None,
+    }
 }
 
 /// Whether `ir` is a chain of declared record fields from a root (no variables, no free keys).
@@ -83,8 +109,56 @@ fn static_path(ir: &Ir) -> bool {
 }
 
 impl Native {
+    /// A threshold that must hold for this boolean tree to be true: the tree itself, or the
+    /// first threshold of an `and` chain (`!=` is not offered: it excludes a single value).
+    pub(crate) fn necessary_threshold(&self) -> Option<Threshold> {
+        let (fact, op, bound) = match self {
+            Native::FloatThreshold(id, op, k) => (*id, *op, Bound::Float(*k)),
+            Native::IntThreshold(id, op, k) => (*id, *op, Bound::Int(*k)),
+            Native::And(a, b) => {
+                return a.necessary_threshold().or_else(|| b.necessary_threshold());
+            }
+            _ => return None,
+        };
+        let comparison = match op {
+            BinOp::Lt => Comparison::Lt,
+            BinOp::Le => Comparison::Le,
+            BinOp::Gt => Comparison::Gt,
+            BinOp::Ge => Comparison::Ge,
+            BinOp::Eq => Comparison::Eq,
+            _ => return None,
+        };
+        Some(Threshold {
+            fact,
+            comparison,
+            bound,
+        })
+    }
+
+    /// Evaluates a boolean tree (the root of a fast-path condition).
+    pub(crate) fn test(&self, facts: &dyn Facts) -> Result<bool, String> {
+        match self {
+            Native::FloatThreshold(id, op, k) => Ok(match facts.scalar(*id) {
+                Scalar::Float(x) => ordered(*op, x.partial_cmp(k)),
+                Scalar::Int(x) => ordered(*op, (x as f64).partial_cmp(k)),
+                other => compare(*op, &other, &Scalar::Float(*k)),
+            }),
+            Native::IntThreshold(id, op, k) => Ok(match facts.scalar(*id) {
+                Scalar::Int(x) => ordered(*op, Some(x.cmp(k))),
+                other => compare(*op, &other, &Scalar::Int(*k)),
+            }),
+            Native::Not(inner) => Ok(!inner.test(facts)?),
+            Native::And(a, b) => Ok(a.test(facts)? && b.test(facts)?),
+            Native::Or(a, b) => Ok(a.test(facts)? || b.test(facts)?),
+            other => truth(other.eval(facts)?),
+        }
+    }
+
     pub(crate) fn eval<'a>(&'a self, facts: &'a dyn Facts) -> Result<Scalar<'a>, String> {
         Ok(match self {
+            Native::FloatThreshold(..) | Native::IntThreshold(..) => {
+                Scalar::Bool(self.test(facts)?)
+            }
             Native::Const(lit) => match lit {
                 Lit::Null => Scalar::Null,
                 Lit::Bool(b) => Scalar::Bool(*b),
@@ -110,9 +184,7 @@ impl Native {
                 Scalar::Float(f) => Scalar::Float(0.0 - f),
                 other => return Err(format!("cannot negate {other:?}")),
             },
-            Native::Not(inner) => Scalar::Bool(!truth(inner.eval(facts)?)?),
-            Native::And(a, b) => Scalar::Bool(truth(a.eval(facts)?)? && truth(b.eval(facts)?)?),
-            Native::Or(a, b) => Scalar::Bool(truth(a.eval(facts)?)? || truth(b.eval(facts)?)?),
+            Native::Not(_) | Native::And(..) | Native::Or(..) => Scalar::Bool(self.test(facts)?),
             Native::Arith(op, a, b, text) => arith(*op, a.eval(facts)?, b.eval(facts)?, text)?,
             Native::Div(a, b, text) => {
                 let (x, y) = (float(a.eval(facts)?)?, float(b.eval(facts)?)?);
@@ -172,6 +244,11 @@ fn compare(op: BinOp, a: &Scalar<'_>, b: &Scalar<'_>) -> bool {
         }
         _ => None,
     };
+    ordered(op, ord)
+}
+
+/// The comparison's answer given the operands' order (`None`: unordered or unequal kinds).
+fn ordered(op: BinOp, ord: Option<Ordering>) -> bool {
     match (op, ord) {
         (BinOp::Ne, None) => true,
         (_, None) => false,

@@ -98,24 +98,20 @@ pub(crate) fn dyn_eq(a: &Dynamic, b: &Dynamic) -> bool {
     false
 }
 
-fn order(a: &Dynamic, b: &Dynamic, text: &str) -> Res<std::cmp::Ordering> {
+/// The order of two numbers or two strings; `None` when a float is NaN (IEEE: unordered, so
+/// every ordering comparison is false). Other kinds cannot be ordered: undetermined.
+fn order(a: &Dynamic, b: &Dynamic, text: &str) -> Res<Option<std::cmp::Ordering>> {
     if let (Some(x), Some(y)) = (num(a), num(b)) {
-        let ord = match (x, y) {
+        return Ok(match (x, y) {
             (Num::I(x), Num::I(y)) => Some(x.cmp(&y)),
             (x, y) => as_f64(&x).partial_cmp(&as_f64(&y)),
-        };
-        return match ord {
-            Some(o) => Ok(o),
-            None => undetermined(format!(
-                "`{text}` compares a value that is not a number (NaN)"
-            )),
-        };
+        });
     }
     if let (Some(x), Some(y)) = (
         a.read_lock::<ImmutableString>(),
         b.read_lock::<ImmutableString>(),
     ) {
-        return Ok(x.as_str().cmp(y.as_str()));
+        return Ok(Some(x.as_str().cmp(y.as_str())));
     }
     undetermined(format!(
         "`{text}` cannot compare a {} with a {}",
@@ -264,7 +260,7 @@ fn extreme(list: Array, want: std::cmp::Ordering, text: &str) -> Res<Dynamic> {
         best = Some(match best {
             None => item,
             Some(b) => {
-                if order(&item, &b, text)? == want {
+                if order(&item, &b, text)? == Some(want) {
                     item
                 } else {
                     b
@@ -337,16 +333,16 @@ pub(crate) fn engine() -> Engine {
         arith(&a, &b, '*', t)
     });
     e.register_fn("w_lt", |a: Dynamic, b: Dynamic, t: &str| {
-        order(&a, &b, t).map(|o| o.is_lt())
+        order(&a, &b, t).map(|o| o.is_some_and(|o| o.is_lt()))
     });
     e.register_fn("w_le", |a: Dynamic, b: Dynamic, t: &str| {
-        order(&a, &b, t).map(|o| o.is_le())
+        order(&a, &b, t).map(|o| o.is_some_and(|o| o.is_le()))
     });
     e.register_fn("w_gt", |a: Dynamic, b: Dynamic, t: &str| {
-        order(&a, &b, t).map(|o| o.is_gt())
+        order(&a, &b, t).map(|o| o.is_some_and(|o| o.is_gt()))
     });
     e.register_fn("w_ge", |a: Dynamic, b: Dynamic, t: &str| {
-        order(&a, &b, t).map(|o| o.is_ge())
+        order(&a, &b, t).map(|o| o.is_some_and(|o| o.is_ge()))
     });
     e.register_fn("w_eq", |a: Dynamic, b: Dynamic, _t: &str| dyn_eq(&a, &b));
     e.register_fn("w_ne", |a: Dynamic, b: Dynamic, _t: &str| !dyn_eq(&a, &b));

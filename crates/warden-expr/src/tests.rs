@@ -615,3 +615,54 @@ proptest! {
         prop_assert!(same_kind(&a, &b), "{}: native {:?} vs script {:?}", src, a, b);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// An embedder may skip a condition whose necessary threshold does not hold: it must then
+    /// really be false.
+    #[test]
+    fn a_necessary_threshold_is_necessary(
+        src in cmp_expr(),
+        usage in prop_oneof![Just(0.0f64), Just(0.8), Just(-2.5), Just(1e19)],
+        turn in prop_oneof![Just(0i64), Just(3), Just(-7), Just(i64::MAX)],
+    ) {
+        let c = compiler().compile(&src, &CompileOptions::default()).unwrap();
+        let facts = TestFacts { token_usage: usage, turn, ..TestFacts::default() };
+        if let Some(t) = c.necessary_threshold() {
+            if !t.holds(facts.scalar(t.fact)) {
+                prop_assert_eq!(c.eval(&mut Frame::new(&facts)), Verdict::False, "{}", src);
+            }
+        }
+    }
+}
+
+#[test]
+fn thresholds_are_found_in_and_chains() {
+    let c = compiler();
+    let t = c
+        .compile(
+            "context.mode == 'x' and 0.8 < context.turn.token_usage",
+            &CompileOptions::default(),
+        )
+        .unwrap()
+        .necessary_threshold()
+        .unwrap();
+    assert_eq!(
+        (t.fact, t.comparison, t.bound),
+        (TOKEN_USAGE, Comparison::Gt, Bound::Float(0.8))
+    );
+    for src in [
+        "context.turn.number > 1 or context.turn.number < 0",
+        "context.turn.number != 3",
+        "result.count > 6",
+    ] {
+        assert!(
+            c.compile(src, &CompileOptions::default())
+                .unwrap()
+                .necessary_threshold()
+                .is_none(),
+            "{src}"
+        );
+    }
+}

@@ -58,7 +58,11 @@ pub(crate) fn run(trace: Option<&Path>, sources: &[RuleSource]) -> Result<ExitCo
         if injected == 1 { "" } else { "s" },
         if errors == 1 { "" } else { "s" },
     );
-    println!("Replay it as JSON lines with: warden replay examples/traces/research-session.jsonl");
+    if trace.is_none() {
+        println!(
+            "Replay it as JSON lines with: warden replay examples/traces/research-session.jsonl"
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

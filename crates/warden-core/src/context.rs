@@ -323,13 +323,23 @@ pub(crate) struct TickFacts<'a> {
 #[derive(Serialize)]
 struct ContextView<'a> {
     turn: &'a crate::facts::TurnState,
-    history: &'a crate::facts::History,
+    history: HistoryView<'a>,
     user: &'a crate::facts::Identity,
     project: &'a crate::facts::Identity,
     query: &'a str,
     mode: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     state: Option<&'a BTreeMap<String, Value>>,
+    /// The shorthand, so templates can read it as conditions do.
+    token_usage: f64,
+}
+
+/// The history, with the specification's `tool_count` shorthand.
+#[derive(Serialize)]
+struct HistoryView<'a> {
+    #[serde(flatten)]
+    history: &'a crate::facts::History,
+    tool_count: u32,
 }
 
 #[derive(Serialize)]
@@ -360,12 +370,16 @@ impl<'a> TickFacts<'a> {
         let f = self.facts;
         ContextView {
             turn: &f.turn,
-            history: &f.history,
+            history: HistoryView {
+                history: &f.history,
+                tool_count: f.history.counts.tool_calls,
+            },
             user: &f.user,
             project: &f.project,
             query: &f.query,
             mode: &f.mode,
             state,
+            token_usage: f.turn.token_usage,
         }
     }
 
@@ -381,11 +395,22 @@ impl<'a> TickFacts<'a> {
         }
     }
 
+    /// The tool of this event. Its arguments are the event's, or, when this event did not
+    /// repeat them (a completion reported after its call), those of the call it completes.
     fn tool_view(&self) -> ToolView<'_> {
-        ToolView {
-            name: self.tool_name(),
-            arguments: self.event.tool.as_ref().map_or(&NULL, |t| &t.arguments),
-        }
+        let name = self.tool_name();
+        let arguments = match self.event.tool.as_ref().map(|t| &t.arguments) {
+            Some(args) if !args.is_null() => args,
+            _ => self
+                .facts
+                .history
+                .tools
+                .iter()
+                .rev()
+                .find(|t| t.name == name)
+                .map_or(&NULL, |t| &t.arguments),
+        };
+        ToolView { name, arguments }
     }
 
     /// The current plugin's state, or an empty map when it could not be read (the failure is
@@ -410,6 +435,8 @@ impl<'a> TickFacts<'a> {
             event => minijinja::Value::from(Serde(self.event_view())),
             tool => minijinja::Value::from(Serde(self.tool_view())),
             result => minijinja::Value::from(Serde(self.event.result.as_ref().unwrap_or(&NULL))),
+            token_usage => self.facts.turn.token_usage,
+            turn_number => self.facts.turn.number,
         }
     }
 }

@@ -52,7 +52,7 @@ pub enum RuleSource {
 pub fn load(sources: &[RuleSource]) -> (Vec<RuleDef>, Vec<Diagnostic>) {
     let mut rules: Vec<RuleDef> = Vec::new();
     let mut diagnostics = Vec::new();
-    let mut seen: HashMap<(Arc<str>, String), usize> = HashMap::new();
+    let mut seen: HashMap<Arc<str>, usize> = HashMap::new();
     for source in sources {
         let (plugin, files) = match source {
             RuleSource::Builtin => (
@@ -76,14 +76,15 @@ pub fn load(sources: &[RuleSource]) -> (Vec<RuleDef>, Vec<Diagnostic>) {
                 rules.push(rule);
                 continue;
             }
-            let key = (rule.plugin.clone(), rule.id.clone());
+            // Built-in and local rules share one namespace (both are shown by bare id).
+            let key = crate::program::rule_key(&rule.plugin, &rule.id);
             if let Some(&first) = seen.get(&key) {
                 let first = &rules[first];
                 let (line, _) = first.source.line_col(first.span.start);
                 diagnostics.push(
                     Diagnostic::error(&rule.source, Some(rule.span.clone()), Some("rule.id"), format!("duplicate rule id `{}`", rule.id))
                         .with_help(format!(
-                            "it is already defined in {}:{line}; rule ids must be unique within a plugin",
+                            "it is already defined in {}:{line}; rule ids must be unique (built-in and local rules share one namespace)",
                             first.source.path().display()
                         )),
                 );
@@ -105,7 +106,7 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
         Err(e) => {
             diagnostics.push(
                 Diagnostic::io(dir, format!("cannot read the rule folder: {e}"))
-                    .with_help("check the path given with --rules"),
+                    .with_help("check that the folder exists and can be read"),
             );
             return Vec::new();
         }

@@ -165,16 +165,16 @@ impl Program {
         let mut loaded = Vec::new();
         for def in defs {
             let def = Arc::new(def);
+            // Every rule is compiled, so that `warden check` reports all of its problems; only
+            // valid, enabled rules that compile take part.
+            let Some(rule) = compile_rule(&def, &compiler, &mut templates, &mut diagnostics) else {
+                continue;
+            };
             if !def.valid {
-                // Compiled only for its diagnostics.
-                let _ = compile_rule(&def, &compiler, &mut templates, &mut diagnostics);
                 continue;
             }
             loaded.push(def.clone());
-            if !def.enabled {
-                continue;
-            }
-            if let Some(rule) = compile_rule(&def, &compiler, &mut templates, &mut diagnostics) {
+            if def.enabled {
                 rules.push(rule);
             }
         }

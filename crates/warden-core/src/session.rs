@@ -192,7 +192,12 @@ impl Session {
 
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
         let mut selected = std::mem::take(&mut self.selected);
-        tree.select(tool, &tick_facts, self.explain, &mut selected);
+        if hook.is_tool_hook() && event.tool.is_none() {
+            // Reported above; rules of a tool hook need to know which tool.
+            selected.clear();
+        } else {
+            tree.select(tool, &tick_facts, self.explain, &mut selected);
+        }
         for &e in &selected {
             let key = (hook, e);
             let entry = &tree.entries[e as usize];

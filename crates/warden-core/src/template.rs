@@ -129,6 +129,20 @@ impl Templates {
             if TEMPLATE_GLOBALS.contains(&root) {
                 continue;
             }
+            if let Some(helper) = compiler
+                .schema()
+                .helpers()
+                .iter()
+                .find(|h| h.name() == root)
+            {
+                return Err(TemplateError::Syntax(
+                    format!(
+                        "`{root}` is a condition helper; templates read values directly (it stands for `{}`)",
+                        helper.body()
+                    ),
+                    None,
+                ));
+            }
             compiler.check(&path, opts).map_err(TemplateError::Path)?;
         }
         Ok(Text::Template(name))
@@ -311,6 +325,11 @@ mod tests {
             "{% for x in range(3) %}{{ x }}{% endfor %}{{ result.anything }}",
         )
         .unwrap();
+        let err = compile(&mut t, "{{ failure_count('x') }}").unwrap_err();
+        assert!(
+            err.contains("condition helper") && err.contains("context.history.failures"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -441,7 +441,7 @@ impl<'a> Checker<'a> {
                 Err(self.type_error(
                     name_span,
                     format!(
-                        "`{}` is a {}, which has no field `{name}`",
+                        "`{}` is {}, which has no field `{name}`",
                         base.text,
                         self.type_name(&other)
                     ),
@@ -474,7 +474,7 @@ impl<'a> Checker<'a> {
                 return Err(self.type_error(
                     span,
                     format!(
-                        "cannot index a {} with a {}",
+                        "cannot index {} with {}",
                         self.type_name(b),
                         self.type_name(i)
                     ),
@@ -627,6 +627,22 @@ impl<'a> Checker<'a> {
                     Type::List(item) => (**item).clone(),
                     _ => Type::Any,
                 };
+                if matches!(name, "any" | "all")
+                    && !matches!(item.strip_null(), Type::Bool | Type::Any)
+                {
+                    return Err(self.type_error(
+                        span,
+                        format!(
+                            "{name}(list) needs a list of true/false values; `{}` holds {}",
+                            args[0].text,
+                            self.type_name(&item)
+                        ),
+                        Some(&format!(
+                            "test each item: `{name}(x.success for x in {})`",
+                            args[0].text
+                        )),
+                    ));
+                }
                 match name {
                     "any" => (Builtin::AnyOf, Type::Bool),
                     "all" => (Builtin::AllOf, Type::Bool),
@@ -720,7 +736,7 @@ impl<'a> Checker<'a> {
                 return Err(self.type_error(
                     span,
                     format!(
-                        "get() reads a map; `{}` is a {}",
+                        "get() reads a map; `{}` is {}",
                         base.text,
                         self.type_name(other)
                     ),
@@ -770,7 +786,7 @@ impl<'a> Checker<'a> {
                 return Err(self.type_error(
                     g.iter.span,
                     format!(
-                        "`for {} in ...` needs a list; `{}` is a {}",
+                        "`for {} in ...` needs a list; `{}` is {}",
                         g.var,
                         iter.text,
                         self.type_name(other)
@@ -842,10 +858,14 @@ impl<'a> Checker<'a> {
         Err(self.type_error(
             arg.span,
             format!(
-                "`{}` is a {}, but a {} is needed here",
+                "`{}` is {}, but {} is needed here",
                 arg.text,
                 self.type_name(&arg.ty),
-                wanted.join(" or ")
+                wanted
+                    .iter()
+                    .map(|w| article(w))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             ),
             None,
         ))
@@ -857,7 +877,7 @@ impl<'a> Checker<'a> {
             other => Err(self.type_error(
                 e.span,
                 format!(
-                    "{what} must be true or false, but `{}` is a {}",
+                    "{what} must be true or false, but `{}` is {}",
                     e.text,
                     self.type_name(other)
                 ),
@@ -873,7 +893,7 @@ impl<'a> Checker<'a> {
                     return Err(self.type_error(
                         span,
                         format!(
-                            "cannot negate `{}`, a {}",
+                            "cannot negate `{}`, {}",
                             inner.text,
                             self.type_name(&inner.ty)
                         ),
@@ -898,7 +918,7 @@ impl<'a> Checker<'a> {
             Err(this.type_error(
                 span,
                 format!(
-                    "`{}` cannot be applied to `{}` (a {}) and `{}` (a {})",
+                    "`{}` cannot be applied to `{}` ({}) and `{}` ({})",
                     op.symbol(),
                     a.text,
                     this.type_name(&a.ty),
@@ -981,6 +1001,14 @@ impl<'a> Checker<'a> {
             }
         };
         Ok(self.ir(IrKind::Binary(op, Box::new(a), Box::new(b)), ty, span))
+    }
+}
+
+fn article(word: &str) -> String {
+    if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {word}")
+    } else {
+        format!("a {word}")
     }
 }
 

@@ -252,7 +252,7 @@ impl Compiler {
                     ErrorKind::Type,
                     Span::new(0, src.len()),
                     format!(
-                        "a condition must be true or false, but this is a {}",
+                        "a condition must be true or false, but this is {}",
                         other.name(&self.schema)
                     ),
                     check::bool_hint(other),
@@ -374,7 +374,7 @@ impl Condition {
                         Ok(true) => Verdict::True,
                         Ok(false) => Verdict::False,
                         Err(kind) => Verdict::Undetermined(format!(
-                            "`{}` produced a {}, not true or false",
+                            "`{}` produced {}, not true or false",
                             self.source,
                             runtime_kind(kind)
                         )),
@@ -389,9 +389,12 @@ impl Condition {
 fn runtime_kind(rhai_type: &str) -> &str {
     match rhai_type {
         "()" => "null",
-        "i64" => "integer",
-        "f64" => "number",
-        other => other,
+        "i64" => "an integer",
+        "f64" => "a number",
+        "string" => "a string",
+        "array" => "a list",
+        "map" => "a map",
+        _ => "a value",
     }
 }
 

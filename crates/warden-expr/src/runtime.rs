@@ -30,19 +30,19 @@ pub(crate) fn kind_of(v: &Dynamic) -> &'static str {
     if v.is_unit() {
         "null"
     } else if v.is_bool() {
-        "boolean"
+        "a boolean"
     } else if v.is_int() {
-        "integer"
+        "an integer"
     } else if v.is_float() {
-        "number"
+        "a number"
     } else if v.is_string() {
-        "string"
+        "a string"
     } else if v.is_array() {
-        "list"
+        "a list"
     } else if v.is_map() {
-        "map"
+        "a map"
     } else {
-        "value"
+        "a value"
     }
 }
 
@@ -114,7 +114,7 @@ fn order(a: &Dynamic, b: &Dynamic, text: &str) -> Res<Option<std::cmp::Ordering>
         return Ok(Some(x.as_str().cmp(y.as_str())));
     }
     undetermined(format!(
-        "`{text}` cannot compare a {} with a {}",
+        "`{text}` cannot compare {} with {}",
         kind_of(a),
         kind_of(b)
     ))
@@ -152,7 +152,7 @@ fn arith(a: &Dynamic, b: &Dynamic, op: char, text: &str) -> Res<Dynamic> {
                 return Ok(format!("{}{}", x.as_str(), y.as_str()).into());
             }
             undetermined(format!(
-                "`{text}` cannot apply `{op}` to a {} and a {}",
+                "`{text}` cannot apply `{op}` to {} and {}",
                 kind_of(a),
                 kind_of(b)
             ))
@@ -173,7 +173,7 @@ fn key(base: Dynamic, key: Dynamic, text: &str) -> Res<Dynamic> {
     if let Some(map) = base.read_lock::<Map>() {
         let Some(k) = key.read_lock::<ImmutableString>() else {
             return undetermined(format!(
-                "`{text}`: a map key must be a string, not a {}",
+                "`{text}`: a map key must be a string, not {}",
                 kind_of(&key)
             ));
         };
@@ -185,7 +185,7 @@ fn key(base: Dynamic, key: Dynamic, text: &str) -> Res<Dynamic> {
     if let Some(list) = base.read_lock::<Array>() {
         let Ok(i) = key.as_int() else {
             return undetermined(format!(
-                "`{text}`: a list index must be an integer, not a {}",
+                "`{text}`: a list index must be an integer, not {}",
                 kind_of(&key)
             ));
         };
@@ -199,7 +199,7 @@ fn key(base: Dynamic, key: Dynamic, text: &str) -> Res<Dynamic> {
         };
     }
     undetermined(format!(
-        "`{text}` is missing (its parent is a {})",
+        "`{text}` is missing (its parent is {})",
         kind_of(&base)
     ))
 }
@@ -211,16 +211,13 @@ fn get(base: Dynamic, k: Dynamic, default: Dynamic, text: &str) -> Res<Dynamic> 
     if let Some(map) = base.read_lock::<Map>() {
         let Some(k) = k.read_lock::<ImmutableString>() else {
             return undetermined(format!(
-                "`{text}`: a map key must be a string, not a {}",
+                "`{text}`: a map key must be a string, not {}",
                 kind_of(&k)
             ));
         };
         return Ok(map.get(k.as_str()).cloned().unwrap_or(default));
     }
-    undetermined(format!(
-        "`{text}` reads a map, but got a {}",
-        kind_of(&base)
-    ))
+    undetermined(format!("`{text}` reads a map, but got {}", kind_of(&base)))
 }
 
 fn contains(hay: Dynamic, needle: Dynamic, text: &str) -> Res<bool> {
@@ -228,7 +225,7 @@ fn contains(hay: Dynamic, needle: Dynamic, text: &str) -> Res<bool> {
         return match needle.read_lock::<ImmutableString>() {
             Some(n) => Ok(s.contains(n.as_str())),
             None => undetermined(format!(
-                "`{text}`: a string can only contain a string, not a {}",
+                "`{text}`: a string can only contain a string, not {}",
                 kind_of(&needle)
             )),
         };
@@ -241,13 +238,13 @@ fn contains(hay: Dynamic, needle: Dynamic, text: &str) -> Res<bool> {
             .read_lock::<ImmutableString>()
             .is_some_and(|k| map.contains_key(k.as_str())));
     }
-    undetermined(format!("`{text}`: cannot look inside a {}", kind_of(&hay)))
+    undetermined(format!("`{text}`: cannot look inside {}", kind_of(&hay)))
 }
 
 fn string_arg(v: &Dynamic, text: &str) -> Res<ImmutableString> {
     match v.read_lock::<ImmutableString>() {
         Some(s) => Ok(s.clone()),
-        None => undetermined(format!("`{text}` needs a string, got a {}", kind_of(v))),
+        None => undetermined(format!("`{text}` needs a string, got {}", kind_of(v))),
     }
 }
 
@@ -276,7 +273,7 @@ fn bools(list: &Array, text: &str) -> Res<Vec<bool>> {
         .map(|v| match v.as_bool() {
             Ok(b) => Ok(b),
             Err(_) => undetermined(format!(
-                "`{text}` needs true/false items, found a {}",
+                "`{text}` needs true/false items, found {}",
                 kind_of(v)
             )),
         })
@@ -304,20 +301,20 @@ pub(crate) fn engine() -> Engine {
     e.register_fn("w_iter", |v: Dynamic, t: &str| -> Res<Array> {
         match v.into_array() {
             Ok(a) => Ok(a),
-            Err(kind) => undetermined(format!("`{t}` is a {}, not a list", describe_type(kind))),
+            Err(kind) => undetermined(format!("`{t}` is {}, not a list", describe_type(kind))),
         }
     });
     e.register_fn("w_bool", |v: Dynamic, t: &str| -> Res<bool> {
         match v.as_bool() {
             Ok(b) => Ok(b),
-            Err(_) => undetermined(format!("`{t}` is a {}, not true or false", kind_of(&v))),
+            Err(_) => undetermined(format!("`{t}` is {}, not true or false", kind_of(&v))),
         }
     });
     e.register_fn("w_div", |a: Dynamic, b: Dynamic, t: &str| -> Res<FLOAT> {
         match (num(&a), num(&b)) {
             (Some(x), Some(y)) => divide(as_f64(&x), as_f64(&y), t).or_else(error),
             _ => undetermined(format!(
-                "`{t}` cannot divide a {} by a {}",
+                "`{t}` cannot divide {} by {}",
                 kind_of(&a),
                 kind_of(&b)
             )),
@@ -359,7 +356,7 @@ pub(crate) fn engine() -> Engine {
         if let Some(m) = v.read_lock::<Map>() {
             return Ok(m.len() as INT);
         }
-        undetermined(format!("`{t}`: a {} has no length", kind_of(&v)))
+        undetermined(format!("`{t}`: {} has no length", kind_of(&v)))
     });
     e.register_fn("w_lower", |v: Dynamic, t: &str| -> Res<ImmutableString> {
         Ok(string_arg(&v, t)?.to_lowercase().into())
@@ -386,7 +383,7 @@ pub(crate) fn engine() -> Engine {
                 None => error(format!("`{t}` overflows a 64-bit integer")),
             },
             Some(Num::F(f)) => Ok(f.abs().into()),
-            None => undetermined(format!("`{t}` needs a number, got a {}", kind_of(&v))),
+            None => undetermined(format!("`{t}` needs a number, got {}", kind_of(&v))),
         }
     });
     e.register_fn("w_int", |v: Dynamic, t: &str| -> Res<INT> {
@@ -408,7 +405,7 @@ pub(crate) fn engine() -> Engine {
                 Err(_) => undetermined(format!("`{t}`: '{}' is not an integer", s.as_str())),
             };
         }
-        undetermined(format!("`{t}`: a {} is not a number", kind_of(&v)))
+        undetermined(format!("`{t}`: {} is not a number", kind_of(&v)))
     });
     e.register_fn("w_float", |v: Dynamic, t: &str| -> Res<FLOAT> {
         if let Some(n) = num(&v) {
@@ -420,7 +417,7 @@ pub(crate) fn engine() -> Engine {
                 _ => undetermined(format!("`{t}`: '{}' is not a number", s.as_str())),
             };
         }
-        undetermined(format!("`{t}`: a {} is not a number", kind_of(&v)))
+        undetermined(format!("`{t}`: {} is not a number", kind_of(&v)))
     });
     e.register_fn("w_str", |v: Dynamic, _t: &str| -> ImmutableString {
         if v.is_unit() {
@@ -443,19 +440,19 @@ pub(crate) fn engine() -> Engine {
     e.register_fn("w_any", |l: Dynamic, t: &str| -> Res<bool> {
         let list = l
             .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got a {}", describe_type(k))))?;
+            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
         Ok(bools(&list, t)?.into_iter().any(|b| b))
     });
     e.register_fn("w_all", |l: Dynamic, t: &str| -> Res<bool> {
         let list = l
             .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got a {}", describe_type(k))))?;
+            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
         Ok(bools(&list, t)?.into_iter().all(|b| b))
     });
     e.register_fn("w_sum", |l: Dynamic, t: &str| -> Res<Dynamic> {
         let list = l
             .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got a {}", describe_type(k))))?;
+            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
         let mut acc = Dynamic::from(0 as INT);
         for item in &list {
             acc = arith(&acc, item, '+', t)?;
@@ -465,13 +462,13 @@ pub(crate) fn engine() -> Engine {
     e.register_fn("w_min_of", |l: Dynamic, t: &str| -> Res<Dynamic> {
         let list = l
             .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got a {}", describe_type(k))))?;
+            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
         extreme(list, std::cmp::Ordering::Less, t)
     });
     e.register_fn("w_max_of", |l: Dynamic, t: &str| -> Res<Dynamic> {
         let list = l
             .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got a {}", describe_type(k))))?;
+            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
         extreme(list, std::cmp::Ordering::Greater, t)
     });
     e
@@ -480,12 +477,12 @@ pub(crate) fn engine() -> Engine {
 fn describe_type(rhai_type: &str) -> &'static str {
     match rhai_type {
         "()" => "null",
-        "bool" => "boolean",
-        "i64" => "integer",
-        "f64" => "number",
-        "string" | "ImmutableString" => "string",
-        "map" | "Map" => "map",
-        _ => "value",
+        "bool" => "a boolean",
+        "i64" => "an integer",
+        "f64" => "a number",
+        "string" | "ImmutableString" => "a string",
+        "map" | "Map" => "a map",
+        _ => "a value",
     }
 }
 

@@ -78,17 +78,18 @@ impl Type {
         }
     }
 
+    /// The type as messages name it, with its article ("an integer", "a list").
     pub(crate) fn name(&self, schema: &Schema) -> String {
         match self {
-            Type::Any => "any value".into(),
+            Type::Any => "a free-form value".into(),
             Type::Null => "null".into(),
-            Type::Bool => "boolean".into(),
-            Type::Int => "integer".into(),
-            Type::Float => "number".into(),
-            Type::Str => "string".into(),
-            Type::List(item) => format!("list of {}", item.name(schema)),
-            Type::Map(value) => format!("map of {}", value.name(schema)),
-            Type::Record(id) => format!("`{}`", schema.records[id.0].name),
+            Type::Bool => "a boolean".into(),
+            Type::Int => "an integer".into(),
+            Type::Float => "a number".into(),
+            Type::Str => "a string".into(),
+            Type::List(_) => "a list".into(),
+            Type::Map(_) => "a map".into(),
+            Type::Record(id) => format!("a `{}` record", schema.records[id.0].name),
             Type::Nullable(inner) => format!("{} or null", inner.name(schema)),
         }
     }

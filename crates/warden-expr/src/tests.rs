@@ -265,7 +265,7 @@ fn missing_free_form_data_is_undetermined_not_false() {
     let v = eval_with("result.count > 6", &facts);
     assert_eq!(
         v,
-        Verdict::Undetermined("`result.count > 6` cannot compare a string with a integer".into())
+        Verdict::Undetermined("`result.count > 6` cannot compare a string with an integer".into())
     );
     // Out-of-range list items are missing data.
     assert!(matches!(
@@ -415,6 +415,13 @@ fn types_are_checked_at_load() {
     assert_eq!(
         compile_err("context.turn.number and true").kind(),
         ErrorKind::Type
+    );
+    let e = compile_err("any(context.history.tools)");
+    assert_eq!(e.kind(), ErrorKind::Type);
+    assert!(e.help().unwrap().contains("x.success for x in"), "{e}");
+    assert_eq!(
+        compile_err("context.turn.number").message(),
+        "a condition must be true or false, but this is an integer"
     );
     assert_eq!(
         compile_err("context_above_threshold(1, 2)").kind(),

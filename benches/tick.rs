@@ -1,0 +1,31 @@
+//! Criterion benchmarks of a tick: 100 threshold rules on one hook, beside the same work
+//! written by hand (the floor), in the same run. `warden bench` runs the same scenario
+//! without criterion. Run with `cargo bench --bench tick`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use warden::{SessionOptions, bench};
+
+fn tick(c: &mut Criterion) {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let warden = bench::warden(dir.path());
+    let floor = bench::Floor::default();
+    let mut session = warden.session();
+    let mut explained = warden.session_with(SessionOptions {
+        explain: true,
+        ..SessionOptions::default()
+    });
+    let mut group = c.benchmark_group("tick/100-threshold-rules");
+    group.bench_function("hand-written floor", |b| {
+        b.iter(|| floor.tick(black_box(bench::TOKEN_USAGE)).len())
+    });
+    group.bench_function("warden", |b| b.iter(|| bench::tick(&mut session)));
+    group.bench_function("warden, every rule evaluated", |b| {
+        b.iter(|| bench::tick(&mut explained))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, tick);
+criterion_main!(benches);

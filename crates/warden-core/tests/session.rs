@@ -1,0 +1,287 @@
+//! Session behavior through the public API: delivery points, the facts rules see, malformed
+//! events, the bus, reloading, and the async session.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::json;
+use warden_core::{DeliverAt, Effect, Evaluation, Event, Hook, SessionOptions, Warden};
+
+fn rules(dir: &Path, files: &[(&str, &str)]) -> Warden {
+    for (name, text) in files {
+        fs::write(dir.join(name), text).unwrap();
+    }
+    let w = Warden::builder().rules_dir(dir).build().unwrap();
+    assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
+    w
+}
+
+fn notify(id: &str, trigger: &str, condition: &str, message: &str, deliver_at: &str) -> String {
+    format!(
+        "[rule]\nid = \"{id}\"\ntrigger = \"{trigger}\"\n[condition]\nexpression = \"{condition}\"\n\
+         [action]\ntype = \"notify_self\"\nmessage = \"{message}\"\ndeliver_at = \"{deliver_at}\"\n"
+    )
+}
+
+#[test]
+fn notifications_wait_for_their_delivery_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = rules(
+        dir.path(),
+        &[
+            (
+                "a.toml",
+                &notify(
+                    "at-turn-start",
+                    "on_tool_complete",
+                    "true",
+                    "next turn",
+                    "turn_start",
+                ),
+            ),
+            (
+                "b.toml",
+                &notify(
+                    "at-turn-end",
+                    "on_tool_complete",
+                    "true",
+                    "end of turn",
+                    "turn_end",
+                ),
+            ),
+            (
+                "c.toml",
+                &notify("now", "on_tool_complete", "true", "right away", "immediate"),
+            ),
+        ],
+    );
+    let mut s = w.session();
+    let o = s.tick(Hook::OnToolComplete, Event::tool_complete("x", json!({})));
+    assert_eq!(o.notifications().count(), 3);
+    let now: Vec<_> = o.inject.iter().map(|n| &*n.message).collect();
+    assert_eq!(now, ["right away"]);
+    assert_eq!(s.pending().len(), 2);
+    let o = s.tick(Hook::OnTurnEnd, Event::new());
+    assert_eq!(
+        o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+        ["end of turn"]
+    );
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(
+        o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+        ["next turn"]
+    );
+    assert_eq!(o.inject[0].deliver_at, DeliverAt::TurnStart);
+    assert!(s.pending().is_empty());
+}
+
+#[test]
+fn shorthands_work_in_templates_as_in_conditions() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = rules(
+        dir.path(),
+        &[(
+            "s.toml",
+            &notify(
+                "shorthands",
+                "on_turn_start",
+                "token_usage > 0.5 and turn_number >= 1 and context.history.tool_count == 0",
+                "{{ token_usage }} {{ turn_number }} {{ context.token_usage }} {{ context.history.tool_count }}",
+                "immediate",
+            ),
+        )],
+    );
+    let mut s = w.session();
+    let o = s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.75));
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+    assert_eq!(&*o.inject[0].message, "0.75 1 0.75 0");
+}
+
+#[test]
+fn a_completion_sees_the_arguments_of_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = rules(
+        dir.path(),
+        &[(
+            "a.toml",
+            &notify(
+                "args",
+                "on_tool_complete",
+                "tool.arguments.q == 'wal'",
+                "searched {{ tool.arguments.q }}",
+                "immediate",
+            ),
+        )],
+    );
+    let mut s = w.session();
+    s.tick(
+        Hook::OnToolCall,
+        Event::tool_call("search", json!({"q": "wal"})),
+    );
+    let o = s.tick(
+        Hook::OnToolComplete,
+        Event::tool_complete("search", json!({"count": 1})),
+    );
+    assert_eq!(o.fired(), ["args"]);
+    assert_eq!(&*o.inject[0].message, "searched wal");
+}
+
+#[test]
+fn a_tool_hook_without_a_tool_is_reported_and_runs_no_rule() {
+    let w = Warden::builder().builtin_rules().build().unwrap();
+    let mut s = w.session();
+    let o = s.tick(
+        Hook::OnToolComplete,
+        Event {
+            result: Some(json!({"count": 9})),
+            ..Event::new()
+        },
+    );
+    assert!(o.effects.is_empty());
+    assert_eq!(o.errors.len(), 1);
+    assert!(o.errors[0].rule.is_none());
+    assert!(
+        o.errors[0].error.contains("without a tool"),
+        "{}",
+        o.errors[0].error
+    );
+}
+
+#[test]
+fn local_rules_cannot_take_a_builtin_id() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("t.toml"),
+        notify(
+            "token-budget-warning",
+            "on_turn_start",
+            "true",
+            "mine",
+            "immediate",
+        ),
+    )
+    .unwrap();
+    let w = Warden::builder()
+        .builtin_rules()
+        .rules_dir(dir.path())
+        .build()
+        .unwrap();
+    let d = w.diagnostics();
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(
+        d[0].message()
+            .contains("duplicate rule id `token-budget-warning`")
+    );
+    assert!(
+        d[0].help()
+            .unwrap()
+            .contains("rules/token-budget-warning.toml"),
+        "{:?}",
+        d[0].help()
+    );
+}
+
+#[test]
+fn disabled_rules_are_checked_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = notify(
+        "off",
+        "on_turn_start",
+        "context.turn.nubmer > 1",
+        "x",
+        "immediate",
+    )
+    .replace("[condition]", "enabled = false\n[condition]");
+    fs::write(dir.path().join("off.toml"), text).unwrap();
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    let d = w.diagnostics();
+    assert_eq!(d.len(), 1);
+    assert!(d[0].help().unwrap().contains("context.turn.number"));
+    assert_eq!(
+        w.program().rules().count(),
+        0,
+        "a rule that does not compile is not listed as loaded"
+    );
+}
+
+#[test]
+fn rules_see_the_frame_of_the_tick_not_each_others_effects() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = "[rule]\nid = \"writer\"\ntrigger = \"on_turn_start\"\npriority = 200\ncondition = \"true\"\n\
+                  [action]\ntype = \"set_state\"\nkey = \"seen\"\nvalue = true\n";
+    let reader = notify(
+        "reader",
+        "on_turn_start",
+        "context.state.get('seen') == true",
+        "saw it",
+        "immediate",
+    );
+    let w = rules(dir.path(), &[("w.toml", writer), ("r.toml", &reader)]);
+    let mut s = w.session();
+    let first = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(
+        first.fired(),
+        ["writer"],
+        "the reader runs after the writer but reads the frozen frame"
+    );
+    let second = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(second.fired(), ["writer", "reader"]);
+}
+
+#[test]
+fn emitted_events_reach_subscribers() {
+    let dir = tempfile::tempdir().unwrap();
+    let emit = "[rule]\nid = \"emit\"\ntrigger = \"on_tool_failure\"\ncondition = \"true\"\n\
+                [action]\ntype = \"emit_event\"\nevent_type = \"tool.failed\"\npayload = { tool = \"{{ tool.name }}\", n = \"{{ context.history.failures[tool.name] }}\" }\n";
+    let w = rules(dir.path(), &[("e.toml", emit)]);
+    let mut rx = w.subscribe();
+    let mut s = w.session_with(SessionOptions {
+        id: Some("s1".into()),
+        ..Default::default()
+    });
+    s.tick(Hook::OnToolFailure, Event::tool_failure("web", "boom"));
+    let e = rx.try_recv().unwrap();
+    assert_eq!(
+        (&*e.event_type, &*e.rule, e.session.as_str(), e.hook),
+        ("tool.failed", "emit", "s1", Hook::OnToolFailure)
+    );
+    assert_eq!(e.payload, json!({"tool": "web", "n": 1}));
+}
+
+#[test]
+fn reload_swaps_rules_and_keeps_decorator_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let once = notify("once", "on_turn_start", "true", "v1", "immediate")
+        .replace("[condition]", "once_per_session = true\n[condition]");
+    let w = rules(dir.path(), &[("o.toml", &once)]);
+    let mut s = w.session();
+    assert_eq!(s.tick(Hook::OnTurnStart, Event::new()).fired(), ["once"]);
+    fs::write(dir.path().join("o.toml"), once.replace("v1", "v2")).unwrap();
+    fs::write(
+        dir.path().join("n.toml"),
+        notify("new", "on_turn_start", "true", "new rule", "immediate"),
+    )
+    .unwrap();
+    assert!(w.reload().is_empty());
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(
+        o.fired(),
+        ["new"],
+        "the once-per-session rule remembers it fired"
+    );
+    assert!(
+        o.trace()
+            .any(|(r, e)| r == "once" && *e == Evaluation::Suppressed("once per session"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_async_session_ticks_off_the_runtime() {
+    let w = Warden::builder().builtin_rules().build().unwrap();
+    let s = warden_core::AsyncSession::new(w.session());
+    let o = s
+        .tick(Hook::OnTurnStart, Event::new().with_token_usage(0.9))
+        .await;
+    assert_eq!(o.fired(), ["token-budget-warning"]);
+    assert!(matches!(&o.effects[0], Effect::NotifySelf(n) if n.message.contains("90%")));
+}

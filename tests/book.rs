@@ -1,0 +1,141 @@
+//! The book cannot drift from the code: every rule it shows must load (or, when marked
+//! `toml,invalid`, must be refused), and the context API chapter must document every field of
+//! the context schema.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn chapters() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src"),
+        &mut out,
+    );
+    out.sort();
+    out
+}
+
+/// The fenced blocks of a markdown file: (info string, body, line of the fence).
+fn blocks(text: &str) -> Vec<(String, String, usize)> {
+    let mut out = Vec::new();
+    let mut current: Option<(String, String, usize)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        match &mut current {
+            None => {
+                if let Some(info) = trimmed.strip_prefix("```") {
+                    current = Some((info.trim().to_string(), String::new(), i + 1));
+                }
+            }
+            Some((_, body, _)) => {
+                if trimmed.starts_with("```") {
+                    out.push(current.take().unwrap());
+                } else {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_rule_in_the_book_loads() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for chapter in chapters() {
+        let text = fs::read_to_string(&chapter).unwrap();
+        for (info, body, line) in blocks(&text) {
+            let lang: Vec<&str> = info.split(',').map(str::trim).collect();
+            if lang.first() != Some(&"toml")
+                || !body.contains("[rule]")
+                || body.contains("{{#include")
+            {
+                continue;
+            }
+            let invalid = lang.contains(&"invalid");
+            let dir = tempfile::tempdir().unwrap();
+            fs::write(dir.path().join("example.toml"), &body).unwrap();
+            let warden = warden::Warden::builder()
+                .rules_dir(dir.path())
+                .build()
+                .unwrap();
+            let errors: Vec<String> = warden
+                .diagnostics()
+                .iter()
+                .filter(|d| d.is_error())
+                .map(ToString::to_string)
+                .collect();
+            checked += 1;
+            match (invalid, errors.is_empty()) {
+                (false, false) => failures.push(format!(
+                    "{}:{line}: {}",
+                    chapter.display(),
+                    errors.join("; ")
+                )),
+                (true, true) => failures.push(format!(
+                    "{}:{line}: marked invalid, but it loads",
+                    chapter.display()
+                )),
+                _ => {}
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        checked >= 5,
+        "only {checked} rule examples found in the book"
+    );
+}
+
+#[test]
+fn the_context_api_chapter_documents_every_field() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src/reference/context-api.md");
+    let text = fs::read_to_string(&path).unwrap();
+    let missing: Vec<String> = warden::schema()
+        .paths()
+        .into_iter()
+        .map(|(p, _)| p)
+        .filter(|p| !text.contains(&format!("`{p}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} does not document: {}",
+        path.display(),
+        missing.join(", ")
+    );
+    for helper in warden::schema().helpers() {
+        assert!(
+            text.contains(&format!("`{}(", helper.name())),
+            "the helper {} is not documented",
+            helper.name()
+        );
+    }
+}
+
+#[test]
+fn the_conditions_chapter_documents_every_function() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src/reference/conditions.md");
+    let text = fs::read_to_string(&path).unwrap();
+    let missing: Vec<&str> = warden::expr::builtin_functions()
+        .map(|(name, _)| name)
+        .filter(|name| !text.contains(&format!("`{name}(")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} does not document: {}",
+        path.display(),
+        missing.join(", ")
+    );
+}

@@ -67,4 +67,4 @@ pub use rule::{
 };
 pub use session::{Session, SessionOptions};
 pub use warden::{AsyncSession, BusEvent, Error, Warden, WardenBuilder};
-pub use warden_store::Store;
+pub use warden_store::{ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, Store};

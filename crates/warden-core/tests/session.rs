@@ -285,3 +285,127 @@ async fn the_async_session_ticks_off_the_runtime() {
     assert_eq!(o.fired(), ["token-budget-warning"]);
     assert!(matches!(&o.effects[0], Effect::NotifySelf(n) if n.message.contains("90%")));
 }
+
+#[test]
+fn a_rule_whose_state_cannot_be_saved_applies_nothing_and_the_others_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("state.db");
+    let rules_dir = dir.path().join("rules");
+    fs::create_dir(&rules_dir).unwrap();
+    let saver = |id: &str, key: &str| {
+        format!(
+            "[rule]\nid = \"{id}\"\ntrigger = \"on_turn_end\"\ncondition = \"true\"\n\
+             [[action]]\ntype = \"notify_self\"\nmessage = \"{id} saved\"\ndeliver_at = \"immediate\"\n\
+             [[action]]\ntype = \"set_state\"\nkey = \"{key}\"\nvalue = 1\n"
+        )
+    };
+    fs::write(rules_dir.join("a.toml"), saver("fails", "boom")).unwrap();
+    fs::write(rules_dir.join("b.toml"), saver("works", "fine")).unwrap();
+    let w = Warden::builder()
+        .store(warden_core::Store::open(&db).unwrap())
+        .rules_dir(&rules_dir)
+        .build()
+        .unwrap();
+    // Another process breaks writes of one key (a disk error, say) behind Warden's back.
+    let other = rusqlite::Connection::open(&db).unwrap();
+    other
+        .execute_batch(
+            "CREATE TRIGGER boom BEFORE INSERT ON plugin_state WHEN NEW.key = 'boom' \
+             BEGIN SELECT RAISE(ABORT, 'disk says no'); END;",
+        )
+        .unwrap();
+    let mut s = w.session();
+    let o = s.tick(Hook::OnTurnEnd, Event::new());
+    assert_eq!(
+        o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+        ["works saved"]
+    );
+    assert_eq!(
+        o.effects.len(),
+        2,
+        "only the working rule's two effects: {:?}",
+        o.effects
+    );
+    assert_eq!(o.errors.len(), 1);
+    assert_eq!(o.errors[0].rule.as_deref(), Some("fails"));
+    assert!(
+        o.errors[0].error.contains("disk says no"),
+        "{}",
+        o.errors[0].error
+    );
+    assert!(
+        o.trace()
+            .any(|(r, e)| r == "fails" && matches!(e, Evaluation::Failed(_)))
+    );
+    let scope = warden_core::StateScope::new("default", "default", "local");
+    assert_eq!(w.store().state_get(&scope, "fine").unwrap(), Some(json!(1)));
+    assert_eq!(w.store().state_get(&scope, "boom").unwrap(), None);
+}
+
+#[test]
+fn the_execution_log_records_every_evaluation_when_on() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("a.toml"),
+        notify(
+            "hot",
+            "on_turn_start",
+            "context.turn.token_usage > 0.5",
+            "hot",
+            "immediate",
+        ),
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("b.toml"),
+        notify(
+            "missing",
+            "on_turn_start",
+            "context.state.get('x').y > 1",
+            "m",
+            "immediate",
+        ),
+    )
+    .unwrap();
+    let w = Warden::builder()
+        .rules_dir(dir.path())
+        .execution_log(true)
+        .build()
+        .unwrap();
+    let mut s = w.session_with(SessionOptions {
+        id: Some("s9".into()),
+        ..Default::default()
+    });
+    s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.2));
+    s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.7));
+    let rows = w
+        .store()
+        .executions(&warden_core::ExecutionFilter {
+            session_id: Some("s9".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(
+        rows.len(),
+        4,
+        "two rules at two ticks, the skipped ones included"
+    );
+    let hot: Vec<_> = rows
+        .iter()
+        .filter(|r| r.record.rule_id == "hot")
+        .map(|r| r.record.action_executed)
+        .collect();
+    assert_eq!(hot.iter().filter(|x| **x).count(), 1);
+    assert!(rows.iter().all(|r| r.record.trigger == "on_turn_start"));
+    let missing = rows.iter().find(|r| r.record.rule_id == "missing").unwrap();
+    assert!(
+        missing
+            .record
+            .error_message
+            .as_deref()
+            .unwrap()
+            .starts_with("undetermined"),
+        "{:?}",
+        missing.record
+    );
+}

@@ -412,8 +412,10 @@ impl<'a> Checker<'a> {
                     span,
                 ))
             }
-            Type::Any | Type::Map(_) => {
-                let ty = match &base.ty {
+            Type::Any | Type::Map(_) | Type::Nullable(_)
+                if matches!(base.ty.strip_null(), Type::Any | Type::Map(_)) =>
+            {
+                let ty = match base.ty.strip_null() {
                     Type::Map(v) => (**v).clone(),
                     _ => Type::Any,
                 };

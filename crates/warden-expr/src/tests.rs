@@ -323,6 +323,11 @@ fn state_reads_through_get() {
         eval_with("context.state.get('other', 0) + 1 == 1", &facts),
         Verdict::True
     );
+    // A key of a value that may be null: undetermined when it is null.
+    assert!(matches!(
+        eval_with("context.state.get('other').y > 1", &facts),
+        Verdict::Undetermined(m) if m.contains("null")
+    ));
 }
 
 #[test]

@@ -494,6 +494,115 @@ impl warden_expr::Facts for TickFacts<'_> {
     }
 }
 
+/// What a script reads: the same frame, converted for Lua one field at a time.
+impl warden_lua::Host for TickFacts<'_> {
+    fn field(&self, lua: &mlua::Lua, root: &str, key: &mlua::Value) -> mlua::Result<mlua::Value> {
+        use mlua::LuaSerdeExt;
+        let opts = mlua::serde::SerializeOptions::new()
+            .serialize_none_to_null(false)
+            .serialize_unit_to_null(false)
+            .set_array_metatable(false);
+        let key = match key {
+            mlua::Value::String(s) => s.to_string_lossy(),
+            _ => return Ok(mlua::Value::Nil),
+        };
+        let unknown = |fields: &[&str]| {
+            let help = crate::suggest::closest(&key, fields.iter().copied())
+                .map(|c| format!("; did you mean `{root}.{c}`?"))
+                .unwrap_or_else(|| format!("; it has {}", fields.join(", ")));
+            Err(mlua::Error::RuntimeError(format!(
+                "`{root}` has no field `{key}`{help}"
+            )))
+        };
+        let f = self.facts;
+        match root {
+            "context" => match key.as_str() {
+                "turn" => lua.to_value_with(&f.turn, opts),
+                "history" => lua.to_value_with(&self.context_view(None).history, opts),
+                "user" => lua.to_value_with(&f.user, opts),
+                "project" => lua.to_value_with(&f.project, opts),
+                "state" => lua.to_value_with(&*self.current_state(), opts),
+                "query" => lua.to_value_with(&f.query, opts),
+                "mode" => lua.to_value_with(&f.mode, opts),
+                "token_usage" => lua.to_value_with(&f.turn.token_usage, opts),
+                _ => unknown(&[
+                    "turn",
+                    "history",
+                    "user",
+                    "project",
+                    "state",
+                    "query",
+                    "mode",
+                    "token_usage",
+                ]),
+            },
+            "event" => {
+                let e = self.event_view();
+                match key.as_str() {
+                    "hook" => lua.to_value_with(&e.hook, opts),
+                    "tool_name" => lua.to_value_with(&e.tool_name, opts),
+                    "query" => lua.to_value_with(&e.query, opts),
+                    "message" => lua.to_value_with(&e.message, opts),
+                    "error" => lua.to_value_with(&e.error, opts),
+                    "data" => lua.to_value_with(&e.data, opts),
+                    "time" => lua.to_value_with(&e.time, opts),
+                    _ => unknown(&[
+                        "hook",
+                        "tool_name",
+                        "query",
+                        "message",
+                        "error",
+                        "data",
+                        "time",
+                    ]),
+                }
+            }
+            "tool" => {
+                let t = self.tool_view();
+                match key.as_str() {
+                    "name" => lua.to_value_with(&t.name, opts),
+                    "arguments" => lua.to_value_with(t.arguments, opts),
+                    _ => unknown(&["name", "arguments"]),
+                }
+            }
+            "result" => lua.to_value_with(
+                self.event
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.get(&key))
+                    .unwrap_or(&NULL),
+                opts,
+            ),
+            _ => Ok(mlua::Value::Nil),
+        }
+    }
+
+    fn result_value(&self, lua: &mlua::Lua) -> mlua::Result<Option<mlua::Value>> {
+        use mlua::LuaSerdeExt;
+        match &self.event.result {
+            // Only objects are read lazily; a list or a plain value is converted whole.
+            Some(r) if !r.is_object() => lua
+                .to_value_with(
+                    r,
+                    mlua::serde::SerializeOptions::new()
+                        .serialize_none_to_null(false)
+                        .serialize_unit_to_null(false)
+                        .set_array_metatable(false),
+                )
+                .map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    fn has_result(&self) -> bool {
+        self.event.result.as_ref().is_some_and(|r| r.is_object())
+    }
+
+    fn has_tool(&self) -> bool {
+        self.hook.is_tool_hook() && self.event.tool.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

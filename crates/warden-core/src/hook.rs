@@ -26,6 +26,17 @@ pub enum Hook {
 }
 
 impl Hook {
+    /// The names of every hook, in lifecycle order.
+    pub const NAMES: &'static [&'static str] = &[
+        "on_query_start",
+        "on_turn_start",
+        "on_turn_end",
+        "on_tool_call",
+        "on_tool_complete",
+        "on_tool_failure",
+        "on_session_end",
+    ];
+
     /// Every hook, in lifecycle order.
     pub const ALL: [Hook; 7] = [
         Hook::OnQueryStart,
@@ -39,15 +50,7 @@ impl Hook {
 
     /// The name used in rule files and traces (`on_turn_start`).
     pub fn name(self) -> &'static str {
-        match self {
-            Hook::OnQueryStart => "on_query_start",
-            Hook::OnTurnStart => "on_turn_start",
-            Hook::OnTurnEnd => "on_turn_end",
-            Hook::OnToolCall => "on_tool_call",
-            Hook::OnToolComplete => "on_tool_complete",
-            Hook::OnToolFailure => "on_tool_failure",
-            Hook::OnSessionEnd => "on_session_end",
-        }
+        Self::NAMES[self.index()]
     }
 
     /// Whether the hook concerns one tool call (and so has `tool`, and may filter by tool name).

@@ -43,6 +43,7 @@ mod loader;
 mod outcome;
 mod program;
 mod rule;
+mod scripts;
 mod session;
 mod suggest;
 mod template;
@@ -59,7 +60,7 @@ pub use facts::{
 };
 pub use hook::{Hook, UnknownHook};
 pub use loader::{BUILTIN_PLUGIN, BUILTIN_RULES, LOCAL_PLUGIN, RuleSource, load};
-pub use outcome::{Effect, Evaluation, Notification, Outcome, RuleError};
+pub use outcome::{Effect, Evaluation, Halted, Notification, Outcome, RuleError};
 pub use program::Program;
 pub use rule::{
     ACTION_TYPES, ActionDef, ConditionDef, DEFAULT_PRIORITY, DeliverAt, Located, LogLevel,
@@ -67,4 +68,5 @@ pub use rule::{
 };
 pub use session::{Session, SessionOptions};
 pub use warden::{AsyncSession, BusEvent, Error, Warden, WardenBuilder};
+pub use warden_lua::Limits as ScriptLimits;
 pub use warden_store::{ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, Store};

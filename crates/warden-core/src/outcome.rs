@@ -94,6 +94,16 @@ pub struct RuleError {
     pub error: String,
 }
 
+/// A script stopped before it finished: its session ended, the rules were reloaded, or its
+/// tree moved on without it. It is closed cleanly and reported here (and logged).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Halted {
+    /// The rule whose script was stopped.
+    pub rule: Arc<str>,
+    /// Why.
+    pub reason: String,
+}
+
 /// What evaluating one rule at one tick came to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "result", content = "reason", rename_all = "snake_case")]
@@ -130,6 +140,8 @@ pub struct Outcome {
     pub inject: Vec<Notification>,
     /// Failures isolated to a rule. The other rules ran.
     pub errors: Vec<RuleError>,
+    /// Scripts stopped at this tick before they finished.
+    pub halted: Vec<Halted>,
     pub(crate) trace: Vec<TraceEntry>,
     pub(crate) program: Arc<Program>,
 }

@@ -37,8 +37,28 @@ pub(crate) struct CompiledRule {
     /// The decorators, copied out of `def` so a tick reads them without another pointer chase.
     pub gate: Gate,
     pub def: Arc<RuleDef>,
-    pub condition: Condition,
+    pub condition: RuleCondition,
     pub actions: Vec<CompiledAction>,
+}
+
+/// How a rule decides.
+pub(crate) enum RuleCondition {
+    /// A compiled expression.
+    Expr(Condition),
+    /// A Lua script, run as a coroutine, with the rule's own time limit if it sets one.
+    Script {
+        script: Arc<warden_lua::Script>,
+        timeout: Option<std::time::Duration>,
+    },
+}
+
+impl RuleCondition {
+    pub(crate) fn necessary_threshold(&self) -> Option<warden_expr::Threshold> {
+        match self {
+            RuleCondition::Expr(c) => c.necessary_threshold(),
+            RuleCondition::Script { .. } => None,
+        }
+    }
 }
 
 /// A rule's decorators and tool filter, as a tick checks them before the condition.
@@ -167,7 +187,9 @@ impl Program {
             let def = Arc::new(def);
             // Every rule is compiled, so that `warden check` reports all of its problems; only
             // valid, enabled rules that compile take part.
-            let Some(rule) = compile_rule(&def, &compiler, &mut templates, &mut diagnostics) else {
+            let key = rules.len() as u64;
+            let Some(rule) = compile_rule(&def, key, &compiler, &mut templates, &mut diagnostics)
+            else {
                 continue;
             };
             if !def.valid {
@@ -267,19 +289,23 @@ impl Program {
         if let Some(n) = r.def.max_fires {
             guards.push(format!("max {n} fires"));
         }
-        let actions: Vec<_> = r.def.actions.iter().map(ActionDef::type_name).collect();
-        let path = if r.condition.is_native() {
-            "native"
-        } else {
-            "rhai"
+        let mut actions: Vec<_> = r.def.actions.iter().map(ActionDef::type_name).collect();
+        let condition = match &r.condition {
+            RuleCondition::Expr(c) => format!(
+                "{} ({})",
+                c.source(),
+                if c.is_native() { "native" } else { "rhai" }
+            ),
+            RuleCondition::Script { script, .. } => {
+                actions.insert(0, "its own actions");
+                format!("script {} (lua)", script.name())
+            }
         };
         format!(
-            "{} [priority {}] guard({}{}{}) -> {}",
+            "{} [priority {}] guard({}{condition}) -> {}",
             r.key,
             r.def.priority,
             guards.iter().map(|g| format!("{g}, ")).collect::<String>(),
-            r.condition.source(),
-            format_args!(" ({path})"),
             actions.join(" + ")
         )
     }
@@ -287,6 +313,7 @@ impl Program {
 
 fn compile_rule(
     def: &Arc<RuleDef>,
+    key: u64,
     compiler: &Compiler,
     templates: &mut Templates,
     diagnostics: &mut Vec<Diagnostic>,
@@ -299,23 +326,17 @@ fn compile_rule(
     let before = diagnostics.len();
     let condition = match &def.condition {
         ConditionDef::Expression(loc) => match compiler.compile(&loc.text, &opts) {
-            Ok(c) => Some(c),
+            Ok(c) => Some(RuleCondition::Expr(c)),
             Err(e) => {
                 diagnostics.push(expr_diagnostic(file, &loc.span, &loc.text, &loc.field, &e));
                 None
             }
         },
-        ConditionDef::Script(loc) => {
-            diagnostics.push(
-                Diagnostic::error(
-                    file,
-                    Some(loc.span.clone()),
-                    Some(&loc.field),
-                    "Lua scripts are not supported by this build of Warden yet",
-                )
-                .with_help("write the condition as an `expression`"),
-            );
-            None
+        ConditionDef::Script { path, timeout } => {
+            compile_script(def, key, path, diagnostics).map(|script| RuleCondition::Script {
+                script: Arc::new(script),
+                timeout: *timeout,
+            })
         }
     };
     let mut actions = Vec::new();
@@ -408,6 +429,60 @@ fn compile_rule(
         condition: condition?,
         actions,
     })
+}
+
+/// Finds and checks the script of a rule; problems are reported against the rule file (not
+/// found, not allowed) or against the script itself (syntax, at its line).
+fn compile_script(
+    def: &RuleDef,
+    key: u64,
+    path: &crate::rule::Located,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<warden_lua::Script> {
+    let rule_file = (&*def.plugin != BUILTIN_PLUGIN).then(|| def.source.path());
+    let found = match crate::scripts::find(rule_file, &path.text) {
+        Ok(f) => f,
+        Err(why) => {
+            diagnostics.push(Diagnostic::error(
+                &def.source,
+                Some(path.span.clone()),
+                Some(&path.field),
+                why,
+            ));
+            return None;
+        }
+    };
+    if let Err(e) = warden_lua::check_syntax(&path.text, &found.text) {
+        let script_file = SourceFile::new(found.path.clone(), found.text.clone());
+        let span = e.line.map(|line| {
+            let start: usize = found
+                .text
+                .split_inclusive('\n')
+                .take(line.saturating_sub(1))
+                .map(str::len)
+                .sum();
+            let len = found.text[start..]
+                .find('\n')
+                .unwrap_or(found.text.len() - start);
+            start..start + len
+        });
+        diagnostics.push(
+            Diagnostic::error(
+                &script_file,
+                span,
+                Some("script"),
+                format!("Lua syntax error: {}", e.message),
+            )
+            .with_help(format!(
+                "used by rule `{}` in {}",
+                def.id,
+                def.source.path().display()
+            )),
+        );
+        return None;
+    }
+    // Messages name the script as the rule does (short and the same on every machine).
+    Some(warden_lua::Script::new(key, &path.text, &found.text))
 }
 
 #[allow(clippy::too_many_arguments)]

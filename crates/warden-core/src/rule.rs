@@ -99,8 +99,14 @@ pub struct RuleDef {
 pub enum ConditionDef {
     /// An inline expression (`[condition] expression = ...`).
     Expression(Located),
-    /// A Lua script file (`[condition] script = ...`).
-    Script(Located),
+    /// A Lua script file (`[condition] script = ...`), with its own time limit per run
+    /// (`[condition] timeout = 2.5`, seconds) when the rule sets one.
+    Script {
+        /// The script's path, as written.
+        path: Located,
+        /// The rule's time limit for one run of the script.
+        timeout: Option<std::time::Duration>,
+    },
 }
 
 /// A string from the file with where it was written.
@@ -130,7 +136,7 @@ impl DeliverAt {
     /// The names a rule file may use.
     pub const NAMES: &[&str] = &["immediate", "turn_start", "turn_end"];
 
-    fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "immediate" => DeliverAt::Immediate,
             "turn_start" => DeliverAt::TurnStart,
@@ -176,7 +182,7 @@ impl Priority {
     /// The names a rule file may use.
     pub const NAMES: &[&str] = &["low", "normal", "high", "critical"];
 
-    fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "low" => Priority::Low,
             "normal" => Priority::Normal,
@@ -215,7 +221,7 @@ impl LogLevel {
     /// The names a rule file may use (`warn` is accepted for `warning`).
     pub const NAMES: &[&str] = &["debug", "info", "warning", "error"];
 
-    fn parse(s: &str) -> Option<Self> {
+    pub(crate) fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "debug" => LogLevel::Debug,
             "info" => LogLevel::Info,
@@ -511,7 +517,8 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
     rule.finish(doc, RULE_FIELDS);
 
     let condition = read_condition(doc, &mut top, &rule_span, shorthand);
-    let actions = read_actions(doc, &mut top, &rule_span);
+    let scripted = matches!(condition, Some(ConditionDef::Script { .. }));
+    let actions = read_actions(doc, &mut top, &rule_span, scripted);
     top.finish(doc, &["rule", "condition", "action"]);
 
     Some(RuleDef {
@@ -595,8 +602,18 @@ fn read_condition(
     };
     let expression = cond.string(doc, "expression");
     let script = cond.string(doc, "script");
+    let timeout = read_timeout(doc, &mut cond);
     let span = cond.span.clone();
-    cond.finish(doc, &["expression", "script"]);
+    cond.finish(doc, &["expression", "script", "timeout"]);
+    if let (Some(t), Some(_)) = (&timeout, &expression) {
+        doc.error(
+            t.span.clone(),
+            "condition.timeout",
+            "`timeout` limits a script; an expression has an operation limit instead",
+            Some("remove `timeout`, or use `script`".into()),
+        );
+        return None;
+    }
     match (expression, script) {
         (Some(e), None) => {
             if e.value.trim().is_empty() {
@@ -613,7 +630,10 @@ fn read_condition(
                 "condition.expression".into(),
             )))
         }
-        (None, Some(s)) => Some(ConditionDef::Script(located(s, "condition.script".into()))),
+        (None, Some(s)) => Some(ConditionDef::Script {
+            path: located(s, "condition.script".into()),
+            timeout: timeout.map(|t| t.value),
+        }),
         (Some(_), Some(s)) => {
             doc.error(
                 s.span,
@@ -635,12 +655,38 @@ fn read_condition(
     }
 }
 
+/// `timeout = 2.5` (seconds, from 1 ms to 60 s).
+fn read_timeout(doc: &mut Doc, t: &mut Table<'_>) -> Option<At<std::time::Duration>> {
+    let raw = t.json("timeout")?;
+    let seconds = raw.value.as_f64().filter(|s| (0.001..=60.0).contains(s));
+    match seconds {
+        Some(s) => Some(At {
+            value: std::time::Duration::from_secs_f64(s),
+            span: raw.span,
+        }),
+        None => {
+            doc.error(
+                raw.span,
+                "condition.timeout",
+                "`timeout` is the time limit of one run of the script, in seconds, from 0.001 to 60",
+                Some("write `timeout = 2` or `timeout = 0.5`".into()),
+            );
+            None
+        }
+    }
+}
+
 fn read_actions(
     doc: &mut Doc,
     top: &mut Table<'_>,
     rule_span: &Range<usize>,
+    scripted: bool,
 ) -> Option<Vec<ActionDef>> {
     let Some(raw) = top.raw("action") else {
+        if scripted {
+            // A script can act by itself (notify, set_state...); [action] is then optional.
+            return Some(Vec::new());
+        }
         doc.error(
             rule_span.clone(),
             "action",
@@ -690,7 +736,7 @@ fn read_actions(
             None => ok = false,
         }
     }
-    ok.then_some(actions).filter(|a| !a.is_empty())
+    ok.then_some(actions).filter(|a| scripted || !a.is_empty())
 }
 
 fn enum_field<T>(

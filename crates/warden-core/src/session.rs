@@ -14,9 +14,9 @@ use crate::context::{STATE_ROOT, StateReader, TickFacts};
 use crate::event::Event;
 use crate::facts::SessionFacts;
 use crate::hook::Hook;
-use crate::outcome::{Effect, Evaluation, Notification, Outcome, RuleError, TraceEntry};
-use crate::program::{CompiledAction, CompiledRule, Node, Program};
-use crate::rule::LogLevel;
+use crate::outcome::{Effect, Evaluation, Halted, Notification, Outcome, RuleError, TraceEntry};
+use crate::program::{CompiledAction, CompiledRule, Entry, Node, Program, RuleCondition};
+use crate::rule::{DeliverAt, LogLevel, Priority};
 use crate::warden::{BusEvent, Shared};
 
 /// What a session remembers about one rule (for its decorators).
@@ -50,7 +50,9 @@ pub struct Session {
     generation: u64,
     memory: Vec<RuleMemory>,
     memory_keys: Vec<Arc<str>>,
-    running: HashMap<(Hook, u32), BT<Node, ()>>,
+    /// Trees left running, by (hook, entry), with the hook that wakes them.
+    running: HashMap<(Hook, u32), Running>,
+    scripts: Scripts,
     mailbox: Vec<Notification>,
     ended: bool,
     explain: bool,
@@ -81,6 +83,7 @@ impl Session {
             shared.config.history_limit,
         );
         let explain = opts.explain || shared.config.execution_log;
+        let script_limits = shared.config.script_limits;
         Session {
             shared,
             id,
@@ -89,6 +92,11 @@ impl Session {
             memory: Vec::new(),
             memory_keys: Vec::new(),
             running: HashMap::new(),
+            scripts: Scripts {
+                runtime: None,
+                tasks: HashMap::new(),
+                limits: script_limits,
+            },
             mailbox: Vec::new(),
             ended: false,
             explain,
@@ -111,15 +119,31 @@ impl Session {
         &self.mailbox
     }
 
+    /// The memory of the session's Lua state, in bytes; `None` while no script has run (a
+    /// session without scripts never creates one).
+    pub fn script_memory(&self) -> Option<usize> {
+        self.scripts
+            .runtime
+            .as_ref()
+            .map(warden_lua::Runtime::memory_used)
+    }
+
     /// Whether `on_session_end` was handled.
     pub fn is_ended(&self) -> bool {
         self.ended
     }
 
-    /// Keeps decorator memory across a program change, by rule id.
-    fn adopt(&mut self, program: &Program) {
+    /// Keeps decorator memory across a program change, by rule id. Running trees and scripts
+    /// belong to the program that started them: they are halted.
+    fn adopt(&mut self, program: &Program, halted: &mut Vec<Halted>) {
         if self.generation == program.generation {
             return;
+        }
+        if self.generation != u64::MAX {
+            halted.extend(self.scripts.halt_all("the rules were reloaded"));
+            if let Some(rt) = &mut self.scripts.runtime {
+                rt.forget_scripts();
+            }
         }
         let old: HashMap<Arc<str>, RuleMemory> = self
             .memory_keys
@@ -143,7 +167,8 @@ impl Session {
     /// [`Outcome::errors`] and the others run.
     pub fn tick(&mut self, hook: Hook, event: Event) -> Outcome {
         let program = self.shared.program();
-        self.adopt(&program);
+        let mut halted = Vec::new();
+        self.adopt(&program, &mut halted);
         let time = event.time.unwrap_or_else(now);
         let mut errors = Vec::new();
         if self.ended {
@@ -188,6 +213,10 @@ impl Session {
             errors,
             trace: Vec::with_capacity(tree.entries.len()),
             timings: shared.config.execution_log.then(Vec::new),
+            scripts: &mut self.scripts,
+            wakes: Vec::new(),
+            running_leaves: Vec::new(),
+            halted,
         };
 
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
@@ -200,32 +229,34 @@ impl Session {
         }
         for &e in &selected {
             let key = (hook, e);
-            let entry = &tree.entries[e as usize];
-            let resumed = match self.running.is_empty() {
-                true => None,
-                false => self.running.remove(&key),
-            };
-            match (&entry.behavior, resumed) {
-                // A tree of one leaf: bonsai's state for a lone action is the action itself,
-                // so the leaf is run directly (building a bonsai state for it each tick cost
-                // a quarter of a tick). A leaf left running is kept as a bonsai tree.
-                (Behavior::Action(node), None) => {
-                    if tick.run(*node) == Status::Running {
-                        self.running
-                            .insert(key, BT::new(entry.behavior.clone(), ()));
-                    }
-                }
-                (_, resumed) => {
-                    let mut bt = resumed.unwrap_or_else(|| BT::new(entry.behavior.clone(), ()));
-                    let status =
-                        bt.tick(&bonsai_event, &mut |args, _| (tick.run(*args.action), 0.0));
-                    if matches!(status, Some((Status::Running, _))) {
-                        self.running.insert(key, bt);
-                    }
-                }
+            // A tree waiting for another hook is not ticked at this one.
+            if self.running.get(&key).is_some_and(|r| r.wake != hook) {
+                continue;
             }
+            tick_entry(
+                &mut self.running,
+                key,
+                &tree.entries[e as usize],
+                &mut tick,
+                &bonsai_event,
+            );
         }
         self.selected = selected;
+        // Trees of other hooks waiting for this one (a script's `wait_for`) resume now, after
+        // this hook's own trees.
+        if !self.running.is_empty() {
+            let mut waiting: Vec<(Hook, u32)> = self
+                .running
+                .iter()
+                .filter(|(k, r)| k.0 != hook && r.wake == hook)
+                .map(|(k, _)| *k)
+                .collect();
+            waiting.sort();
+            for key in waiting {
+                let entry = &program.hook(key.0).entries[key.1 as usize];
+                tick_entry(&mut self.running, key, entry, &mut tick, &bonsai_event);
+            }
+        }
 
         let Tick {
             fired,
@@ -233,6 +264,7 @@ impl Session {
             mut errors,
             mut trace,
             timings,
+            mut halted,
             ..
         } = tick;
         let effects = self.apply(&program, hook, fired, rendered, &mut errors, &mut trace);
@@ -241,13 +273,14 @@ impl Session {
         }
         let inject = self.deliver(hook, &effects);
         if hook == Hook::OnSessionEnd {
-            self.end();
+            halted.extend(self.end());
         }
         Outcome {
             hook,
             effects,
             inject,
             errors,
+            halted,
             trace,
             program,
         }
@@ -293,9 +326,11 @@ impl Session {
                 keep[f.effects.clone()].fill(false);
                 continue;
             }
-            let memory = &mut self.memory[f.rule as usize];
-            memory.fires = memory.fires.saturating_add(1);
-            memory.last_fired_turn = Some(self.facts.turn.number);
+            if f.counts {
+                let memory = &mut self.memory[f.rule as usize];
+                memory.fires = memory.fires.saturating_add(1);
+                memory.last_fired_turn = Some(self.facts.turn.number);
+            }
             for effect in &rendered[f.effects.clone()] {
                 match effect {
                     Effect::Log {
@@ -398,13 +433,14 @@ impl Session {
         due
     }
 
-    fn end(&mut self) {
+    fn end(&mut self) -> Vec<Halted> {
         self.ended = true;
         self.running.clear();
         if !self.mailbox.is_empty() {
             tracing::debug!(session = %self.id, dropped = self.mailbox.len(), "session ended with notifications still waiting for delivery");
             self.mailbox.clear();
         }
+        self.scripts.halt_all("the session ended")
     }
 
     fn record_executions(
@@ -448,12 +484,117 @@ fn emit_log(rule: &str, level: LogLevel, message: &str) {
     }
 }
 
-/// A rule that fired this tick: its rendered effects (not yet applied) are
-/// `Tick::rendered[effects]`.
+/// A rule that acted this tick: its rendered effects (not yet applied) are
+/// `Tick::rendered[effects]`. `counts` is whether it fired (its decorators remember it); a
+/// script's actions in a run that did not end in `true` apply without counting as a fire.
 struct Fired {
     rule: u32,
     trace: usize,
     effects: std::ops::Range<usize>,
+    counts: bool,
+}
+
+/// A tree left running, and the hook that wakes it.
+struct Running {
+    bt: BT<Node, ()>,
+    wake: Hook,
+}
+
+/// Ticks one entry (a tree): a tree of one leaf is run by calling the leaf (bonsai's state
+/// for a lone action is the action itself, and building one per rule per tick cost a quarter
+/// of a tick); anything else, or a tree left running, goes through bonsai. Afterwards, any
+/// script of the tree that its leaf did not keep running is halted (bonsai drops an abandoned
+/// child without telling anyone).
+fn tick_entry(
+    running: &mut HashMap<(Hook, u32), Running>,
+    key: (Hook, u32),
+    entry: &Entry,
+    tick: &mut Tick<'_>,
+    bonsai_event: &bonsai_bt::Event,
+) {
+    tick.wakes.clear();
+    tick.running_leaves.clear();
+    let resumed = match running.is_empty() {
+        true => None,
+        false => running.remove(&key),
+    };
+    let left_running = match (&entry.behavior, resumed) {
+        (Behavior::Action(node), None) => {
+            (tick.run(*node) == Status::Running).then(|| BT::new(entry.behavior.clone(), ()))
+        }
+        (_, resumed) => {
+            let mut bt = resumed.map_or_else(|| BT::new(entry.behavior.clone(), ()), |r| r.bt);
+            let status = bt.tick(bonsai_event, &mut |args, _| (tick.run(*args.action), 0.0));
+            matches!(status, Some((Status::Running, _))).then_some(bt)
+        }
+    };
+    if let Some(bt) = left_running {
+        let wake = tick
+            .wakes
+            .last()
+            .and_then(|w| w.as_deref())
+            .and_then(|h| h.parse::<Hook>().ok())
+            .unwrap_or(key.0);
+        running.insert(key, Running { bt, wake });
+    }
+    if !tick.scripts.tasks.is_empty() {
+        for &rule in &entry.rules {
+            if tick.scripts.tasks.contains_key(&rule) && !tick.running_leaves.contains(&rule) {
+                tick.halted
+                    .extend(tick.scripts.halt(rule, "its tree left it behind"));
+            }
+        }
+    }
+}
+
+/// The Lua side of a session: the runtime (created when a script first runs, so a session
+/// without scripts pays nothing for Lua) and the scripts waiting to be resumed, by rule.
+struct Scripts {
+    runtime: Option<warden_lua::Runtime>,
+    tasks: HashMap<u32, (warden_lua::Task, Arc<str>)>,
+    limits: warden_lua::Limits,
+}
+
+/// The names the script API accepts, from the same tables rule files use.
+const VOCABULARY: warden_lua::Vocabulary = warden_lua::Vocabulary {
+    hooks: Hook::NAMES,
+    priorities: Priority::NAMES,
+    delivery_points: DeliverAt::NAMES,
+    log_levels: &["debug", "info", "warning", "warn", "error"],
+};
+
+impl Scripts {
+    fn runtime(&mut self) -> Result<&mut warden_lua::Runtime, String> {
+        if self.runtime.is_none() {
+            let rt = warden_lua::Runtime::new(self.limits, VOCABULARY)
+                .map_err(|e| format!("the Lua runtime could not start: {e}"))?;
+            self.runtime = Some(rt);
+        }
+        self.runtime
+            .as_mut()
+            .ok_or_else(|| "the Lua runtime is unavailable".to_string())
+    }
+
+    fn halt(&mut self, rule: u32, reason: &str) -> Option<Halted> {
+        let (task, key) = self.tasks.remove(&rule)?;
+        tracing::info!(rule = %key, script = task.script(), reason, "script halted");
+        if let Some(rt) = &mut self.runtime {
+            rt.halt(task);
+        }
+        Some(Halted {
+            rule: key,
+            reason: reason.to_string(),
+        })
+    }
+
+    fn halt_all(&mut self, reason: &str) -> Vec<Halted> {
+        let mut rules: Vec<u32> = self.tasks.keys().copied().collect();
+        rules.sort_unstable();
+        rules
+            .into_iter()
+            .filter_map(|r| self.halt(r, reason))
+            .collect()
+    }
 }
 
 fn rule_plugin(program: &Program, rule: u32) -> Arc<str> {
@@ -473,6 +614,12 @@ struct Tick<'a> {
     errors: Vec<RuleError>,
     trace: Vec<TraceEntry>,
     timings: Option<Vec<f64>>,
+    scripts: &'a mut Scripts,
+    /// What the scripts that waited in the current entry wait for (`None`: their own hook).
+    wakes: Vec<Option<String>>,
+    /// The rules of the current entry whose leaf is still running.
+    running_leaves: Vec<u32>,
+    halted: Vec<Halted>,
 }
 
 impl Tick<'_> {
@@ -481,11 +628,15 @@ impl Tick<'_> {
         match node {
             Node::Rule(ix) => {
                 let start = self.timings.as_ref().map(|_| Instant::now());
+                let acted_before = self.fired.len();
                 let evaluation = self.rule(ix);
-                let status = if evaluation == Evaluation::Fired {
-                    Status::Success
-                } else {
-                    Status::Failure
+                let status = match evaluation {
+                    Evaluation::Fired => Status::Success,
+                    Evaluation::Running => {
+                        self.running_leaves.push(ix);
+                        Status::Running
+                    }
+                    _ => Status::Failure,
                 };
                 if let (Some(t), Some(start)) = (self.timings.as_mut(), start) {
                     t.push(start.elapsed().as_secs_f64() * 1000.0);
@@ -499,7 +650,7 @@ impl Tick<'_> {
                 if let Evaluation::Undetermined(why) = &evaluation {
                     tracing::debug!(rule = %self.program.rule_key(ix), reason = %why, "condition undetermined");
                 }
-                if evaluation == Evaluation::Fired
+                if self.fired.len() > acted_before
                     && let Some(f) = self.fired.last_mut()
                 {
                     f.trace = self.trace.len();
@@ -515,6 +666,11 @@ impl Tick<'_> {
 
     fn rule(&mut self, ix: u32) -> Evaluation {
         let rule = &self.program.rules[ix as usize];
+        // A waiting script resumes where it stopped: its decorators and filter were checked
+        // when it started.
+        if !self.scripts.tasks.is_empty() && self.scripts.tasks.contains_key(&ix) {
+            return self.script(ix, None);
+        }
         let gate = rule.gate;
         let memory = self.memory[ix as usize];
         if gate.once_per_session && memory.fires > 0 {
@@ -542,7 +698,11 @@ impl Tick<'_> {
             }
         }
         self.select_plugin(&def.plugin);
-        let verdict = rule.condition.eval(&mut self.frame);
+        let condition = match &rule.condition {
+            RuleCondition::Expr(c) => c,
+            RuleCondition::Script { script, .. } => return self.script(ix, Some(script.clone())),
+        };
+        let verdict = condition.eval(&mut self.frame);
         if self.facts.state_error.replace(false) {
             return Evaluation::Failed(self.state_failure(&def.plugin));
         }
@@ -554,6 +714,7 @@ impl Tick<'_> {
                         rule: ix,
                         trace: 0,
                         effects,
+                        counts: true,
                     });
                     Evaluation::Fired
                 }
@@ -562,9 +723,87 @@ impl Tick<'_> {
             Verdict::False => Evaluation::NotMatched,
             Verdict::Undetermined(why) => Evaluation::Undetermined(why),
             Verdict::Error(e) => {
-                Evaluation::Failed(format!("condition `{}`: {e}", rule.condition.source()))
+                Evaluation::Failed(format!("condition `{}`: {e}", condition.source()))
             }
         }
+    }
+
+    /// Starts a rule's script (`start` given) or resumes its waiting task, and turns what the
+    /// run came to into the rule's evaluation. The script's own actions and, when it returns
+    /// true, the rule's actions apply together, or not at all.
+    fn script(&mut self, ix: u32, start: Option<Arc<warden_lua::Script>>) -> Evaluation {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        self.select_plugin(&rule.def.plugin);
+        let RuleCondition::Script { timeout, script } = &rule.condition else {
+            return Evaluation::Failed("internal: not a script rule".into());
+        };
+        let timeout = timeout.unwrap_or(self.scripts.limits.timeout);
+        let facts = self.facts;
+        let waiting = if start.is_none() {
+            self.scripts.tasks.remove(&ix)
+        } else {
+            None
+        };
+        let runtime = match self.scripts.runtime() {
+            Ok(rt) => rt,
+            Err(e) => return Evaluation::Failed(e),
+        };
+        let (task, step) = match (start, waiting) {
+            (Some(script), _) => {
+                let (task, step) = runtime.start(&script, facts, timeout);
+                (task.map(|t| (t, rule.key.clone())), step)
+            }
+            (None, Some((task, key))) => {
+                let step = runtime.resume(&task, facts, timeout);
+                (Some((task, key)), step)
+            }
+            (None, None) => {
+                return Evaluation::Failed("internal: no waiting script to resume".into());
+            }
+        };
+        if let Some(task) = task
+            && matches!(step, warden_lua::Step::Waiting { .. })
+        {
+            self.scripts.tasks.insert(ix, task);
+        }
+        if facts.state_error.replace(false) {
+            return Evaluation::Failed(self.state_failure(&rule.def.plugin));
+        }
+        let (effects, evaluation, holds) = match step {
+            warden_lua::Step::Waiting { wake, effects } => {
+                self.wakes.push(wake);
+                (effects, Evaluation::Running, false)
+            }
+            warden_lua::Step::Done {
+                holds: true,
+                effects,
+            } => (effects, Evaluation::Fired, true),
+            warden_lua::Step::Done {
+                holds: false,
+                effects,
+            } => (effects, Evaluation::NotMatched, false),
+            warden_lua::Step::Failed { error } => {
+                return Evaluation::Failed(format!("script {}: {error}", script.name()));
+            }
+        };
+        let mark = self.rendered.len();
+        for e in effects {
+            self.rendered.push(script_effect(rule, facts.hook, e));
+        }
+        if holds && let Err(e) = self.render(rule) {
+            self.rendered.truncate(mark);
+            return Evaluation::Failed(e);
+        }
+        if self.rendered.len() > mark || holds {
+            self.fired.push(Fired {
+                rule: ix,
+                trace: 0,
+                effects: mark..self.rendered.len(),
+                counts: holds,
+            });
+        }
+        evaluation
     }
 
     fn state_failure(&self, plugin: &Arc<str>) -> String {
@@ -670,5 +909,52 @@ impl Tick<'_> {
             return Err(self.state_failure(plugin));
         }
         Ok(())
+    }
+}
+
+/// A script's action as the rule's effect (defaults as in rule files).
+fn script_effect(rule: &CompiledRule, hook: Hook, e: warden_lua::Effect) -> Effect {
+    match e {
+        warden_lua::Effect::Notify {
+            message,
+            category,
+            priority,
+            deliver_at,
+        } => Effect::NotifySelf(Notification {
+            rule: rule.key.clone(),
+            message: Arc::from(message),
+            category: Arc::from(category.as_deref().unwrap_or("info")),
+            priority: priority
+                .as_deref()
+                .and_then(Priority::parse)
+                .unwrap_or(Priority::Normal),
+            deliver_at: deliver_at
+                .as_deref()
+                .and_then(DeliverAt::parse)
+                .unwrap_or(DeliverAt::TurnStart),
+            fired_at: hook,
+        }),
+        warden_lua::Effect::Log { level, message } => Effect::Log {
+            rule: rule.key.clone(),
+            level: level
+                .as_deref()
+                .and_then(LogLevel::parse)
+                .unwrap_or(LogLevel::Info),
+            message,
+        },
+        warden_lua::Effect::SetState { key, value } => Effect::SetState {
+            rule: rule.key.clone(),
+            plugin: rule.def.plugin.clone(),
+            key,
+            value,
+        },
+        warden_lua::Effect::EmitEvent {
+            event_type,
+            payload,
+        } => Effect::EmitEvent {
+            rule: rule.key.clone(),
+            event_type: Arc::from(event_type),
+            payload,
+        },
     }
 }

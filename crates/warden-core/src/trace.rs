@@ -106,8 +106,13 @@ pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
     out
 }
 
-/// Why each rule did or did not fire at one event (for `replay --explain`).
+/// Why each rule did or did not fire at one event (for `replay --explain`), and the scripts
+/// halted at it.
 pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
+    let halted = outcome
+        .halted
+        .iter()
+        .map(|h| json!({"event": event, "hook": outcome.hook.name(), "rule": h.rule, "halted": h.reason}));
     outcome
         .trace()
         .map(|(rule, evaluation)| {
@@ -125,6 +130,7 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
             }
             line
         })
+        .chain(halted)
         .collect()
 }
 

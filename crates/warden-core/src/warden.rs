@@ -41,6 +41,7 @@ pub struct BusEvent {
 pub(crate) struct Config {
     pub history_limit: usize,
     pub execution_log: bool,
+    pub script_limits: warden_lua::Limits,
 }
 
 /// Why a [`Warden`] could not be built. Problems in rule files are not errors here: they are
@@ -110,6 +111,7 @@ pub struct WardenBuilder {
     execution_log: bool,
     strict: bool,
     bus_capacity: Option<usize>,
+    script_limits: Option<warden_lua::Limits>,
 }
 
 impl WardenBuilder {
@@ -150,6 +152,13 @@ impl WardenBuilder {
         self
     }
 
+    /// Limits of Lua scripts: the time limit of one run (5 s by default; a rule may set its
+    /// own with `[condition] timeout`) and the memory of a session's Lua state (32 MiB).
+    pub fn script_limits(mut self, limits: warden_lua::Limits) -> Self {
+        self.script_limits = Some(limits);
+        self
+    }
+
     /// How many emitted events the bus buffers for a slow subscriber (default 1024).
     pub fn bus_capacity(mut self, capacity: usize) -> Self {
         self.bus_capacity = Some(capacity.max(1));
@@ -183,6 +192,7 @@ impl WardenBuilder {
                 config: Config {
                     history_limit: self.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT),
                     execution_log: self.execution_log,
+                    script_limits: self.script_limits.unwrap_or_default(),
                 },
                 sources: self.sources,
                 next_session: AtomicU64::new(1),

@@ -409,3 +409,147 @@ fn the_execution_log_records_every_evaluation_when_on() {
         missing.record
     );
 }
+
+fn script_rule(dir: &Path, id: &str, trigger: &str, script: &str, extra: &str) {
+    fs::create_dir_all(dir.join("scripts")).unwrap();
+    fs::write(dir.join("scripts").join(format!("{id}.lua")), script).unwrap();
+    fs::write(
+        dir.join(format!("{id}.toml")),
+        format!("[rule]\nid = \"{id}\"\ntrigger = \"{trigger}\"\n[condition]\nscript = \"scripts/{id}.lua\"\n{extra}"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_session_without_scripts_never_starts_lua() {
+    let w = Warden::builder().builtin_rules().build().unwrap();
+    let mut s = w.session();
+    s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.9));
+    assert_eq!(s.script_memory(), None);
+}
+
+#[test]
+fn script_problems_are_diagnostics_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    script_rule(
+        dir.path(),
+        "broken",
+        "on_turn_start",
+        "local x = 1\nif x then\n  return x +\nend\n",
+        "",
+    );
+    fs::write(
+        dir.path().join("missing.toml"),
+        "[rule]\nid = \"missing\"\ntrigger = \"on_turn_start\"\n[condition]\nscript = \"scripts/nope.lua\"\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("escape.toml"),
+        "[rule]\nid = \"escape\"\ntrigger = \"on_turn_start\"\n[condition]\nscript = \"../../etc/passwd.lua\"\n",
+    )
+    .unwrap();
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    let text: Vec<String> = w.diagnostics().iter().map(|d| d.to_string()).collect();
+    assert_eq!(text.len(), 3, "{text:#?}");
+    assert!(
+        text.iter()
+            .any(|t| t.contains("scripts/broken.lua:4:1") && t.contains("Lua syntax error")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("missing.toml:5:10") && t.contains("no script `scripts/nope.lua`")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("escape.toml:5:10") && t.contains("`..`")),
+        "{text:#?}"
+    );
+}
+
+#[test]
+fn a_script_waits_across_turns_and_resumes_at_its_node() {
+    let dir = tempfile::tempdir().unwrap();
+    script_rule(
+        dir.path(),
+        "three-turns",
+        "on_turn_start",
+        "notify('watching from turn ' .. context.turn.number, { deliver_at = 'immediate' })\n\
+         wait_turns(3)\n\
+         notify('three turns later: turn ' .. context.turn.number, { deliver_at = 'immediate' })\n\
+         return true",
+        "",
+    );
+    fs::write(
+        dir.path().join("other.toml"),
+        notify(
+            "other",
+            "on_turn_start",
+            "true",
+            "other {{ turn_number }}",
+            "immediate",
+        ),
+    )
+    .unwrap();
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    let mut s = w.session();
+    let messages = |o: &warden_core::Outcome| {
+        o.inject
+            .iter()
+            .map(|n| n.message.to_string())
+            .collect::<Vec<_>>()
+    };
+    let first = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(messages(&first), ["other 1", "watching from turn 1"]);
+    for turn in 2..=3 {
+        let o = s.tick(Hook::OnTurnStart, Event::new());
+        assert_eq!(
+            messages(&o),
+            [format!("other {turn}")],
+            "a running script does not block the other rules"
+        );
+        assert!(
+            o.trace()
+                .any(|(r, e)| r == "three-turns" && *e == Evaluation::Running)
+        );
+    }
+    let fourth = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(messages(&fourth), ["other 4", "three turns later: turn 4"]);
+    assert_eq!(fourth.fired(), ["other", "three-turns"]);
+    assert!(s.script_memory().unwrap() > 0);
+}
+
+#[test]
+fn reloading_halts_running_scripts_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    script_rule(
+        dir.path(),
+        "waiter",
+        "on_turn_start",
+        "wait_for('on_session_end')",
+        "",
+    );
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    let mut s = w.session();
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert!(o.trace().any(|(_, e)| *e == Evaluation::Running));
+    w.reload();
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(o.halted.len(), 1);
+    assert_eq!(
+        (&*o.halted[0].rule, o.halted[0].reason.as_str()),
+        ("waiter", "the rules were reloaded")
+    );
+    // It starts afresh under the new program.
+    assert!(
+        o.trace()
+            .any(|(r, e)| r == "waiter" && *e == Evaluation::Running)
+    );
+    let end = s.tick(Hook::OnSessionEnd, Event::new());
+    assert!(
+        end.halted.is_empty(),
+        "woken by on_session_end, it finished: {:?}",
+        end.halted
+    );
+}

@@ -1,0 +1,702 @@
+//! Warden's Lua scripts: a hardened sandbox, and scripts that run as coroutines across ticks.
+//!
+//! A [`Runtime`] is one Lua 5.4 state (one per session, created on first use). Every script
+//! runs as a coroutine ([`Task`]): a run lasts until the script returns, fails or waits
+//! (`wait_turns`, `wait_for`), and a waiting task is resumed by a later run. Each run has a time
+//! limit that also stops loops inside `pcall`, coroutines, `string.gsub` callbacks and
+//! `table.sort` comparators; the state has a memory limit. A run that hits a limit or fails is
+//! reported as [`Step::Failed`] and its effects are discarded.
+//!
+//! What a script can reach is decided in `prelude.lua`: no `io`, `os` beyond `os.time` and
+//! `os.clock`, `require`, `package`, `dofile`, `loadfile`, `debug`, `string.dump`, binary
+//! chunks, finalizers or garbage-collector control; the libraries and the data it is given are
+//! read-only; the shared string metatable is locked.
+//!
+//! The crate knows nothing of rules or trees: the embedder supplies the data of a run through
+//! [`Host`] and receives the script's actions as [`Effect`]s.
+//!
+//! ```
+//! use std::time::Duration;
+//! use warden_lua::{Host, Limits, Runtime, Script, Step, Vocabulary};
+//!
+//! struct Turn(i64);
+//! impl Host for Turn {
+//!     fn field(&self, lua: &mlua::Lua, root: &str, key: &mlua::Value) -> mlua::Result<mlua::Value> {
+//!         match (root, key.to_string()?.as_str()) {
+//!             ("context", "turn") => {
+//!                 let t = lua.create_table()?;
+//!                 t.set("number", self.0)?;
+//!                 Ok(mlua::Value::Table(t))
+//!             }
+//!             _ => Ok(mlua::Value::Nil),
+//!         }
+//!     }
+//! }
+//!
+//! let script = Script::new(1, "turns.lua", "notify('turn ' .. context.turn.number); return context.turn.number > 2");
+//! let mut rt = Runtime::new(Limits::default(), Vocabulary::default()).unwrap();
+//! let (task, step) = rt.start(&script, &Turn(3), Duration::from_secs(1));
+//! assert!(task.is_none());
+//! assert!(matches!(step, Step::Done { holds: true, ref effects } if effects.len() == 1));
+//! ```
+
+#![warn(missing_docs)]
+
+mod patterns;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, LuaSerdeExt, MultiValue, StdLib, Table, Thread, Value,
+    VmState,
+};
+
+/// How often (in Lua instructions) the time limit is checked.
+const CHECK_EVERY: u32 = 1000;
+
+/// The limits of a runtime.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limits {
+    /// Longest a run may take, unless the rule sets its own (5 seconds by default).
+    pub timeout: Duration,
+    /// Most memory the session's Lua state may hold, in bytes (32 MiB by default).
+    pub memory: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(5),
+            memory: 32 << 20,
+        }
+    }
+}
+
+/// The names the API accepts, supplied by the embedder so the two cannot disagree.
+#[derive(Debug, Clone, Copy)]
+pub struct Vocabulary {
+    /// Hook names, for `wait_for`.
+    pub hooks: &'static [&'static str],
+    /// Notification priorities, for `notify`'s `priority`.
+    pub priorities: &'static [&'static str],
+    /// Delivery points, for `notify`'s `deliver_at`.
+    pub delivery_points: &'static [&'static str],
+    /// Log levels, for `log`.
+    pub log_levels: &'static [&'static str],
+}
+
+impl Default for Vocabulary {
+    fn default() -> Self {
+        Vocabulary {
+            hooks: &[
+                "on_query_start",
+                "on_turn_start",
+                "on_turn_end",
+                "on_tool_call",
+                "on_tool_complete",
+                "on_tool_failure",
+                "on_session_end",
+            ],
+            priorities: &["low", "normal", "high", "critical"],
+            delivery_points: &["immediate", "turn_start", "turn_end"],
+            log_levels: &["debug", "info", "warning", "warn", "error"],
+        }
+    }
+}
+
+/// A script: its source, and a key that identifies it within a program.
+#[derive(Debug, Clone)]
+pub struct Script {
+    key: u64,
+    name: Arc<str>,
+    source: Arc<str>,
+}
+
+impl Script {
+    /// A script named `name` (a path, for messages) with `source`. `key` identifies it: the
+    /// runtime compiles each key once.
+    pub fn new(key: u64, name: &str, source: &str) -> Self {
+        Script {
+            key,
+            name: Arc::from(name),
+            source: Arc::from(source),
+        }
+    }
+
+    /// The script's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A syntax error in a script.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct SyntaxError {
+    /// The 1-based line of the error, when Lua gives one.
+    pub line: Option<usize>,
+    /// Lua's message, without the chunk name.
+    pub message: String,
+}
+
+/// Checks a script's syntax without running it (for load time).
+pub fn check_syntax(name: &str, source: &str) -> Result<(), SyntaxError> {
+    let lua = Lua::new_with(StdLib::NONE, LuaOptions::new()).map_err(|e| SyntaxError {
+        line: None,
+        message: e.to_string(),
+    })?;
+    match lua
+        .load(source)
+        .set_name(format!("={name}"))
+        .into_function()
+    {
+        Ok(_) => Ok(()),
+        Err(mlua::Error::SyntaxError { message, .. }) => {
+            // "name:3: unexpected symbol near 'x'"
+            let rest = message.strip_prefix(name).and_then(|r| r.strip_prefix(':'));
+            let (line, text) = match rest.and_then(|r| r.split_once(':')) {
+                Some((l, t)) => (l.parse().ok(), t.trim().to_string()),
+                None => (None, message.clone()),
+            };
+            Err(SyntaxError {
+                line,
+                message: text,
+            })
+        }
+        Err(e) => Err(SyntaxError {
+            line: None,
+            message: e.to_string(),
+        }),
+    }
+}
+
+/// Where a run's data comes from: the embedder's frame of the current tick.
+pub trait Host {
+    /// The value of `root.key` (`root` is `context`, `event`, `tool` or `result`), converted
+    /// for Lua; `nil` when there is no such field. Called at most once per key per run.
+    fn field(&self, lua: &Lua, root: &str, key: &Value) -> mlua::Result<Value>;
+
+    /// The tool result when it is not a table (a string, a number...), or `None` when the
+    /// result is a table (read lazily through [`Host::field`]) or absent (see
+    /// [`Host::has_result`]).
+    fn result_value(&self, _lua: &Lua) -> mlua::Result<Option<Value>> {
+        Ok(None)
+    }
+
+    /// Whether this tick has a tool result at all.
+    fn has_result(&self) -> bool {
+        false
+    }
+
+    /// Whether this tick concerns a tool.
+    fn has_tool(&self) -> bool {
+        false
+    }
+}
+
+/// An action a script took. Names were checked against the [`Vocabulary`] when it was taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// `notify(message, { category =, priority =, deliver_at = })`
+    Notify {
+        /// The message.
+        message: String,
+        /// Its category, if given.
+        category: Option<String>,
+        /// Its priority, if given.
+        priority: Option<String>,
+        /// Its delivery point, if given.
+        deliver_at: Option<String>,
+    },
+    /// `log(message, level)` (and `print(...)`, at `debug`).
+    Log {
+        /// The level, if given.
+        level: Option<String>,
+        /// The message.
+        message: String,
+    },
+    /// `set_state(key, value)`
+    SetState {
+        /// The key.
+        key: String,
+        /// The value.
+        value: serde_json::Value,
+    },
+    /// `emit_event(type, payload)`
+    EmitEvent {
+        /// The event type.
+        event_type: String,
+        /// The payload (an empty object when not given).
+        payload: serde_json::Value,
+    },
+}
+
+/// What a run came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    /// The script returned. `holds` is whether it returned `true` (a script used as a
+    /// condition); its effects are to be applied.
+    Done {
+        /// Whether the script returned true.
+        holds: bool,
+        /// The actions it took in this run.
+        effects: Vec<Effect>,
+    },
+    /// The script is waiting; resume its task at the next `wake` hook (`None`: at the next
+    /// tick of its own hook). The effects of this run are to be applied.
+    Waiting {
+        /// The hook that wakes it.
+        wake: Option<String>,
+        /// The actions it took in this run.
+        effects: Vec<Effect>,
+    },
+    /// The script failed or hit a limit; its effects in this run are discarded.
+    Failed {
+        /// What went wrong, with the script's traceback.
+        error: String,
+    },
+}
+
+/// A running script, waiting to be resumed. Dropping it without [`Runtime::halt`] leaves the
+/// coroutine to the garbage collector without running its to-be-closed variables.
+#[derive(Debug)]
+pub struct Task {
+    thread: Thread,
+    script: Arc<str>,
+}
+
+impl Task {
+    /// The name of the script it runs.
+    pub fn script(&self) -> &str {
+        &self.script
+    }
+}
+
+#[derive(Default)]
+struct Clock {
+    deadline: Option<Instant>,
+    limit: Duration,
+    tripped: bool,
+}
+
+#[derive(Default)]
+struct Buffer {
+    effects: Vec<Effect>,
+}
+
+/// One sandboxed Lua state and the scripts compiled in it (see the crate docs).
+pub struct Runtime {
+    lua: Lua,
+    new_env: Function,
+    begin_run: Function,
+    start: Function,
+    wait_tag: String,
+    compiled: HashMap<u64, Function>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("scripts", &self.compiled.len())
+            .field("memory", &self.lua.used_memory())
+            .finish()
+    }
+}
+
+/// The frames of a traceback that belong to scripts (not Warden's prelude or the C calls that
+/// run them), under a `stack traceback:` header; empty when none is left.
+fn script_frames(traceback: &str) -> String {
+    let frames: Vec<&str> = traceback
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let l = l.trim();
+            !l.starts_with("warden-prelude:")
+                && !l.starts_with("[C]: in function 'xpcall'")
+                && !l.starts_with("[C]: in function 'error'")
+                && l != "(...tail calls...)"
+                && !l.is_empty()
+        })
+        .collect();
+    if frames.is_empty() {
+        return String::new();
+    }
+    format!("\nstack traceback:\n{}", frames.join("\n"))
+}
+
+fn describe_error(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::CallbackError { cause, traceback } => {
+            format!("{}\n{traceback}", describe_error(cause))
+        }
+        mlua::Error::MemoryError(_) => "stopped: the script ran out of memory (the session's Lua memory limit)".into(),
+        mlua::Error::CallbackDestructed => {
+            "a value from an earlier tick was used after its tick ended; read `context` again after waiting".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+fn check_name(what: &str, value: &Option<String>, allowed: &[&str]) -> mlua::Result<()> {
+    match value {
+        Some(v) if !allowed.contains(&v.as_str()) => Err(mlua::Error::RuntimeError(format!(
+            "{what}: unknown value '{v}'; use one of {}",
+            allowed.join(", ")
+        ))),
+        _ => Ok(()),
+    }
+}
+
+impl Runtime {
+    /// Builds a sandboxed state with the given limits.
+    pub fn new(limits: Limits, vocabulary: Vocabulary) -> mlua::Result<Self> {
+        let lua = Lua::new_with(
+            StdLib::COROUTINE
+                | StdLib::TABLE
+                | StdLib::STRING
+                | StdLib::MATH
+                | StdLib::UTF8
+                | StdLib::OS,
+            LuaOptions::new(),
+        )?;
+        lua.set_app_data(Clock {
+            limit: limits.timeout,
+            ..Clock::default()
+        });
+        lua.set_app_data(Buffer::default());
+
+        let host = lua.create_table()?;
+        host.set(
+            "check_pattern",
+            lua.create_function(|_, (s, p): (Value, Value)| patterns::check(&s, &p))?,
+        )?;
+        host.set(
+            "tripped",
+            lua.create_function(|lua, ()| {
+                Ok(lua.app_data_ref::<Clock>().is_some_and(|c| c.tripped))
+            })?,
+        )?;
+        host.set(
+            "handler",
+            lua.create_function(|lua, e: Value| {
+                // Never format a script's own error object through its __tostring here.
+                let message = match &e {
+                    Value::String(s) => s.to_string_lossy(),
+                    Value::Error(err) => describe_error(err),
+                    Value::Integer(_) | Value::Number(_) => e.to_string()?,
+                    other => format!("an error object of type {}", other.type_name()),
+                };
+                // A limit stops a script wherever it happens to be: no traceback, which would
+                // differ from run to run.
+                if lua.app_data_ref::<Clock>().is_some_and(|c| c.tripped) {
+                    return Ok(message);
+                }
+                let traceback = lua
+                    .traceback(None, 1)
+                    .map(|t| t.to_string_lossy())
+                    .unwrap_or_default();
+                Ok(format!("{message}{}", script_frames(&traceback)))
+            })?,
+        )?;
+        let vocab = vocabulary;
+        host.set(
+            "is_hook",
+            lua.create_function(move |_, h: Value| {
+                Ok(matches!(&h, Value::String(s) if vocab.hooks.contains(&&*s.to_string_lossy())))
+            })?,
+        )?;
+        host.set(
+            "effect",
+            lua.create_function(move |lua, (kind, first, second): (String, String, Value)| {
+                let effect = match kind.as_str() {
+                    "notify" => {
+                        let opts: Option<Table> = lua.unpack(second)?;
+                        let get = |k: &str| -> mlua::Result<Option<String>> {
+                            match &opts {
+                                Some(t) => t.get::<Option<String>>(k),
+                                None => Ok(None),
+                            }
+                        };
+                        if let Some(t) = &opts {
+                            for pair in t.pairs::<String, Value>() {
+                                let (k, _) = pair?;
+                                if !["category", "priority", "deliver_at"].contains(&k.as_str()) {
+                                    return Err(mlua::Error::RuntimeError(format!(
+                                        "notify: unknown option `{k}`; the options are category, priority and deliver_at"
+                                    )));
+                                }
+                            }
+                        }
+                        let (category, priority, deliver_at) = (get("category")?, get("priority")?, get("deliver_at")?);
+                        check_name("notify: priority", &priority, vocab.priorities)?;
+                        check_name("notify: deliver_at", &deliver_at, vocab.delivery_points)?;
+                        Effect::Notify {
+                            message: first,
+                            category,
+                            priority,
+                            deliver_at,
+                        }
+                    }
+                    "log" => {
+                        let level: Option<String> = lua.unpack(second)?;
+                        check_name("log: level", &level, vocab.log_levels)?;
+                        Effect::Log { level, message: first }
+                    }
+                    "set_state" => Effect::SetState {
+                        key: first,
+                        value: lua.from_value(second).map_err(|e| {
+                            mlua::Error::RuntimeError(format!("set_state: the value cannot be stored: {e}"))
+                        })?,
+                    },
+                    _ => Effect::EmitEvent {
+                        event_type: first,
+                        payload: match second {
+                            Value::Nil => serde_json::Value::Object(Default::default()),
+                            v => lua.from_value(v).map_err(|e| {
+                                mlua::Error::RuntimeError(format!("emit_event: the payload cannot be sent: {e}"))
+                            })?,
+                        },
+                    },
+                };
+                if let Some(mut b) = lua.app_data_mut::<Buffer>() {
+                    b.effects.push(effect);
+                }
+                Ok(())
+            })?,
+        )?;
+
+        let exports: Table = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=warden-prelude")
+            .call(host)?;
+        let runtime = Runtime {
+            new_env: exports.get("new_env")?,
+            begin_run: exports.get("begin_run")?,
+            start: exports.get("start")?,
+            wait_tag: exports.get("wait_tag")?,
+            compiled: HashMap::new(),
+            limits,
+            lua,
+        };
+        // A global hook reaches every coroutine, including those scripts create themselves.
+        runtime.lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(CHECK_EVERY),
+            |lua, _| {
+                let Some(mut clock) = lua.app_data_mut::<Clock>() else {
+                    return Ok(VmState::Continue);
+                };
+                match clock.deadline {
+                    Some(deadline) if clock.tripped || Instant::now() >= deadline => {
+                        clock.tripped = true;
+                        Err(mlua::Error::RuntimeError(format!(
+                            "stopped: the script ran longer than its time limit of {}",
+                            human(clock.limit)
+                        )))
+                    }
+                    _ => Ok(VmState::Continue),
+                }
+            },
+        )?;
+        runtime.lua.set_memory_limit(limits.memory)?;
+        Ok(runtime)
+    }
+
+    fn out_of_memory(&self) -> String {
+        format!(
+            "stopped: the script ran out of memory (the session's Lua memory limit is {} MiB)",
+            self.limits.memory >> 20
+        )
+    }
+
+    /// Forgets the compiled scripts (when the program they came from is replaced; keys of a new
+    /// program may mean other scripts).
+    pub fn forget_scripts(&mut self) {
+        self.compiled.clear();
+    }
+
+    /// The memory the state uses now, in bytes.
+    pub fn memory_used(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// The runtime's limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn function(&mut self, script: &Script) -> mlua::Result<Function> {
+        if let Some(f) = self.compiled.get(&script.key) {
+            return Ok(f.clone());
+        }
+        let env: Table = self.new_env.call(())?;
+        let f = self
+            .lua
+            .load(&*script.source)
+            .set_name(format!("={}", script.name))
+            .set_mode(mlua::chunk::ChunkMode::Text)
+            .set_environment(env)
+            .into_function()?;
+        self.compiled.insert(script.key, f.clone());
+        Ok(f)
+    }
+
+    /// Starts `script`. Returns the task when the script is waiting (to be resumed later).
+    pub fn start(
+        &mut self,
+        script: &Script,
+        host: &dyn Host,
+        timeout: Duration,
+    ) -> (Option<Task>, Step) {
+        let prepared = self
+            .function(script)
+            .and_then(|f| self.lua.create_thread(self.start.clone()).map(|t| (t, f)));
+        let (thread, f) = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                return (
+                    None,
+                    Step::Failed {
+                        error: describe_error(&e),
+                    },
+                );
+            }
+        };
+        let step = self.run(&thread, host, timeout, Some(f));
+        let task = matches!(step, Step::Waiting { .. }).then(|| Task {
+            thread,
+            script: script.name.clone(),
+        });
+        (task, step)
+    }
+
+    /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
+    pub fn resume(&mut self, task: &Task, host: &dyn Host, timeout: Duration) -> Step {
+        self.run(&task.thread, host, timeout, None)
+    }
+
+    /// Stops a task for good, closing its to-be-closed variables (under the time limit).
+    pub fn halt(&mut self, task: Task) {
+        self.set_deadline(Some(self.limits.timeout));
+        if let Ok(noop) = self.lua.create_function(|_, ()| Ok(())) {
+            let _ = task.thread.reset(noop);
+        }
+        self.set_deadline(None);
+    }
+
+    fn set_deadline(&self, timeout: Option<Duration>) {
+        if let Some(mut c) = self.lua.app_data_mut::<Clock>() {
+            c.tripped = false;
+            c.deadline = timeout.map(|t| Instant::now() + t);
+            if let Some(t) = timeout {
+                c.limit = t;
+            }
+        }
+    }
+
+    fn run(
+        &mut self,
+        thread: &Thread,
+        host: &dyn Host,
+        timeout: Duration,
+        first: Option<Function>,
+    ) -> Step {
+        if let Some(mut b) = self.lua.app_data_mut::<Buffer>() {
+            b.effects.clear();
+        }
+        let begin = &self.begin_run;
+        let outcome = self.lua.scope(|scope| {
+            let fetch = scope.create_function(|lua, (root, key): (String, Value)| {
+                host.field(lua, &root, &key)
+            })?;
+            let result = host.result_value(&self.lua)?;
+            let result_kind = match (&result, host.has_result()) {
+                (None, true) => "lazy",
+                _ => "value",
+            };
+            begin.call::<()>((fetch, result, result_kind, host.has_tool()))?;
+            self.set_deadline(Some(timeout));
+            let values = match first {
+                Some(f) => thread.resume::<MultiValue>(f),
+                None => thread.resume::<MultiValue>(()),
+            };
+            self.set_deadline(None);
+            Ok(values)
+        });
+        let effects = self
+            .lua
+            .app_data_mut::<Buffer>()
+            .map(|mut b| std::mem::take(&mut b.effects))
+            .unwrap_or_default();
+        let values = match outcome {
+            Ok(Ok(v)) => v,
+            Ok(Err(e)) | Err(e) => {
+                let error = match &e {
+                    mlua::Error::MemoryError(_) => self.out_of_memory(),
+                    e => describe_error(e),
+                };
+                return Step::Failed { error };
+            }
+        };
+        let mut values = values.into_iter();
+        match thread.status() {
+            mlua::thread::ThreadStatus::Resumable => {
+                let first = values.next();
+                let wake = match (&first, values.next()) {
+                    (Some(Value::String(tag)), Some(Value::String(hook)))
+                        if tag.to_string_lossy() == self.wait_tag =>
+                    {
+                        Some(hook.to_string_lossy())
+                    }
+                    _ => None,
+                };
+                Step::Waiting { wake, effects }
+            }
+            _ => match (values.next(), values.next()) {
+                (Some(Value::String(s)), result) if s.to_string_lossy() == "done" => match result {
+                    None | Some(Value::Nil) | Some(Value::Boolean(false)) => Step::Done {
+                        holds: false,
+                        effects,
+                    },
+                    Some(Value::Boolean(true)) => Step::Done {
+                        holds: true,
+                        effects,
+                    },
+                    Some(other) => Step::Failed {
+                        error: format!(
+                            "a script used as a condition returns true or false (or nothing); this one returned a {}",
+                            other.type_name()
+                        ),
+                    },
+                },
+                (_, Some(Value::String(message))) => {
+                    let message = message.to_string_lossy();
+                    let error = if message.starts_with("not enough memory") {
+                        self.out_of_memory()
+                    } else {
+                        message.trim_end().to_string()
+                    };
+                    Step::Failed { error }
+                }
+                _ => Step::Failed {
+                    error: "the script stopped without a result".into(),
+                },
+            },
+        }
+    }
+}
+
+/// "5 s", "250 ms".
+pub fn human(d: Duration) -> String {
+    if d.as_millis() >= 1000 && d.as_millis() % 1000 == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{} ms", d.as_millis())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,458 @@
+-- The sandbox, built once per Lua state. This chunk runs with the real globals as _ENV and
+-- receives `host`, a table of Rust functions. Scripts never see the real globals: each runs
+-- with its own environment, whose missing names are looked up in `base`, the table built here.
+-- Everything a script can reach is either its own or read-only.
+
+local host = ...
+
+local type, error, select, next, ipairs, pairs = type, error, select, next, ipairs, pairs
+local tostring, tonumber, assert = tostring, tonumber, assert
+local rawget, rawset, rawequal, rawlen = rawget, rawset, rawequal, rawlen
+local setmetatable, getmetatable = setmetatable, getmetatable
+local real_pcall, real_xpcall, real_load, real_collect = pcall, xpcall, load, collectgarbage
+local co_yield, co_resume, co_close = coroutine.yield, coroutine.resume, coroutine.close
+local s_find, s_match, s_gmatch, s_gsub = string.find, string.match, string.gmatch, string.gsub
+local os_time, os_clock = os.time, os.clock
+local check_pattern, tripped, handler, effect = host.check_pattern, host.tripped, host.handler, host.effect
+
+local MARK = "read-only"
+local WAIT = "__warden_wait__"
+
+---------------------------------------------------------------------------------------------
+-- Read-only views: a frozen table is an empty proxy; reads go to the real table, writes fail.
+
+local shadow = setmetatable({}, { __mode = "k" }) -- proxy -> real table
+local frozen = setmetatable({}, { __mode = "kv" }) -- real table -> its proxy
+local RO = { __metatable = MARK }
+
+local function freeze(v)
+  if type(v) ~= "table" or shadow[v] then
+    return v
+  end
+  local p = frozen[v]
+  if p == nil then
+    p = setmetatable({}, RO)
+    shadow[p] = v
+    frozen[v] = p
+  end
+  return p
+end
+
+RO.__index = function(p, k)
+  return freeze(shadow[p][k])
+end
+RO.__newindex = function(_, k)
+  error("this table is read-only: cannot set `" .. tostring(k) .. "`", 2)
+end
+RO.__len = function(p)
+  return #shadow[p]
+end
+RO.__pairs = function(p)
+  local t = shadow[p]
+  return function(_, k)
+    local nk, nv = next(t, k)
+    return nk, freeze(nv)
+  end, p, nil
+end
+
+-- A plain deep copy of a value that may hold frozen tables, to hand to the host.
+local function thaw(v, depth)
+  if type(v) ~= "table" then
+    return v
+  end
+  depth = (depth or 0) + 1
+  if depth > 32 then
+    error("the value is nested more than 32 levels deep (or refers to itself)", 3)
+  end
+  local t = shadow[v] or v
+  local out = {}
+  for k, x in next, t do
+    out[thaw(k, depth)] = thaw(x, depth)
+  end
+  return out
+end
+
+---------------------------------------------------------------------------------------------
+-- Limits: once a run is over its time (or memory), every protected call re-raises, so a
+-- script cannot catch its way past a limit.
+
+local function reraise(ok, ...)
+  if not ok and (tripped() or (...) == "not enough memory") then
+    error((...), 0)
+  end
+  return ok, ...
+end
+
+local function safe_pcall(f, ...)
+  return reraise(real_pcall(f, ...))
+end
+
+local function safe_xpcall(f, h, ...)
+  -- An error raised by the time limit leaves hooks off while the message handler runs (Lua
+  -- restores them only when the error reaches the protected call), so past a limit the
+  -- script's handler is not called at all.
+  return reraise(real_xpcall(f, function(e)
+    if tripped() then
+      return e
+    end
+    return h(e)
+  end, ...))
+end
+
+local CO = {}
+for k, v in next, coroutine do
+  CO[k] = v
+end
+CO.resume = function(co, ...)
+  return reraise(co_resume(co, ...))
+end
+CO.close = function(co)
+  return reraise(co_close(co))
+end
+
+---------------------------------------------------------------------------------------------
+-- Library functions that could escape or stall the sandbox, made safe.
+
+-- Pattern matching runs in C, where the time limit cannot interrupt it: refuse matches that
+-- could take too long for the size of their subject.
+local S = {}
+for k, v in next, string do
+  S[k] = v
+end
+S.dump = nil
+S.find = function(s, p, init, plain)
+  if not plain then
+    check_pattern(s, p)
+  end
+  return s_find(s, p, init, plain)
+end
+S.match = function(s, p, init)
+  check_pattern(s, p)
+  return s_match(s, p, init)
+end
+S.gmatch = function(s, p, init)
+  check_pattern(s, p)
+  return s_gmatch(s, p, init)
+end
+S.gsub = function(s, p, r, n)
+  check_pattern(s, p)
+  return s_gsub(s, p, r, n)
+end
+-- Method calls on strings (`s:find(...)`) go through the same functions; the shared string
+-- metatable is then locked, so no script can change what strings do for the others.
+local string_mt = getmetatable("")
+string_mt.__index = S
+string_mt.__metatable = "the string metatable is protected"
+
+local function safe_setmetatable(t, mt)
+  if type(mt) == "table" then
+    -- Finalizers run with hooks off, and so can closers of a coroutine stopped by the time
+    -- limit: both would be out of reach of the limit.
+    if rawget(mt, "__gc") ~= nil then
+      error("setmetatable: __gc finalizers are not allowed in scripts", 2)
+    end
+    if rawget(mt, "__close") ~= nil then
+      error("setmetatable: __close handlers are not allowed in scripts", 2)
+    end
+  end
+  return setmetatable(t, mt)
+end
+
+local function safe_rawset(t, k, v)
+  if shadow[t] or getmetatable(t) == MARK then
+    error("rawset: this table is read-only", 2)
+  end
+  return rawset(t, k, v)
+end
+
+local function safe_collectgarbage(opt)
+  if opt == nil or opt == "count" then
+    return real_collect("count")
+  end
+  error('collectgarbage: scripts may only ask for "count"', 2)
+end
+
+local base = {}
+
+local function new_env()
+  local env = setmetatable({}, { __index = base, __metatable = "sandbox" })
+  rawset(env, "_G", env)
+  return env
+end
+
+local function safe_load(chunk, name, mode, env)
+  if type(chunk) ~= "string" then
+    error("load: scripts can only load source text", 2)
+  end
+  if mode ~= nil and mode ~= "t" then
+    error("load: binary chunks are not allowed", 2)
+  end
+  return real_load(chunk, name, "t", env or new_env())
+end
+
+---------------------------------------------------------------------------------------------
+-- The frame of a run: `context`, `event`, `tool`, `result`, read lazily from the host.
+
+local fetch -- the host's lookup for the current run
+local run_id = 0
+local root_of = setmetatable({}, { __mode = "k" })
+local MISSING = {}
+
+local function state_view(real)
+  local get = function(k, default)
+    local v = real[k]
+    if v == nil then
+      return default
+    end
+    return freeze(v)
+  end
+  return setmetatable({}, {
+    __index = function(_, k)
+      if k == "get" then
+        return get
+      end
+      return freeze(real[k])
+    end,
+    __newindex = function(_, k)
+      error("context.state is read-only: cannot set `" .. tostring(k) .. "`; use set_state(key, value)", 2)
+    end,
+    __pairs = function()
+      return function(_, k)
+        local nk, nv = next(real, k)
+        return nk, freeze(nv)
+      end, nil, nil
+    end,
+    __metatable = MARK,
+  })
+end
+
+local ROOT = { __metatable = MARK }
+ROOT.__index = function(p, k)
+  local r = root_of[p]
+  if r.run ~= run_id then
+    error("`" .. r.name .. "` was read in an earlier tick; read `" .. r.name .. "` again after waiting", 2)
+  end
+  local v = r.cache[k]
+  if v == nil then
+    v = fetch(r.name, k)
+    if v == nil then
+      v = MISSING
+    elseif r.name == "context" and k == "state" then
+      v = state_view(v)
+    else
+      v = freeze(v)
+    end
+    r.cache[k] = v
+  end
+  if v == MISSING then
+    return nil
+  end
+  return v
+end
+ROOT.__newindex = function(p, k)
+  error("`" .. root_of[p].name .. "` is read-only: cannot set `" .. tostring(k) .. "`", 2)
+end
+ROOT.__pairs = function(p)
+  error("`" .. root_of[p].name .. "` cannot be iterated; read its fields by name", 2)
+end
+
+local function root(name)
+  local p = setmetatable({}, ROOT)
+  root_of[p] = { name = name, run = run_id, cache = {} }
+  return p
+end
+
+-- Called by the host before each run, with its lookup and the result when it is not a table.
+local function begin_run(f, result_value, has_result, has_tool)
+  fetch = f
+  run_id = run_id + 1
+  rawset(base, "context", root("context"))
+  rawset(base, "event", root("event"))
+  rawset(base, "tool", has_tool and root("tool") or nil)
+  if has_result == "lazy" then
+    rawset(base, "result", root("result"))
+  else
+    rawset(base, "result", freeze(result_value))
+  end
+end
+
+---------------------------------------------------------------------------------------------
+-- The Warden API: actions, waiting, and the helpers of the condition language.
+
+local function text(v, what)
+  local t = type(v)
+  if t == "string" or t == "number" then
+    return tostring(v)
+  end
+  error(what .. " must be a string, not a " .. t, 3)
+end
+
+local function notify(message, opts)
+  if opts ~= nil and type(opts) ~= "table" then
+    error("notify(message, options): options must be a table such as { priority = 'high' }", 2)
+  end
+  effect("notify", text(message, "notify: the message"), thaw(opts))
+end
+
+local function log(message, level)
+  if level ~= nil and type(level) ~= "string" then
+    error("log(message, level): level must be a string such as 'info'", 2)
+  end
+  effect("log", text(message, "log: the message"), level)
+end
+
+local function set_state(key, value)
+  effect("set_state", text(key, "set_state: the key"), thaw(value))
+end
+
+local function emit_event(event_type, payload)
+  if payload ~= nil and type(payload) ~= "table" then
+    error("emit_event(type, payload): payload must be a table", 2)
+  end
+  effect("emit_event", text(event_type, "emit_event: the event type"), thaw(payload))
+end
+
+local function turn_number()
+  return base.context.turn.number
+end
+
+local function wait_turns(n)
+  if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then
+    error("wait_turns(n): n must be a whole number from 1", 2)
+  end
+  local target = turn_number() + n
+  repeat
+    co_yield(WAIT, "on_turn_start")
+  until turn_number() >= target
+end
+
+local function matches(filter, ev)
+  if filter == nil then
+    return true
+  end
+  if type(filter) == "function" then
+    return filter(ev) and true or false
+  end
+  for k, want in pairs(filter) do
+    local have
+    if k == "tool" then
+      have = ev.tool_name
+    else
+      have = ev[k]
+    end
+    if type(want) == "table" then
+      local any = false
+      for _, w in ipairs(want) do
+        if w == have then
+          any = true
+        end
+      end
+      if not any then
+        return false
+      end
+    elseif want ~= have then
+      return false
+    end
+  end
+  return true
+end
+
+local function wait_for(hook, filter)
+  if not host.is_hook(hook) then
+    error("wait_for(hook): `" .. tostring(hook) .. "` is not a hook; use on_query_start, on_turn_start, on_turn_end, on_tool_call, on_tool_complete, on_tool_failure or on_session_end", 2)
+  end
+  local t = type(filter)
+  if filter ~= nil and t ~= "table" and t ~= "function" then
+    error("wait_for(hook, filter): the filter must be a table such as { tool = 'vault_search' } or a function", 2)
+  end
+  while true do
+    co_yield(WAIT, hook)
+    local ev = base.event
+    if ev.hook == hook and matches(filter, ev) then
+      return ev
+    end
+  end
+end
+
+local function failure_count(name)
+  return base.context.history.failures[name] or 0
+end
+
+local function tool_calls(name)
+  return base.context.history.calls[name] or 0
+end
+
+---------------------------------------------------------------------------------------------
+-- The script-visible globals.
+
+local function fill(t)
+  for k, v in next, t do
+    base[k] = v
+  end
+end
+
+fill({
+  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, select = select,
+  tonumber = tonumber, tostring = tostring, type = type,
+  rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = safe_rawset,
+  getmetatable = getmetatable, setmetatable = safe_setmetatable,
+  pcall = safe_pcall, xpcall = safe_xpcall, load = safe_load, collectgarbage = safe_collectgarbage,
+  print = function(...)
+    local parts = {}
+    for i = 1, select("#", ...) do
+      parts[i] = tostring((select(i, ...)))
+    end
+    effect("log", table.concat(parts, "\t"), "debug")
+  end,
+  _VERSION = _VERSION,
+  string = freeze(S),
+  table = freeze(table),
+  math = freeze(math),
+  utf8 = freeze(utf8),
+  coroutine = freeze(CO),
+  os = freeze({ time = os_time, clock = os_clock }),
+  notify = notify,
+  log = log,
+  set_state = set_state,
+  emit_event = emit_event,
+  wait_turns = wait_turns,
+  wait_for = wait_for,
+  failure_count = failure_count,
+  tool_calls = tool_calls,
+  tool_completed = function(name)
+    local ev = base.event
+    return ev.hook == "on_tool_complete" and ev.tool_name == name
+  end,
+  tool_failed = function(name)
+    local ev = base.event
+    return ev.hook == "on_tool_failure" and ev.tool_name == name
+  end,
+  context_above_threshold = function(t)
+    return base.context.turn.token_usage >= t
+  end,
+  iterations_above_threshold = function(t)
+    local turn = base.context.turn
+    return turn.max_iterations > 0 and turn.iteration_count >= t * turn.max_iterations
+  end,
+  query_mentions = function(word)
+    return s_find(string.lower(base.context.query), string.lower(word), 1, true) ~= nil
+  end,
+})
+
+-- The body of every task: runs the script under a message handler that turns any error into
+-- text with a traceback, without calling a script's own __tostring from the host.
+local function start(f)
+  return (function(ok, ...)
+    if ok then
+      return "done", ...
+    end
+    return "error", ...
+  end)(real_xpcall(f, handler))
+end
+
+return {
+  new_env = new_env,
+  begin_run = begin_run,
+  start = start,
+  wait_tag = WAIT,
+}

@@ -1,0 +1,629 @@
+//! The runtime's behavior, and the sandbox tried by scripts that attempt to break it: every
+//! point of the sandbox has a test here that must be refused or stopped.
+
+use std::time::{Duration, Instant};
+
+use mlua::{Lua, LuaSerdeExt, Value};
+
+use super::*;
+
+/// A host with a turn number, an event, and a tool result.
+#[derive(Clone)]
+struct Frame {
+    turn: i64,
+    hook: &'static str,
+    tool: &'static str,
+    result: serde_json::Value,
+    state: serde_json::Value,
+}
+
+impl Default for Frame {
+    fn default() -> Self {
+        Frame {
+            turn: 1,
+            hook: "on_turn_start",
+            tool: "",
+            result: serde_json::Value::Null,
+            state: serde_json::json!({"seen": 2}),
+        }
+    }
+}
+
+impl Host for Frame {
+    fn field(&self, lua: &Lua, root: &str, key: &Value) -> mlua::Result<Value> {
+        let key = key.to_string()?;
+        let json = match (root, key.as_str()) {
+            ("context", "turn") => {
+                serde_json::json!({"number": self.turn, "token_usage": 0.5, "max_iterations": 0, "iteration_count": 0})
+            }
+            ("context", "state") => self.state.clone(),
+            ("context", "history") => {
+                serde_json::json!({"failures": {"web": 3}, "calls": {}, "tools": [{"name": "web"}]})
+            }
+            ("context", "query") => serde_json::json!("Research the history of Lua"),
+            ("event", "hook") => serde_json::json!(self.hook),
+            ("event", "tool_name") => serde_json::json!(self.tool),
+            ("result", k) => self
+                .result
+                .get(k)
+                .cloned()
+                .unwrap_or(serde_json::Value::Null),
+            _ => serde_json::Value::Null,
+        };
+        lua.to_value(&json)
+    }
+
+    fn has_result(&self) -> bool {
+        !self.result.is_null()
+    }
+
+    fn has_tool(&self) -> bool {
+        !self.tool.is_empty()
+    }
+}
+
+fn runtime() -> Runtime {
+    Runtime::new(
+        Limits {
+            timeout: Duration::from_millis(300),
+            memory: 8 << 20,
+        },
+        Vocabulary::default(),
+    )
+    .unwrap()
+}
+
+fn run_with(rt: &mut Runtime, source: &str, frame: &Frame) -> (Option<Task>, Step) {
+    static KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let key = KEY.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    rt.start(
+        &Script::new(key, "test.lua", source),
+        frame,
+        rt.limits().timeout,
+    )
+}
+
+fn run(source: &str) -> Step {
+    run_with(&mut runtime(), source, &Frame::default()).1
+}
+
+fn failed(step: &Step) -> &str {
+    match step {
+        Step::Failed { error } => error,
+        other => panic!("expected a failure, got {other:?}"),
+    }
+}
+
+fn holds(source: &str) -> bool {
+    match run(source) {
+        Step::Done { holds, .. } => holds,
+        other => panic!("{source}: {other:?}"),
+    }
+}
+
+// ---- the API ----
+
+#[test]
+fn a_script_reads_the_context_and_returns_its_verdict() {
+    assert!(holds(
+        "return context.turn.number == 1 and context.turn.token_usage == 0.5"
+    ));
+    assert!(holds(
+        "return context.state.get('seen') == 2 and context.state.get('x', 7) == 7 and context.state.seen == 2"
+    ));
+    assert!(holds(
+        "return failure_count('web') == 3 and tool_calls('web') == 0"
+    ));
+    assert!(holds(
+        "return query_mentions('HISTORY') and not query_mentions('rust')"
+    ));
+    assert!(holds(
+        "return #context.history.tools == 1 and context.history.tools[1].name == 'web'"
+    ));
+    assert!(!holds("return nil"));
+    assert!(!holds("local x = 1"));
+    let step = run("return 'yes'");
+    assert!(failed(&step).contains("returns true or false"), "{step:?}");
+}
+
+#[test]
+fn several_actions_in_one_run_are_all_reported() {
+    let step = run(r#"
+        notify("first", { priority = "high", category = "hint", deliver_at = "immediate" })
+        log("second", "warn")
+        set_state("count", { n = 1, list = { 1, 2 } })
+        emit_event("research.started", { query = context.query })
+        print("debug", 1)
+        return true
+    "#);
+    let Step::Done {
+        holds: true,
+        effects,
+    } = step
+    else {
+        panic!("{step:?}")
+    };
+    assert_eq!(effects.len(), 5);
+    assert_eq!(
+        effects[0],
+        Effect::Notify {
+            message: "first".into(),
+            category: Some("hint".into()),
+            priority: Some("high".into()),
+            deliver_at: Some("immediate".into())
+        }
+    );
+    assert_eq!(
+        effects[2],
+        Effect::SetState {
+            key: "count".into(),
+            value: serde_json::json!({"n": 1, "list": [1, 2]})
+        }
+    );
+    assert_eq!(
+        effects[3],
+        Effect::EmitEvent {
+            event_type: "research.started".into(),
+            payload: serde_json::json!({"query": "Research the history of Lua"})
+        }
+    );
+    assert_eq!(
+        effects[4],
+        Effect::Log {
+            level: Some("debug".into()),
+            message: "debug\t1".into()
+        }
+    );
+}
+
+#[test]
+fn a_failing_run_discards_its_effects_and_reports_a_traceback() {
+    let step = run("notify('lost')\nlocal function inner() error('boom') end\ninner()");
+    let e = failed(&step);
+    assert!(e.contains("test.lua:2: boom"), "{e}");
+    assert!(e.contains("stack traceback"), "{e}");
+}
+
+#[test]
+fn bad_arguments_are_named() {
+    assert!(
+        failed(&run("notify('x', { priority = 'hihg' })"))
+            .contains("use one of low, normal, high, critical")
+    );
+    assert!(failed(&run("notify('x', { colour = 'red' })")).contains("unknown option `colour`"));
+    assert!(failed(&run("log('x', 'loud')")).contains("unknown value 'loud'"));
+    assert!(failed(&run("wait_for('on_turn_strat')")).contains("is not a hook"));
+    assert!(failed(&run("wait_turns(0)")).contains("whole number from 1"));
+    assert!(failed(&run("set_state('k', function() end)")).contains("cannot be stored"));
+}
+
+#[test]
+fn syntax_errors_name_the_line() {
+    let e = check_syntax("scripts/x.lua", "local a = 1\nif a then\n  return 2 +\nend").unwrap_err();
+    assert_eq!(e.line, Some(4));
+    assert!(e.message.contains("unexpected symbol"), "{e}");
+    assert!(check_syntax("scripts/x.lua", "return true").is_ok());
+}
+
+// ---- coroutines ----
+
+#[test]
+fn a_script_waits_across_turns_and_resumes_where_it_stopped() {
+    let mut rt = runtime();
+    let src = "notify('start'); wait_turns(2); notify('two turns later at ' .. context.turn.number); return true";
+    let mut frame = Frame::default();
+    let (task, step) = run_with(&mut rt, src, &frame);
+    let task = task.expect("waiting");
+    assert!(
+        matches!(&step, Step::Waiting { wake: Some(h), effects } if h == "on_turn_start" && effects.len() == 1)
+    );
+    frame.turn = 2;
+    let step = rt.resume(&task, &frame, Duration::from_secs(1));
+    assert!(
+        matches!(&step, Step::Waiting { effects, .. } if effects.is_empty()),
+        "{step:?}"
+    );
+    frame.turn = 3;
+    let step = rt.resume(&task, &frame, Duration::from_secs(1));
+    let Step::Done {
+        holds: true,
+        effects,
+    } = step
+    else {
+        panic!("{step:?}")
+    };
+    assert_eq!(
+        effects,
+        vec![Effect::Notify {
+            message: "two turns later at 3".into(),
+            category: None,
+            priority: None,
+            deliver_at: None
+        }]
+    );
+}
+
+#[test]
+fn wait_for_returns_the_matching_event() {
+    let mut rt = runtime();
+    let src = "local ev = wait_for('on_tool_complete', { tool = 'vault_search' }); return ev.tool_name == 'vault_search' and result.count > 6";
+    let (task, step) = run_with(&mut rt, src, &Frame::default());
+    assert!(matches!(step, Step::Waiting { wake: Some(ref h), .. } if h == "on_tool_complete"));
+    let task = task.unwrap();
+    let other = Frame {
+        hook: "on_tool_complete",
+        tool: "web_search",
+        result: serde_json::json!({"count": 9}),
+        ..Frame::default()
+    };
+    assert!(matches!(
+        rt.resume(&task, &other, Duration::from_secs(1)),
+        Step::Waiting { .. }
+    ));
+    let vault = Frame {
+        tool: "vault_search",
+        ..other
+    };
+    assert!(matches!(
+        rt.resume(&task, &vault, Duration::from_secs(1)),
+        Step::Done { holds: true, .. }
+    ));
+}
+
+#[test]
+fn a_plain_yield_waits_for_the_scripts_own_hook() {
+    let mut rt = runtime();
+    let (task, step) = run_with(&mut rt, "coroutine.yield(); return true", &Frame::default());
+    assert!(matches!(step, Step::Waiting { wake: None, .. }));
+    assert!(matches!(
+        rt.resume(&task.unwrap(), &Frame::default(), Duration::from_secs(1)),
+        Step::Done { holds: true, .. }
+    ));
+}
+
+#[test]
+fn values_read_before_waiting_stay_valid_but_roots_must_be_read_again() {
+    let mut rt = runtime();
+    let src = "local t = context.turn; local c = context; wait_turns(1); assert(t.number == 1); return c.turn.number";
+    let (task, _) = run_with(&mut rt, src, &Frame::default());
+    let step = rt.resume(
+        &task.unwrap(),
+        &Frame {
+            turn: 2,
+            ..Frame::default()
+        },
+        Duration::from_secs(1),
+    );
+    assert!(
+        failed(&step).contains("read in an earlier tick"),
+        "{step:?}"
+    );
+}
+
+#[test]
+fn a_halted_task_is_gone_and_the_runtime_goes_on() {
+    let mut rt = runtime();
+    let (task, _) = run_with(&mut rt, "wait_turns(5)", &Frame::default());
+    let task = task.unwrap();
+    assert_eq!(task.script(), "test.lua");
+    rt.halt(task);
+    assert!(holds_in(&mut rt, "return true"));
+}
+
+#[test]
+fn sessions_do_not_share_globals() {
+    let mut a = runtime();
+    let mut b = runtime();
+    let src = "counter = (counter or 0) + 1; return counter == 1";
+    let script = Script::new(7, "count.lua", src);
+    let frame = Frame::default();
+    assert!(matches!(
+        a.start(&script, &frame, Duration::from_secs(1)).1,
+        Step::Done { holds: true, .. }
+    ));
+    // The same script's globals persist within a session...
+    assert!(matches!(
+        a.start(&script, &frame, Duration::from_secs(1)).1,
+        Step::Done { holds: false, .. }
+    ));
+    // ...and are not seen by another session's.
+    assert!(matches!(
+        b.start(&script, &frame, Duration::from_secs(1)).1,
+        Step::Done { holds: true, .. }
+    ));
+    // Nor by another script of the same session.
+    assert!(holds_in(&mut a, "return counter == nil"));
+}
+
+fn holds_in(rt: &mut Runtime, src: &str) -> bool {
+    matches!(
+        run_with(rt, src, &Frame::default()).1,
+        Step::Done { holds: true, .. }
+    )
+}
+
+// ---- the sandbox ----
+
+#[test]
+fn dangerous_globals_are_absent() {
+    for name in [
+        "io",
+        "debug",
+        "require",
+        "package",
+        "dofile",
+        "loadfile",
+        "newproxy",
+        "module",
+        "loadstring",
+        "setfenv",
+        "getfenv",
+    ] {
+        assert!(
+            holds(&format!("return {name} == nil")),
+            "{name} is reachable"
+        );
+    }
+    assert!(holds(
+        "return os.execute == nil and os.getenv == nil and os.remove == nil and os.exit == nil"
+    ));
+    assert!(holds(
+        "return type(os.time()) == 'number' and type(os.clock()) == 'number'"
+    ));
+    assert!(holds("return string.dump == nil"));
+    assert!(holds("return ('x').dump == nil"));
+}
+
+#[test]
+fn the_real_globals_are_out_of_reach() {
+    assert!(holds("return _G.io == nil and _ENV.io == nil"));
+    assert!(holds("return getmetatable(_ENV) == 'sandbox'"));
+    assert!(holds("return load('return io')() == nil"));
+    assert!(holds("return load('return debug', 'x', 't', {})() == nil"));
+    assert!(holds("local f = load('x = 1'); f(); return x == nil"));
+}
+
+#[test]
+fn binary_chunks_cannot_be_loaded() {
+    assert!(failed(&run("load('\\27Lua', 'x', 'b')")).contains("binary chunks are not allowed"));
+    assert!(holds(
+        "local f, err = load('\\27LuaT\\0'); return f == nil and err:find('binary') ~= nil"
+    ));
+    assert!(failed(&run("load(function() return nil end)")).contains("only load source text"));
+}
+
+#[test]
+fn garbage_collection_cannot_be_controlled() {
+    assert!(holds("return type(collectgarbage('count')) == 'number'"));
+    for opt in [
+        "collect",
+        "stop",
+        "step",
+        "incremental",
+        "generational",
+        "setpause",
+    ] {
+        assert!(
+            failed(&run(&format!("collectgarbage('{opt}')"))).contains("only ask for \"count\""),
+            "{opt}"
+        );
+    }
+}
+
+#[test]
+fn the_string_metatable_is_locked() {
+    assert!(holds(
+        "return getmetatable('') == 'the string metatable is protected'"
+    ));
+    assert!(
+        !failed(&run(
+            "getmetatable('').__index = function() return 'pwned' end"
+        ))
+        .is_empty()
+    );
+    assert!(failed(&run("setmetatable('', {})")).contains("table expected"));
+    assert!(holds("return ('abc'):upper() == 'ABC'"));
+}
+
+#[test]
+fn the_provided_tables_cannot_be_changed() {
+    for src in [
+        "string.upper = function() return 'x' end",
+        "table.insert = nil",
+        "math.pi = 3",
+        "os.time = nil",
+        "coroutine.resume = nil",
+        "context.turn = 1",
+        "context.turn.number = 5",
+        "context.history.tools[1].name = 'x'",
+        "table.insert(context.history.tools, 1)",
+        "event.hook = 'x'",
+        "context.state.seen = 3",
+        "rawset(string, 'upper', 1)",
+        "rawset(context, 'turn', 1)",
+        "setmetatable(context, {})",
+        "setmetatable(string, {})",
+    ] {
+        let step = run(src);
+        assert!(
+            matches!(step, Step::Failed { .. }),
+            "{src} was allowed: {step:?}"
+        );
+    }
+    // And a script in the same session still sees them intact afterwards.
+    let mut rt = runtime();
+    let _ = run_with(
+        &mut rt,
+        "string.upper = nil; math.pi = 3",
+        &Frame::default(),
+    );
+    assert!(holds_in(
+        &mut rt,
+        "return ('a'):upper() == 'A' and string.upper('b') == 'B' and math.pi > 3.14"
+    ));
+}
+
+#[test]
+fn finalizers_are_refused() {
+    assert!(
+        failed(&run(
+            "setmetatable({}, { __gc = function() while true do end end })"
+        ))
+        .contains("__gc")
+    );
+    // Closers could run with hooks off after the time limit stops a coroutine.
+    assert!(
+        failed(&run(
+            "local x <close> = setmetatable({}, { __close = function() end })"
+        ))
+        .contains("__close")
+    );
+    // Adding __gc after setmetatable does not mark the table for finalization in Lua 5.4.
+    let start = Instant::now();
+    let step = run(
+        "local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do end end; collectgarbage('count'); return true",
+    );
+    assert!(matches!(step, Step::Done { .. }));
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+fn assert_stopped(src: &str) {
+    let start = Instant::now();
+    let step = run(src);
+    let e = failed(&step);
+    assert!(
+        e.contains("time limit") || e.contains("out of memory"),
+        "{src}: {e}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(3),
+        "{src} took {:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn the_time_limit_stops_every_kind_of_loop() {
+    assert_stopped("while true do end");
+    assert_stopped("notify('lost'); local i = 0; while true do i = i + 1 end");
+    assert_stopped("while true do pcall(function() while true do end end) end");
+    assert_stopped(
+        "while true do xpcall(function() while true do end end, function(e) return e end) end",
+    );
+    assert_stopped("pcall(function() while true do end end); while true do end");
+    assert_stopped(
+        "local co = coroutine.create(function() while true do end end); while true do coroutine.resume(co) end",
+    );
+    assert_stopped("local f = coroutine.wrap(function() while true do end end); f()");
+    assert_stopped("string.gsub(string.rep('a', 100), 'a', function() while true do end end)");
+    assert_stopped("local t = {3, 2, 1}; table.sort(t, function(a, b) while true do end end)");
+    assert_stopped(
+        "local t = setmetatable({}, { __index = function(t, k) while true do end end }); return t.x",
+    );
+    assert_stopped(
+        "xpcall(function() error('x') end, function() while true do end end); while true do end",
+    );
+    assert_stopped("local function f() return pcall(f) end; while true do f() end");
+    // A message handler that loops, after the limit is hit: hooks are off while it runs.
+    assert_stopped("xpcall(function() while true do end end, function() while true do end end)");
+    assert_stopped(
+        "local co = coroutine.create(function() while true do end end); coroutine.resume(co); coroutine.close(co); while true do end",
+    );
+}
+
+#[test]
+fn a_limit_cannot_be_caught() {
+    let step = run(
+        "local ok = pcall(function() while true do end end); notify('escaped: ' .. tostring(ok)); return true",
+    );
+    assert!(failed(&step).contains("time limit"), "{step:?}");
+}
+
+#[test]
+fn the_memory_limit_stops_a_script_and_the_session_goes_on() {
+    let mut rt = Runtime::new(
+        Limits {
+            timeout: Duration::from_secs(5),
+            memory: 8 << 20,
+        },
+        Vocabulary::default(),
+    )
+    .unwrap();
+    let src = "local t = {}; for i = 1, 1e8 do t[i] = string.rep('x', 100) .. i end";
+    let step = run_with(&mut rt, src, &Frame::default()).1;
+    assert!(failed(&step).contains("memory"), "{step:?}");
+    let step = run_with(&mut rt, "local parts = {}; while true do local ok = pcall(function() parts[#parts + 1] = string.rep('y', 1e6) end) end", &Frame::default()).1;
+    assert!(failed(&step).contains("memory"), "{step:?}");
+    assert!(
+        failed(&run_with(&mut rt, "return string.rep('x', 1e8)", &Frame::default()).1)
+            .contains("memory")
+    );
+    assert!(holds_in(&mut rt, "collectgarbage('count'); return true"));
+}
+
+#[test]
+fn deep_recursion_is_stopped() {
+    let e = run("local function f(n) return f(n + 1) + 1 end; return f(1)");
+    assert!(
+        matches!(&e, Step::Failed { error } if error.contains("stack overflow") || error.contains("memory")),
+        "{e:?}"
+    );
+    let e = run("local t = setmetatable({}, {}); getmetatable(t).__index = t; return t.x");
+    assert!(matches!(e, Step::Failed { .. }));
+}
+
+#[test]
+fn costly_patterns_are_refused_before_they_run() {
+    let start = Instant::now();
+    let step = run("local s = string.rep('a', 5000); return s:find('.-.-.-.-b') == nil");
+    assert!(failed(&step).contains("could take too long"), "{step:?}");
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert!(
+        failed(&run(
+            "return string.match(string.rep('ab', 100000), '(.-)x(.-)y')"
+        ))
+        .contains("could take too long")
+    );
+    // Ordinary matching is untouched.
+    assert!(holds(
+        "local n = 0; for w in string.rep('word ', 10000):gmatch('%a+') do n = n + 1 end; return n == 10000"
+    ));
+    assert!(holds("return ('key=value'):match('^(%w+)=(.*)$') == 'key'"));
+    assert!(holds(
+        "return string.rep('a', 100000):find('b', 1, true) == nil"
+    ));
+}
+
+#[test]
+fn error_objects_are_not_formatted_through_their_own_tostring() {
+    let start = Instant::now();
+    let step = run("error(setmetatable({}, { __tostring = function() while true do end end }))");
+    assert!(
+        failed(&step).contains("error object of type table"),
+        "{step:?}"
+    );
+    assert!(start.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn a_script_cannot_yield_its_way_out_of_the_limit() {
+    let mut rt = runtime();
+    let (task, _) = run_with(
+        &mut rt,
+        "while true do coroutine.yield() end",
+        &Frame::default(),
+    );
+    let task = task.unwrap();
+    for _ in 0..3 {
+        assert!(matches!(
+            rt.resume(&task, &Frame::default(), Duration::from_millis(100)),
+            Step::Waiting { .. }
+        ));
+    }
+    let (_, step) = run_with(
+        &mut rt,
+        "local n = 0; while true do n = n + 1 end",
+        &Frame::default(),
+    );
+    assert!(failed(&step).contains("time limit"));
+}

@@ -25,6 +25,19 @@ fn tick(c: &mut Criterion) {
         b.iter(|| bench::tick(&mut explained))
     });
     group.finish();
+
+    let mut group = c.benchmark_group("tick/one-rule");
+    for (name, kind) in [
+        ("expression", bench::OneRule::Expression),
+        ("lua script condition", bench::OneRule::ScriptCondition),
+        ("lua coroutine resume", bench::OneRule::Coroutine),
+    ] {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let warden = bench::one_rule(dir.path(), kind);
+        let mut session = warden.session();
+        group.bench_function(name, |b| b.iter(|| bench::tick(&mut session)));
+    }
+    group.finish();
 }
 
 criterion_group!(benches, tick);

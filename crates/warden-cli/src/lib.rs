@@ -366,5 +366,64 @@ fn run_bench(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
         "  warden, every rule evaluated (explain mode)  {a:>8.0} ns  {:>5.1}x the floor",
         a / f
     );
+    bench_scripts(ticks, rounds)
+}
+
+/// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
+/// reading the context, and as a coroutine resumed at every tick.
+fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
+    let mut sessions = Vec::new();
+    let mut dirs = Vec::new();
+    for kind in [
+        bench::OneRule::Expression,
+        bench::OneRule::ScriptCondition,
+        bench::OneRule::Coroutine,
+    ] {
+        let dir = std::env::temp_dir().join(format!(
+            "warden-bench-{}-{}",
+            std::process::id(),
+            sessions.len()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let warden = bench::one_rule(&dir, kind);
+        sessions.push(warden.session());
+        dirs.push(dir);
+    }
+    for dir in dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let mut sink = 0usize;
+    for s in &mut sessions {
+        for _ in 0..ticks.min(2000) {
+            sink += bench::tick(s);
+        }
+    }
+    let mut times = vec![Vec::new(); sessions.len()];
+    for _ in 0..rounds {
+        for (s, t) in sessions.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            for _ in 0..ticks {
+                sink += bench::tick(s);
+            }
+            t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
+        }
+    }
+    std::hint::black_box(sink);
+    let [e, s, c]: [f64; 3] = times
+        .into_iter()
+        .map(median)
+        .collect::<Vec<_>>()
+        .try_into()
+        .map_err(|_| "internal: three measurements expected".to_string())?;
+    println!("\none on_turn_start tick, one rule (median of {rounds} rounds of {ticks} ticks):");
+    println!("  the rule as an expression                    {e:>8.0} ns");
+    println!(
+        "  the rule as a Lua script reading context     {s:>8.0} ns  (the script: {:>5.0} ns more)",
+        s - e
+    );
+    println!(
+        "  a waiting Lua coroutine, resumed             {c:>8.0} ns  (the resume: {:>5.0} ns more)",
+        c - e
+    );
     Ok(ExitCode::SUCCESS)
 }

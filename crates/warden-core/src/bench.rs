@@ -102,9 +102,68 @@ impl Floor {
     }
 }
 
+/// The script scenarios: one rule on `on_turn_start`, as an expression, as a script condition
+/// that reads the context, and as a waiting coroutine resumed at every tick.
+pub enum OneRule {
+    /// `context.turn.token_usage > 0.9` as an expression.
+    Expression,
+    /// The same, as a script.
+    ScriptCondition,
+    /// A script that yields at every tick (`while true do coroutine.yield() end`).
+    Coroutine,
+}
+
+/// A supervisor with the one rule of `kind` (written to `dir`).
+pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {
+    let condition = match kind {
+        OneRule::Expression => "expression = \"context.turn.token_usage > 0.9\"".to_string(),
+        OneRule::ScriptCondition | OneRule::Coroutine => {
+            let (name, body) = match kind {
+                OneRule::ScriptCondition => ("usage.lua", "return context.turn.token_usage > 0.9"),
+                _ => ("wait.lua", "while true do coroutine.yield() end"),
+            };
+            std::fs::write(dir.join(name), body)
+                .expect("the benchmark writes its script to a temporary folder");
+            format!("script = \"{name}\"")
+        }
+    };
+    let rule = format!(
+        "[rule]\nid = \"one\"\ntrigger = \"on_turn_start\"\n[condition]\n{condition}\n\
+         [action]\ntype = \"notify_self\"\nmessage = \"over 90%\"\n"
+    );
+    std::fs::write(dir.join("one.toml"), rule)
+        .expect("the benchmark writes its rule to a temporary folder");
+    Warden::builder()
+        .rules_dir(dir)
+        .build()
+        .expect("the benchmark rule loads")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_one_rule_scenarios_load_and_run() {
+        for kind in [
+            OneRule::Expression,
+            OneRule::ScriptCondition,
+            OneRule::Coroutine,
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let w = one_rule(dir.path(), kind);
+            assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
+            let mut s = w.session();
+            for _ in 0..3 {
+                assert_eq!(tick(&mut s), 0);
+                let o = s.tick(
+                    Hook::OnTurnStart,
+                    Event::new().with_token_usage(TOKEN_USAGE),
+                );
+                assert!(o.errors.is_empty(), "{:?}", o.errors);
+            }
+        }
+    }
 
     #[test]
     fn warden_and_the_floor_agree() {

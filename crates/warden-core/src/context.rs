@@ -494,20 +494,12 @@ impl warden_expr::Facts for TickFacts<'_> {
     }
 }
 
-/// What a script reads: the same frame, converted for Lua one field at a time.
+/// What a script reads: the same frame, handed to Lua one field at a time.
 impl warden_lua::Host for TickFacts<'_> {
-    fn field(&self, lua: &mlua::Lua, root: &str, key: &mlua::Value) -> mlua::Result<mlua::Value> {
-        use mlua::LuaSerdeExt;
-        let opts = mlua::serde::SerializeOptions::new()
-            .serialize_none_to_null(false)
-            .serialize_unit_to_null(false)
-            .set_array_metatable(false);
-        let key = match key {
-            mlua::Value::String(s) => s.to_string_lossy(),
-            _ => return Ok(mlua::Value::Nil),
-        };
+    fn field(&self, out: &mut warden_lua::Out<'_>, root: &str, key: &str) -> mlua::Result<()> {
+        use mlua::Value;
         let unknown = |fields: &[&str]| {
-            let help = crate::suggest::closest(&key, fields.iter().copied())
+            let help = crate::suggest::closest(key, fields.iter().copied())
                 .map(|c| format!("; did you mean `{root}.{c}`?"))
                 .unwrap_or_else(|| format!("; it has {}", fields.join(", ")));
             Err(mlua::Error::RuntimeError(format!(
@@ -516,15 +508,30 @@ impl warden_lua::Host for TickFacts<'_> {
         };
         let f = self.facts;
         match root {
-            "context" => match key.as_str() {
-                "turn" => lua.to_value_with(&f.turn, opts),
-                "history" => lua.to_value_with(&self.context_view(None).history, opts),
-                "user" => lua.to_value_with(&f.user, opts),
-                "project" => lua.to_value_with(&f.project, opts),
-                "state" => lua.to_value_with(&*self.current_state(), opts),
-                "query" => lua.to_value_with(&f.query, opts),
-                "mode" => lua.to_value_with(&f.mode, opts),
-                "token_usage" => lua.to_value_with(&f.turn.token_usage, opts),
+            "context" => match key {
+                "turn" => out.record(
+                    &[
+                        "number",
+                        "token_usage",
+                        "context_usage",
+                        "iteration_count",
+                        "max_iterations",
+                    ],
+                    &[
+                        Value::Integer(f.turn.number.into()),
+                        Value::Number(f.turn.token_usage),
+                        Value::Number(f.turn.context_usage),
+                        Value::Integer(f.turn.iteration_count.into()),
+                        Value::Integer(f.turn.max_iterations.into()),
+                    ],
+                ),
+                "history" => out.serialize(&self.context_view(None).history),
+                "user" => out.serialize(&f.user),
+                "project" => out.serialize(&f.project),
+                "state" => out.serialize(&*self.current_state()),
+                "query" => out.value(f.query.as_str()),
+                "mode" => out.value(f.mode.as_str()),
+                "token_usage" => out.value(f.turn.token_usage),
                 _ => unknown(&[
                     "turn",
                     "history",
@@ -538,14 +545,14 @@ impl warden_lua::Host for TickFacts<'_> {
             },
             "event" => {
                 let e = self.event_view();
-                match key.as_str() {
-                    "hook" => lua.to_value_with(&e.hook, opts),
-                    "tool_name" => lua.to_value_with(&e.tool_name, opts),
-                    "query" => lua.to_value_with(&e.query, opts),
-                    "message" => lua.to_value_with(&e.message, opts),
-                    "error" => lua.to_value_with(&e.error, opts),
-                    "data" => lua.to_value_with(&e.data, opts),
-                    "time" => lua.to_value_with(&e.time, opts),
+                match key {
+                    "hook" => out.value(e.hook),
+                    "tool_name" => out.value(e.tool_name),
+                    "query" => out.serialize(&e.query),
+                    "message" => out.serialize(&e.message),
+                    "error" => out.serialize(&e.error),
+                    "data" => out.serialize(&e.data),
+                    "time" => out.value(e.time),
                     _ => unknown(&[
                         "hook",
                         "tool_name",
@@ -559,21 +566,17 @@ impl warden_lua::Host for TickFacts<'_> {
             }
             "tool" => {
                 let t = self.tool_view();
-                match key.as_str() {
-                    "name" => lua.to_value_with(&t.name, opts),
-                    "arguments" => lua.to_value_with(t.arguments, opts),
+                match key {
+                    "name" => out.value(t.name),
+                    "arguments" => out.serialize(t.arguments),
                     _ => unknown(&["name", "arguments"]),
                 }
             }
-            "result" => lua.to_value_with(
-                self.event
-                    .result
-                    .as_ref()
-                    .and_then(|r| r.get(&key))
-                    .unwrap_or(&NULL),
-                opts,
-            ),
-            _ => Ok(mlua::Value::Nil),
+            "result" => match self.event.result.as_ref().and_then(|r| r.get(key)) {
+                Some(v) => out.serialize(v),
+                None => Ok(()),
+            },
+            _ => Ok(()),
         }
     }
 

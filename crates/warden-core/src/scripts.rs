@@ -176,7 +176,7 @@ mod tests {
         );
         let err = find(Some(&rule), "scripts/none.lua").err().unwrap();
         assert!(
-            err.contains("no script") && err.contains("near") == false,
+            err.contains("no script") && err.contains("looked at") && err.contains("built-in"),
             "{err}"
         );
     }

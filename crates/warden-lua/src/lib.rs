@@ -17,18 +17,14 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use warden_lua::{Host, Limits, Runtime, Script, Step, Vocabulary};
+//! use warden_lua::{Host, Limits, Out, Runtime, Script, Step, Vocabulary};
 //!
 //! struct Turn(i64);
 //! impl Host for Turn {
-//!     fn field(&self, lua: &mlua::Lua, root: &str, key: &mlua::Value) -> mlua::Result<mlua::Value> {
-//!         match (root, key.to_string()?.as_str()) {
-//!             ("context", "turn") => {
-//!                 let t = lua.create_table()?;
-//!                 t.set("number", self.0)?;
-//!                 Ok(mlua::Value::Table(t))
-//!             }
-//!             _ => Ok(mlua::Value::Nil),
+//!     fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()> {
+//!         match (root, key) {
+//!             ("context", "turn") => out.record(&["number"], &[mlua::Value::Integer(self.0)]),
+//!             _ => Ok(()),
 //!         }
 //!     }
 //! }
@@ -45,12 +41,12 @@
 mod patterns;
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mlua::{
-    Function, HookTriggers, Lua, LuaOptions, LuaSerdeExt, MultiValue, StdLib, Table, Thread, Value,
-    VmState,
+    Function, HookTriggers, IntoLua, Lua, LuaOptions, LuaSerdeExt, LuaString, MultiValue, StdLib,
+    Table, Thread, Value, VmState,
 };
 
 /// How often (in Lua instructions) the time limit is checked.
@@ -174,9 +170,10 @@ pub fn check_syntax(name: &str, source: &str) -> Result<(), SyntaxError> {
 
 /// Where a run's data comes from: the embedder's frame of the current tick.
 pub trait Host {
-    /// The value of `root.key` (`root` is `context`, `event`, `tool` or `result`), converted
-    /// for Lua; `nil` when there is no such field. Called at most once per key per run.
-    fn field(&self, lua: &Lua, root: &str, key: &Value) -> mlua::Result<Value>;
+    /// Writes the value of `root.key` into `out` (`root` is `context`, `event`, `tool` or
+    /// `result`); writing nothing means `nil`. Called each time a script reads the field, so
+    /// the host must answer the same within a tick.
+    fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()>;
 
     /// The tool result when it is not a table (a string, a number...), or `None` when the
     /// result is a table (read lazily through [`Host::field`]) or absent (see
@@ -194,6 +191,94 @@ pub trait Host {
     fn has_tool(&self) -> bool {
         false
     }
+}
+
+/// Where a [`Host`] writes a field's value. Records (a few named values) are handed over as
+/// values for a Lua constructor made once per shape, which costs far less than building tables
+/// through the C API under a memory limit.
+pub struct Out<'a> {
+    lua: &'a Lua,
+    ctors: &'a mut HashMap<(usize, usize), Function>,
+    /// The record marker, and the read-only view metatable and private key of the prelude.
+    record: &'a Table,
+    views: &'a (Table, Table),
+    values: Vec<Value>,
+}
+
+impl Out<'_> {
+    /// The Lua state, to convert values the other methods do not cover.
+    pub fn lua(&self) -> &Lua {
+        self.lua
+    }
+
+    /// The field is this value (an integer, a number, a boolean, a string, a converted table).
+    pub fn value(&mut self, v: impl IntoLua) -> mlua::Result<()> {
+        self.values.clear();
+        self.values.push(v.into_lua(self.lua)?);
+        Ok(())
+    }
+
+    /// The field is a serializable value, converted whole (lists, free-form data).
+    pub fn serialize<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> mlua::Result<()> {
+        let options = mlua::serde::SerializeOptions::new()
+            .serialize_none_to_null(false)
+            .serialize_unit_to_null(false)
+            .set_array_metatable(false);
+        let v = self.lua.to_value_with(v, options)?;
+        self.values.clear();
+        self.values.push(v);
+        Ok(())
+    }
+
+    /// The field is a record: `keys` (Lua identifiers, the same slice for the same shape)
+    /// with their `values`, in order.
+    pub fn record(&mut self, keys: &'static [&'static str], values: &[Value]) -> mlua::Result<()> {
+        let shape = (keys.as_ptr() as usize, keys.len());
+        let ctor = match self.ctors.get(&shape) {
+            Some(f) => f.clone(),
+            None => {
+                if let Some(bad) = keys.iter().find(|k| !is_identifier(k)) {
+                    return Err(mlua::Error::RuntimeError(format!(
+                        "record key `{bad}` is not a Lua name"
+                    )));
+                }
+                let params: Vec<String> = (0..keys.len()).map(|i| format!("a{i}")).collect();
+                let fields: Vec<String> = keys
+                    .iter()
+                    .zip(&params)
+                    .map(|(k, p)| format!("{k} = {p}"))
+                    .collect();
+                // The constructor returns the record as a read-only view.
+                let source = format!(
+                    "local RO, REAL, setmetatable = ...\nreturn function({}) return setmetatable({{ [REAL] = {{ {} }} }}, RO) end",
+                    params.join(", "),
+                    fields.join(", ")
+                );
+                let (ro, real) = self.views;
+                let f: Function = self.lua.load(source).set_name("=warden-record").call((
+                    ro.clone(),
+                    real.clone(),
+                    self.lua.globals().raw_get::<Function>("setmetatable")?,
+                ))?;
+                self.ctors.insert(shape, f.clone());
+                f
+            }
+        };
+        self.values.clear();
+        self.values.push(Value::Table(self.record.clone()));
+        self.values.push(Value::Function(ctor));
+        self.values
+            .extend(keys.iter().zip(values).map(|(_, v)| v.clone()));
+        Ok(())
+    }
+}
+
+fn is_identifier(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
 /// An action a script took. Names were checked against the [`Vocabulary`] when it was taken.
@@ -274,26 +359,56 @@ impl Task {
     }
 }
 
-#[derive(Default)]
-struct Clock {
+/// What the callbacks of a state share with the runtime during a run: the clock, the actions
+/// taken so far, and the host. One lock, taken briefly; never held while Lua code runs.
+struct RunState {
     deadline: Option<Instant>,
     limit: Duration,
     tripped: bool,
+    effects: Vec<Effect>,
+    /// The host of the run in progress, so `fetch` (made once per state) can reach it. Set by
+    /// [`Runtime::run`] for exactly the duration of a run and cleared on the way out, even if
+    /// the run unwinds, so it never outlives the reference it was made from.
+    host: Option<*const (dyn Host + 'static)>,
+    /// Whether the run's tick concerns a tool.
+    has_tool: bool,
+    /// Whether the result is read lazily through the host, and else its value.
+    lazy_result: bool,
+    result: Value,
 }
 
-#[derive(Default)]
-struct Buffer {
-    effects: Vec<Effect>,
+// SAFETY: the host pointer is only dereferenced by `fetch`, which Lua calls only while a run
+// is in progress on the thread that set it (see `HostGuard`); a state is never used from two
+// threads at once (mlua's `send` feature serializes access).
+unsafe impl Send for RunState {}
+
+type Shared = Arc<Mutex<RunState>>;
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, RunState> {
+    shared.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Clears the current host when a run ends.
+struct HostGuard<'a>(&'a Shared);
+
+impl Drop for HostGuard<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(self.0);
+        state.host = None;
+        state.result = Value::Nil;
+    }
 }
 
 /// One sandboxed Lua state and the scripts compiled in it (see the crate docs).
 pub struct Runtime {
     lua: Lua,
+    shared: Shared,
     new_env: Function,
-    begin_run: Function,
     start: Function,
     wait_tag: String,
     compiled: HashMap<u64, Function>,
+    /// Finished coroutines, reset and reused by the next start (creating one costs more).
+    spare: Vec<Thread>,
     limits: Limits,
 }
 
@@ -333,9 +448,8 @@ fn describe_error(e: &mlua::Error) -> String {
         mlua::Error::CallbackError { cause, traceback } => {
             format!("{}\n{traceback}", describe_error(cause))
         }
-        mlua::Error::MemoryError(_) => "stopped: the script ran out of memory (the session's Lua memory limit)".into(),
-        mlua::Error::CallbackDestructed => {
-            "a value from an earlier tick was used after its tick ended; read `context` again after waiting".into()
+        mlua::Error::MemoryError(_) => {
+            "stopped: the script ran out of memory (the session's Lua memory limit)".into()
         }
         other => other.to_string(),
     }
@@ -351,6 +465,72 @@ fn check_name(what: &str, value: &Option<String>, allowed: &[&str]) -> mlua::Res
     }
 }
 
+/// Turns an action call from the prelude into an [`Effect`], checking its arguments.
+fn effect(
+    lua: &Lua,
+    vocab: &Vocabulary,
+    kind: &str,
+    first: String,
+    second: Value,
+) -> mlua::Result<Effect> {
+    Ok(match kind {
+        "notify" => {
+            let opts: Option<Table> = lua.unpack(second)?;
+            let get = |k: &str| -> mlua::Result<Option<String>> {
+                match &opts {
+                    Some(t) => t.get::<Option<String>>(k),
+                    None => Ok(None),
+                }
+            };
+            if let Some(t) = &opts {
+                for pair in t.pairs::<String, Value>() {
+                    let (k, _) = pair?;
+                    if !["category", "priority", "deliver_at"].contains(&k.as_str()) {
+                        return Err(mlua::Error::RuntimeError(format!(
+                            "notify: unknown option `{k}`; the options are category, priority and deliver_at"
+                        )));
+                    }
+                }
+            }
+            let (category, priority, deliver_at) =
+                (get("category")?, get("priority")?, get("deliver_at")?);
+            check_name("notify: priority", &priority, vocab.priorities)?;
+            check_name("notify: deliver_at", &deliver_at, vocab.delivery_points)?;
+            Effect::Notify {
+                message: first,
+                category,
+                priority,
+                deliver_at,
+            }
+        }
+        "log" => {
+            let level: Option<String> = lua.unpack(second)?;
+            check_name("log: level", &level, vocab.log_levels)?;
+            Effect::Log {
+                level,
+                message: first,
+            }
+        }
+        "set_state" => Effect::SetState {
+            key: first,
+            value: lua.from_value(second).map_err(|e| {
+                mlua::Error::RuntimeError(format!("set_state: the value cannot be stored: {e}"))
+            })?,
+        },
+        _ => Effect::EmitEvent {
+            event_type: first,
+            payload: match second {
+                Value::Nil => serde_json::Value::Object(Default::default()),
+                v => lua.from_value(v).map_err(|e| {
+                    mlua::Error::RuntimeError(format!(
+                        "emit_event: the payload cannot be sent: {e}"
+                    ))
+                })?,
+            },
+        },
+    })
+}
+
 impl Runtime {
     /// Builds a sandboxed state with the given limits.
     pub fn new(limits: Limits, vocabulary: Vocabulary) -> mlua::Result<Self> {
@@ -363,26 +543,92 @@ impl Runtime {
                 | StdLib::OS,
             LuaOptions::new(),
         )?;
-        lua.set_app_data(Clock {
+        let shared: Shared = Arc::new(Mutex::new(RunState {
+            deadline: None,
             limit: limits.timeout,
-            ..Clock::default()
-        });
-        lua.set_app_data(Buffer::default());
+            tripped: false,
+            effects: Vec::new(),
+            host: None,
+            has_tool: false,
+            lazy_result: false,
+            result: Value::Nil,
+        }));
+        // Made before the prelude so `fetch` can mark records with it.
+        let record = lua.create_table()?;
 
         let host = lua.create_table()?;
         host.set(
             "check_pattern",
             lua.create_function(|_, (s, p): (Value, Value)| patterns::check(&s, &p))?,
         )?;
+        let sh = shared.clone();
+        let marker = record.clone();
+        let ctors = Mutex::new(HashMap::new());
+        // The prelude hands over its view metatable and private key once.
+        let views: Arc<Mutex<Option<(Table, Table)>>> = Arc::new(Mutex::new(None));
+        let slot = views.clone();
         host.set(
-            "tripped",
-            lua.create_function(|lua, ()| {
-                Ok(lua.app_data_ref::<Clock>().is_some_and(|c| c.tripped))
+            "views",
+            lua.create_function(move |_, (ro, real): (Table, Table)| {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((ro, real));
+                Ok(())
             })?,
         )?;
         host.set(
+            "fetch",
+            lua.create_function(move |lua, (root, key): (LuaString, Value)| {
+                let root = root.to_str()?;
+                let Value::String(key) = key else {
+                    return Ok(MultiValue::new());
+                };
+                let key = key.to_str()?;
+                let views = views.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                let Some(views) = views else {
+                    return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
+                };
+                let current = lock(&sh).host;
+                let Some(host) = current else {
+                    return Err(mlua::Error::RuntimeError(format!(
+                        "`{}` can only be read while the script runs",
+                        &*root
+                    )));
+                };
+                let mut ctors = ctors.lock().unwrap_or_else(|p| p.into_inner());
+                let mut out = Out {
+                    lua,
+                    ctors: &mut ctors,
+                    record: &marker,
+                    views: &views,
+                    values: Vec::new(),
+                };
+                // SAFETY: set only during a run, while the host it points to is borrowed by
+                // `Runtime::run` (see `RunState::host`).
+                unsafe { (*host).field(&mut out, &root, &key)? };
+                Ok(MultiValue::from_vec(out.values))
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "has_tool",
+            lua.create_function(move |_, ()| Ok(lock(&sh).has_tool))?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "result",
+            lua.create_function(move |_, ()| {
+                let state = lock(&sh);
+                Ok((state.lazy_result, state.result.clone()))
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "tripped",
+            lua.create_function(move |_, ()| Ok(lock(&sh).tripped))?,
+        )?;
+        let sh = shared.clone();
+        host.set(
             "handler",
-            lua.create_function(|lua, e: Value| {
+            lua.create_function(move |lua, e: Value| {
                 // Never format a script's own error object through its __tostring here.
                 let message = match &e {
                     Value::String(s) => s.to_string_lossy(),
@@ -392,7 +638,7 @@ impl Runtime {
                 };
                 // A limit stops a script wherever it happens to be: no traceback, which would
                 // differ from run to run.
-                if lua.app_data_ref::<Clock>().is_some_and(|c| c.tripped) {
+                if lock(&sh).tripped {
                     return Ok(message);
                 }
                 let traceback = lua
@@ -409,92 +655,43 @@ impl Runtime {
                 Ok(matches!(&h, Value::String(s) if vocab.hooks.contains(&&*s.to_string_lossy())))
             })?,
         )?;
+        let sh = shared.clone();
         host.set(
             "effect",
             lua.create_function(move |lua, (kind, first, second): (String, String, Value)| {
-                let effect = match kind.as_str() {
-                    "notify" => {
-                        let opts: Option<Table> = lua.unpack(second)?;
-                        let get = |k: &str| -> mlua::Result<Option<String>> {
-                            match &opts {
-                                Some(t) => t.get::<Option<String>>(k),
-                                None => Ok(None),
-                            }
-                        };
-                        if let Some(t) = &opts {
-                            for pair in t.pairs::<String, Value>() {
-                                let (k, _) = pair?;
-                                if !["category", "priority", "deliver_at"].contains(&k.as_str()) {
-                                    return Err(mlua::Error::RuntimeError(format!(
-                                        "notify: unknown option `{k}`; the options are category, priority and deliver_at"
-                                    )));
-                                }
-                            }
-                        }
-                        let (category, priority, deliver_at) = (get("category")?, get("priority")?, get("deliver_at")?);
-                        check_name("notify: priority", &priority, vocab.priorities)?;
-                        check_name("notify: deliver_at", &deliver_at, vocab.delivery_points)?;
-                        Effect::Notify {
-                            message: first,
-                            category,
-                            priority,
-                            deliver_at,
-                        }
-                    }
-                    "log" => {
-                        let level: Option<String> = lua.unpack(second)?;
-                        check_name("log: level", &level, vocab.log_levels)?;
-                        Effect::Log { level, message: first }
-                    }
-                    "set_state" => Effect::SetState {
-                        key: first,
-                        value: lua.from_value(second).map_err(|e| {
-                            mlua::Error::RuntimeError(format!("set_state: the value cannot be stored: {e}"))
-                        })?,
-                    },
-                    _ => Effect::EmitEvent {
-                        event_type: first,
-                        payload: match second {
-                            Value::Nil => serde_json::Value::Object(Default::default()),
-                            v => lua.from_value(v).map_err(|e| {
-                                mlua::Error::RuntimeError(format!("emit_event: the payload cannot be sent: {e}"))
-                            })?,
-                        },
-                    },
-                };
-                if let Some(mut b) = lua.app_data_mut::<Buffer>() {
-                    b.effects.push(effect);
-                }
+                let e = effect(lua, &vocab, &kind, first, second)?;
+                lock(&sh).effects.push(e);
                 Ok(())
             })?,
         )?;
 
+        host.set("record", record)?;
         let exports: Table = lua
             .load(include_str!("prelude.lua"))
             .set_name("=warden-prelude")
             .call(host)?;
         let runtime = Runtime {
             new_env: exports.get("new_env")?,
-            begin_run: exports.get("begin_run")?,
             start: exports.get("start")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: HashMap::new(),
+            spare: Vec::new(),
             limits,
+            shared: shared.clone(),
             lua,
         };
         // A global hook reaches every coroutine, including those scripts create themselves.
+        let sh = shared;
         runtime.lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(CHECK_EVERY),
-            |lua, _| {
-                let Some(mut clock) = lua.app_data_mut::<Clock>() else {
-                    return Ok(VmState::Continue);
-                };
-                match clock.deadline {
-                    Some(deadline) if clock.tripped || Instant::now() >= deadline => {
-                        clock.tripped = true;
+            move |_, _| {
+                let mut state = lock(&sh);
+                match state.deadline {
+                    Some(deadline) if state.tripped || Instant::now() >= deadline => {
+                        state.tripped = true;
                         Err(mlua::Error::RuntimeError(format!(
                             "stopped: the script ran longer than its time limit of {}",
-                            human(clock.limit)
+                            human(state.limit)
                         )))
                     }
                     _ => Ok(VmState::Continue),
@@ -551,9 +748,11 @@ impl Runtime {
         host: &dyn Host,
         timeout: Duration,
     ) -> (Option<Task>, Step) {
-        let prepared = self
-            .function(script)
-            .and_then(|f| self.lua.create_thread(self.start.clone()).map(|t| (t, f)));
+        let thread = match self.spare.pop() {
+            Some(t) => t.reset(self.start.clone()).map(|()| t),
+            None => self.lua.create_thread(self.start.clone()),
+        };
+        let prepared = self.function(script).and_then(|f| thread.map(|t| (t, f)));
         let (thread, f) = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -566,11 +765,20 @@ impl Runtime {
             }
         };
         let step = self.run(&thread, host, timeout, Some(f));
-        let task = matches!(step, Step::Waiting { .. }).then(|| Task {
-            thread,
-            script: script.name.clone(),
-        });
-        (task, step)
+        if !matches!(step, Step::Waiting { .. }) {
+            // A coroutine that returned can run the next script; one that failed is dropped.
+            if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
+                self.spare.push(thread);
+            }
+            return (None, step);
+        }
+        (
+            Some(Task {
+                thread,
+                script: script.name.clone(),
+            }),
+            step,
+        )
     }
 
     /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
@@ -588,12 +796,11 @@ impl Runtime {
     }
 
     fn set_deadline(&self, timeout: Option<Duration>) {
-        if let Some(mut c) = self.lua.app_data_mut::<Clock>() {
-            c.tripped = false;
-            c.deadline = timeout.map(|t| Instant::now() + t);
-            if let Some(t) = timeout {
-                c.limit = t;
-            }
+        let mut state = lock(&self.shared);
+        state.tripped = false;
+        state.deadline = timeout.map(|t| Instant::now() + t);
+        if let Some(t) = timeout {
+            state.limit = t;
         }
     }
 
@@ -604,36 +811,42 @@ impl Runtime {
         timeout: Duration,
         first: Option<Function>,
     ) -> Step {
-        if let Some(mut b) = self.lua.app_data_mut::<Buffer>() {
-            b.effects.clear();
-        }
-        let begin = &self.begin_run;
-        let outcome = self.lua.scope(|scope| {
-            let fetch = scope.create_function(|lua, (root, key): (String, Value)| {
-                host.field(lua, &root, &key)
-            })?;
-            let result = host.result_value(&self.lua)?;
-            let result_kind = match (&result, host.has_result()) {
-                (None, true) => "lazy",
-                _ => "value",
+        let erased: *const (dyn Host + '_) = host;
+        // SAFETY: only the lifetime is erased; `_guard` clears the pointer before `host`'s
+        // borrow ends, and nothing reads it outside this run.
+        let erased: *const (dyn Host + 'static) = unsafe { std::mem::transmute(erased) };
+        // Only a result that is not a table is converted up front; the rest is read lazily.
+        let result = if host.has_result() {
+            Ok(None)
+        } else {
+            host.result_value(&self.lua)
+        };
+        {
+            let mut state = lock(&self.shared);
+            state.effects.clear();
+            state.host = Some(erased);
+            state.has_tool = host.has_tool();
+            state.lazy_result = host.has_result();
+            state.result = match &result {
+                Ok(Some(v)) => v.clone(),
+                _ => Value::Nil,
             };
-            begin.call::<()>((fetch, result, result_kind, host.has_tool()))?;
+        }
+        let shared = self.shared.clone();
+        let _guard = HostGuard(&shared);
+        let outcome = result.and_then(|_| {
             self.set_deadline(Some(timeout));
             let values = match first {
                 Some(f) => thread.resume::<MultiValue>(f),
                 None => thread.resume::<MultiValue>(()),
             };
             self.set_deadline(None);
-            Ok(values)
+            values
         });
-        let effects = self
-            .lua
-            .app_data_mut::<Buffer>()
-            .map(|mut b| std::mem::take(&mut b.effects))
-            .unwrap_or_default();
+        let effects = std::mem::take(&mut lock(&self.shared).effects);
         let values = match outcome {
-            Ok(Ok(v)) => v,
-            Ok(Err(e)) | Err(e) => {
+            Ok(v) => v,
+            Err(e) => {
                 let error = match &e {
                     mlua::Error::MemoryError(_) => self.out_of_memory(),
                     e => describe_error(e),
@@ -667,7 +880,12 @@ impl Runtime {
                     },
                     Some(other) => Step::Failed {
                         error: format!(
-                            "a script used as a condition returns true or false (or nothing); this one returned a {}",
+                            "a script used as a condition returns true or false (or nothing); this one returned {} {}",
+                            if other.type_name().starts_with(['a', 'e', 'i', 'o', 'u']) {
+                                "an"
+                            } else {
+                                "a"
+                            },
                             other.type_name()
                         ),
                     },

@@ -19,36 +19,51 @@ local MARK = "read-only"
 local WAIT = "__warden_wait__"
 
 ---------------------------------------------------------------------------------------------
--- Read-only views: a frozen table is an empty proxy; reads go to the real table, writes fail.
+-- Read-only views: a view is an empty table whose reads go to the real table and whose
+-- writes fail. Two kinds: the libraries (`lock`), whose real tables must stay out of reach,
+-- and the data a run reads (`freeze`), whose real tables are fresh copies made for that read.
 
-local shadow = setmetatable({}, { __mode = "k" }) -- proxy -> real table
-local frozen = setmetatable({}, { __mode = "kv" }) -- real table -> its proxy
-local RO = { __metatable = MARK }
+local function read_only(_, k)
+  error("this table is read-only: cannot set `" .. tostring(k) .. "`", 2)
+end
 
-local function freeze(v)
-  if type(v) ~= "table" or shadow[v] then
-    return v
-  end
-  local p = frozen[v]
-  if p == nil then
-    p = setmetatable({}, RO)
-    shadow[p] = v
-    frozen[v] = p
-  end
+local locked = {} -- library view -> real table (for the life of the state)
+local LOCKED = { __metatable = MARK, __newindex = read_only }
+LOCKED.__index = function(p, k)
+  return locked[p][k]
+end
+
+local function lock(t)
+  local p = setmetatable({}, LOCKED)
+  locked[p] = t
   return p
 end
 
-RO.__index = function(p, k)
-  return freeze(shadow[p][k])
+-- A data view keeps its real table under a private key. A script that digs it out with
+-- `next` only reaches its own copy of what it read.
+local REAL = {}
+local RO = { __metatable = MARK, __newindex = read_only }
+
+local function freeze(v)
+  if type(v) ~= "table" or getmetatable(v) == MARK then
+    return v
+  end
+  return setmetatable({ [REAL] = v }, RO)
 end
-RO.__newindex = function(_, k)
-  error("this table is read-only: cannot set `" .. tostring(k) .. "`", 2)
+
+RO.__index = function(p, k)
+  -- `p[REAL]` is present in the view itself: a plain read, no metamethod.
+  local v = p[REAL][k]
+  if type(v) == "table" then
+    return freeze(v)
+  end
+  return v
 end
 RO.__len = function(p)
-  return #shadow[p]
+  return #p[REAL]
 end
 RO.__pairs = function(p)
-  local t = shadow[p]
+  local t = p[REAL]
   return function(_, k)
     local nk, nv = next(t, k)
     return nk, freeze(nv)
@@ -64,7 +79,7 @@ local function thaw(v, depth)
   if depth > 32 then
     error("the value is nested more than 32 levels deep (or refers to itself)", 3)
   end
-  local t = shadow[v] or v
+  local t = rawget(v, REAL) or locked[v] or v
   local out = {}
   for k, x in next, t do
     out[thaw(k, depth)] = thaw(x, depth)
@@ -159,7 +174,7 @@ local function safe_setmetatable(t, mt)
 end
 
 local function safe_rawset(t, k, v)
-  if shadow[t] or getmetatable(t) == MARK then
+  if getmetatable(t) == MARK then
     error("rawset: this table is read-only", 2)
   end
   return rawset(t, k, v)
@@ -193,10 +208,9 @@ end
 ---------------------------------------------------------------------------------------------
 -- The frame of a run: `context`, `event`, `tool`, `result`, read lazily from the host.
 
-local fetch -- the host's lookup for the current run
-local run_id = 0
-local root_of = setmetatable({}, { __mode = "k" })
-local MISSING = {}
+local fetch, result_of, has_tool = host.fetch, host.result, host.has_tool
+local RECORD = host.record -- marks a record returned by `fetch`: RECORD, constructor, values
+host.views(RO, REAL) -- record constructors make read-only views directly
 
 local function state_view(real)
   local get = function(k, default)
@@ -226,55 +240,61 @@ local function state_view(real)
   })
 end
 
+-- What `fetch` returns: a value, or RECORD, a constructor for the record's shape and the
+-- values (a table built by a Lua constructor costs far less than one built through the C API).
+local function build(first, ctor, ...)
+  if first ~= RECORD then
+    return first
+  end
+  return ctor(...)
+end
+
+-- The roots are made once; each read asks the host for the current tick's value. The host
+-- serves one frozen frame per tick, so reads within a run agree; values taken out of a root
+-- keep the tick they were read in.
+local root_name = {}
 local ROOT = { __metatable = MARK }
 ROOT.__index = function(p, k)
-  local r = root_of[p]
-  if r.run ~= run_id then
-    error("`" .. r.name .. "` was read in an earlier tick; read `" .. r.name .. "` again after waiting", 2)
+  local name = root_name[p]
+  local v = build(fetch(name, k))
+  if type(v) ~= "table" or getmetatable(v) == MARK then
+    return v
   end
-  local v = r.cache[k]
-  if v == nil then
-    v = fetch(r.name, k)
-    if v == nil then
-      v = MISSING
-    elseif r.name == "context" and k == "state" then
-      v = state_view(v)
-    else
-      v = freeze(v)
-    end
-    r.cache[k] = v
+  if name == "context" and k == "state" then
+    return state_view(v)
   end
-  if v == MISSING then
-    return nil
-  end
-  return v
+  return freeze(v)
 end
 ROOT.__newindex = function(p, k)
-  error("`" .. root_of[p].name .. "` is read-only: cannot set `" .. tostring(k) .. "`", 2)
+  error("`" .. root_name[p] .. "` is read-only: cannot set `" .. tostring(k) .. "`", 2)
 end
 ROOT.__pairs = function(p)
-  error("`" .. root_of[p].name .. "` cannot be iterated; read its fields by name", 2)
+  error("`" .. root_name[p] .. "` cannot be iterated; read its fields by name", 2)
 end
 
-local function root(name)
+local roots = {}
+for _, name in ipairs({ "context", "event", "tool", "result" }) do
   local p = setmetatable({}, ROOT)
-  root_of[p] = { name = name, run = run_id, cache = {} }
-  return p
+  root_name[p] = name
+  roots[name] = p
 end
 
--- Called by the host before each run, with its lookup and the result when it is not a table.
-local function begin_run(f, result_value, has_result, has_tool)
-  fetch = f
-  run_id = run_id + 1
-  rawset(base, "context", root("context"))
-  rawset(base, "event", root("event"))
-  rawset(base, "tool", has_tool and root("tool") or nil)
-  if has_result == "lazy" then
-    rawset(base, "result", root("result"))
-  else
-    rawset(base, "result", freeze(result_value))
-  end
-end
+-- `tool` and `result` exist only when the tick has them; `context` and `event` always do.
+rawset(base, "context", roots.context)
+rawset(base, "event", roots.event)
+setmetatable(base, {
+  __index = function(_, k)
+    if k == "tool" then
+      return has_tool() and roots.tool or nil
+    elseif k == "result" then
+      local lazy, value = result_of()
+      if lazy then
+        return roots.result
+      end
+      return freeze(value)
+    end
+  end,
+})
 
 ---------------------------------------------------------------------------------------------
 -- The Warden API: actions, waiting, and the helpers of the condition language.
@@ -405,12 +425,12 @@ fill({
     effect("log", table.concat(parts, "\t"), "debug")
   end,
   _VERSION = _VERSION,
-  string = freeze(S),
-  table = freeze(table),
-  math = freeze(math),
-  utf8 = freeze(utf8),
-  coroutine = freeze(CO),
-  os = freeze({ time = os_time, clock = os_clock }),
+  string = lock(S),
+  table = lock(table),
+  math = lock(math),
+  utf8 = lock(utf8),
+  coroutine = lock(CO),
+  os = lock({ time = os_time, clock = os_clock }),
   notify = notify,
   log = log,
   set_state = set_state,
@@ -441,18 +461,20 @@ fill({
 
 -- The body of every task: runs the script under a message handler that turns any error into
 -- text with a traceback, without calling a script's own __tostring from the host.
+local function finish(ok, ...)
+  if ok then
+    return "done", ...
+  end
+  return "error", ...
+end
+
 local function start(f)
-  return (function(ok, ...)
-    if ok then
-      return "done", ...
-    end
-    return "error", ...
-  end)(real_xpcall(f, handler))
+  return finish(real_xpcall(f, handler))
 end
 
 return {
   new_env = new_env,
-  begin_run = begin_run,
   start = start,
+  record = RECORD,
   wait_tag = WAIT,
 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use mlua::{Lua, LuaSerdeExt, Value};
+use mlua::Value;
 
 use super::*;
 
@@ -30,11 +30,18 @@ impl Default for Frame {
 }
 
 impl Host for Frame {
-    fn field(&self, lua: &Lua, root: &str, key: &Value) -> mlua::Result<Value> {
-        let key = key.to_string()?;
-        let json = match (root, key.as_str()) {
+    fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()> {
+        let json = match (root, key) {
             ("context", "turn") => {
-                serde_json::json!({"number": self.turn, "token_usage": 0.5, "max_iterations": 0, "iteration_count": 0})
+                return out.record(
+                    &["number", "token_usage", "max_iterations", "iteration_count"],
+                    &[
+                        Value::Integer(self.turn),
+                        Value::Number(0.5),
+                        Value::Integer(0),
+                        Value::Integer(0),
+                    ],
+                );
             }
             ("context", "state") => self.state.clone(),
             ("context", "history") => {
@@ -50,7 +57,7 @@ impl Host for Frame {
                 .unwrap_or(serde_json::Value::Null),
             _ => serde_json::Value::Null,
         };
-        lua.to_value(&json)
+        out.serialize(&json)
     }
 
     fn has_result(&self) -> bool {
@@ -282,22 +289,24 @@ fn a_plain_yield_waits_for_the_scripts_own_hook() {
 }
 
 #[test]
-fn values_read_before_waiting_stay_valid_but_roots_must_be_read_again() {
+fn values_read_before_waiting_keep_their_tick_and_roots_read_the_current_one() {
     let mut rt = runtime();
-    let src = "local t = context.turn; local c = context; wait_turns(1); assert(t.number == 1); return c.turn.number";
+    let src = "local t = context.turn; local c = context; wait_turns(1); \
+               return t.number == 1 and c.turn.number == 2 and context.turn.number == 2";
     let (task, _) = run_with(&mut rt, src, &Frame::default());
-    let step = rt.resume(
-        &task.unwrap(),
-        &Frame {
-            turn: 2,
-            ..Frame::default()
-        },
-        Duration::from_secs(1),
-    );
-    assert!(
-        failed(&step).contains("read in an earlier tick"),
-        "{step:?}"
-    );
+    let next = Frame {
+        turn: 2,
+        ..Frame::default()
+    };
+    let step = rt.resume(&task.unwrap(), &next, Duration::from_secs(1));
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+}
+
+#[test]
+fn within_a_run_the_context_is_one_frame() {
+    assert!(holds(
+        "local a = context.turn; local b = context.turn; return a.number == b.number and a.token_usage == b.token_usage"
+    ));
 }
 
 #[test]
@@ -626,4 +635,17 @@ fn a_script_cannot_yield_its_way_out_of_the_limit() {
         &Frame::default(),
     );
     assert!(failed(&step).contains("time limit"));
+}
+
+#[test]
+fn digging_into_a_view_reaches_only_a_private_copy() {
+    // `next` on a data view finds its private key and real table; changing that copy changes
+    // nothing that anyone else reads.
+    assert!(holds(
+        "local key, real = next(context.turn); real.number = 99; return context.turn.number == 1"
+    ));
+    // And the key opens no library.
+    assert!(holds(
+        "local key = next(context.turn); return rawget(string, key) == nil and string[key] == nil and next(string) == nil"
+    ));
 }

@@ -25,5 +25,7 @@
 pub use warden_core::*;
 /// The condition language.
 pub use warden_expr as expr;
+/// Lua scripts: the sandbox and the script runtime.
+pub use warden_lua as lua;
 /// SQLite persistence.
 pub use warden_store as store;

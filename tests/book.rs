@@ -139,3 +139,54 @@ fn the_conditions_chapter_documents_every_function() {
         missing.join(", ")
     );
 }
+
+/// Every Lua block of the book compiles, and runs without error as the script of a rule at a
+/// turn start (blocks fenced ```lua,norun are only compiled: they show a failure on purpose,
+/// or need a tool event).
+#[test]
+fn every_lua_example_in_the_book_runs() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for chapter in chapters() {
+        let text = fs::read_to_string(&chapter).unwrap();
+        for (info, body, line) in blocks(&text) {
+            let lang: Vec<&str> = info.split(',').map(str::trim).collect();
+            if lang.first() != Some(&"lua") || body.contains("{{#include") {
+                continue;
+            }
+            checked += 1;
+            let place = format!("{}:{line}", chapter.display());
+            if let Err(e) = warden::lua::check_syntax("example.lua", &body) {
+                failures.push(format!("{place}: {e}"));
+                continue;
+            }
+            if lang.contains(&"norun") {
+                continue;
+            }
+            let dir = tempfile::tempdir().unwrap();
+            fs::create_dir(dir.path().join("scripts")).unwrap();
+            fs::write(dir.path().join("scripts/example.lua"), &body).unwrap();
+            fs::write(
+                dir.path().join("example.toml"),
+                "[rule]\nid = \"example\"\ntrigger = \"on_turn_start\"\n[condition]\nscript = \"scripts/example.lua\"\ntimeout = 2\n",
+            )
+            .unwrap();
+            let warden = warden::Warden::builder().rules_dir(dir.path()).build().unwrap();
+            if let Some(d) = warden.diagnostics().first() {
+                failures.push(format!("{place}: {d}"));
+                continue;
+            }
+            let mut session = warden.session();
+            session.tick(warden::Hook::OnQueryStart, warden::Event::query("Research Lua sandboxes"));
+            let outcome = session.tick(
+                warden::Hook::OnTurnStart,
+                warden::Event::new().with_turn(1).with_token_usage(0.5).with_iterations(2, 10),
+            );
+            for e in &outcome.errors {
+                failures.push(format!("{place}: {}", e.error));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 10, "only {checked} Lua examples found in the book");
+}

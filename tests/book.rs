@@ -171,16 +171,25 @@ fn every_lua_example_in_the_book_runs() {
                 "[rule]\nid = \"example\"\ntrigger = \"on_turn_start\"\n[condition]\nscript = \"scripts/example.lua\"\ntimeout = 2\n",
             )
             .unwrap();
-            let warden = warden::Warden::builder().rules_dir(dir.path()).build().unwrap();
+            let warden = warden::Warden::builder()
+                .rules_dir(dir.path())
+                .build()
+                .unwrap();
             if let Some(d) = warden.diagnostics().first() {
                 failures.push(format!("{place}: {d}"));
                 continue;
             }
             let mut session = warden.session();
-            session.tick(warden::Hook::OnQueryStart, warden::Event::query("Research Lua sandboxes"));
+            session.tick(
+                warden::Hook::OnQueryStart,
+                warden::Event::query("Research Lua sandboxes"),
+            );
             let outcome = session.tick(
                 warden::Hook::OnTurnStart,
-                warden::Event::new().with_turn(1).with_token_usage(0.5).with_iterations(2, 10),
+                warden::Event::new()
+                    .with_turn(1)
+                    .with_token_usage(0.5)
+                    .with_iterations(2, 10),
             );
             for e in &outcome.errors {
                 failures.push(format!("{place}: {}", e.error));
@@ -188,5 +197,8 @@ fn every_lua_example_in_the_book_runs() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert!(checked >= 10, "only {checked} Lua examples found in the book");
+    assert!(
+        checked >= 10,
+        "only {checked} Lua examples found in the book"
+    );
 }

@@ -67,26 +67,72 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
         })
         .unwrap_or_default();
     let rules = dir.join("rules");
-    let mut builder = Warden::builder().store(Store::in_memory().unwrap());
+    // Plugin folders: `plugins/` in the scenario, and any named in scenario.toml (relative to
+    // the scenario), with the capabilities the host declares.
+    let mut plugins: Vec<PathBuf> = config
+        .get("plugins")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|p| p.as_str())
+                .map(|p| dir.join(p))
+                .collect()
+        })
+        .unwrap_or_default();
+    if dir.join("plugins").is_dir() {
+        plugins.push(dir.join("plugins"));
+    }
+    let capabilities: Vec<String> = config
+        .get("capabilities")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
     let builtin = config
         .get("builtin")
         .and_then(|v| v.as_bool())
-        .unwrap_or(!rules.is_dir());
-    if builtin {
-        builder = builder.builtin_rules();
-    }
-    if rules.is_dir() {
-        builder = builder.rules_dir(&rules);
-    }
-    let warden = builder.build().unwrap();
-    let mut twin = Warden::builder().store(Store::in_memory().unwrap());
-    if builtin {
-        twin = twin.builtin_rules();
-    }
-    if rules.is_dir() {
-        twin = twin.rules_dir(&rules);
-    }
-    let twin = twin.build().unwrap();
+        .unwrap_or(!rules.is_dir() && plugins.is_empty());
+    let make = || {
+        let mut builder = Warden::builder()
+            .store(Store::in_memory().unwrap())
+            .capabilities(capabilities.iter().cloned());
+        if builtin {
+            builder = builder.builtin_rules();
+        }
+        if rules.is_dir() {
+            builder = builder.rules_dir(&rules);
+        }
+        for p in &plugins {
+            builder = builder.plugins_dir(p);
+        }
+        let warden = builder.build().unwrap();
+        // Users' choices made before the session starts: `[settings]` and `disabled`.
+        if let Some(settings) = config.get("settings").and_then(|v| v.as_table()) {
+            for (key, value) in settings {
+                let value = serde_json::to_value(value).unwrap();
+                warden
+                    .set_setting(warden::DEFAULT_ID, None, key, &value)
+                    .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            }
+        }
+        for rule in config
+            .get("disabled")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str())
+        {
+            warden
+                .set_rule_enabled(warden::DEFAULT_ID, rule, false)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        }
+        warden
+    };
+    let warden = make();
+    let twin = make();
 
     let prefix = format!("{}/", dir.display());
     let diagnostics: String = warden

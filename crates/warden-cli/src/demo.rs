@@ -5,21 +5,17 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use warden_core::trace::parse_trace;
-use warden_core::{Effect, Evaluation, Event, Hook, Outcome, RuleSource};
+use warden_core::{Config, Effect, Evaluation, Event, Hook, Outcome};
 
-use crate::{DEMO_TRACE, build, render_diagnostics};
+use crate::{DEMO_TRACE, load};
 
-pub(crate) fn run(trace: Option<&Path>, sources: &[RuleSource]) -> Result<ExitCode, String> {
+pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, String> {
     let text = match trace {
         Some(path) => std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
         None => DEMO_TRACE.to_string(),
     };
-    let warden = build(sources, None)?;
-    let diagnostics = warden.diagnostics();
-    if !diagnostics.is_empty() {
-        eprint!("{}", render_diagnostics(&diagnostics));
-    }
+    let warden = load(config, true)?;
     let program = warden.program();
     println!(
         "Warden demo: an agent session supervised by {} rule{}.",

@@ -1,4 +1,5 @@
-//! The `warden` command: check rule files, replay session traces, print compiled trees, run the
+//! The `warden` command: check rule files, replay session traces, print compiled trees, manage
+//! rules, plugins and settings, run rule tests, read the execution log, watch files, run the
 //! demo session and the benchmark. It only wires: every behavior lives in `warden-core`.
 
 use std::io::{IsTerminal, Write};
@@ -9,9 +10,14 @@ use std::time::Instant;
 use clap::{Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use warden_core::trace::{explain_lines, outcome_lines, parse_trace};
-use warden_core::{Diagnostic, Hook, RuleSource, SessionOptions, Store, Warden, bench};
+use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden, bench};
 
+mod check;
 mod demo;
+mod manage;
+mod setup;
+
+use setup::{Setup, build};
 
 /// The session the demo replays: a research question, supervised by the built-in rules.
 pub const DEMO_TRACE: &str = include_str!("../../../examples/traces/research-session.jsonl");
@@ -19,15 +25,17 @@ pub const DEMO_TRACE: &str = include_str!("../../../examples/traces/research-ses
 #[derive(Parser)]
 #[command(name = "warden", version, about = "A behavior-tree supervisor for LLM agents", long_about = None)]
 struct Cli {
+    #[command(flatten)]
+    setup: Setup,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
-    /// Validate rule folders; exit non-zero if any rule has an error.
+    /// Validate rule and plugin folders; exit non-zero if any has an error.
     Check {
-        /// Rule folders to check (the built-in rules when none is given).
+        /// Rule folders, plugin folders or folders of plugins (the configured ones when none).
         paths: Vec<PathBuf>,
         /// Print the diagnostics as JSON.
         #[arg(long)]
@@ -38,16 +46,6 @@ enum Command {
     Replay {
         /// The trace: one event per line, `{"hook": "on_turn_start", ...}`.
         trace: PathBuf,
-        /// A rule folder (repeatable). The built-in rules when none is given.
-        #[arg(long = "rules", value_name = "DIR")]
-        rules: Vec<PathBuf>,
-        /// Also load the built-in rules when --rules is given.
-        #[arg(long)]
-        builtin: bool,
-        /// SQLite file for plugin state, so state carries from one replay to the next
-        /// (in memory when absent).
-        #[arg(long, value_name = "FILE")]
-        db: Option<PathBuf>,
         /// Also print, for every event, why each rule did or did not fire.
         #[arg(long)]
         explain: bool,
@@ -60,24 +58,38 @@ enum Command {
         /// Only this hook.
         #[arg(long)]
         hook: Option<String>,
-        /// A rule folder (repeatable). The built-in rules when none is given.
-        #[arg(long = "rules", value_name = "DIR")]
-        rules: Vec<PathBuf>,
-        /// Also load the built-in rules when --rules is given.
-        #[arg(long)]
-        builtin: bool,
     },
+    /// List, show, switch on or off, and configure rules, for a user.
+    Rules {
+        #[command(subcommand)]
+        command: manage::RulesCommand,
+    },
+    /// List plugins: loaded, or skipped and why.
+    Plugins {
+        #[command(subcommand)]
+        command: PluginsCommand,
+    },
+    /// Run rule tests (`*.test.toml` beside the rules).
+    Test {
+        /// Test files or folders (the tests of every configured folder when none).
+        paths: Vec<PathBuf>,
+        /// Print the results as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Read the execution log (recorded when `[log] sample` is above 0).
+    Log(check::LogQuery),
+    /// Watch the rule, plugin and script files and report each reload (until interrupted).
+    Watch,
     /// Run a simulated research session supervised by the built-in rules, and show each hook,
     /// the rules that fired and the notifications.
     Demo {
         /// Replay this trace instead of the built-in one.
         #[arg(long)]
         trace: Option<PathBuf>,
-        /// A rule folder (repeatable) to use instead of the built-in rules.
-        #[arg(long = "rules", value_name = "DIR")]
-        rules: Vec<PathBuf>,
     },
-    /// Measure a tick of 100 threshold rules against the same work written by hand.
+    /// Measure a tick: 100 threshold rules against the same work written by hand, and the cost
+    /// of a Lua script condition and of resuming a waiting script.
     Bench {
         /// Ticks per measurement round.
         #[arg(long, default_value_t = 20_000)]
@@ -88,40 +100,51 @@ enum Command {
     },
 }
 
+#[derive(Subcommand)]
+enum PluginsCommand {
+    /// Every plugin found: id, version, rules, requirements and settings.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 /// Runs the command line; the binary's `main`.
 pub fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Check { paths, json } => check(&paths, json),
-        Command::Replay {
-            trace,
-            rules,
-            builtin,
-            db,
-            explain,
-            session,
-        } => replay(
-            &trace,
-            &sources(&rules, builtin),
-            db.as_deref(),
-            explain,
-            session,
-        ),
-        Command::Tree {
-            hook,
-            rules,
-            builtin,
-        } => tree(hook.as_deref(), &sources(&rules, builtin)),
-        Command::Demo { trace, rules } => demo::run(trace.as_deref(), &sources(&rules, false)),
-        Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
-    };
+    let result = cli
+        .setup
+        .config()
+        .and_then(|config| run(&config, cli.command));
     match result {
         Ok(code) => code,
         Err(message) => {
             eprintln!("error: {message}");
             ExitCode::from(2)
         }
+    }
+}
+
+fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::Check { paths, json } => check(config, &paths, json),
+        Command::Replay {
+            trace,
+            explain,
+            session,
+        } => replay(config, &trace, explain, session),
+        Command::Tree { hook } => tree(config, hook.as_deref()),
+        Command::Rules { command } => manage::rules(config, command),
+        Command::Plugins {
+            command: PluginsCommand::List { json },
+        } => manage::plugins(config, json),
+        Command::Test { paths, json } => check::test(config, &paths, json),
+        Command::Log(q) => check::log(config, &q),
+        Command::Watch => watch(config),
+        Command::Demo { trace } => demo::run(trace.as_deref(), config),
+        Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
     }
 }
 
@@ -137,27 +160,13 @@ fn init_logging() {
         .try_init();
 }
 
-fn sources(rules: &[PathBuf], builtin: bool) -> Vec<RuleSource> {
-    let mut out = Vec::new();
-    if rules.is_empty() || builtin {
-        out.push(RuleSource::Builtin);
-    }
-    out.extend(rules.iter().cloned().map(RuleSource::Dir));
-    out
-}
-
-fn build(sources: &[RuleSource], store: Option<Store>) -> Result<Warden, String> {
-    let mut b = Warden::builder();
-    for s in sources {
-        b = match s {
-            RuleSource::Builtin => b.builtin_rules(),
-            RuleSource::Dir(d) => b.rules_dir(d),
-        };
-    }
-    if let Some(store) = store {
-        b = b.store(store);
-    }
-    b.build().map_err(|e| e.to_string())
+/// Prints `value` as pretty JSON on stdout.
+pub(crate) fn json_out<T: serde::Serialize + ?Sized>(value: &T) -> Result<(), String> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).map_err(|e| e.to_string())?
+    );
+    Ok(())
 }
 
 /// Renders diagnostics for a person: the offending line, underlined, with the suggestion.
@@ -181,13 +190,51 @@ pub fn render_diagnostics(diagnostics: &[Diagnostic]) -> String {
     out
 }
 
-fn check(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
-    let sources: Vec<RuleSource> = if paths.is_empty() {
-        vec![RuleSource::Builtin]
-    } else {
-        paths.iter().cloned().map(RuleSource::Dir).collect()
+/// Builds a Warden from the configuration, printing what is wrong in its files.
+fn load(config: &Config, memory: bool) -> Result<Warden, String> {
+    let warden = build(config, memory, false)?;
+    let diagnostics = warden.diagnostics();
+    if !diagnostics.is_empty() {
+        eprint!("{}", render_diagnostics(&diagnostics));
+    }
+    Ok(warden)
+}
+
+/// Whether `dir` is a folder of plugins: no rule files of its own, and a folder with a
+/// manifest in it.
+fn is_plugins_folder(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
     };
-    let warden = build(&sources, None)?;
+    let mut has_plugin = false;
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "toml") {
+            return false;
+        }
+        has_plugin |= p.join(MANIFEST_FILE).is_file();
+    }
+    has_plugin
+}
+
+fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
+    let mut config = config.clone();
+    if !paths.is_empty() {
+        config.builtin = false;
+        config.rules.clear();
+        config.plugins.clear();
+        for p in paths {
+            if is_plugins_folder(p) {
+                config.plugins.push(p.clone());
+            } else {
+                config.rules.push(p.clone());
+            }
+        }
+    }
+    // Checking plugins away from their host: load them whatever they require, unless the
+    // capabilities were named.
+    let any = config.capabilities.is_empty();
+    let warden = build(&config, true, any)?;
     let program = warden.program();
     let diagnostics = program.diagnostics();
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
@@ -206,17 +253,20 @@ fn check(paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
                 })
             })
             .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&items).map_err(|e| e.to_string())?
-        );
+        json_out(&items)?;
     } else {
         eprint!("{}", render_diagnostics(diagnostics));
         let loaded = program.rules().count();
+        let plugins = program
+            .plugins()
+            .iter()
+            .filter(|p| p.skipped.is_none())
+            .count();
         println!(
-            "{loaded} rule{} loaded ({} active), {errors} error{}, {} warning{}",
+            "{loaded} rule{} loaded ({} active), {plugins} plugin{}, {errors} error{}, {} warning{}",
             plural(loaded),
             program.active_rules(),
+            plural(plugins),
             plural(errors),
             diagnostics.len() - errors,
             plural(diagnostics.len() - errors),
@@ -234,27 +284,20 @@ fn plural(n: usize) -> &'static str {
 }
 
 fn replay(
+    config: &Config,
     trace: &Path,
-    sources: &[RuleSource],
-    db: Option<&Path>,
     explain: bool,
     session: Option<String>,
 ) -> Result<ExitCode, String> {
     let text = std::fs::read_to_string(trace)
         .map_err(|e| format!("cannot read {}: {e}", trace.display()))?;
-    let store = match db {
-        Some(path) => Store::open(path).map_err(|e| e.to_string())?,
-        None => Store::in_memory().map_err(|e| e.to_string())?,
-    };
-    let warden = build(sources, Some(store))?;
+    let warden = load(config, false)?;
     let diagnostics = warden.diagnostics();
-    if !diagnostics.is_empty() {
-        eprint!("{}", render_diagnostics(&diagnostics));
-    }
     let mut session = warden.session_with(SessionOptions {
         id: session,
         explain,
-        ..SessionOptions::default()
+        user: Some(config.user.clone()),
+        project: Some(config.project.clone()),
     });
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -291,21 +334,58 @@ fn replay(
     })
 }
 
-fn tree(hook: Option<&str>, sources: &[RuleSource]) -> Result<ExitCode, String> {
+fn tree(config: &Config, hook: Option<&str>) -> Result<ExitCode, String> {
     let hooks: Vec<Hook> = match hook {
         Some(h) => vec![h.parse::<Hook>().map_err(|e| e.to_string())?],
         None => Hook::ALL.to_vec(),
     };
-    let warden = build(sources, None)?;
-    let diagnostics = warden.diagnostics();
-    if !diagnostics.is_empty() {
-        eprint!("{}", render_diagnostics(&diagnostics));
-    }
+    let warden = load(config, true)?;
     let program = warden.program();
     for h in hooks {
         print!("{}", program.describe_hook(h));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn watch(config: &Config) -> Result<ExitCode, String> {
+    let warden = load(config, false)?;
+    let program = warden.program();
+    println!(
+        "watching {} folder{} ({} rules loaded); edit a rule file to reload, Ctrl-C to stop",
+        program.folders().len(),
+        plural(program.folders().len()),
+        program.rules().count()
+    );
+    for f in program.folders() {
+        println!("  {}", f.display());
+    }
+    let w = warden.clone();
+    let _watch = warden
+        .watch_with(move |report| {
+            if report.applied {
+                println!(
+                    "reloaded: generation {}, {} rules",
+                    report.generation,
+                    w.program().rules().count()
+                );
+                let warnings: Vec<_> = report.diagnostics.to_vec();
+                if !warnings.is_empty() {
+                    eprint!("{}", render_diagnostics(&warnings));
+                }
+            } else {
+                println!(
+                    "not reloaded: the change has {} error{}; the previous rules stay in force",
+                    report.introduced.len(),
+                    plural(report.introduced.len())
+                );
+                eprint!("{}", render_diagnostics(&report.introduced));
+            }
+            let _ = std::io::stdout().flush();
+        })
+        .map_err(|e| e.to_string())?;
+    loop {
+        std::thread::park();
+    }
 }
 
 fn median(mut v: Vec<f64>) -> f64 {

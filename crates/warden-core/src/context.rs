@@ -45,10 +45,54 @@ mod id {
 /// The name of the hidden root that carries the reading plugin's state.
 pub(crate) const STATE_ROOT: &str = "w_state";
 
-/// The context schema, built once.
+/// The name of the root that holds the rule's plugin settings.
+pub(crate) const SETTINGS_ROOT: &str = "settings";
+
+/// The first scalar id of settings: setting `i` of a program is `ScalarId(SETTINGS_BASE + i)`.
+pub(crate) const SETTINGS_BASE: u16 = 1024;
+
+/// What `settings` says about itself in the documented schema.
+const SETTINGS_DOC: &str = "The settings of the rule's plugin, as its manifest declares them (`settings.max_sources`): the manifest's default, or the value the user set. Rules outside a plugin have none.";
+
+/// The context schema, as documented: the roots and helpers every rule can use, with
+/// `settings` shown as the map it is for an unknown plugin. Each plugin's rules are checked
+/// against this schema with `settings` narrowed to the settings that plugin declares.
 pub fn schema() -> &'static Schema {
     static SCHEMA: OnceLock<Schema> = OnceLock::new();
-    SCHEMA.get_or_init(build_schema)
+    SCHEMA.get_or_init(|| {
+        let mut s = build_schema();
+        s.root(SETTINGS_ROOT, Type::map(Type::Any), SETTINGS_DOC);
+        s
+    })
+}
+
+/// The schema the rules of one plugin are checked against: `settings` has exactly the
+/// plugin's settings, each a typed scalar (so `token_usage > settings.threshold` takes the
+/// fast path).
+pub(crate) fn plugin_schema(settings: &[(ScalarId, &crate::plugin::SettingDef)]) -> Schema {
+    use crate::plugin::SettingKind;
+    static BASE: OnceLock<Schema> = OnceLock::new();
+    let mut s = BASE.get_or_init(build_schema).clone();
+    let fields = settings
+        .iter()
+        .map(|(id, def)| {
+            let ty = match def.kind {
+                SettingKind::Integer => Type::Int,
+                SettingKind::Float => Type::Float,
+                SettingKind::String => Type::Str,
+                SettingKind::Boolean => Type::Bool,
+            };
+            let doc = if def.description.is_empty() {
+                "A plugin setting."
+            } else {
+                def.description.as_str()
+            };
+            FieldDef::new(&def.name, ty, doc).scalar(*id)
+        })
+        .collect();
+    let record = s.record(SETTINGS_ROOT, fields);
+    s.root(SETTINGS_ROOT, Type::Record(record), SETTINGS_DOC);
+    s
 }
 
 fn build_schema() -> Schema {
@@ -318,6 +362,9 @@ pub(crate) struct TickFacts<'a> {
     pub plugin: RefCell<Arc<str>>,
     /// A state read failure seen while evaluating, reported against the rule.
     pub state_error: Cell<bool>,
+    /// The program's setting slots, and their values for this session.
+    pub slots: &'a crate::program::SettingSlots,
+    pub settings: &'a [crate::plugin::SettingValue],
 }
 
 #[derive(Serialize)]
@@ -426,11 +473,22 @@ impl<'a> TickFacts<'a> {
         }
     }
 
-    /// The values a template renders with: `context` (with `state`), `event`, `tool`, `result`.
+    /// The current plugin's settings, by name.
+    fn current_settings(&self) -> BTreeMap<&str, &crate::plugin::SettingValue> {
+        let plugin = self.plugin.borrow();
+        self.slots
+            .of(&plugin)
+            .filter_map(|i| Some((self.slots.slots[i].def.name.as_str(), self.settings.get(i)?)))
+            .collect()
+    }
+
+    /// The values a template renders with: `context` (with `state`), `event`, `tool`,
+    /// `result`, `settings`.
     pub(crate) fn template_values(&self) -> minijinja::Value {
         let state = self.current_state();
         use minijinja::value::Serde;
         minijinja::context! {
+            settings => minijinja::Value::from(Serde(self.current_settings())),
             context => minijinja::Value::from(Serde(self.context_view(Some(&state)))),
             event => minijinja::Value::from(Serde(self.event_view())),
             tool => minijinja::Value::from(Serde(self.tool_view())),
@@ -467,6 +525,10 @@ impl warden_expr::Facts for TickFacts<'_> {
             id::EVENT_HOOK => S::Str(self.hook.name()),
             id::EVENT_TOOL_NAME | id::TOOL_NAME => S::Str(self.tool_name()),
             id::EVENT_TIME => S::Float(self.time),
+            ScalarId(n) if n >= SETTINGS_BASE => self
+                .settings
+                .get(usize::from(n - SETTINGS_BASE))
+                .map_or(S::Null, crate::plugin::SettingValue::scalar),
             _ => S::Null,
         }
     }
@@ -489,6 +551,7 @@ impl warden_expr::Facts for TickFacts<'_> {
             "tool" => dynamic(&self.tool_view()),
             "result" => dynamic(self.event.result.as_ref().unwrap_or(&NULL)),
             STATE_ROOT => dynamic(&*self.current_state()),
+            SETTINGS_ROOT => dynamic(&self.current_settings()),
             _ => Dynamic::UNIT,
         }
     }
@@ -576,6 +639,19 @@ impl warden_lua::Host for TickFacts<'_> {
                 Some(v) => out.serialize(v),
                 None => Ok(()),
             },
+            SETTINGS_ROOT => {
+                let settings = self.current_settings();
+                match settings.get(key) {
+                    Some(v) => out.serialize(v),
+                    None if settings.is_empty() => Err(mlua::Error::RuntimeError(format!(
+                        "`settings.{key}`: this rule's plugin declares no settings"
+                    ))),
+                    None => {
+                        let names: Vec<&str> = settings.keys().copied().collect();
+                        unknown(&names)
+                    }
+                }
+            }
             _ => Ok(()),
         }
     }

@@ -119,6 +119,14 @@ impl Diagnostic {
         }
     }
 
+    /// A warning about a file or folder as a whole.
+    pub fn io_warning(path: &Path, message: impl Into<String>) -> Self {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Self::io(path, message)
+        }
+    }
+
     /// Adds a suggestion.
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());

@@ -33,7 +33,9 @@
 #![warn(missing_docs)]
 
 pub mod bench;
+mod config;
 mod context;
+mod control;
 mod diagnostic;
 mod event;
 mod facts;
@@ -41,17 +43,22 @@ mod hook;
 mod index;
 mod loader;
 mod outcome;
+mod plugin;
 mod program;
 mod rule;
 mod scripts;
 mod session;
 mod suggest;
 mod template;
+pub mod testing;
 mod toml_reader;
 pub mod trace;
 mod warden;
+mod watch;
 
+pub use config::{CONFIG_FIELDS, CONFIG_FILE, Config};
 pub use context::schema;
+pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
 pub use diagnostic::{Diagnostic, Report, Severity, SourceFile};
 pub use event::{Event, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
@@ -59,14 +66,24 @@ pub use facts::{
     ToolRecord, ToolStatus, TurnState,
 };
 pub use hook::{Hook, UnknownHook};
-pub use loader::{BUILTIN_PLUGIN, BUILTIN_RULES, LOCAL_PLUGIN, RuleSource, load};
+pub use loader::{
+    BUILTIN_MANIFEST, BUILTIN_PLUGIN, BUILTIN_RULES, Capabilities, LOCAL_PLUGIN, Loaded, PluginDef,
+    RuleSource, load,
+};
 pub use outcome::{Effect, Evaluation, Halted, Notification, Outcome, RuleError};
+pub use plugin::{
+    DEFAULT_INCLUDE, MANIFEST_FILE, Manifest, PluginInfo, SettingDef, SettingKind, SettingValue,
+};
 pub use program::Program;
 pub use rule::{
     ACTION_TYPES, ActionDef, ConditionDef, DEFAULT_PRIORITY, DeliverAt, Located, LogLevel,
     Priority, RULE_FIELDS, RuleDef,
 };
 pub use session::{Session, SessionOptions};
-pub use warden::{AsyncSession, BusEvent, Error, Warden, WardenBuilder};
+pub use warden::{AsyncSession, BusEvent, Error, Reload, Warden, WardenBuilder};
 pub use warden_lua::Limits as ScriptLimits;
-pub use warden_store::{ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, Store};
+pub use warden_store::{
+    ALL_PROJECTS, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle, SettingOverride,
+    StateScope, Store,
+};
+pub use watch::{SETTLE, Watch, WatchError};

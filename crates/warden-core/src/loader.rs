@@ -1,21 +1,29 @@
-//! Finding and reading rule files: Warden's built-in rules (compiled into the binary) and
-//! rule folders on disk. Each file is read on its own; a broken file is reported and skipped,
-//! and the others load.
+//! Finding and reading rule files: Warden's built-in rules (compiled into the binary), rule
+//! folders and plugin folders on disk. Each file is read on its own; a broken file is reported
+//! and skipped, and the others load. A plugin whose manifest is broken, or that requires a
+//! capability the host does not have, is skipped with the reason.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::plugin::{MANIFEST_FILE, Manifest, glob_match, parse_manifest};
 use crate::rule::{RuleDef, parse_rule_file};
 
 /// The plugin id of Warden's built-in rules.
 pub const BUILTIN_PLUGIN: &str = "builtin";
 /// The plugin id of rules loaded from a plain rule folder (not a plugin).
 pub const LOCAL_PLUGIN: &str = "local";
-/// Largest rule file Warden reads.
+/// Largest rule or manifest file Warden reads.
 pub const MAX_RULE_FILE_BYTES: u64 = 1 << 20;
+
+/// The manifest of Warden's built-in rules (their settings), embedded from `rules/`.
+pub const BUILTIN_MANIFEST: (&str, &str) = (
+    "rules/manifest.toml",
+    include_str!("../../../rules/manifest.toml"),
+);
 
 /// The built-in rules, embedded from the repository's `rules/` folder.
 pub const BUILTIN_RULES: &[(&str, &str)] = &[
@@ -43,59 +51,379 @@ pub enum RuleSource {
     /// Warden's built-in rules.
     Builtin,
     /// Every `*.toml` file directly inside a folder (files ending `.test.toml` are rule tests,
-    /// not rules).
+    /// not rules). A folder with a `manifest.toml` is a plugin, and is read as one.
     Dir(PathBuf),
+    /// A folder of plugins: each folder in it with a `manifest.toml` is a plugin.
+    Plugins(PathBuf),
 }
 
-/// Reads every rule of `sources`. Broken files are reported and skipped; ids must be unique
-/// within a plugin (the later duplicate is reported and skipped).
-pub fn load(sources: &[RuleSource]) -> (Vec<RuleDef>, Vec<Diagnostic>) {
-    let mut rules: Vec<RuleDef> = Vec::new();
-    let mut diagnostics = Vec::new();
-    let mut seen: HashMap<Arc<str>, usize> = HashMap::new();
-    for source in sources {
-        let (plugin, files) = match source {
-            RuleSource::Builtin => (
-                Arc::<str>::from(BUILTIN_PLUGIN),
-                BUILTIN_RULES
-                    .iter()
-                    .map(|(p, t)| SourceFile::new(*p, *t))
-                    .collect::<Vec<_>>(),
-            ),
-            RuleSource::Dir(dir) => (
-                Arc::<str>::from(LOCAL_PLUGIN),
-                read_dir(dir, &mut diagnostics),
-            ),
-        };
-        for file in files {
-            let parsed = parse_rule_file(file, &plugin);
-            diagnostics.extend(parsed.diagnostics);
-            let Some(rule) = parsed.rule else { continue };
-            if !rule.valid {
-                // Kept so that compiling reports its condition's and templates' errors too.
-                rules.push(rule);
-                continue;
-            }
-            // Built-in and local rules share one namespace (both are shown by bare id).
-            let key = crate::program::rule_key(&rule.plugin, &rule.id);
-            if let Some(&first) = seen.get(&key) {
-                let first = &rules[first];
-                let (line, _) = first.source.line_col(first.span.start);
-                diagnostics.push(
-                    Diagnostic::error(&rule.source, Some(rule.span.clone()), Some("rule.id"), format!("duplicate rule id `{}`", rule.id))
-                        .with_help(format!(
-                            "it is already defined in {}:{line}; rule ids must be unique (built-in and local rules share one namespace)",
-                            first.source.path().display()
-                        )),
-                );
-                continue;
-            }
-            seen.insert(key, rules.len());
-            rules.push(rule);
+/// Which capabilities (tools, usually) the host has, for plugins that require some.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Capabilities {
+    /// Exactly these; a plugin that requires another is skipped.
+    Only(BTreeSet<String>),
+    /// Assume any (for checking plugins without a host, as `warden check` does).
+    #[default]
+    Any,
+}
+
+impl Capabilities {
+    /// The host has exactly `names`.
+    pub fn only<I, S>(names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Capabilities::Only(names.into_iter().map(Into::into).collect())
+    }
+
+    /// What of `required` is missing.
+    fn missing<'a>(&self, required: &'a [String]) -> Vec<&'a str> {
+        match self {
+            Capabilities::Any => Vec::new(),
+            Capabilities::Only(have) => required
+                .iter()
+                .filter(|r| !have.contains(*r))
+                .map(String::as_str)
+                .collect(),
         }
     }
-    diagnostics.sort_by(|a, b| (a.path(), a.location()).cmp(&(b.path(), b.location())));
-    (rules, diagnostics)
+}
+
+/// A plugin found while loading.
+#[derive(Debug, Clone)]
+pub struct PluginDef {
+    /// Its manifest.
+    pub manifest: Manifest,
+    /// Its folder (none for the built-in rules).
+    pub dir: Option<PathBuf>,
+    /// Why it was not loaded, if it was not.
+    pub skipped: Option<String>,
+}
+
+/// Everything read from the sources.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The rules, in load order (those with errors too, marked invalid).
+    pub rules: Vec<RuleDef>,
+    /// The plugins, loaded or skipped.
+    pub plugins: Vec<PluginDef>,
+    /// What is wrong, and what was skipped.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The folders rules, manifests and plugins were read from (for watching).
+    pub folders: Vec<PathBuf>,
+}
+
+/// Reads every rule and plugin of `sources`. Broken files are reported and skipped; rule ids
+/// must be unique within a plugin, and plugin ids unique (a later duplicate is reported and
+/// skipped).
+pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
+    let mut out = Loaded::default();
+    let mut seen: HashMap<Arc<str>, usize> = HashMap::new();
+    let mut plugin_dirs: HashMap<String, String> = HashMap::new();
+    for source in sources {
+        let units: Vec<(Arc<str>, Vec<Arc<SourceFile>>)> = match source {
+            RuleSource::Builtin => {
+                let file = SourceFile::new(BUILTIN_MANIFEST.0, BUILTIN_MANIFEST.1);
+                let (manifest, diagnostics) = parse_manifest(file);
+                out.diagnostics.extend(diagnostics);
+                let files = BUILTIN_RULES
+                    .iter()
+                    .map(|(p, t)| SourceFile::new(*p, *t))
+                    .collect();
+                match manifest {
+                    Some(m) => {
+                        plugin_dirs.insert(m.id.clone(), "Warden's built-in rules".into());
+                        out.plugins.push(PluginDef {
+                            manifest: m,
+                            dir: None,
+                            skipped: None,
+                        });
+                        vec![(Arc::from(BUILTIN_PLUGIN), files)]
+                    }
+                    None => Vec::new(),
+                }
+            }
+            RuleSource::Dir(dir) => {
+                out.folders.push(dir.clone());
+                if dir.join(MANIFEST_FILE).exists() {
+                    read_plugin(dir, capabilities, &mut plugin_dirs, &mut out)
+                        .into_iter()
+                        .collect()
+                } else {
+                    vec![(Arc::from(LOCAL_PLUGIN), read_dir(dir, &mut out.diagnostics))]
+                }
+            }
+            RuleSource::Plugins(dir) => {
+                out.folders.push(dir.clone());
+                plugin_folders(dir, &mut out.diagnostics)
+                    .iter()
+                    .filter_map(|d| read_plugin(d, capabilities, &mut plugin_dirs, &mut out))
+                    .collect()
+            }
+        };
+        for (plugin, files) in units {
+            for file in files {
+                add_rule(&mut out, &mut seen, parse_rule_file(file, &plugin));
+            }
+        }
+    }
+    out.diagnostics
+        .sort_by(|a, b| (a.path(), a.location()).cmp(&(b.path(), b.location())));
+    out
+}
+
+fn add_rule(out: &mut Loaded, seen: &mut HashMap<Arc<str>, usize>, parsed: crate::rule::Parsed) {
+    out.diagnostics.extend(parsed.diagnostics);
+    let Some(rule) = parsed.rule else { return };
+    if !rule.valid {
+        // Kept so that compiling reports its condition's and templates' errors too.
+        out.rules.push(rule);
+        return;
+    }
+    // Built-in and local rules share one namespace (both are shown by bare id).
+    let key = crate::program::rule_key(&rule.plugin, &rule.id);
+    if let Some(&first) = seen.get(&key) {
+        let first = &out.rules[first];
+        let (line, _) = first.source.line_col(first.span.start);
+        let scope = if key.contains('/') {
+            "rule ids must be unique within a plugin"
+        } else {
+            "rule ids must be unique (built-in and local rules share one namespace)"
+        };
+        out.diagnostics.push(
+            Diagnostic::error(
+                &rule.source,
+                Some(rule.span.clone()),
+                Some("rule.id"),
+                format!("duplicate rule id `{}`", rule.id),
+            )
+            .with_help(format!(
+                "it is already defined in {}:{line}; {scope}",
+                first.source.path().display()
+            )),
+        );
+        return;
+    }
+    seen.insert(key, out.rules.len());
+    out.rules.push(rule);
+}
+
+/// The plugin folders of a plugins folder, sorted by name. Loose files and folders without
+/// a manifest are reported.
+fn plugin_folders(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<PathBuf> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            diagnostics.push(
+                Diagnostic::io(dir, format!("cannot read the plugins folder: {e}"))
+                    .with_help("check that the folder exists and can be read"),
+            );
+            return Vec::new();
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            !p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with('.'))
+        })
+        .collect();
+    paths.sort();
+    let mut plugins = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            if path.join(MANIFEST_FILE).exists() {
+                plugins.push(path);
+            } else {
+                diagnostics.push(
+                    Diagnostic::io_warning(&path, "this folder has no manifest.toml, so it is not a plugin and was not loaded")
+                        .with_help("add a manifest.toml with a [plugin] table, or move the folder out of the plugins folder"),
+                );
+            }
+        } else if path.extension().is_some_and(|e| e == "toml") {
+            diagnostics.push(
+                Diagnostic::io_warning(&path, "a file directly in the plugins folder is not loaded")
+                    .with_help("put rules in a plugin folder (with its manifest.toml), or load this folder as a rule folder"),
+            );
+        }
+    }
+    plugins
+}
+
+/// Reads one plugin folder: its manifest, then (unless it is skipped) its rule files.
+fn read_plugin(
+    dir: &Path,
+    capabilities: &Capabilities,
+    plugin_dirs: &mut HashMap<String, String>,
+    out: &mut Loaded,
+) -> Option<(Arc<str>, Vec<Arc<SourceFile>>)> {
+    let root = match fs::canonicalize(dir) {
+        Ok(r) => r,
+        Err(e) => {
+            out.diagnostics.push(Diagnostic::io(
+                dir,
+                format!("cannot read the plugin folder: {e}"),
+            ));
+            return None;
+        }
+    };
+    let path = dir.join(MANIFEST_FILE);
+    let text = match read_rule_file(&path, &root) {
+        Ok(t) => t,
+        Err(message) => {
+            out.diagnostics.push(Diagnostic::io(&path, message));
+            return None;
+        }
+    };
+    let (manifest, diagnostics) = parse_manifest(SourceFile::new(&path, text));
+    out.diagnostics.extend(diagnostics);
+    let manifest = manifest?;
+    if let Some(first) = plugin_dirs.get(&manifest.id) {
+        out.diagnostics.push(
+            Diagnostic::error(
+                &manifest.source,
+                Some(manifest.span.clone()),
+                Some("plugin.id"),
+                format!("duplicate plugin id `{}`", manifest.id),
+            )
+            .with_help(format!(
+                "{first} already uses it; plugin ids must be unique, so this plugin was not loaded"
+            )),
+        );
+        return None;
+    }
+    plugin_dirs.insert(manifest.id.clone(), dir.display().to_string());
+    let missing = capabilities.missing(&manifest.requires);
+    if !missing.is_empty() {
+        let list = missing
+            .iter()
+            .map(|m| format!("`{m}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let reason = format!("it requires {list}, which this host does not provide");
+        let have = match capabilities {
+            Capabilities::Only(h) if !h.is_empty() => format!(
+                "this host provides {}",
+                h.iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => "this host declares no capabilities".into(),
+        };
+        out.diagnostics.push(
+            Diagnostic::warning(
+                &manifest.source,
+                Some(manifest.requires_span.clone()),
+                Some("capabilities.requires"),
+                format!("plugin `{}` is skipped: {reason}", manifest.id),
+            )
+            .with_help(format!(
+                "{have}; declare the capability in the host (WardenBuilder::capabilities, or `--capability` on the command line) to load the plugin"
+            )),
+        );
+        out.plugins.push(PluginDef {
+            manifest,
+            dir: Some(dir.to_path_buf()),
+            skipped: Some(reason),
+        });
+        return None;
+    }
+    let files = include_files(dir, &root, &manifest, &mut out.diagnostics);
+    let id = Arc::from(manifest.id.as_str());
+    out.plugins.push(PluginDef {
+        manifest,
+        dir: Some(dir.to_path_buf()),
+        skipped: None,
+    });
+    Some((id, files))
+}
+
+/// The rule files a manifest includes, in pattern order, each read once.
+fn include_files(
+    dir: &Path,
+    root: &Path,
+    manifest: &Manifest,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<Arc<SourceFile>> {
+    let mut seen = BTreeSet::new();
+    let mut files = Vec::new();
+    for pattern in &manifest.include {
+        let mut matched = expand(dir, pattern);
+        matched.retain(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            name != MANIFEST_FILE && !name.ends_with(".test.toml") && !name.starts_with('.')
+        });
+        if matched.is_empty() {
+            diagnostics.push(
+                Diagnostic::warning(
+                    &manifest.source,
+                    Some(manifest.include_span.clone()),
+                    Some("rules.include"),
+                    format!("`{pattern}` matches no rule file"),
+                )
+                .with_help(format!("the pattern is relative to {}", dir.display())),
+            );
+        }
+        for path in matched {
+            if !seen.insert(path.clone()) {
+                continue;
+            }
+            match read_rule_file(&path, root) {
+                Ok(text) => files.push(SourceFile::new(path, text)),
+                Err(message) => diagnostics.push(Diagnostic::io(&path, message)),
+            }
+        }
+    }
+    files
+}
+
+/// The paths under `dir` that `pattern` matches (sorted), without following links out of
+/// `dir` (those are refused when read).
+fn expand(dir: &Path, pattern: &str) -> Vec<PathBuf> {
+    let mut current = vec![dir.to_path_buf()];
+    let segments: Vec<&str> = pattern
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    for (i, segment) in segments.iter().enumerate() {
+        let last = i + 1 == segments.len();
+        let mut next = Vec::new();
+        for base in &current {
+            if segment.contains(['*', '?']) {
+                let Ok(entries) = fs::read_dir(base) else {
+                    continue;
+                };
+                let mut found: Vec<PathBuf> = entries
+                    .filter_map(Result::ok)
+                    .filter(|e| {
+                        e.file_name()
+                            .to_str()
+                            .is_some_and(|n| !n.starts_with('.') && glob_match(segment, n))
+                    })
+                    .map(|e| e.path())
+                    .collect();
+                found.sort();
+                next.extend(found);
+            } else {
+                next.push(base.join(segment));
+            }
+        }
+        current = next
+            .into_iter()
+            .filter(|p| {
+                if last {
+                    p.is_file() || p.is_symlink()
+                } else {
+                    p.is_dir()
+                }
+            })
+            .collect();
+    }
+    current
 }
 
 /// The rule files of a folder, sorted by name, each read as text. Files that cannot be read,
@@ -132,16 +460,20 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
 }
 
 fn read_rule_file(path: &Path, root: &Path) -> Result<String, String> {
-    let meta = fs::symlink_metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.file_type().is_symlink() {
-        let real =
-            fs::canonicalize(path).map_err(|e| format!("a link that cannot be followed: {e}"))?;
-        if !real.starts_with(root) {
-            return Err(format!(
-                "a link to {}, outside the rule folder; rule files must live in the folder",
-                real.display()
-            ));
+    // Whatever the path goes through (a linked file, a linked folder on the way), the file it
+    // reaches must be inside the folder it was found in.
+    let real = fs::canonicalize(path).map_err(|e| {
+        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+            format!("a link that cannot be followed: {e}")
+        } else {
+            format!("cannot read: {e}")
         }
+    })?;
+    if !real.starts_with(root) {
+        return Err(format!(
+            "a link to {}, outside the rule folder; rule files must live in the folder",
+            real.display()
+        ));
     }
     let meta = fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
     if !meta.is_file() {
@@ -167,7 +499,9 @@ mod tests {
         let mut on_disk: Vec<String> = fs::read_dir(&dir)
             .unwrap()
             .map(|e| format!("rules/{}", e.unwrap().file_name().to_string_lossy()))
-            .filter(|n| n.ends_with(".toml") && !n.ends_with(".test.toml"))
+            .filter(|n| {
+                n.ends_with(".toml") && !n.ends_with(".test.toml") && !n.ends_with(MANIFEST_FILE)
+            })
             .collect();
         on_disk.sort();
         let mut embedded: Vec<String> = BUILTIN_RULES.iter().map(|(p, _)| p.to_string()).collect();
@@ -184,8 +518,17 @@ mod tests {
 
     #[test]
     fn builtin_rules_load_cleanly() {
-        assert!(load(&[RuleSource::Builtin]).0.iter().all(|r| r.valid));
-        let (rules, diags) = load(&[RuleSource::Builtin]);
+        assert!(
+            load(&[RuleSource::Builtin], &Capabilities::Any)
+                .rules
+                .iter()
+                .all(|r| r.valid)
+        );
+        let Loaded {
+            rules,
+            diagnostics: diags,
+            ..
+        } = load(&[RuleSource::Builtin], &Capabilities::Any);
         assert!(diags.is_empty(), "{diags:?}");
         assert_eq!(rules.len(), 4);
     }
@@ -199,7 +542,14 @@ mod tests {
         fs::write(tmp.path().join("d.toml"), [0xff, 0xfe]).unwrap();
         fs::write(tmp.path().join("e.test.toml"), "not a rule").unwrap();
         fs::write(tmp.path().join("notes.md"), "not a rule").unwrap();
-        let (rules, diags) = load(&[RuleSource::Dir(tmp.path().to_path_buf())]);
+        let Loaded {
+            rules,
+            diagnostics: diags,
+            ..
+        } = load(
+            &[RuleSource::Dir(tmp.path().to_path_buf())],
+            &Capabilities::Any,
+        );
         assert_eq!(rules.iter().filter(|r| r.valid).count(), 1);
         let text: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
         assert_eq!(text.len(), 3, "{text:#?}");
@@ -225,7 +575,14 @@ mod tests {
         )
         .unwrap();
         std::os::unix::fs::symlink("/etc/passwd", tmp.path().join("passwd.toml")).unwrap();
-        let (rules, diags) = load(&[RuleSource::Dir(tmp.path().to_path_buf())]);
+        let Loaded {
+            rules,
+            diagnostics: diags,
+            ..
+        } = load(
+            &[RuleSource::Dir(tmp.path().to_path_buf())],
+            &Capabilities::Any,
+        );
         assert!(rules.is_empty());
         assert_eq!(diags.len(), 2);
         for d in &diags {
@@ -236,7 +593,11 @@ mod tests {
 
     #[test]
     fn a_missing_folder_is_reported() {
-        let (_, diags) = load(&[RuleSource::Dir("/no/such/dir".into())]);
+        let diags = load(
+            &[RuleSource::Dir("/no/such/dir".into())],
+            &Capabilities::Any,
+        )
+        .diagnostics;
         assert!(diags[0].to_string().contains("cannot read the rule folder"));
     }
 }

@@ -120,6 +120,8 @@ pub enum Evaluation {
     Suppressed(&'static str),
     /// The rule's node is still running (a script waiting for a later hook).
     Running,
+    /// The rule is switched off for this session's user.
+    Disabled,
 }
 
 #[derive(Debug, Clone)]

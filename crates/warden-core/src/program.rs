@@ -17,11 +17,12 @@ use bonsai_bt::Behavior;
 use serde_json::Value as Json;
 use warden_expr::{CompileOptions, Compiler, Condition, ExprError};
 
-use crate::context::{schema, unavailable};
+use crate::context::{SETTINGS_BASE, SETTINGS_ROOT, plugin_schema, unavailable};
 use crate::diagnostic::{Diagnostic, Severity, SourceFile};
 use crate::hook::Hook;
 use crate::index::ThresholdIndex;
-use crate::loader::{BUILTIN_PLUGIN, LOCAL_PLUGIN};
+use crate::loader::{BUILTIN_PLUGIN, LOCAL_PLUGIN, Loaded};
+use crate::plugin::{PluginInfo, SettingDef};
 use crate::rule::{ActionDef, ConditionDef, DeliverAt, LogLevel, Priority, RuleDef};
 use crate::template::{TemplateError, Templates, Text, ValueTemplate};
 
@@ -34,6 +35,9 @@ pub(crate) enum Node {
 
 pub(crate) struct CompiledRule {
     pub key: Arc<str>,
+    /// Identifies what the rule is: its file's text and its script's. A reload keeps a
+    /// running tree whose rules' fingerprints did not change.
+    pub fingerprint: u64,
     /// The decorators, copied out of `def` so a tick reads them without another pointer chase.
     pub gate: Gate,
     pub def: Arc<RuleDef>,
@@ -143,14 +147,43 @@ impl HookTree {
     }
 }
 
+/// One setting of one plugin, as a program numbers them (`ScalarId(SETTINGS_BASE + i)`).
+pub(crate) struct Slot {
+    pub plugin: Arc<str>,
+    pub def: Arc<SettingDef>,
+}
+
+/// Every setting of a program's plugins.
+#[derive(Default)]
+pub(crate) struct SettingSlots {
+    pub slots: Vec<Slot>,
+    /// The slots of each plugin.
+    pub by_plugin: HashMap<Arc<str>, Range<usize>>,
+}
+
+impl SettingSlots {
+    /// The slots of `plugin` (none for rules outside a plugin).
+    pub(crate) fn of(&self, plugin: &str) -> Range<usize> {
+        self.by_plugin.get(plugin).cloned().unwrap_or(0..0)
+    }
+
+    /// The slot of `plugin`'s setting `name`.
+    pub(crate) fn find(&self, plugin: &str, name: &str) -> Option<usize> {
+        self.of(plugin).find(|&i| self.slots[i].def.name == name)
+    }
+}
+
 /// Everything loaded and compiled from rule files: immutable, shared by every session.
 pub struct Program {
     pub(crate) generation: u64,
     pub(crate) rules: Vec<CompiledRule>,
     pub(crate) hooks: Vec<HookTree>,
     pub(crate) templates: Templates,
+    pub(crate) settings: SettingSlots,
+    plugins: Vec<PluginInfo>,
     loaded: Vec<Arc<RuleDef>>,
     diagnostics: Vec<Diagnostic>,
+    folders: Vec<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Program {
@@ -173,31 +206,79 @@ pub(crate) fn rule_key(plugin: &str, id: &str) -> Arc<str> {
 }
 
 impl Program {
-    /// Compiles `defs`. Rules with errors are left out and reported; the rest compile.
-    pub fn compile(
-        defs: Vec<RuleDef>,
-        mut diagnostics: Vec<Diagnostic>,
-        generation: u64,
-    ) -> Program {
-        let compiler = Compiler::new(schema().clone());
+    /// Compiles what was loaded. Rules with errors are left out and reported; the rest
+    /// compile, enabled or not (a user may switch a rule that is off by default on).
+    pub fn compile(loaded: Loaded, generation: u64) -> Program {
+        let Loaded {
+            rules: defs,
+            plugins,
+            mut diagnostics,
+            mut folders,
+        } = loaded;
+        // Number every setting of the loaded plugins, and give each plugin a compiler whose
+        // `settings` root has exactly its settings.
+        let mut settings = SettingSlots::default();
+        let base = Compiler::new(plugin_schema(&[]));
+        let mut compilers: HashMap<Arc<str>, Compiler> = HashMap::new();
+        for p in plugins.iter().filter(|p| p.skipped.is_none()) {
+            let id: Arc<str> = Arc::from(p.manifest.id.as_str());
+            let start = settings.slots.len();
+            let mut typed = Vec::new();
+            for def in &p.manifest.settings {
+                let Some(sid) = u16::try_from(settings.slots.len())
+                    .ok()
+                    .and_then(|i| SETTINGS_BASE.checked_add(i))
+                else {
+                    diagnostics.push(Diagnostic::error(
+                        &p.manifest.source,
+                        Some(p.manifest.span.clone()),
+                        Some("settings"),
+                        "too many settings across all plugins (the limit is 64,000)",
+                    ));
+                    break;
+                };
+                typed.push((warden_expr::ScalarId(sid), def.as_ref()));
+                settings.slots.push(Slot {
+                    plugin: id.clone(),
+                    def: def.clone(),
+                });
+            }
+            settings
+                .by_plugin
+                .insert(id.clone(), start..settings.slots.len());
+            compilers.insert(id, base.with_schema(plugin_schema(&typed)));
+        }
         let mut templates = Templates::new();
         let mut rules = Vec::new();
         let mut loaded = Vec::new();
+        let mut scripts = Vec::new();
         for def in defs {
             let def = Arc::new(def);
             // Every rule is compiled, so that `warden check` reports all of its problems; only
-            // valid, enabled rules that compile take part.
+            // valid rules that compile take part.
             let key = rules.len() as u64;
-            let Some(rule) = compile_rule(&def, key, &compiler, &mut templates, &mut diagnostics)
-            else {
+            let compiler = compilers.get(&def.plugin).unwrap_or(&base);
+            let Some(rule) = compile_rule(
+                &def,
+                key,
+                compiler,
+                &mut templates,
+                &mut diagnostics,
+                &mut scripts,
+            ) else {
                 continue;
             };
             if !def.valid {
                 continue;
             }
             loaded.push(def.clone());
-            if def.enabled {
-                rules.push(rule);
+            rules.push(rule);
+        }
+        for script in scripts {
+            if let Some(dir) = script.parent()
+                && !folders.iter().any(|f| dir.starts_with(f))
+            {
+                folders.push(dir.to_path_buf());
             }
         }
         let hooks = Hook::ALL
@@ -205,14 +286,45 @@ impl Program {
             .map(|h| build_hook(*h, &rules, &mut diagnostics))
             .collect();
         diagnostics.sort_by(|a, b| (a.path(), a.location()).cmp(&(b.path(), b.location())));
+        let plugins = plugins
+            .into_iter()
+            .map(|p| PluginInfo {
+                rules: loaded
+                    .iter()
+                    .filter(|r| *r.plugin == *p.manifest.id)
+                    .map(|r| r.id.clone())
+                    .collect(),
+                id: p.manifest.id,
+                name: p.manifest.name,
+                version: p.manifest.version,
+                description: p.manifest.description,
+                dir: p.dir,
+                requires: p.manifest.requires,
+                settings: p.manifest.settings,
+                skipped: p.skipped,
+            })
+            .collect();
         Program {
             generation,
             rules,
             hooks,
             templates,
+            settings,
+            plugins,
             loaded,
             diagnostics,
+            folders,
         }
+    }
+
+    /// The plugins found, loaded or skipped (Warden's built-in rules are the `builtin` plugin).
+    pub fn plugins(&self) -> &[PluginInfo] {
+        &self.plugins
+    }
+
+    /// The folders rules, manifests and scripts were read from: what to watch for changes.
+    pub fn folders(&self) -> &[std::path::PathBuf] {
+        &self.folders
     }
 
     /// Problems found while loading and compiling, errors and warnings.
@@ -232,9 +344,15 @@ impl Program {
         self.loaded.iter().map(|r| &**r)
     }
 
-    /// How many rules are active (loaded, enabled and compiled).
+    /// How many rules are active by default (loaded, compiled, not `enabled = false`).
     pub fn active_rules(&self) -> usize {
-        self.rules.len()
+        self.rules.iter().filter(|r| r.def.enabled).count()
+    }
+
+    /// The display ids of the loaded rules (`id`, or `plugin/id` for plugin rules), in load
+    /// order.
+    pub fn rule_keys(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| &*r.key)
     }
 
     /// The display id of an active rule by index.
@@ -311,17 +429,30 @@ impl Program {
     }
 }
 
+/// Why a rule outside a plugin cannot read `settings`.
+const NO_SETTINGS: &str = "this rule is not part of a plugin, so it has no settings; settings are declared in a plugin's manifest.toml ([settings.NAME])";
+
 fn compile_rule(
     def: &Arc<RuleDef>,
     key: u64,
     compiler: &Compiler,
     templates: &mut Templates,
     diagnostics: &mut Vec<Diagnostic>,
+    scripts: &mut Vec<std::path::PathBuf>,
 ) -> Option<CompiledRule> {
+    let mut unavailable_roots = unavailable(def.trigger).to_vec();
+    if &*def.plugin == LOCAL_PLUGIN {
+        unavailable_roots.push((SETTINGS_ROOT, NO_SETTINGS));
+    }
     let opts = CompileOptions {
-        unavailable: unavailable(def.trigger),
+        unavailable: &unavailable_roots,
         force_script: false,
     };
+    let mut fingerprint = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(
+        &(&*def.plugin, &def.id, def.source.text()),
+        &mut fingerprint,
+    );
     let file = &def.source;
     let before = diagnostics.len();
     let condition = match &def.condition {
@@ -333,9 +464,13 @@ fn compile_rule(
             }
         },
         ConditionDef::Script { path, timeout } => {
-            compile_script(def, key, path, diagnostics).map(|script| RuleCondition::Script {
-                script: Arc::new(script),
-                timeout: *timeout,
+            compile_script(def, key, path, diagnostics).map(|(script, found)| {
+                std::hash::Hash::hash(script.source(), &mut fingerprint);
+                scripts.extend(found);
+                RuleCondition::Script {
+                    script: Arc::new(script),
+                    timeout: *timeout,
+                }
             })
         }
     };
@@ -419,6 +554,7 @@ fn compile_rule(
     }
     Some(CompiledRule {
         key: rule_key(&def.plugin, &def.id),
+        fingerprint: std::hash::Hasher::finish(&fingerprint),
         gate: Gate {
             once_per_session: def.once_per_session,
             max_fires: def.max_fires,
@@ -438,7 +574,7 @@ fn compile_script(
     key: u64,
     path: &crate::rule::Located,
     diagnostics: &mut Vec<Diagnostic>,
-) -> Option<warden_lua::Script> {
+) -> Option<(warden_lua::Script, Option<std::path::PathBuf>)> {
     let rule_file = (&*def.plugin != BUILTIN_PLUGIN).then(|| def.source.path());
     let found = match crate::scripts::find(rule_file, &path.text) {
         Ok(f) => f,
@@ -482,7 +618,10 @@ fn compile_script(
         return None;
     }
     // Messages name the script as the rule does (short and the same on every machine).
-    Some(warden_lua::Script::new(key, &path.text, &found.text))
+    Some((
+        warden_lua::Script::new(key, &path.text, &found.text),
+        found.on_disk.then_some(found.path),
+    ))
 }
 
 #[allow(clippy::too_many_arguments)]

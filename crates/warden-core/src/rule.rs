@@ -925,7 +925,7 @@ fn read_action_fields(
     })
 }
 
-fn is_kebab(id: &str) -> bool {
+pub(crate) fn is_kebab(id: &str) -> bool {
     !id.is_empty()
         && !id.starts_with('-')
         && !id.ends_with('-')
@@ -935,7 +935,7 @@ fn is_kebab(id: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
 }
 
-fn to_kebab(id: &str) -> String {
+pub(crate) fn to_kebab(id: &str) -> String {
     let mut out = String::new();
     for c in id.trim().chars() {
         if c.is_ascii_alphanumeric() {

@@ -22,6 +22,8 @@ pub(crate) struct Found {
     /// Where it was found (shown in messages).
     pub path: PathBuf,
     pub text: String,
+    /// Whether it was read from disk (not one of the built-in scripts).
+    pub on_disk: bool,
 }
 
 /// Checks the shape of a script path; the error says what is wrong with it.
@@ -49,21 +51,33 @@ fn check_shape(path: &str) -> Result<&Path, String> {
     Ok(p)
 }
 
+/// Where a rule read from `rule_file` looks for scripts: its folder, then the folder above
+/// (`rules/x.toml` looks in `rules`, then `.`; `x.toml` in `.`, then `..`).
+fn search_folders(rule_file: &Path) -> [PathBuf; 2] {
+    let dir = match rule_file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let above = match (dir.file_name(), dir.parent()) {
+        (Some(_), Some(p)) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        (Some(_), _) => PathBuf::from("."),
+        (None, _) => dir.join(".."),
+    };
+    [dir.to_path_buf(), above]
+}
+
 /// Finds the script `path` for a rule read from `rule_file` (`None` for a built-in rule).
 pub(crate) fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, String> {
     let rel = check_shape(path)?;
     let mut tried = Vec::new();
-    if let Some(dir) = rule_file.and_then(Path::parent) {
-        let bases = [
-            Some(dir),
-            dir.parent().filter(|p| !p.as_os_str().is_empty()),
-        ];
-        for base in bases.into_iter().flatten() {
+    if let Some(file) = rule_file {
+        for base in &search_folders(file) {
             let candidate = base.join(rel);
             if fs::symlink_metadata(&candidate).is_ok() {
                 return read(&candidate, base).map(|text| Found {
                     path: candidate,
                     text,
+                    on_disk: true,
                 });
             }
             tried.push(candidate.display().to_string());
@@ -73,6 +87,7 @@ pub(crate) fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, String
         return Ok(Found {
             path: PathBuf::from(p),
             text: text.to_string(),
+            on_disk: false,
         });
     }
     let looked = if tried.is_empty() {
@@ -149,6 +164,16 @@ mod tests {
             let err = find(Some(Path::new("rules/r.toml")), path).err().unwrap();
             assert!(err.contains(why), "{path}: {err}");
         }
+    }
+
+    #[test]
+    fn relative_rule_folders_look_in_the_folder_above_too() {
+        let folders = |f: &str| search_folders(Path::new(f)).map(|p| p.display().to_string());
+        assert_eq!(folders("rules/r.toml"), ["rules", "."]);
+        assert_eq!(folders("./rules/r.toml"), ["./rules", "."]);
+        assert_eq!(folders("r.toml"), [".", "./.."]);
+        assert_eq!(folders("a/b/r.toml"), ["a/b", "a"]);
+        assert_eq!(folders("/srv/rules/r.toml"), ["/srv/rules", "/srv"]);
     }
 
     #[test]

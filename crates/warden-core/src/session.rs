@@ -10,7 +10,8 @@ use bonsai_bt::{BT, Behavior, Status};
 use warden_expr::{Frame, Verdict};
 use warden_store::{ExecutionRecord, StateScope, StateWrite};
 
-use crate::context::{STATE_ROOT, StateReader, TickFacts};
+use crate::context::{SETTINGS_ROOT, STATE_ROOT, StateReader, TickFacts};
+use crate::control::Resolved;
 use crate::event::Event;
 use crate::facts::SessionFacts;
 use crate::hook::Hook;
@@ -48,6 +49,10 @@ pub struct Session {
     id: String,
     facts: SessionFacts,
     generation: u64,
+    /// The program the session last ran (its running trees and scripts belong to it).
+    program: Option<Arc<Program>>,
+    /// The rules on and the settings in force for the session's user and project.
+    resolved: Resolved,
     memory: Vec<RuleMemory>,
     memory_keys: Vec<Arc<str>>,
     /// Trees left running, by (hook, entry), with the hook that wakes them.
@@ -58,6 +63,8 @@ pub struct Session {
     explain: bool,
     /// Reused between ticks: the entries selected for the current tick.
     selected: Vec<u32>,
+    /// The execution log's sampling position (see `log_this_tick`).
+    log_credit: f64,
 }
 
 impl std::fmt::Debug for Session {
@@ -82,13 +89,15 @@ impl Session {
             opts.project.as_deref().unwrap_or(crate::facts::DEFAULT_ID),
             shared.config.history_limit,
         );
-        let explain = opts.explain || shared.config.execution_log;
+        let explain = opts.explain;
         let script_limits = shared.config.script_limits;
         Session {
             shared,
             id,
             facts,
             generation: u64::MAX,
+            program: None,
+            resolved: Resolved::default(),
             memory: Vec::new(),
             memory_keys: Vec::new(),
             running: HashMap::new(),
@@ -101,6 +110,7 @@ impl Session {
             ended: false,
             explain,
             selected: Vec::new(),
+            log_credit: 0.0,
         }
     }
 
@@ -133,18 +143,17 @@ impl Session {
         self.ended
     }
 
-    /// Keeps decorator memory across a program change, by rule id. Running trees and scripts
-    /// belong to the program that started them: they are halted.
-    fn adopt(&mut self, program: &Program, halted: &mut Vec<Halted>) {
+    /// Moves the session onto a new program: decorator memory is kept by rule id; a running
+    /// tree is kept if its rules did not change (same rules, same files, same scripts), and
+    /// halted otherwise.
+    fn adopt(&mut self, program: &Arc<Program>, halted: &mut Vec<Halted>) {
         if self.generation == program.generation {
             return;
         }
-        if self.generation != u64::MAX {
-            halted.extend(self.scripts.halt_all("the rules were reloaded"));
-            if let Some(rt) = &mut self.scripts.runtime {
-                rt.forget_scripts();
-            }
+        if let Some(old) = self.program.take() {
+            self.carry_over(&old, program, halted);
         }
+        self.program = Some(program.clone());
         let old: HashMap<Arc<str>, RuleMemory> = self
             .memory_keys
             .drain(..)
@@ -156,9 +165,87 @@ impl Session {
             .iter()
             .map(|k| old.get(k).copied().unwrap_or_default())
             .collect();
-        // Running trees belong to the program that started them.
-        self.running.clear();
         self.generation = program.generation;
+    }
+
+    /// Keeps the running trees (and their scripts) whose rules are unchanged in `new`, under
+    /// their new positions; halts the others.
+    fn carry_over(&mut self, old: &Program, new: &Program, halted: &mut Vec<Halted>) {
+        let mut moved: HashMap<u32, u32> = HashMap::new();
+        let mut running = std::mem::take(&mut self.running)
+            .into_iter()
+            .collect::<Vec<_>>();
+        running.sort_by_key(|(k, _)| *k);
+        for ((hook, e), r) in running {
+            let old_entry = &old.hook(hook).entries[e as usize];
+            let same = |ne: &Entry| {
+                ne.name == old_entry.name
+                    && ne.rules.len() == old_entry.rules.len()
+                    && ne.rules.iter().zip(&old_entry.rules).all(|(&n, &o)| {
+                        let (n, o) = (&new.rules[n as usize], &old.rules[o as usize]);
+                        n.key == o.key && n.fingerprint == o.fingerprint
+                    })
+            };
+            let Some(at) = new.hook(hook).entries.iter().position(same) else {
+                continue;
+            };
+            let new_entry = &new.hook(hook).entries[at];
+            let pairs: HashMap<u32, u32> = old_entry
+                .rules
+                .iter()
+                .copied()
+                .zip(new_entry.rules.iter().copied())
+                .collect();
+            // The tree's leaves keep the indices they were built with; map them onward.
+            let remap = match r.remap {
+                Some(m) => m.into_iter().map(|(leaf, o)| (leaf, pairs[&o])).collect(),
+                None => pairs.clone(),
+            };
+            moved.extend(pairs);
+            self.running.insert(
+                (hook, at as u32),
+                Running {
+                    bt: r.bt,
+                    wake: r.wake,
+                    remap: Some(remap),
+                },
+            );
+        }
+        let tasks = std::mem::take(&mut self.scripts.tasks);
+        let mut stopped: Vec<_> = Vec::new();
+        for (ix, task) in tasks {
+            match moved.get(&ix) {
+                Some(&n) => {
+                    self.scripts.tasks.insert(n, task);
+                }
+                None => stopped.push((ix, task)),
+            }
+        }
+        stopped.sort_by_key(|(ix, _)| *ix);
+        for (_, (task, key)) in stopped {
+            let reason = if new.rules.iter().any(|r| r.key == key) {
+                "its rule changed in a reload"
+            } else {
+                "its rule was removed in a reload"
+            };
+            halted.push(self.scripts.halt_task(task, key, reason));
+        }
+        if let Some(rt) = &mut self.scripts.runtime {
+            rt.forget_scripts();
+        }
+    }
+
+    /// Whether this tick goes into the execution log: with a sample share `s`, a tick is
+    /// recorded each time the accumulated share passes a whole number, so exactly one tick in
+    /// `1/s` is recorded, evenly spread, the first tick included.
+    fn log_this_tick(&mut self) -> bool {
+        let share = self.shared.config.log_sample;
+        if share <= 0.0 {
+            return false;
+        }
+        let before = self.log_credit;
+        self.log_credit += share;
+        before == 0.0 || self.log_credit.floor() > before.floor()
     }
 
     /// Handles one hook: updates the facts, ticks the hook's trees, applies the effects of
@@ -183,12 +270,20 @@ impl Session {
                 error: complaint,
             });
         }
+        let controls = self.shared.controls();
+        self.resolved.refresh(
+            &program,
+            &controls,
+            &self.facts.user.id,
+            &self.facts.project.id,
+        );
         let tool = if hook.is_tool_hook() {
             event.tool.as_ref().map(|t| t.name.as_str())
         } else {
             None
         };
 
+        let logging = self.log_this_tick();
         let tree = program.hook(hook);
         let shared = self.shared.clone();
         let store = &shared.store;
@@ -200,6 +295,8 @@ impl Session {
             state: StateReader::new(store, &self.facts.user.id, &self.facts.project.id),
             plugin: std::cell::RefCell::new(Arc::from("")),
             state_error: std::cell::Cell::new(false),
+            slots: &program.settings,
+            settings: &self.resolved.settings,
         };
         let mut tick = Tick {
             program: &program,
@@ -207,12 +304,13 @@ impl Session {
             frame: Frame::new(&tick_facts),
             template_values: None,
             memory: &self.memory,
+            enabled: &self.resolved.enabled,
             turn: self.facts.turn.number,
             fired: Vec::new(),
             rendered: Vec::new(),
             errors,
             trace: Vec::with_capacity(tree.entries.len()),
-            timings: shared.config.execution_log.then(Vec::new),
+            timings: logging.then(Vec::new),
             scripts: &mut self.scripts,
             wakes: Vec::new(),
             running_leaves: Vec::new(),
@@ -225,7 +323,7 @@ impl Session {
             // Reported above; rules of a tool hook need to know which tool.
             selected.clear();
         } else {
-            tree.select(tool, &tick_facts, self.explain, &mut selected);
+            tree.select(tool, &tick_facts, self.explain || logging, &mut selected);
         }
         for &e in &selected {
             let key = (hook, e);
@@ -436,6 +534,7 @@ impl Session {
     fn end(&mut self) -> Vec<Halted> {
         self.ended = true;
         self.running.clear();
+        self.program = None;
         if !self.mailbox.is_empty() {
             tracing::debug!(session = %self.id, dropped = self.mailbox.len(), "session ended with notifications still waiting for delivery");
             self.mailbox.clear();
@@ -498,6 +597,8 @@ struct Fired {
 struct Running {
     bt: BT<Node, ()>,
     wake: Hook,
+    /// For a tree carried across a reload: the rule index each of its leaves now stands for.
+    remap: Option<HashMap<u32, u32>>,
 }
 
 /// Ticks one entry (a tree): a tree of one leaf is run by calling the leaf (bonsai's state
@@ -519,23 +620,33 @@ fn tick_entry(
         false => running.remove(&key),
     };
     let left_running = match (&entry.behavior, resumed) {
-        (Behavior::Action(node), None) => {
-            (tick.run(*node) == Status::Running).then(|| BT::new(entry.behavior.clone(), ()))
-        }
+        (Behavior::Action(node), None) => (tick.run(*node) == Status::Running)
+            .then(|| (BT::new(entry.behavior.clone(), ()), None)),
         (_, resumed) => {
-            let mut bt = resumed.map_or_else(|| BT::new(entry.behavior.clone(), ()), |r| r.bt);
-            let status = bt.tick(bonsai_event, &mut |args, _| (tick.run(*args.action), 0.0));
-            matches!(status, Some((Status::Running, _))).then_some(bt)
+            let (mut bt, remap) = match resumed {
+                Some(r) => (r.bt, r.remap),
+                None => (BT::new(entry.behavior.clone(), ()), None),
+            };
+            let status = bt.tick(bonsai_event, &mut |args, _| {
+                let node = match (&remap, *args.action) {
+                    (Some(m), Node::Rule(leaf)) => {
+                        Node::Rule(m.get(&leaf).copied().unwrap_or(leaf))
+                    }
+                    (None, node) => node,
+                };
+                (tick.run(node), 0.0)
+            });
+            matches!(status, Some((Status::Running, _))).then_some((bt, remap))
         }
     };
-    if let Some(bt) = left_running {
+    if let Some((bt, remap)) = left_running {
         let wake = tick
             .wakes
             .last()
             .and_then(|w| w.as_deref())
             .and_then(|h| h.parse::<Hook>().ok())
             .unwrap_or(key.0);
-        running.insert(key, Running { bt, wake });
+        running.insert(key, Running { bt, wake, remap });
     }
     if !tick.scripts.tasks.is_empty() {
         for &rule in &entry.rules {
@@ -577,14 +688,18 @@ impl Scripts {
 
     fn halt(&mut self, rule: u32, reason: &str) -> Option<Halted> {
         let (task, key) = self.tasks.remove(&rule)?;
+        Some(self.halt_task(task, key, reason))
+    }
+
+    fn halt_task(&mut self, task: warden_lua::Task, key: Arc<str>, reason: &str) -> Halted {
         tracing::info!(rule = %key, script = task.script(), reason, "script halted");
         if let Some(rt) = &mut self.runtime {
             rt.halt(task);
         }
-        Some(Halted {
+        Halted {
             rule: key,
             reason: reason.to_string(),
-        })
+        }
     }
 
     fn halt_all(&mut self, reason: &str) -> Vec<Halted> {
@@ -608,6 +723,8 @@ struct Tick<'a> {
     frame: Frame<'a>,
     template_values: Option<(Arc<str>, minijinja::Value)>,
     memory: &'a [RuleMemory],
+    /// Per rule: switched on for this session's user.
+    enabled: &'a [bool],
     turn: u32,
     fired: Vec<Fired>,
     rendered: Vec<Effect>,
@@ -666,6 +783,14 @@ impl Tick<'_> {
 
     fn rule(&mut self, ix: u32) -> Evaluation {
         let rule = &self.program.rules[ix as usize];
+        if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
+            // Switched off while its script waited: the script stops here.
+            if !self.scripts.tasks.is_empty() {
+                self.halted
+                    .extend(self.scripts.halt(ix, "its rule was switched off"));
+            }
+            return Evaluation::Disabled;
+        }
         // A waiting script resumes where it stopped: its decorators and filter were checked
         // when it started.
         if !self.scripts.tasks.is_empty() && self.scripts.tasks.contains_key(&ix) {
@@ -738,7 +863,9 @@ impl Tick<'_> {
         let RuleCondition::Script { timeout, script } = &rule.condition else {
             return Evaluation::Failed("internal: not a script rule".into());
         };
-        let timeout = timeout.unwrap_or(self.scripts.limits.timeout);
+        // A rule may ask for less time than the host allows, never more.
+        let limit = self.scripts.limits.timeout;
+        let timeout = timeout.map_or(limit, |t| t.min(limit));
         let facts = self.facts;
         let waiting = if start.is_none() {
             self.scripts.tasks.remove(&ix)
@@ -820,6 +947,7 @@ impl Tick<'_> {
             *current = plugin.clone();
             drop(current);
             self.frame.invalidate(STATE_ROOT);
+            self.frame.invalidate(SETTINGS_ROOT);
         }
     }
 

@@ -33,10 +33,21 @@ pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> 
         line: line_no,
         message,
     };
-    let mut value: Map<String, Value> = match serde_json::from_str(line) {
-        Ok(Value::Object(m)) => m,
-        Ok(_) => return Err(err("each line must be a JSON object".into())),
-        Err(e) => return Err(err(format!("not valid JSON: {e}"))),
+    match serde_json::from_str(line) {
+        Ok(value) => parse_value(line_no, value),
+        Err(e) => Err(err(format!("not valid JSON: {e}"))),
+    }
+}
+
+/// Reads one event given as a JSON value (`{"hook": "on_turn_start", "turn": {...}}`).
+pub fn parse_value(line_no: usize, value: Value) -> Result<TraceEvent, TraceError> {
+    let err = |message: String| TraceError {
+        line: line_no,
+        message,
+    };
+    let mut value: Map<String, Value> = match value {
+        Value::Object(m) => m,
+        _ => return Err(err("each event must be a JSON object".into())),
     };
     let hook = match value.remove("hook") {
         Some(Value::String(h)) => h.parse::<Hook>().map_err(|e| err(e.to_string()))?,
@@ -123,6 +134,7 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
                 Evaluation::Failed(r) => ("failed", Some(r.clone())),
                 Evaluation::Suppressed(r) => ("suppressed", Some(r.to_string())),
                 Evaluation::Running => ("running", None),
+                Evaluation::Disabled => ("disabled", Some("switched off for this user".to_string())),
             };
             let mut line = json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "evaluation": result});
             if let (Some(reason), Some(fields)) = (reason, line.as_object_mut()) {

@@ -2,19 +2,21 @@
 //! and the event bus, and opens sessions.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::Value as Json;
 use tokio::sync::broadcast;
 use warden_store::Store;
 
+use crate::control::{Controls, POLL_INTERVAL};
 use crate::diagnostic::Diagnostic;
 use crate::event::Event;
 use crate::facts::DEFAULT_HISTORY_LIMIT;
 use crate::hook::Hook;
-use crate::loader::{RuleSource, load};
+use crate::loader::{Capabilities, RuleSource, load};
 use crate::outcome::Outcome;
 use crate::program::Program;
 use crate::session::{Session, SessionOptions};
@@ -36,11 +38,26 @@ pub struct BusEvent {
     pub hook: Hook,
 }
 
+/// What [`Warden::reload`] did.
+#[derive(Debug, Clone)]
+pub struct Reload {
+    /// Whether the files as they are now are in force. False when the change introduced an
+    /// error: the previous program then stays in force.
+    pub applied: bool,
+    /// The program generation in force after the reload.
+    pub generation: u64,
+    /// Every problem found in the files as they are now.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The errors the change introduced (empty when it was applied).
+    pub introduced: Vec<Diagnostic>,
+}
+
 /// Settings of a [`Warden`].
 #[derive(Debug, Clone)]
-pub(crate) struct Config {
+pub(crate) struct Options {
     pub history_limit: usize,
-    pub execution_log: bool,
+    /// Share of ticks recorded in the execution log (0: off).
+    pub log_sample: f64,
     pub script_limits: warden_lua::Limits,
 }
 
@@ -60,11 +77,18 @@ pub(crate) struct Shared {
     program: RwLock<Arc<Program>>,
     pub(crate) store: Store,
     pub(crate) bus: broadcast::Sender<BusEvent>,
-    pub(crate) config: Config,
+    pub(crate) config: Options,
     sources: Vec<RuleSource>,
+    capabilities: Capabilities,
     next_session: AtomicU64,
-    generation: AtomicU64,
     reload_lock: Mutex<()>,
+    /// The users' choices (rules on or off, setting values), as last read from the store.
+    controls: RwLock<Arc<Controls>>,
+    /// When the store was last polled for changes by other processes (ms since `started`).
+    polled_at: AtomicU64,
+    /// The store's `data_version` at that poll.
+    data_version: AtomicI64,
+    started: Instant,
 }
 
 impl Shared {
@@ -72,6 +96,43 @@ impl Shared {
         match self.program.read() {
             Ok(p) => p.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
+    /// process changed them, and reads them again if so.
+    pub(crate) fn controls(&self) -> Arc<Controls> {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.polled_at.load(Ordering::Relaxed);
+        let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;
+        if due
+            && self
+                .polled_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            match self.store.data_version() {
+                Ok(v) if self.data_version.swap(v, Ordering::Relaxed) != v => {
+                    self.refresh_controls();
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "could not check the store for changes"),
+            }
+        }
+        match self.controls.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Reads the users' choices again. On a store error the previous ones stay in force.
+    pub(crate) fn refresh_controls(&self) {
+        let mut slot = self.controls.write().unwrap_or_else(|p| p.into_inner());
+        match Controls::load(&self.store, slot.generation + 1) {
+            Ok(c) => *slot = Arc::new(c),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read rule and setting choices; the previous ones stay in force")
+            }
         }
     }
 }
@@ -106,9 +167,11 @@ impl std::fmt::Debug for Warden {
 #[derive(Debug, Default)]
 pub struct WardenBuilder {
     sources: Vec<RuleSource>,
+    capabilities: std::collections::BTreeSet<String>,
+    any_capability: bool,
     store: Option<Store>,
     history_limit: Option<usize>,
-    execution_log: bool,
+    log_sample: f64,
     strict: bool,
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
@@ -127,6 +190,32 @@ impl WardenBuilder {
         self
     }
 
+    /// Loads every plugin of a folder: each folder in it with a `manifest.toml`. Plugins that
+    /// require a capability the host did not declare (see [`WardenBuilder::capabilities`])
+    /// are skipped with a warning.
+    pub fn plugins_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.sources.push(RuleSource::Plugins(dir.into()));
+        self
+    }
+
+    /// Declares capabilities the host has (the tools it offers, usually), for plugins that
+    /// require them (`[capabilities] requires` in a manifest). Adds to those already declared.
+    pub fn capabilities<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.capabilities.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// Loads plugins whatever they require (for checking plugins away from their host, as
+    /// `warden check` does).
+    pub fn any_capability(mut self) -> Self {
+        self.any_capability = true;
+        self
+    }
+
     /// Uses `store` for plugin state and the execution log (an in-memory store otherwise).
     pub fn store(mut self, store: Store) -> Self {
         self.store = Some(store);
@@ -139,9 +228,22 @@ impl WardenBuilder {
         self
     }
 
-    /// Records every rule evaluation in the store's execution log (off by default).
+    /// Records every rule evaluation in the store's execution log (off by default): which
+    /// rule, at which hook, whether it matched and acted, how long it took, what failed.
     pub fn execution_log(mut self, on: bool) -> Self {
-        self.execution_log = on;
+        self.log_sample = if on { 1.0 } else { 0.0 };
+        self
+    }
+
+    /// Records a share of ticks in the execution log: `0.1` records about one tick in ten
+    /// (every evaluation of a recorded tick), chosen evenly per session; `0` turns the log
+    /// off, `1` records every tick.
+    pub fn execution_log_sample(mut self, share: f64) -> Self {
+        self.log_sample = if share.is_nan() {
+            0.0
+        } else {
+            share.clamp(0.0, 1.0)
+        };
         self
     }
 
@@ -171,8 +273,12 @@ impl WardenBuilder {
             Some(s) => s,
             None => Store::in_memory()?,
         };
-        let (defs, diagnostics) = load(&self.sources);
-        let program = Program::compile(defs, diagnostics, 0);
+        let capabilities = if self.any_capability {
+            Capabilities::Any
+        } else {
+            Capabilities::Only(self.capabilities)
+        };
+        let program = Program::compile(load(&self.sources, &capabilities), 0);
         if self.strict && program.has_errors() {
             return Err(Error::Rules(
                 program
@@ -184,20 +290,26 @@ impl WardenBuilder {
             ));
         }
         let (bus, _) = broadcast::channel(self.bus_capacity.unwrap_or(1024));
+        let controls = Controls::load(&store, 0)?;
+        let data_version = store.data_version()?;
         Ok(Warden {
             shared: Arc::new(Shared {
                 program: RwLock::new(Arc::new(program)),
                 store,
                 bus,
-                config: Config {
+                config: Options {
                     history_limit: self.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT),
-                    execution_log: self.execution_log,
+                    log_sample: self.log_sample,
                     script_limits: self.script_limits.unwrap_or_default(),
                 },
                 sources: self.sources,
+                capabilities,
                 next_session: AtomicU64::new(1),
-                generation: AtomicU64::new(0),
                 reload_lock: Mutex::new(()),
+                controls: RwLock::new(Arc::new(controls)),
+                polled_at: AtomicU64::new(0),
+                data_version: AtomicI64::new(data_version),
+                started: Instant::now(),
             }),
         })
     }
@@ -241,24 +353,73 @@ impl Warden {
         &self.shared.store
     }
 
-    /// Reads and compiles the rule files again and swaps the new program in between ticks;
-    /// sessions keep their facts and decorator memory (by rule id). If the new files have
-    /// errors, the rules without errors are used and the diagnostics returned.
-    pub fn reload(&self) -> Vec<Diagnostic> {
+    pub(crate) fn controls(&self) -> Arc<Controls> {
+        self.shared.controls()
+    }
+
+    pub(crate) fn refresh_controls(&self) {
+        self.shared.refresh_controls();
+    }
+
+    /// Reads and compiles the rule, manifest and script files again and, unless the change
+    /// broke something, swaps the new program in between ticks. Sessions keep their facts and
+    /// decorator memory (by rule id), and their running trees whose rules did not change.
+    ///
+    /// A change that introduces an error (one the program in force does not have) is not
+    /// applied: the last good program stays in force, and [`Reload::introduced`] says what
+    /// is wrong, with file and line. Errors that were already there (a file broken since
+    /// startup, skipped then too) do not block other changes.
+    pub fn reload(&self) -> Reload {
         let _guard = self
             .shared
             .reload_lock
             .lock()
             .unwrap_or_else(|p| p.into_inner());
-        let (defs, diagnostics) = load(&self.shared.sources);
-        let generation = self.shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
-        let program = Arc::new(Program::compile(defs, diagnostics, generation));
-        let diagnostics = program.diagnostics().to_vec();
+        let current = self.shared.program();
+        let loaded = load(&self.shared.sources, &self.shared.capabilities);
+        let candidate = Program::compile(loaded, current.generation + 1);
+        let known: std::collections::HashSet<_> = current
+            .diagnostics()
+            .iter()
+            .filter(|d| d.is_error())
+            .map(|d| (d.path().to_path_buf(), d.line(), d.message().to_string()))
+            .collect();
+        let introduced: Vec<Diagnostic> = candidate
+            .diagnostics()
+            .iter()
+            .filter(|d| {
+                d.is_error()
+                    && !known.contains(&(d.path().to_path_buf(), d.line(), d.message().to_string()))
+            })
+            .cloned()
+            .collect();
+        let diagnostics = candidate.diagnostics().to_vec();
+        if !introduced.is_empty() {
+            tracing::error!(
+                problems = introduced.len(),
+                first = %introduced[0],
+                "the changed rule files have errors; the previous rules stay in force"
+            );
+            return Reload {
+                applied: false,
+                generation: current.generation,
+                diagnostics,
+                introduced,
+            };
+        }
+        let generation = candidate.generation;
+        let program = Arc::new(candidate);
         match self.shared.program.write() {
             Ok(mut p) => *p = program,
             Err(poisoned) => *poisoned.into_inner() = program,
         }
-        diagnostics
+        tracing::info!(generation, "rules reloaded");
+        Reload {
+            applied: true,
+            generation,
+            diagnostics,
+            introduced,
+        }
     }
 }
 

@@ -262,7 +262,7 @@ fn reload_swaps_rules_and_keeps_decorator_memory() {
         notify("new", "on_turn_start", "true", "new rule", "immediate"),
     )
     .unwrap();
-    assert!(w.reload().is_empty());
+    assert!(w.reload().diagnostics.is_empty());
     let o = s.tick(Hook::OnTurnStart, Event::new());
     assert_eq!(
         o.fired(),
@@ -521,11 +521,13 @@ fn a_script_waits_across_turns_and_resumes_at_its_node() {
 }
 
 #[test]
-fn reloading_halts_running_scripts_and_says_so() {
+fn a_reload_keeps_unchanged_running_scripts_and_halts_changed_ones() {
     let dir = tempfile::tempdir().unwrap();
+    let waiter = |n: u32| format!("wait_for('on_session_end')\nnotify('done {n}')\nreturn true");
+    script_rule(dir.path(), "waiter", "on_turn_start", &waiter(1), "");
     script_rule(
         dir.path(),
-        "waiter",
+        "other",
         "on_turn_start",
         "wait_for('on_session_end')",
         "",
@@ -533,15 +535,44 @@ fn reloading_halts_running_scripts_and_says_so() {
     let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
     let mut s = w.session();
     let o = s.tick(Hook::OnTurnStart, Event::new());
-    assert!(o.trace().any(|(_, e)| *e == Evaluation::Running));
-    w.reload();
-    let o = s.tick(Hook::OnTurnStart, Event::new());
-    assert_eq!(o.halted.len(), 1);
     assert_eq!(
-        (&*o.halted[0].rule, o.halted[0].reason.as_str()),
-        ("waiter", "the rules were reloaded")
+        o.trace()
+            .filter(|(_, e)| **e == Evaluation::Running)
+            .count(),
+        2
     );
-    // It starts afresh under the new program.
+
+    // A reload that changes nothing these scripts depend on keeps them running, in place.
+    fs::write(
+        dir.path().join("unrelated.toml"),
+        "[rule]\nid = \"a-new-rule\"\ntrigger = \"on_turn_end\"\ncondition = \"true\"\n[action]\ntype = \"log\"\nmessage = \"x\"\n",
+    )
+    .unwrap();
+    assert!(w.reload().diagnostics.is_empty());
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert!(o.halted.is_empty(), "{:?}", o.halted);
+    assert!(
+        o.trace().all(|(r, _)| r != "waiter" && r != "other"),
+        "both still wait for on_session_end, so neither starts again"
+    );
+
+    // Changing one script halts that one, cleanly and said so; it starts afresh.
+    script_rule(dir.path(), "waiter", "on_turn_start", &waiter(2), "");
+    fs::remove_file(dir.path().join("other.toml")).unwrap();
+    assert!(w.reload().applied);
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    let halted: Vec<_> = o
+        .halted
+        .iter()
+        .map(|h| (&*h.rule, h.reason.as_str()))
+        .collect();
+    assert_eq!(
+        halted,
+        [
+            ("other", "its rule was removed in a reload"),
+            ("waiter", "its rule changed in a reload")
+        ]
+    );
     assert!(
         o.trace()
             .any(|(r, e)| r == "waiter" && *e == Evaluation::Running)
@@ -551,5 +582,41 @@ fn reloading_halts_running_scripts_and_says_so() {
         end.halted.is_empty(),
         "woken by on_session_end, it finished: {:?}",
         end.halted
+    );
+    let done: Vec<_> = end
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            warden_core::Effect::NotifySelf(n) => Some(n.message.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(done, ["done 2"]);
+}
+
+#[test]
+fn a_rules_timeout_cannot_raise_the_hosts_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    script_rule(
+        dir.path(),
+        "greedy",
+        "on_turn_start",
+        "while true do end",
+        "timeout = 60\n",
+    );
+    let w = Warden::builder()
+        .rules_dir(dir.path())
+        .script_limits(warden_core::ScriptLimits {
+            timeout: std::time::Duration::from_millis(50),
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let o = w.session().tick(Hook::OnTurnStart, Event::new());
+    assert_eq!(o.errors.len(), 1);
+    assert!(
+        o.errors[0].error.ends_with("time limit of 50 ms"),
+        "{}",
+        o.errors[0].error
     );
 }

@@ -227,6 +227,16 @@ impl Compiler {
         }
     }
 
+    /// A compiler for another schema that shares this one's script engine (the engine is the
+    /// costly part; schemas that differ in one root, such as each plugin's `settings`, can
+    /// share it).
+    pub fn with_schema(&self, schema: Schema) -> Self {
+        Compiler {
+            schema: Arc::new(schema),
+            engine: self.engine.clone(),
+        }
+    }
+
     /// The schema conditions are checked against.
     pub fn schema(&self) -> &Schema {
         &self.schema

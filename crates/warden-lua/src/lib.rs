@@ -125,6 +125,11 @@ impl Script {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The script's text.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
 }
 
 /// A syntax error in a script.

@@ -11,6 +11,7 @@ local rawget, rawset, rawequal, rawlen = rawget, rawset, rawequal, rawlen
 local setmetatable, getmetatable = setmetatable, getmetatable
 local real_pcall, real_xpcall, real_load, real_collect = pcall, xpcall, load, collectgarbage
 local co_yield, co_resume, co_close = coroutine.yield, coroutine.resume, coroutine.close
+local co_running = coroutine.running
 local s_find, s_match, s_gmatch, s_gsub = string.find, string.match, string.gmatch, string.gsub
 local os_time, os_clock = os.time, os.clock
 local check_pattern, tripped, handler, effect = host.check_pattern, host.tripped, host.handler, host.effect
@@ -206,7 +207,7 @@ local function safe_load(chunk, name, mode, env)
 end
 
 ---------------------------------------------------------------------------------------------
--- The frame of a run: `context`, `event`, `tool`, `result`, read lazily from the host.
+-- The frame of a run: `context`, `event`, `tool`, `result`, `settings`, read lazily from the host.
 
 local fetch, result_of, has_tool = host.fetch, host.result, host.has_tool
 local RECORD = host.record -- marks a record returned by `fetch`: RECORD, constructor, values
@@ -273,7 +274,7 @@ ROOT.__pairs = function(p)
 end
 
 local roots = {}
-for _, name in ipairs({ "context", "event", "tool", "result" }) do
+for _, name in ipairs({ "context", "event", "tool", "result", "settings" }) do
   local p = setmetatable({}, ROOT)
   root_name[p] = name
   roots[name] = p
@@ -282,6 +283,7 @@ end
 -- `tool` and `result` exist only when the tick has them; `context` and `event` always do.
 rawset(base, "context", roots.context)
 rawset(base, "event", roots.event)
+rawset(base, "settings", roots.settings)
 setmetatable(base, {
   __index = function(_, k)
     if k == "tool" then
@@ -336,10 +338,20 @@ local function turn_number()
   return base.context.turn.number
 end
 
+-- The coroutines Warden runs scripts in. Waiting means yielding to Warden, which only these
+-- can do: inside a coroutine the script made, a yield would go back to the script instead.
+local task_threads = setmetatable({}, { __mode = "k" })
+local function check_waitable(name)
+  if not task_threads[co_running()] then
+    error(name .. " cannot wait inside a coroutine the script created; call it from the script's own code", 3)
+  end
+end
+
 local function wait_turns(n)
   if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then
     error("wait_turns(n): n must be a whole number from 1", 2)
   end
+  check_waitable("wait_turns")
   local target = turn_number() + n
   repeat
     co_yield(WAIT, "on_turn_start")
@@ -385,6 +397,7 @@ local function wait_for(hook, filter)
   if filter ~= nil and t ~= "table" and t ~= "function" then
     error("wait_for(hook, filter): the filter must be a table such as { tool = 'vault_search' } or a function", 2)
   end
+  check_waitable("wait_for")
   while true do
     co_yield(WAIT, hook)
     local ev = base.event
@@ -469,6 +482,7 @@ local function finish(ok, ...)
 end
 
 local function start(f)
+  task_threads[co_running()] = true
   return finish(real_xpcall(f, handler))
 end
 

@@ -289,6 +289,25 @@ fn a_plain_yield_waits_for_the_scripts_own_hook() {
 }
 
 #[test]
+fn waiting_inside_the_scripts_own_coroutine_is_an_error_not_a_silent_yield() {
+    let mut rt = runtime();
+    for src in [
+        "local co = coroutine.create(function() wait_turns(1) end); local ok, e = coroutine.resume(co); error(e, 0)",
+        "coroutine.wrap(function() wait_for('on_turn_end') end)()",
+    ] {
+        let (task, step) = run_with(&mut rt, src, &Frame::default());
+        assert!(task.is_none());
+        match step {
+            Step::Failed { error } => assert!(
+                error.contains("cannot wait inside a coroutine the script created"),
+                "{src}: {error}"
+            ),
+            other => panic!("{src}: {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn values_read_before_waiting_keep_their_tick_and_roots_read_the_current_one() {
     let mut rt = runtime();
     let src = "local t = context.turn; local c = context; wait_turns(1); \

@@ -78,6 +78,17 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// A stored setting override is not valid JSON (the file was edited by hand, or damaged).
+    #[error("database {db}: the value of {setting} is not valid JSON ({reason}); set it again or delete the row")]
+    CorruptSetting {
+        /// The database that was being read.
+        db: String,
+        /// Which override: setting, plugin and user.
+        setting: String,
+        /// Why the value could not be read.
+        reason: String,
+    },
+
     /// Any other SQLite failure while using an open database.
     #[error("database {db}: {cause}")]
     Sqlite {

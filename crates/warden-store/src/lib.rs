@@ -31,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod controls;
 mod error;
 mod migrations;
 
@@ -43,6 +44,7 @@ use std::time::Duration;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+pub use controls::{ALL_PROJECTS, RuleToggle, SettingOverride};
 pub use error::StoreError;
 
 /// How long a statement waits for another connection's lock before failing.

@@ -42,8 +42,30 @@ CREATE INDEX IF NOT EXISTS idx_rule_log_session
     ON rule_execution_log(session_id, created_at DESC);
 ";
 
+/// Migration 2: what users control without touching rule files (the data model's "user
+/// settings extension", normalized): rules turned on or off per user, and setting overrides
+/// per user, for one project or (`project_id = '*'`) for all of them.
+const MIGRATION_2: &str = "
+CREATE TABLE IF NOT EXISTS rule_toggle (
+    user_id TEXT NOT NULL,
+    rule_id TEXT NOT NULL,
+    enabled INTEGER NOT NULL,           -- 0 = off, 1 = on
+    updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+    PRIMARY KEY (user_id, rule_id)
+);
+CREATE TABLE IF NOT EXISTS setting_override (
+    user_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,           -- '*' = every project
+    plugin_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value_json TEXT NOT NULL,
+    updated_at TEXT NOT NULL DEFAULT (datetime('now')),
+    PRIMARY KEY (user_id, project_id, plugin_id, name)
+);
+";
+
 /// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> u32 {

@@ -1,0 +1,214 @@
+//! `warden test` and `warden log`: rule tests, and the execution log.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use warden_core::testing::{BUILTIN_TESTS, TEST_SUFFIX, TestReport, find_test_files, run_tests};
+use warden_core::{Config, ExecutionFilter};
+
+use crate::setup::{build, open_store};
+use crate::{json_out, render_diagnostics};
+
+/// Runs rule tests: the files or folders given, or else the tests beside every configured
+/// rule and plugin folder (and the built-in rules' tests, when they are loaded).
+pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
+    let mut files: Vec<(PathBuf, String)> = Vec::new();
+    let on_disk = if paths.is_empty() {
+        if config.builtin {
+            files.extend(
+                BUILTIN_TESTS
+                    .iter()
+                    .map(|(p, t)| (PathBuf::from(p), t.to_string())),
+            );
+        }
+        let folders: Vec<PathBuf> = config
+            .rules
+            .iter()
+            .chain(&config.plugins)
+            .cloned()
+            .collect();
+        find_test_files(&folders)
+    } else {
+        let mut found = Vec::new();
+        for p in paths {
+            if p.is_dir() {
+                found.extend(find_test_files(std::slice::from_ref(p)));
+            } else if p.to_string_lossy().ends_with(TEST_SUFFIX) {
+                found.push(p.clone());
+            } else {
+                return Err(format!(
+                    "{} is not a test file (`*{TEST_SUFFIX}`) or a folder",
+                    p.display()
+                ));
+            }
+        }
+        found
+    };
+    for path in on_disk {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        files.push((path, text));
+    }
+    if files.is_empty() {
+        return Err(format!(
+            "no rule tests found: write them beside the rules as `*{TEST_SUFFIX}`"
+        ));
+    }
+    // Each file gets a fresh Warden on an in-memory store: tests never touch real state.
+    let make = || {
+        let w = build(config, true, false)?;
+        let broken: Vec<_> = w
+            .diagnostics()
+            .into_iter()
+            .filter(|d| d.is_error())
+            .collect();
+        if !broken.is_empty() {
+            eprint!("{}", render_diagnostics(&broken));
+        }
+        Ok(w)
+    };
+    let report = run_tests(&files, &make);
+    if !report.diagnostics.is_empty() {
+        eprint!("{}", render_diagnostics(&report.diagnostics));
+    }
+    if json {
+        json_out(&report)?;
+    } else {
+        print!("{}", human(&report));
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn human(report: &TestReport) -> String {
+    let mut out = String::new();
+    for f in &report.files {
+        out.push_str(&format!("{}\n", f.file.display()));
+        for c in &f.cases {
+            out.push_str(&format!(
+                "  {} {}\n",
+                if c.passed { "ok  " } else { "FAIL" },
+                c.name
+            ));
+            for failure in &c.failures {
+                for (i, line) in failure.lines().enumerate() {
+                    out.push_str(if i == 0 { "       " } else { "         " });
+                    out.push_str(line);
+                    out.push('\n');
+                }
+            }
+        }
+    }
+    let broken = report.diagnostics.iter().filter(|d| d.is_error()).count();
+    out.push_str(&format!(
+        "\n{} passed, {} failed{}\n",
+        report.passed(),
+        report.failed(),
+        if broken > 0 {
+            format!(", {broken} problem(s) in test files (above)")
+        } else {
+            String::new()
+        }
+    ));
+    out
+}
+
+/// What `warden log` filters by.
+#[derive(clap::Args, Debug)]
+pub(crate) struct LogQuery {
+    /// Only this rule (`id` or `plugin/id`).
+    #[arg(long)]
+    rule: Option<String>,
+    /// Only this session.
+    #[arg(long)]
+    session: Option<String>,
+    /// Only evaluations that ended in an error.
+    #[arg(long)]
+    failures: bool,
+    /// Only this user's (all users when absent; --user is not a filter here).
+    #[arg(long = "of-user", value_name = "USER")]
+    of_user: Option<String>,
+    /// At most this many rows, newest first.
+    #[arg(long, default_value_t = 50)]
+    limit: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
+    let store = open_store(config, "reading the execution log")?;
+    let rows = store
+        .executions(&ExecutionFilter {
+            rule_id: q.rule.clone(),
+            session_id: q.session.clone(),
+            user_id: q.of_user.clone(),
+            failures_only: q.failures,
+            limit: Some(q.limit),
+        })
+        .map_err(|e| e.to_string())?;
+    if q.json {
+        let items: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id,
+                    "at": r.created_at,
+                    "user": r.record.user_id,
+                    "project": r.record.project_id,
+                    "session": r.record.session_id,
+                    "rule": r.record.rule_id,
+                    "hook": r.record.trigger,
+                    "matched": r.record.condition_result,
+                    "acted": r.record.action_executed,
+                    "ms": r.record.execution_time_ms,
+                    "error": r.record.error_message,
+                })
+            })
+            .collect();
+        json_out(&items)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        if q.rule.is_some() || q.session.is_some() || q.of_user.is_some() || q.failures {
+            println!("no recorded evaluation matches");
+        } else {
+            println!(
+                "no evaluations recorded; turn the log on with `[log] sample = 1` in warden.toml (or WardenBuilder::execution_log)"
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let width = rows
+        .iter()
+        .map(|r| r.record.rule_id.len())
+        .max()
+        .unwrap_or(0);
+    for r in &rows {
+        let rec = &r.record;
+        let result = match (
+            &rec.error_message,
+            rec.action_executed,
+            rec.condition_result,
+        ) {
+            (Some(e), _, _) => format!("error: {e}"),
+            (None, true, _) => "fired".to_string(),
+            (None, false, true) => "matched".to_string(),
+            (None, false, false) => "not matched".to_string(),
+        };
+        println!(
+            "{}  {:<width$}  {:<17} {:>8.3} ms  {}  [{} / {}]",
+            r.created_at,
+            rec.rule_id,
+            rec.trigger,
+            rec.execution_time_ms,
+            result,
+            rec.session_id.as_deref().unwrap_or("-"),
+            rec.user_id
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,344 @@
+//! `warden rules ...` and `warden plugins list`: what is loaded, and the users' choices.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use warden_core::{Config, PluginInfo, RuleInfo, SetBy, SettingInfo, Warden};
+
+use crate::setup::{build, open_store};
+use crate::{json_out, render_diagnostics};
+
+#[derive(Subcommand, Debug)]
+pub(crate) enum RulesCommand {
+    /// Every rule, with its plugin, hook, priority, state for the user, core flag and settings.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One rule in full.
+    Show {
+        /// `id`, or `plugin/id` for a plugin's rule.
+        rule: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Switch a rule on for the user.
+    Enable {
+        /// `id`, or `plugin/id`.
+        rule: String,
+    },
+    /// Switch a rule off for the user (core rules cannot be switched off).
+    Disable {
+        /// `id`, or `plugin/id`.
+        rule: String,
+    },
+    /// Forget the user's choice for a rule: its file's `enabled` applies again.
+    Reset {
+        /// `id`, or `plugin/id`.
+        rule: String,
+    },
+    /// Set a plugin setting for the user (in every project, or with --in-project in the
+    /// current one only). The value must fit the setting's type and bounds.
+    Set {
+        /// `plugin.setting`, e.g. `builtin.token_budget_threshold`.
+        key: String,
+        /// The value: `12`, `0.75`, `true`, or text.
+        value: String,
+        /// Only in the current project (--project, or `project` in warden.toml).
+        #[arg(long)]
+        in_project: bool,
+    },
+    /// Remove the user's value for a setting: the default applies again.
+    Unset {
+        /// `plugin.setting`.
+        key: String,
+        /// The value set for the current project only.
+        #[arg(long)]
+        in_project: bool,
+    },
+}
+
+fn warden(config: &Config) -> Result<Warden, String> {
+    let w = build(config, false, false)?;
+    let diagnostics = w.diagnostics();
+    if diagnostics.iter().any(|d| d.is_error()) {
+        eprint!("{}", render_diagnostics(&diagnostics));
+    }
+    Ok(w)
+}
+
+pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, String> {
+    let (user, project) = (config.user.as_str(), config.project.as_str());
+    let writes = !matches!(
+        command,
+        RulesCommand::List { .. } | RulesCommand::Show { .. }
+    );
+    if writes {
+        // A choice not stored anywhere would be lost at once.
+        open_store(config, "changing a rule or setting")?;
+    }
+    let w = warden(config)?;
+    let project_scope = |in_project: bool| in_project.then_some(project);
+    match command {
+        RulesCommand::List { json } => {
+            let list = w.rule_list(user, project);
+            if json {
+                json_out(&list)?;
+            } else {
+                print!("{}", rule_table(&list, user));
+            }
+        }
+        RulesCommand::Show { rule, json } => {
+            let info = w
+                .rule_info(user, project, &rule)
+                .map_err(|e| e.to_string())?;
+            if json {
+                json_out(&info)?;
+            } else {
+                print!("{}", rule_details(&info, user));
+            }
+        }
+        RulesCommand::Enable { rule } => {
+            let info = w
+                .set_rule_enabled(user, &rule, true)
+                .map_err(|e| e.to_string())?;
+            println!("{} is on for {user}", info.key);
+        }
+        RulesCommand::Disable { rule } => {
+            let info = w
+                .set_rule_enabled(user, &rule, false)
+                .map_err(|e| e.to_string())?;
+            println!("{} is off for {user}", info.key);
+        }
+        RulesCommand::Reset { rule } => {
+            let info = w.reset_rule(user, &rule).map_err(|e| e.to_string())?;
+            println!(
+                "{} follows its file again: {} for {user}",
+                info.key,
+                if info.enabled { "on" } else { "off" }
+            );
+        }
+        RulesCommand::Set {
+            key,
+            value,
+            in_project,
+        } => {
+            let s = w
+                .set_setting_text(user, project_scope(in_project), &key, &value)
+                .map_err(|e| e.to_string())?;
+            println!(
+                "{} = {} for {user}{}",
+                s.key,
+                s.value,
+                if in_project {
+                    format!(" in project {project}")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        RulesCommand::Unset { key, in_project } => {
+            let s = w
+                .reset_setting(user, project_scope(in_project), &key)
+                .map_err(|e| e.to_string())?;
+            println!("{} = {} for {user} ({})", s.key, s.value, set_by(s.set_by));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn set_by(s: SetBy) -> &'static str {
+    match s {
+        SetBy::Default => "default",
+        SetBy::User => "set by the user",
+        SetBy::Project => "set for this project",
+    }
+}
+
+fn settings_text(settings: &[SettingInfo]) -> String {
+    settings
+        .iter()
+        .map(|s| {
+            format!(
+                "{}={}{}",
+                s.def.name,
+                s.value,
+                if s.set_by == SetBy::Default { "" } else { "*" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn rule_table(list: &[RuleInfo], user: &str) -> String {
+    let rows: Vec<[String; 6]> = list
+        .iter()
+        .map(|r| {
+            [
+                r.key.clone(),
+                r.hook.name().to_string(),
+                r.priority.to_string(),
+                if r.enabled { "on" } else { "off" }.to_string(),
+                if r.core { "core" } else { "" }.to_string(),
+                settings_text(&r.settings),
+            ]
+        })
+        .collect();
+    let header = ["RULE", "HOOK", "PRIORITY", "STATE", "CORE", "SETTINGS"];
+    let mut widths = header.map(str::len);
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: [&str; 6]| {
+        let mut l = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(cell);
+            } else {
+                let _ = write!(l, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header);
+    for row in &rows {
+        line(row.each_ref().map(String::as_str));
+    }
+    let _ = writeln!(
+        out,
+        "\n{} rules for user {user}; `*` marks a setting the user changed. Core rules cannot be switched off.",
+        list.len()
+    );
+    out
+}
+
+fn rule_details(r: &RuleInfo, user: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}  ({})", r.key, r.name);
+    if !r.description.is_empty() {
+        let _ = writeln!(out, "  {}", r.description);
+    }
+    let _ = writeln!(out, "  plugin     {}", r.plugin);
+    let _ = writeln!(out, "  file       {}", r.file);
+    let _ = writeln!(out, "  hook       {}", r.hook.name());
+    let _ = writeln!(out, "  priority   {}", r.priority);
+    let _ = writeln!(out, "  condition  {}", r.condition);
+    let state = match (r.enabled, r.enabled == r.enabled_by_default) {
+        (true, true) => "on".to_string(),
+        (false, true) => "off (its file says `enabled = false`)".to_string(),
+        (on, false) => format!("{} (switched by {user})", if on { "on" } else { "off" }),
+    };
+    let _ = writeln!(out, "  state      {state} for {user}");
+    if r.core {
+        let _ = writeln!(
+            out,
+            "  core       yes: users cannot switch it off (it guards the session itself)"
+        );
+    }
+    if !r.tags.is_empty() {
+        let _ = writeln!(out, "  tags       {}", r.tags.join(", "));
+    }
+    if !r.settings.is_empty() {
+        let _ = writeln!(out, "  settings of plugin {}:", r.plugin);
+        for s in &r.settings {
+            let _ = writeln!(out, "    {}", setting_line(s));
+        }
+    }
+    out
+}
+
+fn setting_line(s: &SettingInfo) -> String {
+    let mut bounds = Vec::new();
+    if let Some(min) = s.def.min {
+        bounds.push(format!("min {min}"));
+    }
+    if let Some(max) = s.def.max {
+        bounds.push(format!("max {max}"));
+    }
+    if !s.def.options.is_empty() {
+        bounds.push(format!("one of {}", s.def.options.join(", ")));
+    }
+    let by = if s.set_by == SetBy::Default {
+        String::new()
+    } else {
+        format!(", {} (default {})", set_by(s.set_by), s.def.default)
+    };
+    format!(
+        "{} = {}  ({}{}{by}){}",
+        s.key,
+        s.value,
+        s.def.kind.name(),
+        if bounds.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", bounds.join(", "))
+        },
+        if s.def.description.is_empty() {
+            String::new()
+        } else {
+            format!("\n        {}", s.def.description)
+        }
+    )
+}
+
+pub(crate) fn plugins(config: &Config, json: bool) -> Result<ExitCode, String> {
+    let w = warden(config)?;
+    let program = w.program();
+    let list: &[PluginInfo] = program.plugins();
+    if json {
+        json_out(&list)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let settings = w.setting_list(&config.user, &config.project);
+    for p in list {
+        let status = match &p.skipped {
+            Some(why) => format!("skipped: {why}"),
+            None => format!(
+                "{} rule{}",
+                p.rules.len(),
+                if p.rules.len() == 1 { "" } else { "s" }
+            ),
+        };
+        println!("{} {}  ({status})", p.id, p.version);
+        if p.name != p.id {
+            println!("  {}", p.name);
+        }
+        if !p.description.is_empty() {
+            println!("  {}", p.description);
+        }
+        if let Some(dir) = &p.dir {
+            println!("  folder    {}", dir.display());
+        }
+        if !p.requires.is_empty() {
+            println!("  requires  {}", p.requires.join(", "));
+        }
+        if !p.rules.is_empty() {
+            println!("  rules     {}", p.rules.join(", "));
+        }
+        for s in settings.iter().filter(|s| s.plugin == p.id) {
+            println!("  setting   {}", setting_line(s));
+        }
+        if p.skipped.is_some() {
+            for d in &p.settings {
+                println!(
+                    "  setting   {}.{} = {} ({})",
+                    p.id,
+                    d.name,
+                    d.default,
+                    d.kind.name()
+                );
+            }
+        }
+    }
+    if list.is_empty() {
+        println!("no plugins loaded");
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,112 @@
+//! What every command that loads rules shares: where the rules, plugins and database are
+//! (`warden.toml`, overridden by flags), and building a `Warden` from that.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use warden_core::{CONFIG_FILE, Config, Store, Warden};
+
+use crate::render_diagnostics;
+
+/// Where the rules, plugins and database are.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Setup {
+    /// The configuration file (default: ./warden.toml when it exists, or $WARDEN_CONFIG).
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+    /// A rule folder (repeatable). Without a configuration file, giving --rules or --plugins
+    /// leaves the built-in rules out unless --builtin is given too.
+    #[arg(long = "rules", value_name = "DIR", global = true)]
+    rules: Vec<PathBuf>,
+    /// A folder of plugins (repeatable).
+    #[arg(long = "plugins", value_name = "DIR", global = true)]
+    plugins: Vec<PathBuf>,
+    /// Load the built-in rules too.
+    #[arg(long, global = true)]
+    builtin: bool,
+    /// A capability the host provides, for plugins that require it (repeatable, or
+    /// comma-separated).
+    #[arg(
+        long = "capability",
+        value_name = "NAME",
+        value_delimiter = ',',
+        global = true
+    )]
+    capabilities: Vec<String>,
+    /// The SQLite database (plugin state, users' choices, the execution log).
+    #[arg(long, value_name = "FILE", global = true)]
+    db: Option<PathBuf>,
+    /// The user to act for or show.
+    #[arg(long, global = true)]
+    user: Option<String>,
+    /// The project to act in or show.
+    #[arg(long, global = true)]
+    project: Option<String>,
+}
+
+impl Setup {
+    /// The configuration: the file (if any), then the flags.
+    pub(crate) fn config(&self) -> Result<Config, String> {
+        let file = self
+            .config
+            .clone()
+            .or_else(|| std::env::var_os("WARDEN_CONFIG").map(PathBuf::from))
+            .or_else(|| {
+                Path::new(CONFIG_FILE)
+                    .is_file()
+                    .then(|| PathBuf::from(CONFIG_FILE))
+            });
+        let mut config = match &file {
+            Some(path) => Config::load(path).map_err(|d| {
+                format!("the configuration has errors:\n{}", render_diagnostics(&d))
+            })?,
+            None => {
+                let mut c = Config::default();
+                if !self.rules.is_empty() || !self.plugins.is_empty() {
+                    c.builtin = false;
+                }
+                c
+            }
+        };
+        config.builtin |= self.builtin;
+        config.rules.extend(self.rules.iter().cloned());
+        config.plugins.extend(self.plugins.iter().cloned());
+        config
+            .capabilities
+            .extend(self.capabilities.iter().cloned());
+        if let Some(db) = &self.db {
+            config.database = Some(db.clone());
+        }
+        if let Some(u) = &self.user {
+            config.user = u.clone();
+        }
+        if let Some(p) = &self.project {
+            config.project = p.clone();
+        }
+        Ok(config)
+    }
+}
+
+/// Builds a Warden from `config`; `memory` leaves the database out (an in-memory store), and
+/// `any_capability` loads plugins whatever they require.
+pub(crate) fn build(config: &Config, memory: bool, any_capability: bool) -> Result<Warden, String> {
+    let mut config = config.clone();
+    if memory {
+        config.database = None;
+    }
+    let mut b = config.builder().map_err(|e| e.to_string())?;
+    if any_capability {
+        b = b.any_capability();
+    }
+    b.build().map_err(|e| e.to_string())
+}
+
+/// Opens the configured database, or says how to name one.
+pub(crate) fn open_store(config: &Config, what: &str) -> Result<Store, String> {
+    match &config.database {
+        Some(db) => Store::open(db).map_err(|e| e.to_string()),
+        None => Err(format!(
+            "{what} needs a database: give --db FILE, or `database = \"...\"` in {CONFIG_FILE}"
+        )),
+    }
+}

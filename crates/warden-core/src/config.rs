@@ -1,0 +1,254 @@
+//! `warden.toml`: where an installation's rules, plugins and database are, in one file, so
+//! the `warden` command and an embedding host agree on them.
+//!
+//! ```toml
+//! builtin = true                       # Warden's built-in rules (default true)
+//! rules = ["rules"]                    # rule folders
+//! plugins = ["plugins"]                # folders of plugins
+//! capabilities = ["vault_search"]      # what the host provides, for plugins that require it
+//! database = "warden.db"               # plugin state, user choices, the execution log
+//! user = "default"                     # who `warden rules ...` acts for
+//! project = "default"
+//!
+//! [log]
+//! sample = 0.1                         # record one tick in ten in the execution log
+//!
+//! [scripts]
+//! timeout_seconds = 5
+//! memory_mb = 32
+//! ```
+//!
+//! Relative paths are relative to the file's folder.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::toml_reader::{Doc, Table};
+
+/// The name Warden looks for in the current folder.
+pub const CONFIG_FILE: &str = "warden.toml";
+
+/// The keys of `warden.toml`.
+pub const CONFIG_FIELDS: &[&str] = &[
+    "builtin",
+    "rules",
+    "plugins",
+    "capabilities",
+    "database",
+    "user",
+    "project",
+    "log",
+    "scripts",
+];
+
+/// An installation's settings, from `warden.toml`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The file it was read from (none for the defaults).
+    pub path: Option<PathBuf>,
+    /// Load Warden's built-in rules.
+    pub builtin: bool,
+    /// Rule folders.
+    pub rules: Vec<PathBuf>,
+    /// Folders of plugins.
+    pub plugins: Vec<PathBuf>,
+    /// Capabilities the host provides.
+    pub capabilities: Vec<String>,
+    /// The SQLite database (in memory when absent).
+    pub database: Option<PathBuf>,
+    /// The user commands act for.
+    pub user: String,
+    /// The project commands act in.
+    pub project: String,
+    /// Share of ticks recorded in the execution log (0 = off, 1 = every tick).
+    pub log_sample: f64,
+    /// The time limit of one script run.
+    pub script_timeout: Duration,
+    /// The memory limit of a session's Lua state, in bytes.
+    pub script_memory: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let limits = warden_lua::Limits::default();
+        Config {
+            path: None,
+            builtin: true,
+            rules: Vec::new(),
+            plugins: Vec::new(),
+            capabilities: Vec::new(),
+            database: None,
+            user: crate::facts::DEFAULT_ID.to_string(),
+            project: crate::facts::DEFAULT_ID.to_string(),
+            log_sample: 0.0,
+            script_timeout: limits.timeout,
+            script_memory: limits.memory,
+        }
+    }
+}
+
+impl Config {
+    /// Reads `path`. Every problem is a diagnostic naming the line and field.
+    pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            vec![Diagnostic::io(
+                path,
+                format!("cannot read the configuration: {e}"),
+            )]
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Reads a configuration from `text`, as if from the file `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
+        let file = SourceFile::new(path, text);
+        let mut doc = Doc::new(file.clone());
+        let mut config = Config {
+            path: Some(path.to_path_buf()),
+            ..Config::default()
+        };
+        let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+        let resolve = |p: String| {
+            let p = PathBuf::from(p);
+            if p.is_absolute() { p } else { base.join(p) }
+        };
+        if let Some(table) = doc.parse(file.text()) {
+            let mut top = Table::new(table.get_ref(), "", 0..0);
+            if let Some(at) = top.boolean(&mut doc, "builtin") {
+                config.builtin = at.value;
+            }
+            if let Some(at) = top.strings(&mut doc, "rules") {
+                config.rules = at.value.into_iter().map(resolve).collect();
+            }
+            if let Some(at) = top.strings(&mut doc, "plugins") {
+                config.plugins = at.value.into_iter().map(resolve).collect();
+            }
+            if let Some(at) = top.strings(&mut doc, "capabilities") {
+                config.capabilities = at.value;
+            }
+            if let Some(at) = top.string(&mut doc, "database") {
+                config.database = Some(resolve(at.value));
+            }
+            for (key, slot) in [("user", &mut config.user), ("project", &mut config.project)] {
+                if let Some(at) = top.string(&mut doc, key) {
+                    if at.value.trim().is_empty() {
+                        doc.error(at.span, key, format!("`{key}` cannot be empty"), None);
+                    } else {
+                        *slot = at.value;
+                    }
+                }
+            }
+            if let Some(mut log) = top.table(&mut doc, "log") {
+                if let Some(raw) = log.raw("sample") {
+                    match crate::toml_reader::to_json(raw.get_ref()).as_f64() {
+                        Some(x) if (0.0..=1.0).contains(&x) => config.log_sample = x,
+                        _ => doc.error(
+                            raw.span(),
+                            "log.sample",
+                            "`sample` must be a number from 0 (off) to 1 (every tick)",
+                            Some("for one tick in ten, write `sample = 0.1`".into()),
+                        ),
+                    }
+                }
+                log.finish(&mut doc, &["sample"]);
+            }
+            if let Some(mut scripts) = top.table(&mut doc, "scripts") {
+                if let Some(raw) = scripts.raw("timeout_seconds") {
+                    match crate::toml_reader::to_json(raw.get_ref()).as_f64() {
+                        Some(x) if x > 0.0 && x <= 3600.0 => {
+                            config.script_timeout = Duration::from_secs_f64(x);
+                        }
+                        _ => doc.error(
+                            raw.span(),
+                            "scripts.timeout_seconds",
+                            "`timeout_seconds` must be a number of seconds above 0 and at most 3600",
+                            None,
+                        ),
+                    }
+                }
+                if let Some(at) = scripts.integer(&mut doc, "memory_mb") {
+                    match usize::try_from(at.value) {
+                        Ok(mb) if (1..=4096).contains(&mb) => config.script_memory = mb << 20,
+                        _ => doc.error(
+                            at.span,
+                            "scripts.memory_mb",
+                            "`memory_mb` must be from 1 to 4096",
+                            None,
+                        ),
+                    }
+                }
+                scripts.finish(&mut doc, &["timeout_seconds", "memory_mb"]);
+            }
+            top.finish(&mut doc, CONFIG_FIELDS);
+        }
+        if doc.has_errors() {
+            Err(doc.diagnostics)
+        } else {
+            Ok(config)
+        }
+    }
+
+    /// A builder for this configuration (the database opened, if one is named).
+    pub fn builder(&self) -> Result<crate::WardenBuilder, crate::Error> {
+        let mut b = crate::Warden::builder();
+        if self.builtin {
+            b = b.builtin_rules();
+        }
+        for dir in &self.rules {
+            b = b.rules_dir(dir);
+        }
+        for dir in &self.plugins {
+            b = b.plugins_dir(dir);
+        }
+        b = b.capabilities(self.capabilities.iter().cloned());
+        if let Some(db) = &self.database {
+            b = b.store(warden_store::Store::open(db)?);
+        }
+        Ok(b.execution_log_sample(self.log_sample)
+            .script_limits(warden_lua::Limits {
+                timeout: self.script_timeout,
+                memory: self.script_memory,
+            }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_configuration_reads() {
+        let c = Config::parse(
+            Path::new("/srv/agent/warden.toml"),
+            "builtin = false\nrules = [\"rules\"]\nplugins = \"/opt/plugins\"\ncapabilities = [\"vault_search\"]\ndatabase = \"state/w.db\"\nuser = \"ann\"\n[log]\nsample = 0.25\n[scripts]\ntimeout_seconds = 0.5\nmemory_mb = 8\n",
+        )
+        .unwrap();
+        assert!(!c.builtin);
+        assert_eq!(c.rules, [PathBuf::from("/srv/agent/rules")]);
+        assert_eq!(c.plugins, [PathBuf::from("/opt/plugins")]);
+        assert_eq!(c.database, Some(PathBuf::from("/srv/agent/state/w.db")));
+        assert_eq!((c.user.as_str(), c.project.as_str()), ("ann", "default"));
+        assert_eq!(c.log_sample, 0.25);
+        assert_eq!(c.script_timeout, Duration::from_millis(500));
+        assert_eq!(c.script_memory, 8 << 20);
+    }
+
+    #[test]
+    fn mistakes_name_line_and_field() {
+        for (text, want) in [
+            (
+                "rulez = [\"r\"]\n",
+                "warden.toml:1:1: error: rulez: unknown field `rulez`",
+            ),
+            ("[log]\nsample = 2\n", "log.sample"),
+            ("[scripts]\nmemory_mb = 0\n", "scripts.memory_mb"),
+            ("user = \"\"\n", "`user` cannot be empty"),
+            ("builtin = \"yes\"\n", "`builtin` must be true or false"),
+        ] {
+            let e = Config::parse(Path::new("warden.toml"), text).unwrap_err();
+            let all: Vec<String> = e.iter().map(ToString::to_string).collect();
+            assert!(all.iter().any(|d| d.contains(want)), "{text}: {all:#?}");
+        }
+    }
+}

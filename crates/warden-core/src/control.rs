@@ -1,0 +1,559 @@
+//! What users control without editing rule files: switching rules on and off, and setting
+//! plugin settings, per user (settings also per project). The choices live in the store, so
+//! they survive restarts and reach every process that shares the database.
+//!
+//! A session resolves the choices for its user and project once, and again only when they
+//! change: through this API (seen at the next tick), or in the database by another process
+//! (noticed within [`POLL_INTERVAL`], through SQLite's `data_version`).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+use warden_store::{ALL_PROJECTS, SettingOverride, StoreError};
+
+use crate::hook::Hook;
+use crate::plugin::{SettingDef, SettingKind, SettingValue};
+use crate::program::Program;
+use crate::suggest::closest;
+use crate::warden::Warden;
+
+/// How often a running Warden looks for changes other processes made to the database.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Why a change was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    /// No rule has that id.
+    #[error("no rule `{rule}`{}", hint(.suggestion))]
+    UnknownRule {
+        /// What was asked for.
+        rule: String,
+        /// The nearest rule id, if one is close.
+        suggestion: Option<String>,
+    },
+    /// A bare id that more than one plugin uses.
+    #[error("`{rule}` is ambiguous: say which plugin's, {}", .candidates.join(" or "))]
+    AmbiguousRule {
+        /// What was asked for.
+        rule: String,
+        /// The rules it could mean.
+        candidates: Vec<String>,
+    },
+    /// Core rules cannot be switched off.
+    #[error(
+        "`{rule}` is a core rule and cannot be switched off: its file ({file}) marks it `core = true`, which leaves that choice to the operator who edits the file, not to users"
+    )]
+    CoreRule {
+        /// The rule.
+        rule: String,
+        /// Its file.
+        file: String,
+    },
+    /// No such setting.
+    #[error("no setting `{key}`{}", hint(.suggestion))]
+    UnknownSetting {
+        /// What was asked for (`plugin.name`).
+        key: String,
+        /// The nearest setting, if one is close.
+        suggestion: Option<String>,
+    },
+    /// The value does not fit the setting.
+    #[error("cannot set `{key}`: {reason}")]
+    InvalidValue {
+        /// The setting (`plugin.name`).
+        key: String,
+        /// Which rule of the manifest it breaks.
+        reason: String,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn hint(suggestion: &Option<String>) -> String {
+    suggestion
+        .as_ref()
+        .map(|s| format!("; did you mean `{s}`?"))
+        .unwrap_or_default()
+}
+
+/// Where a setting's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetBy {
+    /// The manifest's default.
+    Default,
+    /// The user, for every project.
+    User,
+    /// The user, for this project.
+    Project,
+}
+
+/// A setting as one user (and project) sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SettingInfo {
+    /// How to address it: `plugin.name`.
+    pub key: String,
+    /// The plugin that declares it.
+    pub plugin: String,
+    /// Its declaration.
+    #[serde(flatten)]
+    pub def: SettingDef,
+    /// Its value for this user and project.
+    pub value: SettingValue,
+    /// Where the value comes from.
+    pub set_by: SetBy,
+}
+
+/// A rule as one user sees it: what `warden rules list` shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct RuleInfo {
+    /// How to address it: `id` for built-in and local rules, `plugin/id` for plugin rules.
+    pub key: String,
+    /// Its id within its plugin.
+    pub id: String,
+    /// Its plugin (`builtin`, `local`, or a plugin id).
+    pub plugin: String,
+    /// Its display name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// The hook that evaluates it.
+    pub hook: Hook,
+    /// Higher fires first.
+    pub priority: i64,
+    /// Whether it is on for this user.
+    pub enabled: bool,
+    /// Whether it is on unless a user says otherwise (`enabled` in its file).
+    pub enabled_by_default: bool,
+    /// Whether users may not switch it off.
+    pub core: bool,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// The file it was read from.
+    pub file: String,
+    /// Its condition: the expression, or `script PATH`.
+    pub condition: String,
+    /// The settings the rule reads (`settings.NAME` in its file or script), for this user
+    /// and project.
+    pub settings: Vec<SettingInfo>,
+}
+
+/// The users' choices, as last read from the store.
+#[derive(Debug, Default)]
+pub(crate) struct Controls {
+    pub generation: u64,
+    toggles: HashMap<String, HashMap<String, bool>>,
+    overrides: HashMap<String, Vec<SettingOverride>>,
+}
+
+impl Controls {
+    pub(crate) fn load(store: &warden_store::Store, generation: u64) -> Result<Self, StoreError> {
+        let mut toggles: HashMap<String, HashMap<String, bool>> = HashMap::new();
+        for t in store.toggles()? {
+            toggles
+                .entry(t.user_id)
+                .or_default()
+                .insert(t.rule_id, t.enabled);
+        }
+        let mut overrides: HashMap<String, Vec<SettingOverride>> = HashMap::new();
+        for o in store.overrides()? {
+            overrides.entry(o.user_id.clone()).or_default().push(o);
+        }
+        Ok(Controls {
+            generation,
+            toggles,
+            overrides,
+        })
+    }
+
+    fn choice(&self, user: &str, rule: &str) -> Option<bool> {
+        self.toggles.get(user)?.get(rule).copied()
+    }
+
+    /// The user's value for a setting, and whether it is for this project or all.
+    fn value(&self, user: &str, project: &str, plugin: &str, name: &str) -> Option<(&Json, SetBy)> {
+        let list = self.overrides.get(user)?;
+        let find = |p: &str| {
+            list.iter()
+                .find(|o| o.project_id == p && o.plugin_id == plugin && o.name == name)
+        };
+        find(project)
+            .map(|o| (&o.value, SetBy::Project))
+            .or_else(|| find(ALL_PROJECTS).map(|o| (&o.value, SetBy::User)))
+    }
+}
+
+/// The rules and settings in force for one session, resolved once per change.
+#[derive(Debug, Default)]
+pub(crate) struct Resolved {
+    key: Option<(u64, u64, String, String)>,
+    /// Per compiled rule: on or off.
+    pub enabled: Vec<bool>,
+    /// Per setting slot: the value.
+    pub settings: Vec<SettingValue>,
+}
+
+impl Resolved {
+    /// Brings the resolution up to date for `program`, `controls`, `user` and `project`.
+    pub(crate) fn refresh(
+        &mut self,
+        program: &Program,
+        controls: &Controls,
+        user: &str,
+        project: &str,
+    ) {
+        if let Some((g, c, u, p)) = &self.key
+            && *g == program.generation
+            && *c == controls.generation
+            && u == user
+            && p == project
+        {
+            return;
+        }
+        self.enabled = program
+            .rules
+            .iter()
+            .map(|r| effective_enabled(r.def.core, r.def.enabled, controls.choice(user, &r.key)))
+            .collect();
+        self.settings = program
+            .settings
+            .slots
+            .iter()
+            .map(|slot| resolve_setting(controls, user, project, &slot.plugin, &slot.def).0)
+            .collect();
+        self.key = Some((
+            program.generation,
+            controls.generation,
+            user.to_string(),
+            project.to_string(),
+        ));
+    }
+}
+
+fn effective_enabled(core: bool, default: bool, choice: Option<bool>) -> bool {
+    match choice {
+        // A core rule cannot be switched off, whatever the store says.
+        Some(false) if core => true,
+        Some(on) => on,
+        None => default,
+    }
+}
+
+/// A setting's value for a user and project: their override if it still fits the setting
+/// (a manifest may have narrowed its bounds since), else the default.
+fn resolve_setting(
+    controls: &Controls,
+    user: &str,
+    project: &str,
+    plugin: &str,
+    def: &SettingDef,
+) -> (SettingValue, SetBy) {
+    match controls.value(user, project, plugin, &def.name) {
+        Some((raw, by)) => match def.check(raw) {
+            Ok(v) => (v, by),
+            Err(why) => {
+                tracing::warn!(user, plugin, setting = %def.name, "a stored value no longer fits the setting, so the default is used: {why}");
+                (def.default.clone(), SetBy::Default)
+            }
+        },
+        None => (def.default.clone(), SetBy::Default),
+    }
+}
+
+impl Warden {
+    /// Every loaded rule as `user` sees it (settings as in `project`), in priority order per
+    /// hook.
+    pub fn rule_list(&self, user: &str, project: &str) -> Vec<RuleInfo> {
+        let program = self.program();
+        let controls = self.controls();
+        let mut order: Vec<usize> = (0..program.rules.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ra, rb) = (&program.rules[a], &program.rules[b]);
+            (ra.def.trigger, std::cmp::Reverse(ra.def.priority), &ra.key).cmp(&(
+                rb.def.trigger,
+                std::cmp::Reverse(rb.def.priority),
+                &rb.key,
+            ))
+        });
+        order
+            .into_iter()
+            .map(|i| rule_info(&program, &controls, i, user, project))
+            .collect()
+    }
+
+    /// One rule as `user` sees it.
+    pub fn rule_info(
+        &self,
+        user: &str,
+        project: &str,
+        rule: &str,
+    ) -> Result<RuleInfo, ControlError> {
+        let program = self.program();
+        let i = find_rule(&program, rule)?;
+        Ok(rule_info(&program, &self.controls(), i, user, project))
+    }
+
+    /// Switches a rule on or off for `user`, from the next tick. A core rule cannot be
+    /// switched off, and the error says why.
+    pub fn set_rule_enabled(
+        &self,
+        user: &str,
+        rule: &str,
+        enabled: bool,
+    ) -> Result<RuleInfo, ControlError> {
+        let program = self.program();
+        let i = find_rule(&program, rule)?;
+        let r = &program.rules[i];
+        if r.def.core && !enabled {
+            return Err(ControlError::CoreRule {
+                rule: r.key.to_string(),
+                file: r.def.source.path().display().to_string(),
+            });
+        }
+        self.store().set_toggle(user, &r.key, Some(enabled))?;
+        self.refresh_controls();
+        Ok(rule_info(
+            &program,
+            &self.controls(),
+            i,
+            user,
+            crate::facts::DEFAULT_ID,
+        ))
+    }
+
+    /// Forgets `user`'s choice for a rule: its file's `enabled` applies again.
+    pub fn reset_rule(&self, user: &str, rule: &str) -> Result<RuleInfo, ControlError> {
+        let program = self.program();
+        let i = find_rule(&program, rule)?;
+        self.store().set_toggle(user, &program.rules[i].key, None)?;
+        self.refresh_controls();
+        Ok(rule_info(
+            &program,
+            &self.controls(),
+            i,
+            user,
+            crate::facts::DEFAULT_ID,
+        ))
+    }
+
+    /// Every setting of the loaded plugins, as `user` sees them in `project`.
+    pub fn setting_list(&self, user: &str, project: &str) -> Vec<SettingInfo> {
+        let program = self.program();
+        let controls = self.controls();
+        (0..program.settings.slots.len())
+            .map(|i| setting_info(&program, &controls, i, user, project))
+            .collect()
+    }
+
+    /// Sets `key` (`plugin.name`) to `value` for `user`: in `project` only, or in all of the
+    /// user's projects when `project` is `None`. The value must fit the setting's type and
+    /// bounds; the error names the bound it breaks. Takes effect from the next tick.
+    pub fn set_setting(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        key: &str,
+        value: &Json,
+    ) -> Result<SettingInfo, ControlError> {
+        let program = self.program();
+        let slot = find_setting(&program, key)?;
+        let def = &program.settings.slots[slot].def;
+        let checked = def
+            .check(value)
+            .map_err(|reason| ControlError::InvalidValue {
+                key: key.to_string(),
+                reason,
+            })?;
+        self.store().set_override(
+            user,
+            project.unwrap_or(ALL_PROJECTS),
+            &program.settings.slots[slot].plugin,
+            &def.name,
+            Some(&checked.to_json()),
+        )?;
+        self.refresh_controls();
+        let project = project.unwrap_or(crate::facts::DEFAULT_ID);
+        Ok(setting_info(
+            &program,
+            &self.controls(),
+            slot,
+            user,
+            project,
+        ))
+    }
+
+    /// Like [`Warden::set_setting`], with the value written as text (`12`, `0.75`, `true`,
+    /// `brief`), as on a command line.
+    pub fn set_setting_text(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        key: &str,
+        text: &str,
+    ) -> Result<SettingInfo, ControlError> {
+        let program = self.program();
+        let slot = find_setting(&program, key)?;
+        let value = program.settings.slots[slot]
+            .def
+            .parse_text(text)
+            .map_err(|reason| ControlError::InvalidValue {
+                key: key.to_string(),
+                reason,
+            })?;
+        self.set_setting(user, project, key, &value.to_json())
+    }
+
+    /// Forgets `user`'s value for `key` (in `project`, or the all-projects value): the
+    /// default applies again.
+    pub fn reset_setting(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        key: &str,
+    ) -> Result<SettingInfo, ControlError> {
+        let program = self.program();
+        let slot = find_setting(&program, key)?;
+        let s = &program.settings.slots[slot];
+        self.store().set_override(
+            user,
+            project.unwrap_or(ALL_PROJECTS),
+            &s.plugin,
+            &s.def.name,
+            None,
+        )?;
+        self.refresh_controls();
+        let project = project.unwrap_or(crate::facts::DEFAULT_ID);
+        Ok(setting_info(
+            &program,
+            &self.controls(),
+            slot,
+            user,
+            project,
+        ))
+    }
+}
+
+/// Finds a rule by `plugin/id`, or by bare id when only one rule has it.
+fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
+    if let Some(i) = program.rules.iter().position(|r| &*r.key == rule) {
+        return Ok(i);
+    }
+    let by_id: Vec<usize> = (0..program.rules.len())
+        .filter(|&i| program.rules[i].def.id == rule)
+        .collect();
+    match by_id.as_slice() {
+        [i] => Ok(*i),
+        [] => Err(ControlError::UnknownRule {
+            rule: rule.to_string(),
+            suggestion: closest(rule, program.rules.iter().map(|r| &*r.key)).map(str::to_string),
+        }),
+        many => Err(ControlError::AmbiguousRule {
+            rule: rule.to_string(),
+            candidates: many
+                .iter()
+                .map(|&i| format!("`{}`", program.rules[i].key))
+                .collect(),
+        }),
+    }
+}
+
+/// Finds a setting by `plugin.name` (or by bare name when only one plugin declares it).
+fn find_setting(program: &Program, key: &str) -> Result<usize, ControlError> {
+    let slots = &program.settings.slots;
+    let full = |i: usize| format!("{}.{}", slots[i].plugin, slots[i].def.name);
+    if let Some((plugin, name)) = key.split_once('.')
+        && let Some(i) = program.settings.find(plugin, name)
+    {
+        return Ok(i);
+    }
+    let by_name: Vec<usize> = (0..slots.len())
+        .filter(|&i| slots[i].def.name == key)
+        .collect();
+    if let [i] = by_name.as_slice() {
+        return Ok(*i);
+    }
+    let all: Vec<String> = (0..slots.len()).map(full).collect();
+    Err(ControlError::UnknownSetting {
+        key: key.to_string(),
+        suggestion: closest(key, all.iter().map(String::as_str)).map(str::to_string),
+    })
+}
+
+fn setting_info(
+    program: &Program,
+    controls: &Controls,
+    slot: usize,
+    user: &str,
+    project: &str,
+) -> SettingInfo {
+    let s = &program.settings.slots[slot];
+    let (value, set_by) = resolve_setting(controls, user, project, &s.plugin, &s.def);
+    SettingInfo {
+        key: format!("{}.{}", s.plugin, s.def.name),
+        plugin: s.plugin.to_string(),
+        def: (*s.def).clone(),
+        value,
+        set_by,
+    }
+}
+
+fn rule_info(
+    program: &Program,
+    controls: &Controls,
+    i: usize,
+    user: &str,
+    project: &str,
+) -> RuleInfo {
+    let r = &program.rules[i];
+    let d = &r.def;
+    let choice = controls.choice(user, &r.key);
+    RuleInfo {
+        key: r.key.to_string(),
+        id: d.id.clone(),
+        plugin: d.plugin.to_string(),
+        name: d.name.clone(),
+        description: d.description.clone(),
+        hook: d.trigger,
+        priority: d.priority,
+        enabled: effective_enabled(d.core, d.enabled, choice),
+        enabled_by_default: d.enabled,
+        core: d.core,
+        tags: d.tags.clone(),
+        file: d.source.path().display().to_string(),
+        condition: match &d.condition {
+            crate::rule::ConditionDef::Expression(e) => e.text.clone(),
+            crate::rule::ConditionDef::Script { path, .. } => format!("script {}", path.text),
+        },
+        settings: program
+            .settings
+            .of(&d.plugin)
+            .filter(|&slot| reads_setting(r, &program.settings.slots[slot].def.name))
+            .map(|slot| setting_info(program, controls, slot, user, project))
+            .collect(),
+    }
+}
+
+/// Whether a rule's file or script mentions `settings.NAME`.
+fn reads_setting(rule: &crate::program::CompiledRule, name: &str) -> bool {
+    let needle = format!("settings.{name}");
+    let mentions = |text: &str| {
+        text.match_indices(&needle).any(|(at, _)| {
+            let after = text[at + needle.len()..].chars().next();
+            let before = text[..at].chars().next_back();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+                && !before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        })
+    };
+    mentions(rule.def.source.text())
+        || matches!(&rule.condition, crate::program::RuleCondition::Script { script, .. } if mentions(script.source()))
+}
+
+impl SettingKind {
+    /// Whether values of this kind are numbers.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, SettingKind::Integer | SettingKind::Float)
+    }
+}

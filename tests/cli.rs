@@ -1,0 +1,223 @@
+//! The `warden` command, run as a user would: managing rules and settings, plugins, rule
+//! tests and the execution log.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `warden` in `dir` (so its warden.toml applies).
+fn warden(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("WARDEN_CONFIG")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// An installation: the example plugins, a database, user ann.
+fn install() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("warden.toml"),
+        format!(
+            "plugins = [{:?}]\ncapabilities = [\"vault_search\", \"web_search\"]\ndatabase = \"warden.db\"\nuser = \"ann\"\n[log]\nsample = 1\n",
+            root().join("examples/plugins")
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn rules_are_listed_switched_and_configured_per_user() {
+    let dir = install();
+    let d = dir.path();
+    let list = warden(d, &["rules", "list", "--json"]);
+    assert!(list.status.success(), "{:?}", text(&list));
+    let rules: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(rules.len(), 7);
+    assert!(rules.iter().all(|r| r["enabled"] == true));
+
+    // A core rule refuses, and says why.
+    let o = warden(d, &["rules", "disable", "token-budget-warning"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("is a core rule and cannot be switched off"),
+        "{:?}",
+        text(&o)
+    );
+
+    let o = warden(d, &["rules", "disable", "search-first"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_eq!(
+        text(&o).0.trim(),
+        "research-assistant/search-first is off for ann"
+    );
+
+    let o = warden(d, &["rules", "set", "research-assistant.max_sources", "80"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("must be at most 50 (the manifest's max), not 80")
+    );
+    let o = warden(d, &["rules", "set", "max_sources", "4"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+
+    // The choices are in the database: another invocation, or a running agent, sees them.
+    let (out, _) = text(&warden(d, &["rules", "list"]));
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("research-assistant/search-first"))
+        .unwrap();
+    assert!(
+        line.contains(" off ") && line.contains("max_sources=4*"),
+        "{line}"
+    );
+    // Another user is untouched.
+    let (out, _) = text(&warden(
+        d,
+        &["--user", "bob", "rules", "show", "search-first"],
+    ));
+    assert!(out.contains("state      on for bob"), "{out}");
+
+    // Replaying a session as ann: the rule she switched off stays quiet, and her limit shows.
+    let trace = d.join("t.jsonl");
+    fs::write(
+        &trace,
+        "{\"hook\": \"on_query_start\", \"query\": {\"text\": \"research this\"}}\n{\"hook\": \"on_tool_complete\", \"tool\": {\"name\": \"vault_search\"}, \"result\": {\"count\": 5}}\n",
+    )
+    .unwrap();
+    let o = warden(d, &["replay", "t.jsonl", "--session", "s1"]);
+    let (out, _) = text(&o);
+    assert!(!out.contains("search-first"), "{out}");
+    assert!(out.contains("more than the 4 you work with"), "{out}");
+
+    // ...and every evaluation went into the execution log.
+    let o = warden(d, &["log", "--session", "s1", "--json"]);
+    let rows: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        rows.iter().any(
+            |r| r["rule"] == "research-assistant/summarize-large-results" && r["acted"] == true
+        )
+    );
+    let o = warden(d, &["log", "--failures"]);
+    assert_eq!(text(&o).0.trim(), "no recorded evaluation matches");
+}
+
+#[test]
+fn writes_without_a_database_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = warden(dir.path(), &["rules", "disable", "large-result-summary"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("needs a database: give --db FILE"),
+        "{:?}",
+        text(&o)
+    );
+}
+
+#[test]
+fn plugins_are_listed_with_why_one_was_skipped() {
+    let dir = install();
+    let o = warden(dir.path(), &["plugins", "list", "--json"]);
+    let plugins: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let review = plugins.iter().find(|p| p["id"] == "code-review").unwrap();
+    assert_eq!(
+        review["skipped"],
+        "it requires `git_diff`, which this host does not provide"
+    );
+    let research = plugins
+        .iter()
+        .find(|p| p["id"] == "research-assistant")
+        .unwrap();
+    assert_eq!(research["settings"][0]["name"], "max_sources");
+    assert_eq!(research["settings"][0]["max"], 50.0);
+}
+
+#[test]
+fn rule_tests_run_like_a_test_runner() {
+    let dir = install();
+    let o = warden(dir.path(), &["--builtin", "test"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("ok   token budget: warns above 80%"), "{out}");
+    assert!(out.contains("research-assistant.test.toml"), "{out}");
+    assert!(out.trim_end().ends_with("15 passed, 0 failed"), "{out}");
+
+    fs::write(
+        dir.path().join("wrong.test.toml"),
+        "[[test]]\nname = \"a wrong expectation\"\nevents = [{ hook = \"on_turn_start\", turn = { token_usage = 0.85 } }]\nmessages = [\"Token budget at 86%. Consider wrapping up or summarizing.\"]\n",
+    )
+    .unwrap();
+    let o = warden(dir.path(), &["--builtin", "test", "wrong.test.toml"]);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(out.contains("FAIL a wrong expectation"), "{out}");
+    assert!(
+        out.contains("- Token budget at 86%") && out.contains("+ Token budget at 85%"),
+        "{out}"
+    );
+    assert!(out.contains("0 passed, 1 failed"), "{out}");
+}
+
+#[test]
+fn check_validates_a_folder_of_plugins_away_from_its_host() {
+    let o = warden(&root(), &["check", "examples/plugins"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.contains("4 rules loaded (4 active), 2 plugins, 0 errors"),
+        "{out}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("p");
+    fs::create_dir_all(p.join("rules")).unwrap();
+    fs::write(
+        p.join("manifest.toml"),
+        "[plugin]\nid = \"p\"\n[settings.limit]\ntype = \"integer\"\ndefault = 99\nmax = 10\n",
+    )
+    .unwrap();
+    let o = warden(dir.path(), &["check", "p", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let d: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(d[0]["field"], "settings.limit.default");
+    assert_eq!(d[0]["line"], 5);
+    assert!(
+        d[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("must be at most 10")
+    );
+}
+
+#[test]
+fn a_broken_configuration_names_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("warden.toml"), "plugin = [\"plugins\"]\n").unwrap();
+    let o = warden(dir.path(), &["rules", "list"]);
+    assert_eq!(o.status.code(), Some(2));
+    let (_, err) = text(&o);
+    assert!(
+        err.contains("unknown field `plugin`") && err.contains("did you mean `plugins`?"),
+        "{err}"
+    );
+}

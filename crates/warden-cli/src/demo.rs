@@ -115,6 +115,12 @@ fn decisions(outcome: &Outcome) -> String {
             Evaluation::Suppressed(why) => {
                 let _ = writeln!(s, "       held back    {rule}: {why}");
             }
+            Evaluation::Running => {
+                let _ = writeln!(
+                    s,
+                    "       waiting      {rule} (its script carries on at a later hook)"
+                );
+            }
             _ => {}
         }
     }
@@ -154,6 +160,9 @@ fn decisions(outcome: &Outcome) -> String {
             n.category,
             n.message
         );
+    }
+    for h in &outcome.halted {
+        let _ = writeln!(s, "       halted       {}: {}", h.rule, h.reason);
     }
     for e in &outcome.errors {
         let _ = writeln!(

@@ -619,9 +619,22 @@ fn tick_entry(
         true => None,
         false => running.remove(&key),
     };
+    let foreign = key.0 != tick.facts.hook;
     let left_running = match (&entry.behavior, resumed) {
         (Behavior::Action(node), None) => (tick.run(*node) == Status::Running)
             .then(|| (BT::new(entry.behavior.clone(), ()), None)),
+        // Woken by another hook (a script's `wait_for`): only the waiting leaf runs. The
+        // tree's other nodes belong to its own hook; if the leaf is done, so is the tree
+        // (an exclusive group does not fall through to its next rule at a foreign hook).
+        (_, Some(r)) if foreign => {
+            let mut still = false;
+            for &rule in &entry.rules {
+                if tick.scripts.tasks.contains_key(&rule) {
+                    still |= tick.run(Node::Rule(rule)) == Status::Running;
+                }
+            }
+            still.then_some((r.bt, r.remap))
+        }
         (_, resumed) => {
             let (mut bt, remap) = match resumed {
                 Some(r) => (r.bt, r.remap),

@@ -97,11 +97,7 @@ impl Warden {
                 }
             })?;
         let mut watched = BTreeSet::new();
-        sync(
-            &mut watcher,
-            &mut watched,
-            self.program().folders(),
-        )?;
+        sync(&mut watcher, &mut watched, self.program().folders())?;
         let warden = self.clone();
         let thread = std::thread::Builder::new()
             .name("warden-watch".into())

@@ -620,3 +620,45 @@ fn a_rules_timeout_cannot_raise_the_hosts_limit() {
         o.errors[0].error
     );
 }
+
+#[test]
+fn an_exclusive_group_woken_by_another_hook_runs_only_its_waiting_script() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    fs::write(
+        dir.path().join("scripts/waits.lua"),
+        "wait_for('on_tool_complete')\nreturn false",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("waits.toml"),
+        "[rule]\nid = \"waits\"\ntrigger = \"on_turn_start\"\npriority = 200\nexclusive = \"g\"\n[condition]\nscript = \"scripts/waits.lua\"\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("fallback.toml"),
+        "[rule]\nid = \"fallback\"\ntrigger = \"on_turn_start\"\npriority = 100\nexclusive = \"g\"\ncondition = \"true\"\n[action]\ntype = \"log\"\nmessage = \"fallback\"\n",
+    )
+    .unwrap();
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
+    let mut s = w.session();
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert!(o.fired().is_empty(), "the group waits at its first rule");
+    let o = s.tick(
+        Hook::OnToolComplete,
+        Event::tool_complete("vault_search", serde_json::json!({})),
+    );
+    assert!(
+        o.fired().is_empty(),
+        "an on_turn_start rule must not fire at on_tool_complete: {:?}",
+        o.fired()
+    );
+    assert!(o.trace().all(|(r, _)| r != "fallback"));
+    // At its own hook again, the group starts over: the script waits again.
+    let o = s.tick(Hook::OnTurnStart, Event::new());
+    assert!(
+        o.trace()
+            .any(|(r, e)| r == "waits" && *e == Evaluation::Running)
+    );
+}

@@ -253,11 +253,27 @@ impl Out<'_> {
                     .zip(&params)
                     .map(|(k, p)| format!("{k} = {p}"))
                     .collect();
-                // The constructor returns the record as a read-only view.
+                // The constructor returns the record as a read-only view which, unlike a view
+                // of free-form data, knows its fields: a misspelt one is an error, not nil.
+                let known: Vec<String> = keys.iter().map(|k| format!("{k} = true")).collect();
                 let source = format!(
-                    "local RO, REAL, setmetatable = ...\nreturn function({}) return setmetatable({{ [REAL] = {{ {} }} }}, RO) end",
-                    params.join(", "),
-                    fields.join(", ")
+                    "local RO, REAL, setmetatable = ...\n\
+                     local KNOWN = {{ {known} }}\n\
+                     local MT = {{}}\n\
+                     for k, v in next, RO do MT[k] = v end\n\
+                     local get = RO.__index\n\
+                     MT.__index = function(p, k)\n\
+                       local v = get(p, k)\n\
+                       if v == nil and not KNOWN[k] then\n\
+                         error(\"no field `\" .. tostring(k) .. \"` in this record; its fields are {list}\", 2)\n\
+                       end\n\
+                       return v\n\
+                     end\n\
+                     return function({params}) return setmetatable({{ [REAL] = {{ {fields} }} }}, MT) end",
+                    known = known.join(", "),
+                    list = keys.join(", "),
+                    params = params.join(", "),
+                    fields = fields.join(", ")
                 );
                 let (ro, real) = self.views;
                 let f: Function = self.lua.load(source).set_name("=warden-record").call((
@@ -437,6 +453,7 @@ fn script_frames(traceback: &str) -> String {
             !l.starts_with("warden-prelude:")
                 && !l.starts_with("[C]: in function 'xpcall'")
                 && !l.starts_with("[C]: in function 'error'")
+                && !l.starts_with("[C]: in upvalue ")
                 && l != "(...tail calls...)"
                 && !l.is_empty()
         })
@@ -445,6 +462,16 @@ fn script_frames(traceback: &str) -> String {
         return String::new();
     }
     format!("\nstack traceback:\n{}", frames.join("\n"))
+}
+
+/// The message of an error raised in a host function, without the layers (and tracebacks)
+/// mlua wraps it in on the way out.
+fn root_message(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::CallbackError { cause, .. } => root_message(cause),
+        mlua::Error::RuntimeError(message) => message.clone(),
+        other => describe_error(other),
+    }
 }
 
 fn describe_error(e: &mlua::Error) -> String {
@@ -468,6 +495,70 @@ fn check_name(what: &str, value: &Option<String>, allowed: &[&str]) -> mlua::Res
         ))),
         _ => Ok(()),
     }
+}
+
+/// A Lua value as JSON, the same on every run: a table whose keys are exactly 1..n is a list;
+/// any other table is an object whose keys (strings, or numbers written as text) are sorted.
+/// Nothing is dropped silently: a value JSON cannot hold is an error that says what it is.
+fn to_json(v: &Value, depth: usize) -> Result<serde_json::Value, String> {
+    use serde_json::Value as J;
+    if depth > 32 {
+        return Err("it is nested more than 32 levels deep".into());
+    }
+    Ok(match v {
+        Value::Nil => J::Null,
+        Value::Boolean(b) => J::Bool(*b),
+        Value::Integer(n) => J::from(*n),
+        Value::Number(x) => serde_json::Number::from_f64(*x)
+            .map(J::Number)
+            .ok_or_else(|| format!("{x} is not a number JSON can hold"))?,
+        Value::String(s) => J::String(
+            s.to_str()
+                .map_err(|_| "a string that is not UTF-8 text".to_string())?
+                .to_string(),
+        ),
+        Value::Table(t) => {
+            let mut entries: Vec<(Value, Value)> = Vec::new();
+            for pair in t.clone().pairs::<Value, Value>() {
+                entries.push(pair.map_err(|e| e.to_string())?);
+            }
+            let n = entries.len();
+            let is_list = n > 0
+                && entries
+                    .iter()
+                    .all(|(k, _)| matches!(k, Value::Integer(i) if *i >= 1 && *i as usize <= n));
+            if is_list {
+                let mut items = vec![J::Null; n];
+                for (k, x) in &entries {
+                    if let Value::Integer(i) = k {
+                        items[*i as usize - 1] = to_json(x, depth + 1)?;
+                    }
+                }
+                J::Array(items)
+            } else {
+                let mut keyed = std::collections::BTreeMap::new();
+                for (k, x) in &entries {
+                    let key = match k {
+                        Value::String(s) => s
+                            .to_str()
+                            .map_err(|_| "a key that is not UTF-8 text".to_string())?
+                            .to_string(),
+                        Value::Integer(i) => i.to_string(),
+                        Value::Number(f) => f.to_string(),
+                        other => {
+                            return Err(format!(
+                                "a table key must be a string or a number, not a {}",
+                                other.type_name()
+                            ));
+                        }
+                    };
+                    keyed.insert(key, to_json(x, depth + 1)?);
+                }
+                J::Object(keyed.into_iter().collect())
+            }
+        }
+        other => return Err(format!("a {} cannot be stored", other.type_name())),
+    })
 }
 
 /// Turns an action call from the prelude into an [`Effect`], checking its arguments.
@@ -518,7 +609,7 @@ fn effect(
         }
         "set_state" => Effect::SetState {
             key: first,
-            value: lua.from_value(second).map_err(|e| {
+            value: to_json(&second, 0).map_err(|e| {
                 mlua::Error::RuntimeError(format!("set_state: the value cannot be stored: {e}"))
             })?,
         },
@@ -526,7 +617,7 @@ fn effect(
             event_type: first,
             payload: match second {
                 Value::Nil => serde_json::Value::Object(Default::default()),
-                v => lua.from_value(v).map_err(|e| {
+                v => to_json(&v, 0).map_err(|e| {
                     mlua::Error::RuntimeError(format!(
                         "emit_event: the payload cannot be sent: {e}"
                     ))
@@ -637,7 +728,7 @@ impl Runtime {
                 // Never format a script's own error object through its __tostring here.
                 let message = match &e {
                     Value::String(s) => s.to_string_lossy(),
-                    Value::Error(err) => describe_error(err),
+                    Value::Error(err) => root_message(err),
                     Value::Integer(_) | Value::Number(_) => e.to_string()?,
                     other => format!("an error object of type {}", other.type_name()),
                 };
@@ -650,7 +741,17 @@ impl Runtime {
                     .traceback(None, 1)
                     .map(|t| t.to_string_lossy())
                     .unwrap_or_default();
-                Ok(format!("{message}{}", script_frames(&traceback)))
+                let frames = script_frames(&traceback);
+                // An error raised by one of Warden's functions is the script's mistake: say
+                // where in the script, as Lua does for its own errors.
+                let message = match (&e, frames.lines().find(|l| l.contains(": in "))) {
+                    (Value::Error(_), Some(frame)) => match frame.trim().split_once(": in ") {
+                        Some((at, _)) => format!("{at}: {message}"),
+                        None => message,
+                    },
+                    _ => message,
+                };
+                Ok(format!("{message}{frames}"))
             })?,
         )?;
         let vocab = vocabulary;

@@ -71,6 +71,17 @@ RO.__pairs = function(p)
   end, p, nil
 end
 
+-- `next` over a view walks what the view shows (its real table, values frozen), never the
+-- view's private key.
+local function safe_next(t, k)
+  local real = type(t) == "table" and (rawget(t, REAL) or locked[t])
+  if real then
+    local nk, nv = next(real, k)
+    return nk, freeze(nv)
+  end
+  return next(t, k)
+end
+
 -- A plain deep copy of a value that may hold frozen tables, to hand to the host.
 local function thaw(v, depth)
   if type(v) ~= "table" then
@@ -161,6 +172,9 @@ string_mt.__index = S
 string_mt.__metatable = "the string metatable is protected"
 
 local function safe_setmetatable(t, mt)
+  if getmetatable(t) ~= nil and type(getmetatable(t)) ~= "table" then
+    error("setmetatable: this table's metatable is protected (Warden's data and libraries are read-only)", 2)
+  end
   if type(mt) == "table" then
     -- Finalizers run with hooks off, and so can closers of a coroutine stopped by the time
     -- limit: both would be out of reach of the limit.
@@ -389,6 +403,8 @@ local function matches(filter, ev)
   return true
 end
 
+local EVENT_FIELDS = { "hook", "tool_name", "query", "message", "error", "data", "time" }
+
 local function wait_for(hook, filter)
   if not host.is_hook(hook) then
     error("wait_for(hook): `" .. tostring(hook) .. "` is not a hook; use on_query_start, on_turn_start, on_turn_end, on_tool_call, on_tool_complete, on_tool_failure or on_session_end", 2)
@@ -402,7 +418,12 @@ local function wait_for(hook, filter)
     co_yield(WAIT, hook)
     local ev = base.event
     if ev.hook == hook and matches(filter, ev) then
-      return ev
+      -- A copy of this event: `event` itself always shows the current one.
+      local copy = {}
+      for _, k in ipairs(EVENT_FIELDS) do
+        copy[k] = ev[k]
+      end
+      return freeze(copy)
     end
   end
 end
@@ -425,7 +446,7 @@ local function fill(t)
 end
 
 fill({
-  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, select = select,
+  assert = assert, error = error, ipairs = ipairs, next = safe_next, pairs = pairs, select = select,
   tonumber = tonumber, tostring = tostring, type = type,
   rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = safe_rawset,
   getmetatable = getmetatable, setmetatable = safe_setmetatable,

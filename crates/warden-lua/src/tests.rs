@@ -251,6 +251,32 @@ fn a_script_waits_across_turns_and_resumes_where_it_stopped() {
 }
 
 #[test]
+fn the_event_wait_for_returns_keeps_its_values_after_later_waits() {
+    let mut rt = runtime();
+    let src = "local ev = wait_for('on_tool_complete'); wait_turns(1); \
+               return ev.tool_name == 'vault_search' and event.tool_name == '' and ev.hook == 'on_tool_complete'";
+    let (task, _) = run_with(&mut rt, src, &Frame::default());
+    let task = task.unwrap();
+    let done = Frame {
+        hook: "on_tool_complete",
+        tool: "vault_search",
+        ..Frame::default()
+    };
+    assert!(matches!(
+        rt.resume(&task, &done, Duration::from_secs(1)),
+        Step::Waiting { .. }
+    ));
+    let next_turn = Frame {
+        turn: 2,
+        ..Frame::default()
+    };
+    assert!(matches!(
+        rt.resume(&task, &next_turn, Duration::from_secs(1)),
+        Step::Done { holds: true, .. }
+    ));
+}
+
+#[test]
 fn wait_for_returns_the_matching_event() {
     let mut rt = runtime();
     let src = "local ev = wait_for('on_tool_complete', { tool = 'vault_search' }); return ev.tool_name == 'vault_search' and result.count > 6";
@@ -657,14 +683,101 @@ fn a_script_cannot_yield_its_way_out_of_the_limit() {
 }
 
 #[test]
-fn digging_into_a_view_reaches_only_a_private_copy() {
-    // `next` on a data view finds its private key and real table; changing that copy changes
-    // nothing that anyone else reads.
+fn next_over_a_view_shows_its_contents_and_nothing_behind_it() {
+    // `next` walks what a view shows (field names and frozen values), never the view's
+    // private insides; nothing it returns can change what others read.
     assert!(holds(
-        "local key, real = next(context.turn); real.number = 99; return context.turn.number == 1"
+        "local k, v = next(context.turn); return type(k) == 'string' and not pcall(function() context.turn[k] = 1 end)"
     ));
-    // And the key opens no library.
     assert!(holds(
-        "local key = next(context.turn); return rawget(string, key) == nil and string[key] == nil and next(string) == nil"
+        "local n = 0; for k, v in next, string do n = n + 1 end; return n > 5 and not pcall(function() string.upper = nil end) and string.upper('a') == 'A'"
     ));
+}
+
+#[test]
+fn tables_become_the_same_json_every_time_and_nothing_is_dropped() {
+    let mut rt = runtime();
+    let src = "set_state('k', { 1, 2, a = 3, [10] = 'x', z = { y = true, b = {} } }); \
+               set_state('list', { 'a', 'b', 'c' }); return true";
+    let (_, step) = run_with(&mut rt, src, &Frame::default());
+    let Step::Done { effects, .. } = step else {
+        panic!("{step:?}")
+    };
+    let values: Vec<String> = effects
+        .iter()
+        .map(|e| match e {
+            Effect::SetState { value, .. } => value.to_string(),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        values,
+        [
+            r#"{"1":1,"10":"x","2":2,"a":3,"z":{"b":{},"y":true}}"#,
+            r#"["a","b","c"]"#
+        ]
+    );
+    for (src, why) in [
+        (
+            "set_state('k', { f = print })",
+            "a function cannot be stored",
+        ),
+        (
+            "set_state('k', { [true] = 1 })",
+            "must be a string or a number, not a boolean",
+        ),
+        ("set_state('k', 0/0)", "is not a number JSON can hold"),
+    ] {
+        let (_, step) = run_with(&mut rt, src, &Frame::default());
+        match step {
+            Step::Failed { error } => assert!(error.contains(why), "{src}: {error}"),
+            other => panic!("{src}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn views_walk_like_tables_and_records_know_their_fields() {
+    let mut rt = runtime();
+    for src in [
+        // `next` over a view sees the view's contents, not its insides.
+        "local n = 0; for k in next, context.turn do n = n + 1 end; return n == 4 and next(context.turn) ~= nil",
+        "return type(next(context.turn)) == 'string'",
+    ] {
+        let (_, step) = run_with(&mut rt, src, &Frame::default());
+        assert!(
+            matches!(step, Step::Done { holds: true, .. }),
+            "{src}: {step:?}"
+        );
+    }
+    let (_, step) = run_with(&mut rt, "return context.turn.nubmer", &Frame::default());
+    match step {
+        Step::Failed { error } => assert!(
+            error.contains("no field `nubmer` in this record; its fields are number, token_usage"),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn errors_in_wardens_functions_point_at_the_script_line_once() {
+    let mut rt = runtime();
+    for (src, want) in [
+        (
+            "\nnotify('x', { colour = 'red' })",
+            "test.lua:2: notify: unknown option `colour`; the options are category, priority and deliver_at\nstack traceback:\n\ttest.lua:2: in main chunk",
+        ),
+        (
+            "setmetatable(context, {})",
+            "test.lua:1: setmetatable: this table's metatable is protected (Warden's data and libraries are read-only)\nstack traceback:\n\ttest.lua:1: in main chunk",
+        ),
+        (
+            "local function f() log('x', 'loud') end\nf()",
+            "test.lua:1: log: level: unknown value 'loud'; use one of debug, info, warning, warn, error\nstack traceback:\n\ttest.lua:1: in local 'f'\n\ttest.lua:2: in main chunk",
+        ),
+    ] {
+        let (_, step) = run_with(&mut rt, src, &Frame::default());
+        assert_eq!(failed(&step), want, "{src}");
+    }
 }

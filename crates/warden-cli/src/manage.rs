@@ -29,16 +29,25 @@ pub(crate) enum RulesCommand {
     Enable {
         /// `id`, or `plugin/id`.
         rule: String,
+        /// Print the rule as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Switch a rule off for the user (core rules cannot be switched off).
     Disable {
         /// `id`, or `plugin/id`.
         rule: String,
+        /// Print the rule as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Forget the user's choice for a rule: its file's `enabled` applies again.
     Reset {
         /// `id`, or `plugin/id`.
         rule: String,
+        /// Print the rule as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Set a plugin setting for the user (in every project, or with --in-project in the
     /// current one only). The value must fit the setting's type and bounds.
@@ -50,6 +59,9 @@ pub(crate) enum RulesCommand {
         /// Only in the current project (--project, or `project` in warden.toml).
         #[arg(long)]
         in_project: bool,
+        /// Print the setting as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Remove the user's value for a setting: the default applies again.
     Unset {
@@ -58,6 +70,9 @@ pub(crate) enum RulesCommand {
         /// The value set for the current project only.
         #[arg(long)]
         in_project: bool,
+        /// Print the setting as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -101,20 +116,29 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 print!("{}", rule_details(&info, user));
             }
         }
-        RulesCommand::Enable { rule } => {
+        RulesCommand::Enable { rule, json } => {
             let info = w
                 .set_rule_enabled(user, &rule, true)
                 .map_err(|e| e.to_string())?;
+            if json {
+                return json_out(&info).map(|()| ExitCode::SUCCESS);
+            }
             println!("{} is on for {user}", info.key);
         }
-        RulesCommand::Disable { rule } => {
+        RulesCommand::Disable { rule, json } => {
             let info = w
                 .set_rule_enabled(user, &rule, false)
                 .map_err(|e| e.to_string())?;
+            if json {
+                return json_out(&info).map(|()| ExitCode::SUCCESS);
+            }
             println!("{} is off for {user}", info.key);
         }
-        RulesCommand::Reset { rule } => {
+        RulesCommand::Reset { rule, json } => {
             let info = w.reset_rule(user, &rule).map_err(|e| e.to_string())?;
+            if json {
+                return json_out(&info).map(|()| ExitCode::SUCCESS);
+            }
             println!(
                 "{} follows its file again: {} for {user}",
                 info.key,
@@ -125,10 +149,14 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
             key,
             value,
             in_project,
+            json,
         } => {
             let s = w
                 .set_setting_text(user, project_scope(in_project), &key, &value)
                 .map_err(|e| e.to_string())?;
+            if json {
+                return json_out(&s).map(|()| ExitCode::SUCCESS);
+            }
             println!(
                 "{} = {} for {user}{}",
                 s.key,
@@ -140,10 +168,17 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 }
             );
         }
-        RulesCommand::Unset { key, in_project } => {
+        RulesCommand::Unset {
+            key,
+            in_project,
+            json,
+        } => {
             let s = w
                 .reset_setting(user, project_scope(in_project), &key)
                 .map_err(|e| e.to_string())?;
+            if json {
+                return json_out(&s).map(|()| ExitCode::SUCCESS);
+            }
             println!("{} = {} for {user} ({})", s.key, s.value, set_by(s.set_by));
         }
     }
@@ -174,11 +209,12 @@ fn settings_text(settings: &[SettingInfo]) -> String {
 }
 
 fn rule_table(list: &[RuleInfo], user: &str) -> String {
-    let rows: Vec<[String; 6]> = list
+    let rows: Vec<[String; 7]> = list
         .iter()
         .map(|r| {
             [
                 r.key.clone(),
+                r.plugin.clone(),
                 r.hook.name().to_string(),
                 r.priority.to_string(),
                 if r.enabled { "on" } else { "off" }.to_string(),
@@ -187,7 +223,9 @@ fn rule_table(list: &[RuleInfo], user: &str) -> String {
             ]
         })
         .collect();
-    let header = ["RULE", "HOOK", "PRIORITY", "STATE", "CORE", "SETTINGS"];
+    let header = [
+        "RULE", "PLUGIN", "HOOK", "PRIORITY", "STATE", "CORE", "SETTINGS",
+    ];
     let mut widths = header.map(str::len);
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -195,7 +233,7 @@ fn rule_table(list: &[RuleInfo], user: &str) -> String {
         }
     }
     let mut out = String::new();
-    let mut line = |cells: [&str; 6]| {
+    let mut line = |cells: [&str; 7]| {
         let mut l = String::new();
         for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
             if i + 1 == cells.len() {

@@ -221,3 +221,59 @@ fn a_broken_configuration_names_line_and_field() {
         "{err}"
     );
 }
+
+#[test]
+fn enrich_shows_what_a_query_gets() {
+    let o = warden(
+        &root(),
+        &[
+            "enrich",
+            "How do I write a rule whose Lua script waits?",
+            "--sources",
+            "examples/knowledge/sources.toml",
+            "--window",
+            "64000",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(
+        out.starts_with("mode reduced (context window 64000 tokens): budget 3300"),
+        "{out}"
+    );
+    assert!(
+        out.contains("left out:") && out.contains("not core-tagged, and the mode is reduced"),
+        "{out}"
+    );
+    assert!(out.contains("<reference_material>"), "{out}");
+    // The refused source is named, with its gate.
+    assert!(
+        err.contains("`community-tips`") && err.contains("gate 5"),
+        "{err}"
+    );
+
+    let o = warden(
+        &root(),
+        &[
+            "enrich",
+            "x",
+            "--json",
+            "--sources",
+            "examples/knowledge/sources.toml",
+            "--window",
+            "16000",
+        ],
+    );
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["enrichment"]["mode"], "unavailable");
+    assert_eq!(v["health"]["registered"], true);
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = warden(dir.path(), &["enrich", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("no knowledge sources: give --sources FILE")
+    );
+}

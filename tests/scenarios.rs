@@ -108,6 +108,11 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
         for p in &plugins {
             builder = builder.plugins_dir(p);
         }
+        // Knowledge enrichment: `knowledge = ["sources.toml", "project root"]`.
+        if let Some(k) = config.get("knowledge").and_then(|v| v.as_array()) {
+            let path = |i: usize| dir.join(k[i].as_str().expect("knowledge paths are strings"));
+            builder = builder.knowledge(path(0), path(1));
+        }
         let warden = builder.build().unwrap();
         // Users' choices made before the session starts: `[settings]` and `disabled`.
         if let Some(settings) = config.get("settings").and_then(|v| v.as_table()) {

@@ -1,4 +1,5 @@
-//! `warden test` and `warden log`: rule tests, and the execution log.
+//! `warden test`, `warden log` and `warden enrich`: rule tests, the execution log, and what
+//! knowledge enrichment makes of a query.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -209,6 +210,113 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
             rec.session_id.as_deref().unwrap_or("-"),
             rec.user_id
         );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `warden enrich` takes.
+#[derive(clap::Args, Debug)]
+pub(crate) struct EnrichQuery {
+    /// The query to classify and enrich.
+    query: String,
+    /// The model's context window, in tokens (the mode and the budget depend on it).
+    #[arg(long, default_value_t = 128_000)]
+    window: u64,
+    /// The sources file (instead of `[knowledge] sources` in warden.toml).
+    #[arg(long, value_name = "FILE")]
+    sources: Option<PathBuf>,
+    /// The project root source paths are relative to (default: the sources file's folder).
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
+    /// Print the whole result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub(crate) fn enrich(config: &Config, q: &EnrichQuery) -> Result<ExitCode, String> {
+    let (sources, root) = match (&q.sources, &config.knowledge) {
+        (Some(s), _) => {
+            let root = q.root.clone().unwrap_or_else(|| {
+                s.parent()
+                    .map(std::path::Path::to_path_buf)
+                    .unwrap_or_default()
+            });
+            (s.clone(), root)
+        }
+        (None, Some((s, r))) => (s.clone(), q.root.clone().unwrap_or_else(|| r.clone())),
+        (None, None) => {
+            return Err(
+                "no knowledge sources: give --sources FILE, or `[knowledge] sources = \"...\"` in warden.toml"
+                    .into(),
+            );
+        }
+    };
+    let warden = warden_core::Warden::builder()
+        .knowledge(&sources, &root)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let diagnostics = warden.diagnostics();
+    if !diagnostics.is_empty() {
+        eprint!("{}", render_diagnostics(&diagnostics));
+    }
+    let Some((knowledge, health)) = warden.knowledge() else {
+        return Err(format!("{} did not load (see above)", sources.display()));
+    };
+    let e = knowledge.enrich(&q.query, q.window);
+    if q.json {
+        json_out(&serde_json::json!({ "health": health, "enrichment": e }))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "mode {} (context window {} tokens): budget {}, used {}",
+        e.mode, e.context_window, e.budget, e.tokens_used
+    );
+    let matches: Vec<String> = e
+        .classification
+        .matches
+        .iter()
+        .map(|m| format!("`{}` -> {}", m.term, m.tags.join(", ")))
+        .collect();
+    println!(
+        "tags: {}{}",
+        e.classification.tags.join(", "),
+        if matches.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", matches.join("; "))
+        }
+    );
+    if !e.selected.is_empty() {
+        println!("selected, in order:");
+        for s in &e.selected {
+            println!(
+                "  {:<20} {:>6} tokens{}  [{}]",
+                s.id,
+                s.tokens,
+                if s.truncated {
+                    format!(" (cut from {})", s.source_tokens)
+                } else {
+                    String::new()
+                },
+                s.matched_tags.join(", ")
+            );
+        }
+    }
+    if !e.skipped.is_empty() {
+        println!("left out:");
+        for s in &e.skipped {
+            println!("  {:<20} {}", s.id, s.reason);
+        }
+    }
+    if !health.registered {
+        println!(
+            "not registered, so an agent gets no enrichment: {}",
+            health.reasons.join("; ")
+        );
+    }
+    match &e.section {
+        Some(section) => println!("\n{section}"),
+        None => println!("\nno section: nothing to add for this query"),
     }
     Ok(ExitCode::SUCCESS)
 }

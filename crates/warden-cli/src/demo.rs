@@ -149,8 +149,23 @@ fn decisions(outcome: &Outcome) -> String {
             } => {
                 let _ = writeln!(s, "       event {event_type} {payload}");
             }
-            Effect::NotifySelf(_) => {}
+            Effect::NotifySelf(_) | Effect::EnrichContext { .. } => {}
         }
+    }
+    if let Some(e) = &outcome.enrichment {
+        let ids = e.selected_ids();
+        let _ = writeln!(
+            s,
+            "       knowledge    {} mode, {} of {} tokens: {}",
+            e.mode,
+            e.tokens_used,
+            e.budget,
+            if ids.is_empty() {
+                "no source".to_string()
+            } else {
+                ids.join(", ")
+            }
+        );
     }
     for n in &outcome.inject {
         let _ = writeln!(

@@ -79,6 +79,9 @@ enum Command {
     },
     /// Read the execution log (recorded when `[log] sample` is above 0).
     Log(check::LogQuery),
+    /// Show what knowledge enrichment makes of a query: its mode, tags, the sources chosen
+    /// within the budget, and the `<reference_material>` section.
+    Enrich(check::EnrichQuery),
     /// Watch the rule, plugin and script files and report each reload (until interrupted).
     Watch,
     /// Run a simulated research session supervised by the built-in rules, and show each hook,
@@ -142,6 +145,7 @@ fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
         } => manage::plugins(config, json),
         Command::Test { paths, json } => check::test(config, &paths, json),
         Command::Log(q) => check::log(config, &q),
+        Command::Enrich(q) => check::enrich(config, &q),
         Command::Watch => watch(config),
         Command::Demo { trace } => demo::run(trace.as_deref(), config),
         Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),

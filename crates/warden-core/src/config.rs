@@ -16,6 +16,11 @@
 //! [scripts]
 //! timeout_seconds = 5
 //! memory_mb = 32
+//!
+//! [knowledge]
+//! sources = "knowledge/sources.toml"   # knowledge enrichment (see warden-knowledge)
+//! root = "."                           # source paths are relative to this folder
+//! at_query_start = true                # enrich every query (else only `enrich_context`)
 //! ```
 //!
 //! Relative paths are relative to the file's folder.
@@ -40,6 +45,7 @@ pub const CONFIG_FIELDS: &[&str] = &[
     "project",
     "log",
     "scripts",
+    "knowledge",
 ];
 
 /// An installation's settings, from `warden.toml`.
@@ -67,6 +73,10 @@ pub struct Config {
     pub script_timeout: Duration,
     /// The memory limit of a session's Lua state, in bytes.
     pub script_memory: usize,
+    /// Knowledge enrichment: the sources file and the project root (off when absent).
+    pub knowledge: Option<(PathBuf, PathBuf)>,
+    /// Enrich every query at `on_query_start`.
+    pub knowledge_at_query_start: bool,
 }
 
 impl Default for Config {
@@ -84,6 +94,8 @@ impl Default for Config {
             log_sample: 0.0,
             script_timeout: limits.timeout,
             script_memory: limits.memory,
+            knowledge: None,
+            knowledge_at_query_start: true,
         }
     }
 }
@@ -180,6 +192,30 @@ impl Config {
                 }
                 scripts.finish(&mut doc, &["timeout_seconds", "memory_mb"]);
             }
+            if let Some(mut k) = top.table(&mut doc, "knowledge") {
+                let sources = k.string(&mut doc, "sources");
+                let root = k.string(&mut doc, "root");
+                if let Some(at) = k.boolean(&mut doc, "at_query_start") {
+                    config.knowledge_at_query_start = at.value;
+                }
+                match sources {
+                    Some(s) => {
+                        let sources = resolve(s.value);
+                        // The project root defaults to the sources file's folder.
+                        let root = root.map(|r| resolve(r.value)).unwrap_or_else(|| {
+                            sources.parent().map(Path::to_path_buf).unwrap_or_default()
+                        });
+                        config.knowledge = Some((sources, root));
+                    }
+                    None => doc.error(
+                        k.span.clone(),
+                        "knowledge.sources",
+                        "[knowledge] needs `sources`, the sources file",
+                        Some("add `sources = \"knowledge/sources.toml\"`".into()),
+                    ),
+                }
+                k.finish(&mut doc, &["sources", "root", "at_query_start"]);
+            }
             top.finish(&mut doc, CONFIG_FIELDS);
         }
         if doc.has_errors() {
@@ -202,6 +238,11 @@ impl Config {
             b = b.plugins_dir(dir);
         }
         b = b.capabilities(self.capabilities.iter().cloned());
+        if let Some((sources, root)) = &self.knowledge {
+            b = b
+                .knowledge(sources, root)
+                .knowledge_at_query_start(self.knowledge_at_query_start);
+        }
         if let Some(db) = &self.database {
             b = b.store(warden_store::Store::open(db)?);
         }

@@ -38,6 +38,7 @@ mod id {
     pub const EVENT_TOOL_NAME: ScalarId = ScalarId(15);
     pub const EVENT_TIME: ScalarId = ScalarId(16);
     pub const TOOL_NAME: ScalarId = ScalarId(17);
+    pub const CONTEXT_WINDOW: ScalarId = ScalarId(18);
     pub const FAILURES: MapId = MapId(0);
     pub const CALLS: MapId = MapId(1);
 }
@@ -106,6 +107,7 @@ fn build_schema() -> Schema {
             FieldDef::new("context_usage", Type::Float, "Share of the context window used, 0.0 to 1.0.").scalar(CONTEXT_USAGE),
             FieldDef::new("iteration_count", Type::Int, "Iterations (model calls) so far in this query.").scalar(ITERATION_COUNT),
             FieldDef::new("max_iterations", Type::Int, "The iteration budget; 0 when the agent loop has not reported one.").scalar(MAX_ITERATIONS),
+            FieldDef::new("context_window", Type::Int, "The model's context window in tokens, as the agent loop reported it; 0 when it has not.").scalar(CONTEXT_WINDOW),
         ],
     );
     let message = s.record(
@@ -513,6 +515,7 @@ impl warden_expr::Facts for TickFacts<'_> {
             id::CONTEXT_USAGE => S::Float(f.turn.context_usage),
             id::ITERATION_COUNT => S::Int(f.turn.iteration_count.into()),
             id::MAX_ITERATIONS => S::Int(f.turn.max_iterations.into()),
+            id::CONTEXT_WINDOW => S::Int(i64::try_from(f.turn.context_window).unwrap_or(i64::MAX)),
             id::COUNT_TURNS => S::Int(f.history.counts.turns.into()),
             id::COUNT_QUERIES => S::Int(f.history.counts.queries.into()),
             id::COUNT_TOOL_CALLS => S::Int(f.history.counts.tool_calls.into()),
@@ -579,6 +582,7 @@ impl warden_lua::Host for TickFacts<'_> {
                         "context_usage",
                         "iteration_count",
                         "max_iterations",
+                        "context_window",
                     ],
                     &[
                         Value::Integer(f.turn.number.into()),
@@ -586,6 +590,7 @@ impl warden_lua::Host for TickFacts<'_> {
                         Value::Number(f.turn.context_usage),
                         Value::Integer(f.turn.iteration_count.into()),
                         Value::Integer(f.turn.max_iterations.into()),
+                        Value::Integer(i64::try_from(f.turn.context_window).unwrap_or(i64::MAX)),
                     ],
                 ),
                 "history" => out.serialize(&self.context_view(None).history),

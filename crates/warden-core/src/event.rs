@@ -60,6 +60,9 @@ pub struct TurnUpdate {
     /// The iteration budget of this query.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<u32>,
+    /// The model's context window, in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
 }
 
 /// A user query: its text, and anything else the loop knows about it.
@@ -186,6 +189,12 @@ impl Event {
     /// Sets the share of the token budget used (0.0 to 1.0).
     pub fn with_token_usage(mut self, usage: f64) -> Self {
         self.turn_mut().token_usage = Some(usage);
+        self
+    }
+
+    /// Sets the model's context window, in tokens.
+    pub fn with_context_window(mut self, tokens: u64) -> Self {
+        self.turn_mut().context_window = Some(tokens);
         self
     }
 

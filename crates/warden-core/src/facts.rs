@@ -50,6 +50,8 @@ pub struct TurnState {
     pub iteration_count: u32,
     /// The iteration budget (0 when the agent loop has not said).
     pub max_iterations: u32,
+    /// The model's context window in tokens (0 when the agent loop has not said).
+    pub context_window: u64,
 }
 
 /// What happened so far (`context.history`).
@@ -181,6 +183,7 @@ impl SessionFacts {
             set(&mut self.turn.context_usage, t.context_usage);
             set(&mut self.turn.iteration_count, t.iteration_count);
             set(&mut self.turn.max_iterations, t.max_iterations);
+            set(&mut self.turn.context_window, t.context_window);
         }
         match hook {
             Hook::OnQueryStart => {

@@ -41,6 +41,7 @@ mod event;
 mod facts;
 mod hook;
 mod index;
+mod knowledge;
 mod loader;
 mod outcome;
 mod plugin;
@@ -81,6 +82,7 @@ pub use rule::{
 };
 pub use session::{Session, SessionOptions};
 pub use warden::{AsyncSession, BusEvent, Error, Reload, Warden, WardenBuilder};
+pub use warden_knowledge as knowledge_pipeline;
 pub use warden_lua::Limits as ScriptLimits;
 pub use warden_store::{
     ALL_PROJECTS, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle, SettingOverride,

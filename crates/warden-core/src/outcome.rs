@@ -61,6 +61,13 @@ pub enum Effect {
         /// The rendered payload.
         payload: Json,
     },
+    /// `enrich_context`: the query was enriched with knowledge (see [`Outcome::enrichment`]).
+    EnrichContext {
+        /// The rule.
+        rule: Arc<str>,
+        /// The result: mode, selected sources, the `<reference_material>` section.
+        enrichment: Arc<warden_knowledge::Enrichment>,
+    },
 }
 
 impl Effect {
@@ -70,7 +77,8 @@ impl Effect {
             Effect::NotifySelf(n) => &n.rule,
             Effect::Log { rule, .. }
             | Effect::SetState { rule, .. }
-            | Effect::EmitEvent { rule, .. } => rule,
+            | Effect::EmitEvent { rule, .. }
+            | Effect::EnrichContext { rule, .. } => rule,
         }
     }
 
@@ -81,6 +89,7 @@ impl Effect {
             Effect::Log { .. } => "log",
             Effect::SetState { .. } => "set_state",
             Effect::EmitEvent { .. } => "emit_event",
+            Effect::EnrichContext { .. } => "enrich_context",
         }
     }
 }
@@ -144,6 +153,11 @@ pub struct Outcome {
     pub errors: Vec<RuleError>,
     /// Scripts stopped at this tick before they finished.
     pub halted: Vec<Halted>,
+    /// Knowledge for the agent's system prompt, when this tick enriched the query: at
+    /// `on_query_start` when knowledge enrichment is configured and registered, or when a rule's
+    /// `enrich_context` action fired (the last one wins). Put its `section` after the system
+    /// prompt (`Enrichment::integrate`).
+    pub enrichment: Option<Arc<warden_knowledge::Enrichment>>,
     pub(crate) trace: Vec<TraceEntry>,
     pub(crate) program: Arc<Program>,
 }

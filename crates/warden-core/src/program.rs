@@ -93,6 +93,9 @@ pub(crate) enum CompiledAction {
         event_type: Arc<str>,
         payload: ValueTemplate,
     },
+    Enrich {
+        query: Option<Text>,
+    },
 }
 
 /// One tree of a hook: a rule, or an exclusive group of rules.
@@ -546,6 +549,10 @@ fn compile_rule(
                 event_type: Arc::from(event_type.text.as_str()),
                 payload,
             }),
+            ActionDef::EnrichContext { query } => match query {
+                Some(q) => text(q).map(|t| CompiledAction::Enrich { query: Some(t) }),
+                None => Some(CompiledAction::Enrich { query: None }),
+            },
         };
         actions.extend(compiled);
     }

@@ -281,6 +281,11 @@ pub enum ActionDef {
         /// Where the payload was written.
         payload_span: Range<usize>,
     },
+    /// Enrich the query with knowledge sources (see `Outcome::enrichment`).
+    EnrichContext {
+        /// The text to classify (a template); the session's latest query when absent.
+        query: Option<Located>,
+    },
 }
 
 impl ActionDef {
@@ -291,6 +296,7 @@ impl ActionDef {
             ActionDef::Log { .. } => "log",
             ActionDef::SetState { .. } => "set_state",
             ActionDef::EmitEvent { .. } => "emit_event",
+            ActionDef::EnrichContext { .. } => "enrich_context",
         }
     }
 }
@@ -304,6 +310,7 @@ pub const ACTION_TYPES: &[(&str, &[&str])] = &[
     ("log", &["type", "message", "level"]),
     ("set_state", &["type", "key", "value"]),
     ("emit_event", &["type", "event_type", "payload"]),
+    ("enrich_context", &["type", "query"]),
 ];
 
 /// What reading one rule file produced.
@@ -898,6 +905,11 @@ fn read_action_fields(
                 value_span: value.span,
             }
         }
+        "enrich_context" => ActionDef::EnrichContext {
+            query: t
+                .string(doc, "query")
+                .map(|at| located(at, t.field("query"))),
+        },
         _ => {
             let event_type = required(doc, t, "event_type", "emit_event", "\"my.event\"");
             let payload = t.json("payload");

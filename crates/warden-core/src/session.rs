@@ -287,6 +287,14 @@ impl Session {
         let tree = program.hook(hook);
         let shared = self.shared.clone();
         let store = &shared.store;
+        let knowledge = shared.knowledge();
+        // Knowledge enrichment, the built-in capability: every query, once it registered.
+        let auto_enrichment = match (&shared.knowledge_config, knowledge.registered()) {
+            (Some(c), Some(k)) if c.at_query_start && hook == Hook::OnQueryStart => Some(
+                crate::knowledge::enrich(k, &self.facts.query, self.facts.turn.context_window),
+            ),
+            _ => None,
+        };
         let tick_facts = TickFacts {
             facts: &self.facts,
             hook,
@@ -305,6 +313,8 @@ impl Session {
             template_values: None,
             memory: &self.memory,
             enabled: &self.resolved.enabled,
+            knowledge: &knowledge,
+            knowledge_configured: shared.knowledge_config.is_some(),
             turn: self.facts.turn.number,
             fired: Vec::new(),
             rendered: Vec::new(),
@@ -373,12 +383,21 @@ impl Session {
         if hook == Hook::OnSessionEnd {
             halted.extend(self.end());
         }
+        let enrichment = effects
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Effect::EnrichContext { enrichment, .. } => Some(enrichment.clone()),
+                _ => None,
+            })
+            .or(auto_enrichment);
         Outcome {
             hook,
             effects,
             inject,
             errors,
             halted,
+            enrichment,
             trace,
             program,
         }
@@ -451,7 +470,9 @@ impl Session {
                             hook,
                         });
                     }
-                    Effect::NotifySelf(_) | Effect::SetState { .. } => {}
+                    Effect::NotifySelf(_)
+                    | Effect::SetState { .. }
+                    | Effect::EnrichContext { .. } => {}
                 }
             }
         }
@@ -738,6 +759,9 @@ struct Tick<'a> {
     memory: &'a [RuleMemory],
     /// Per rule: switched on for this session's user.
     enabled: &'a [bool],
+    /// Knowledge enrichment, for `enrich_context` actions.
+    knowledge: &'a crate::knowledge::KnowledgeState,
+    knowledge_configured: bool,
     turn: u32,
     fired: Vec<Fired>,
     rendered: Vec<Effect>,
@@ -977,6 +1001,7 @@ impl Tick<'_> {
     fn render_into(&mut self, rule: &CompiledRule) -> Result<(), String> {
         let templates = &self.program.templates;
         let facts = self.facts;
+        let (knowledge, knowledge_configured) = (self.knowledge, self.knowledge_configured);
         let plugin = &rule.def.plugin;
         let cache = &mut self.template_values;
         let mut values = || {
@@ -1033,6 +1058,37 @@ impl Tick<'_> {
                         .to_string(),
                     value: templates.render_value(value, &mut values).map_err(which)?,
                 },
+                CompiledAction::Enrich { query } => {
+                    let text = match query {
+                        Some(q) => templates.render(q, &mut values).map_err(which)?.to_string(),
+                        None => facts.facts.query.clone(),
+                    };
+                    let Some(k) = knowledge.registered() else {
+                        return Err(which(if !knowledge_configured {
+                            "knowledge enrichment is not configured (WardenBuilder::knowledge, or [knowledge] in warden.toml)".to_string()
+                        } else if knowledge.knowledge.is_none() {
+                            "the knowledge sources file did not load (see the diagnostics)"
+                                .to_string()
+                        } else {
+                            format!(
+                                "knowledge enrichment is not registered: {}",
+                                knowledge
+                                    .health
+                                    .as_ref()
+                                    .map(|h| h.reasons.join("; "))
+                                    .unwrap_or_default()
+                            )
+                        }));
+                    };
+                    Effect::EnrichContext {
+                        rule: rule.key.clone(),
+                        enrichment: crate::knowledge::enrich(
+                            k,
+                            &text,
+                            facts.facts.turn.context_window,
+                        ),
+                    }
+                }
                 CompiledAction::Emit {
                     event_type,
                     payload,

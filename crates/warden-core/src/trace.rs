@@ -73,8 +73,22 @@ pub fn parse_trace(text: &str) -> Vec<(usize, Result<TraceEvent, TraceError>)> {
         .collect()
 }
 
-/// The replay output of one event's outcome: a line per applied action, then a line per
-/// error.
+/// What a replay line says of an enrichment: the mode, the budget and what went in (the
+/// section itself is for the agent; `warden enrich` shows it).
+fn knowledge_summary(e: &warden_knowledge::Enrichment) -> Value {
+    json!({
+        "mode": e.mode,
+        "context_window": e.context_window,
+        "budget": e.budget,
+        "tokens": e.tokens_used,
+        "tags": e.classification.tags,
+        "selected": e.selected_ids(),
+        "truncated": e.selected.iter().filter(|s| s.truncated).map(|s| s.id.as_str()).collect::<Vec<_>>(),
+    })
+}
+
+/// The replay output of one event's outcome: a line per applied action (and one for the
+/// query's knowledge enrichment), then a line per error.
 pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
     let mut out = Vec::new();
     for effect in &outcome.effects {
@@ -108,8 +122,26 @@ pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
                 fields.insert("event_type".into(), json!(event_type));
                 fields.insert("payload".into(), payload.clone());
             }
+            Effect::EnrichContext { enrichment, .. } => {
+                fields.insert("knowledge".into(), knowledge_summary(enrichment));
+            }
         }
         out.push(line);
+    }
+    // The built-in enrichment at on_query_start, when no rule's action made one.
+    if let Some(e) = &outcome.enrichment
+        && !outcome
+            .effects
+            .iter()
+            .any(|x| matches!(x, Effect::EnrichContext { .. }))
+    {
+        out.push(json!({
+            "event": event,
+            "hook": outcome.hook.name(),
+            "rule": null,
+            "action": "enrich_context",
+            "knowledge": knowledge_summary(e),
+        }));
     }
     for e in &outcome.errors {
         out.push(json!({"event": event, "rule": e.rule, "error": e.error}));

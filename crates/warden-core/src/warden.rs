@@ -16,6 +16,7 @@ use crate::diagnostic::Diagnostic;
 use crate::event::Event;
 use crate::facts::DEFAULT_HISTORY_LIMIT;
 use crate::hook::Hook;
+use crate::knowledge::{KnowledgeConfig, KnowledgeState};
 use crate::loader::{Capabilities, RuleSource, load};
 use crate::outcome::Outcome;
 use crate::program::Program;
@@ -89,6 +90,9 @@ pub(crate) struct Shared {
     /// The store's `data_version` at that poll.
     data_version: AtomicI64,
     started: Instant,
+    /// Knowledge enrichment, when configured.
+    pub(crate) knowledge_config: Option<KnowledgeConfig>,
+    knowledge: RwLock<Arc<KnowledgeState>>,
 }
 
 impl Shared {
@@ -121,6 +125,14 @@ impl Shared {
         }
         match self.controls.read() {
             Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The knowledge enrichment in force (loaded or not, registered or not).
+    pub(crate) fn knowledge(&self) -> Arc<KnowledgeState> {
+        match self.knowledge.read() {
+            Ok(k) => k.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
@@ -175,6 +187,7 @@ pub struct WardenBuilder {
     strict: bool,
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
+    knowledge: Option<KnowledgeConfig>,
 }
 
 impl WardenBuilder {
@@ -213,6 +226,33 @@ impl WardenBuilder {
     /// `warden check` does).
     pub fn any_capability(mut self) -> Self {
         self.any_capability = true;
+        self
+    }
+
+    /// Turns knowledge enrichment on: the sources file (`[[source]]` entries, the budget, the
+    /// mode thresholds, the health gate) and the project root every source path is relative
+    /// to. Each query is then enriched at `on_query_start` ([`Outcome::enrichment`]) once the
+    /// sources pass the health gate, and rules can use the `enrich_context` action.
+    pub fn knowledge(
+        mut self,
+        sources: impl Into<PathBuf>,
+        project_root: impl Into<PathBuf>,
+    ) -> Self {
+        self.knowledge = Some(KnowledgeConfig {
+            sources: sources.into(),
+            root: project_root.into(),
+            at_query_start: true,
+        });
+        self
+    }
+
+    /// Whether every query is enriched at `on_query_start` (true by default, once
+    /// [`WardenBuilder::knowledge`] is set); when false, only rules' `enrich_context` actions
+    /// enrich.
+    pub fn knowledge_at_query_start(mut self, on: bool) -> Self {
+        if let Some(k) = &mut self.knowledge {
+            k.at_query_start = on;
+        }
         self
     }
 
@@ -292,6 +332,20 @@ impl WardenBuilder {
         let (bus, _) = broadcast::channel(self.bus_capacity.unwrap_or(1024));
         let controls = Controls::load(&store, 0)?;
         let data_version = store.data_version()?;
+        let knowledge = self
+            .knowledge
+            .as_ref()
+            .map(KnowledgeState::load)
+            .unwrap_or_default();
+        if self.strict && knowledge.diagnostics.iter().any(Diagnostic::is_error) {
+            return Err(Error::Rules(
+                knowledge
+                    .diagnostics
+                    .into_iter()
+                    .filter(Diagnostic::is_error)
+                    .collect(),
+            ));
+        }
         Ok(Warden {
             shared: Arc::new(Shared {
                 program: RwLock::new(Arc::new(program)),
@@ -310,6 +364,8 @@ impl WardenBuilder {
                 polled_at: AtomicU64::new(0),
                 data_version: AtomicI64::new(data_version),
                 started: Instant::now(),
+                knowledge_config: self.knowledge,
+                knowledge: RwLock::new(Arc::new(knowledge)),
             }),
         })
     }
@@ -343,9 +399,35 @@ impl Warden {
         self.shared.program()
     }
 
-    /// Problems found in the rule files (the rules without problems are loaded).
+    /// Problems found in the rule files (the rules without problems are loaded), and in the
+    /// knowledge sources when enrichment is configured.
     pub fn diagnostics(&self) -> Vec<Diagnostic> {
-        self.program().diagnostics().to_vec()
+        let mut d = self.program().diagnostics().to_vec();
+        d.extend(self.shared.knowledge().diagnostics.iter().cloned());
+        d
+    }
+
+    /// The knowledge pipeline as loaded (`None` when enrichment is not configured or its
+    /// sources file did not load), and its health (whether it registered, and why not).
+    pub fn knowledge(
+        &self,
+    ) -> Option<(Arc<warden_knowledge::Knowledge>, warden_knowledge::Health)> {
+        let k = self.shared.knowledge();
+        Some((k.knowledge.clone()?, k.health.clone()?))
+    }
+
+    /// Every folder to watch for changes: those of the rules, plugins and scripts, and of the
+    /// knowledge sources.
+    pub fn watched_folders(&self) -> Vec<PathBuf> {
+        let mut folders = self.program().folders().to_vec();
+        if let Some(config) = &self.shared.knowledge_config {
+            for f in self.shared.knowledge().folders(config) {
+                if !folders.contains(&f) {
+                    folders.push(f);
+                }
+            }
+        }
+        folders
     }
 
     /// The store.
@@ -376,16 +458,26 @@ impl Warden {
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         let current = self.shared.program();
+        let knowledge_before = self.shared.knowledge();
+        let knowledge = self
+            .shared
+            .knowledge_config
+            .as_ref()
+            .map(|c| knowledge_before.reload(c));
         let loaded = load(&self.shared.sources, &self.shared.capabilities);
         let candidate = Program::compile(loaded, current.generation + 1);
         let known: std::collections::HashSet<_> = current
             .diagnostics()
             .iter()
+            .chain(&knowledge_before.diagnostics)
             .filter(|d| d.is_error())
             .map(|d| (d.path().to_path_buf(), d.line(), d.message().to_string()))
             .collect();
-        let introduced: Vec<Diagnostic> = candidate
-            .diagnostics()
+        let mut all = candidate.diagnostics().to_vec();
+        if let Some(k) = &knowledge {
+            all.extend(k.diagnostics.iter().cloned());
+        }
+        let introduced: Vec<Diagnostic> = all
             .iter()
             .filter(|d| {
                 d.is_error()
@@ -393,7 +485,7 @@ impl Warden {
             })
             .cloned()
             .collect();
-        let diagnostics = candidate.diagnostics().to_vec();
+        let diagnostics = all;
         if !introduced.is_empty() {
             tracing::error!(
                 problems = introduced.len(),
@@ -408,6 +500,12 @@ impl Warden {
             };
         }
         let generation = candidate.generation;
+        if let Some(k) = knowledge {
+            match self.shared.knowledge.write() {
+                Ok(mut slot) => *slot = Arc::new(k),
+                Err(poisoned) => *poisoned.into_inner() = Arc::new(k),
+            }
+        }
         let program = Arc::new(candidate);
         match self.shared.program.write() {
             Ok(mut p) => *p = program,

@@ -46,7 +46,7 @@ impl Drop for Watch {
 }
 
 /// Whether a changed path can matter: rule files and manifests (`.toml`), scripts (`.lua`),
-/// and folders (a plugin copied in arrives as a folder).
+/// knowledge sources (`.md`, `.txt`), and folders (a plugin copied in arrives as a folder).
 fn relevant(path: &Path) -> bool {
     let hidden = path
         .file_name()
@@ -54,7 +54,7 @@ fn relevant(path: &Path) -> bool {
         .is_some_and(|n| n.starts_with('.') || n.ends_with('~'));
     !hidden
         && match path.extension().and_then(|e| e.to_str()) {
-            Some("toml" | "lua") => true,
+            Some("toml" | "lua" | "md" | "markdown" | "txt") => true,
             Some(_) => false,
             None => true,
         }
@@ -97,7 +97,7 @@ impl Warden {
                 }
             })?;
         let mut watched = BTreeSet::new();
-        sync(&mut watcher, &mut watched, self.program().folders())?;
+        sync(&mut watcher, &mut watched, &self.watched_folders())?;
         let warden = self.clone();
         let thread = std::thread::Builder::new()
             .name("warden-watch".into())
@@ -117,7 +117,7 @@ impl Warden {
                         }
                     }
                     let report = warden.reload();
-                    let folders = warden.program().folders().to_vec();
+                    let folders = warden.watched_folders();
                     if let Err(e) = sync(&mut watcher, &mut watched, &folders) {
                         tracing::warn!(error = %e, "a new folder could not be watched");
                     }

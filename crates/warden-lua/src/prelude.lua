@@ -172,7 +172,7 @@ string_mt.__index = S
 string_mt.__metatable = "the string metatable is protected"
 
 local function safe_setmetatable(t, mt)
-  if getmetatable(t) ~= nil and type(getmetatable(t)) ~= "table" then
+  if type(t) == "table" and getmetatable(t) ~= nil and type(getmetatable(t)) ~= "table" then
     error("setmetatable: this table's metatable is protected (Warden's data and libraries are read-only)", 2)
   end
   if type(mt) == "table" then

@@ -128,7 +128,9 @@ impl Store {
             .map(|(user_id, project_id, plugin_id, name, raw, updated_at)| {
                 let value = serde_json::from_str(&raw).map_err(|e| StoreError::CorruptSetting {
                     db: self.label.clone(),
-                    setting: format!("setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"),
+                    setting: format!(
+                        "setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"
+                    ),
                     reason: e.to_string(),
                 })?;
                 Ok(SettingOverride {

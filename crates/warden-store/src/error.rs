@@ -79,7 +79,9 @@ pub enum StoreError {
     },
 
     /// A stored setting override is not valid JSON (the file was edited by hand, or damaged).
-    #[error("database {db}: the value of {setting} is not valid JSON ({reason}); set it again or delete the row")]
+    #[error(
+        "database {db}: the value of {setting} is not valid JSON ({reason}); set it again or delete the row"
+    )]
     CorruptSetting {
         /// The database that was being read.
         db: String,

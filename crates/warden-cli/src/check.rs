@@ -236,10 +236,9 @@ pub(crate) struct EnrichQuery {
 pub(crate) fn enrich(config: &Config, q: &EnrichQuery) -> Result<ExitCode, String> {
     let (sources, root) = match (&q.sources, &config.knowledge) {
         (Some(s), _) => {
-            let root = q.root.clone().unwrap_or_else(|| {
-                s.parent()
-                    .map(std::path::Path::to_path_buf)
-                    .unwrap_or_default()
+            let root = q.root.clone().unwrap_or_else(|| match s.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
             });
             (s.clone(), root)
         }
@@ -316,7 +315,12 @@ pub(crate) fn enrich(config: &Config, q: &EnrichQuery) -> Result<ExitCode, Strin
     }
     match &e.section {
         Some(section) => println!("\n{section}"),
-        None => println!("\nno section: nothing to add for this query"),
+        None if e.mode == warden_core::knowledge_pipeline::Mode::Unavailable => println!(
+            "\nno section: a context window of {} tokens is below the {} that enrichment needs ([knowledge.modes] reduced_from)",
+            e.context_window,
+            knowledge.settings().modes.reduced_from
+        ),
+        None => println!("\nno section: no source matched the query within the budget"),
     }
     Ok(ExitCode::SUCCESS)
 }

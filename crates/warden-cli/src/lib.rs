@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
-use warden_core::trace::{explain_lines, outcome_lines, parse_trace};
+use warden_core::trace::{explain_lines, node_lines, outcome_lines, parse_trace};
 use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden, bench};
 
 mod check;
@@ -49,6 +49,10 @@ enum Command {
         /// Also print, for every event, why each rule did or did not fire.
         #[arg(long)]
         explain: bool,
+        /// Also print, for every event, each behavior node that ran and what it returned
+        /// (implies --explain).
+        #[arg(long = "trace")]
+        nodes: bool,
         /// The session id (generated when absent).
         #[arg(long)]
         session: Option<String>,
@@ -136,8 +140,9 @@ fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
         Command::Replay {
             trace,
             explain,
+            nodes,
             session,
-        } => replay(config, &trace, explain, session),
+        } => replay(config, &trace, explain || nodes, nodes, session),
         Command::Tree { hook } => tree(config, hook.as_deref()),
         Command::Rules { command } => manage::rules(config, command),
         Command::Plugins {
@@ -291,6 +296,7 @@ fn replay(
     config: &Config,
     trace: &Path,
     explain: bool,
+    nodes: bool,
     session: Option<String>,
 ) -> Result<ExitCode, String> {
     let text = std::fs::read_to_string(trace)
@@ -310,11 +316,14 @@ fn replay(
         let lines = match parsed {
             Ok(e) => {
                 let outcome = session.tick(e.hook, e.event);
-                let mut lines = if explain {
-                    explain_lines(index, &outcome)
+                let mut lines = if nodes {
+                    node_lines(index, &outcome)
                 } else {
                     Vec::new()
                 };
+                if explain {
+                    lines.extend(explain_lines(index, &outcome));
+                }
                 lines.extend(outcome_lines(index, &outcome));
                 lines
             }

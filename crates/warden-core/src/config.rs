@@ -202,9 +202,12 @@ impl Config {
                     Some(s) => {
                         let sources = resolve(s.value);
                         // The project root defaults to the sources file's folder.
-                        let root = root.map(|r| resolve(r.value)).unwrap_or_else(|| {
-                            sources.parent().map(Path::to_path_buf).unwrap_or_default()
-                        });
+                        let root = root
+                            .map(|r| resolve(r.value))
+                            .unwrap_or_else(|| match sources.parent() {
+                                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                                _ => PathBuf::from("."),
+                            });
                         config.knowledge = Some((sources, root));
                     }
                     None => doc.error(

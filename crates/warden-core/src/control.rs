@@ -526,6 +526,9 @@ fn rule_info(
         condition: match &d.condition {
             crate::rule::ConditionDef::Expression(e) => e.text.clone(),
             crate::rule::ConditionDef::Script { path, .. } => format!("script {}", path.text),
+            crate::rule::ConditionDef::Tree(root) => {
+                format!("behavior tree ({})", root.kind.type_name())
+            }
         },
         settings: program
             .settings

@@ -128,3 +128,27 @@ mod tests {
         );
     }
 }
+
+/// A set of hooks (what a running tree waits for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HookSet(u8);
+
+impl HookSet {
+    pub(crate) fn insert(&mut self, hook: Hook) {
+        self.0 |= 1 << hook.index();
+    }
+
+    pub(crate) fn contains(self, hook: Hook) -> bool {
+        self.0 & (1 << hook.index()) != 0
+    }
+
+    pub(crate) fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub(crate) fn of(hook: Hook) -> Self {
+        let mut s = HookSet::default();
+        s.insert(hook);
+        s
+    }
+}

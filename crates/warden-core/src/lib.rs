@@ -32,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+pub mod behavior;
 pub mod bench;
 mod config;
 mod context;

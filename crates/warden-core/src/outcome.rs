@@ -159,6 +159,8 @@ pub struct Outcome {
     /// prompt (`Enrichment::integrate`).
     pub enrichment: Option<Arc<warden_knowledge::Enrichment>>,
     pub(crate) trace: Vec<TraceEntry>,
+    /// Behavior nodes that ran (explain mode): rule, node, what it came to.
+    pub(crate) nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,
     pub(crate) program: Arc<Program>,
 }
 
@@ -185,6 +187,19 @@ impl Outcome {
         self.trace
             .iter()
             .map(|t| (self.program.rule_key(t.rule), &t.evaluation))
+    }
+
+    /// The nodes of behaviors that ran at this hook, in the order they finished, with what
+    /// each came to: `(behavior, node label, status)`. Recorded in explain mode only
+    /// ([`crate::SessionOptions::explain`]).
+    pub fn node_trace(&self) -> impl Iterator<Item = (&str, &str, crate::behavior::NodeStatus)> {
+        self.nodes.iter().map(|(rule, node, status)| {
+            let label = match self.program.rules.get(*rule as usize).map(|r| &r.condition) {
+                Some(crate::program::RuleCondition::Tree(t)) => t.label(*node),
+                _ => "?",
+            };
+            (self.program.rule_key(*rule), label, *status)
+        })
     }
 
     /// Whether nothing fired and nothing failed.

@@ -54,13 +54,15 @@ pub(crate) enum RuleCondition {
         script: Arc<warden_lua::Script>,
         timeout: Option<std::time::Duration>,
     },
+    /// A behavior's tree, run by the behavior executor.
+    Tree(Box<crate::behavior::Tree>),
 }
 
 impl RuleCondition {
     pub(crate) fn necessary_threshold(&self) -> Option<warden_expr::Threshold> {
         match self {
             RuleCondition::Expr(c) => c.necessary_threshold(),
-            RuleCondition::Script { .. } => None,
+            RuleCondition::Script { .. } | RuleCondition::Tree(_) => None,
         }
     }
 }
@@ -96,6 +98,19 @@ pub(crate) enum CompiledAction {
     Enrich {
         query: Option<Text>,
     },
+}
+
+impl CompiledAction {
+    /// The action type's name as written in files.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            CompiledAction::Notify { .. } => "notify_self",
+            CompiledAction::Log { .. } => "log",
+            CompiledAction::SetState { .. } => "set_state",
+            CompiledAction::Emit { .. } => "emit_event",
+            CompiledAction::Enrich { .. } => "enrich_context",
+        }
+    }
 }
 
 /// One tree of a hook: a rule, or an exclusive group of rules.
@@ -255,8 +270,27 @@ impl Program {
         let mut rules = Vec::new();
         let mut loaded = Vec::new();
         let mut scripts = Vec::new();
-        for def in defs {
-            let def = Arc::new(def);
+        let defs: Vec<Arc<RuleDef>> = defs.into_iter().map(Arc::new).collect();
+        // Behaviors by display id, for `subtree` references.
+        let behaviors: HashMap<Arc<str>, Arc<RuleDef>> = defs
+            .iter()
+            .filter(|d| d.valid && matches!(d.condition, ConditionDef::Tree(_)))
+            .map(|d| (rule_key(&d.plugin, &d.id), d.clone()))
+            .collect();
+        let find = |plugin: &str, name: &str| -> Option<Arc<RuleDef>> {
+            let key = if name.contains('/') {
+                Arc::from(name)
+            } else {
+                rule_key(plugin, name)
+            };
+            behaviors.get(&key).cloned().or_else(|| {
+                // A plain rule of that name: found, so the error can say it is not a behavior.
+                defs.iter()
+                    .find(|d| rule_key(&d.plugin, &d.id) == key)
+                    .cloned()
+            })
+        };
+        for def in defs.iter().cloned() {
             // Every rule is compiled, so that `warden check` reports all of its problems; only
             // valid rules that compile take part.
             let key = rules.len() as u64;
@@ -268,6 +302,7 @@ impl Program {
                 &mut templates,
                 &mut diagnostics,
                 &mut scripts,
+                &find,
             ) else {
                 continue;
             };
@@ -383,16 +418,35 @@ impl Program {
                     ));
                     for r in &entry.rules {
                         out.push_str(&format!("    {}\n", self.describe_rule(*r)));
+                        self.describe_nodes(*r, "      ", &mut out);
                     }
                 }
                 _ => {
                     for r in &entry.rules {
                         out.push_str(&format!("  {}\n", self.describe_rule(*r)));
+                        self.describe_nodes(*r, "    ", &mut out);
                     }
                 }
             }
         }
         out
+    }
+
+    /// The nodes of a behavior's tree, indented under it.
+    fn describe_nodes(&self, ix: u32, indent: &str, out: &mut String) {
+        if let RuleCondition::Tree(tree) = &self.rules[ix as usize].condition {
+            out.push_str(&tree.describe(indent));
+        }
+    }
+
+    /// A behavior's tree as a Mermaid flowchart (for the book, and `warden tree --mermaid`);
+    /// `None` if `rule` is not a behavior.
+    pub fn mermaid(&self, rule: &str) -> Option<String> {
+        let r = self.rules.iter().find(|r| &*r.key == rule)?;
+        match &r.condition {
+            RuleCondition::Tree(tree) => Some(tree.mermaid()),
+            _ => None,
+        }
     }
 
     fn describe_rule(&self, ix: u32) -> String {
@@ -421,9 +475,18 @@ impl Program {
                 actions.insert(0, "its own actions");
                 format!("script {} (lua)", script.name())
             }
+            RuleCondition::Tree(tree) => {
+                actions.insert(0, "its action nodes");
+                format!("behavior tree, {} nodes", tree.nodes.len())
+            }
+        };
+        let off = if r.def.enabled {
+            ""
+        } else {
+            " (off unless a user switches it on)"
         };
         format!(
-            "{} [priority {}] guard({}{condition}) -> {}",
+            "{} [priority {}] guard({}{condition}) -> {}{off}",
             r.key,
             r.def.priority,
             guards.iter().map(|g| format!("{g}, ")).collect::<String>(),
@@ -433,7 +496,7 @@ impl Program {
 }
 
 /// Why a rule outside a plugin cannot read `settings`.
-const NO_SETTINGS: &str = "this rule is not part of a plugin, so it has no settings; settings are declared in a plugin's manifest.toml ([settings.NAME])";
+pub(crate) const NO_SETTINGS: &str = "this rule is not part of a plugin, so it has no settings; settings are declared in a plugin's manifest.toml ([settings.NAME])";
 
 fn compile_rule(
     def: &Arc<RuleDef>,
@@ -442,6 +505,7 @@ fn compile_rule(
     templates: &mut Templates,
     diagnostics: &mut Vec<Diagnostic>,
     scripts: &mut Vec<std::path::PathBuf>,
+    behaviors: &dyn Fn(&str, &str) -> Option<Arc<RuleDef>>,
 ) -> Option<CompiledRule> {
     let mut unavailable_roots = unavailable(def.trigger).to_vec();
     if &*def.plugin == LOCAL_PLUGIN {
@@ -476,17 +540,68 @@ fn compile_rule(
                 }
             })
         }
+        ConditionDef::Tree(_) => {
+            let mut cx = crate::behavior::TreeContext {
+                compiler,
+                templates,
+                diagnostics,
+                behaviors,
+                script_files: scripts,
+                script_key: (1u64 << 40) + (key << 16),
+                hasher: &mut fingerprint,
+            };
+            crate::behavior::compile_tree(def, &mut cx).map(|t| RuleCondition::Tree(Box::new(t)))
+        }
     };
+    let actions = compile_actions(
+        &def.actions,
+        "action",
+        file,
+        compiler,
+        &opts,
+        templates,
+        diagnostics,
+    );
+    // Warnings (a guard that can never pass...) do not stop the rule from loading.
+    if diagnostics[before..].iter().any(Diagnostic::is_error) {
+        return None;
+    }
+    Some(CompiledRule {
+        key: rule_key(&def.plugin, &def.id),
+        fingerprint: std::hash::Hasher::finish(&fingerprint),
+        gate: Gate {
+            once_per_session: def.once_per_session,
+            max_fires: def.max_fires,
+            cooldown_turns: def.cooldown_turns,
+            tool_filter: !def.tools.is_empty(),
+        },
+        def: def.clone(),
+        condition: condition?,
+        actions,
+    })
+}
+
+/// Compiles the templates of `defs` (a rule's actions, or a behavior node's); problems are
+/// reported with `prefix` as the field (`action`, `tree.children[2].on_success`).
+pub(crate) fn compile_actions(
+    defs: &[ActionDef],
+    prefix: &str,
+    file: &Arc<SourceFile>,
+    compiler: &Compiler,
+    opts: &CompileOptions<'_>,
+    templates: &mut Templates,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<CompiledAction> {
     let mut actions = Vec::new();
-    for (i, action) in def.actions.iter().enumerate() {
+    for (i, action) in defs.iter().enumerate() {
         let field = |name: &str| {
-            if def.actions.len() == 1 {
-                format!("action.{name}")
+            if defs.len() == 1 {
+                format!("{prefix}.{name}")
             } else {
-                format!("action[{i}].{name}")
+                format!("{prefix}[{i}].{name}")
             }
         };
-        let mut text = |loc: &crate::rule::Located| match templates.text(&loc.text, compiler, &opts)
+        let mut text = |loc: &crate::rule::Located| match templates.text(&loc.text, compiler, opts)
         {
             Ok(t) => Some(t),
             Err(e) => {
@@ -521,7 +636,7 @@ fn compile_rule(
                 let value = value_template(
                     templates,
                     compiler,
-                    &opts,
+                    opts,
                     value,
                     file,
                     value_span,
@@ -538,7 +653,7 @@ fn compile_rule(
             } => value_template(
                 templates,
                 compiler,
-                &opts,
+                opts,
                 payload,
                 file,
                 payload_span,
@@ -556,27 +671,12 @@ fn compile_rule(
         };
         actions.extend(compiled);
     }
-    if diagnostics.len() > before {
-        return None;
-    }
-    Some(CompiledRule {
-        key: rule_key(&def.plugin, &def.id),
-        fingerprint: std::hash::Hasher::finish(&fingerprint),
-        gate: Gate {
-            once_per_session: def.once_per_session,
-            max_fires: def.max_fires,
-            cooldown_turns: def.cooldown_turns,
-            tool_filter: !def.tools.is_empty(),
-        },
-        def: def.clone(),
-        condition: condition?,
-        actions,
-    })
+    actions
 }
 
 /// Finds and checks the script of a rule; problems are reported against the rule file (not
 /// found, not allowed) or against the script itself (syntax, at its line).
-fn compile_script(
+pub(crate) fn compile_script(
     def: &RuleDef,
     key: u64,
     path: &crate::rule::Located,
@@ -663,7 +763,7 @@ fn text_start(file: &SourceFile, span: &Range<usize>, text: &str) -> Option<usiz
     None
 }
 
-fn expr_diagnostic(
+pub(crate) fn expr_diagnostic(
     file: &Arc<SourceFile>,
     span: &Range<usize>,
     text: &str,

@@ -45,6 +45,24 @@ pub const RULE_FIELDS: &[&str] = &[
     "condition",
 ];
 
+/// The fields of `[behavior]` (a rule's, but its condition is the `[tree]`).
+pub const BEHAVIOR_FIELDS: &[&str] = &[
+    "id",
+    "name",
+    "description",
+    "version",
+    "trigger",
+    "priority",
+    "enabled",
+    "core",
+    "tool",
+    "exclusive",
+    "tags",
+    "cooldown_turns",
+    "once_per_session",
+    "max_fires",
+];
+
 /// The default priority of a rule (the data model's).
 pub const DEFAULT_PRIORITY: i64 = 100;
 
@@ -107,6 +125,9 @@ pub enum ConditionDef {
         /// The rule's time limit for one run of the script.
         timeout: Option<std::time::Duration>,
     },
+    /// A behavior's tree (`[tree]` in a behavior file): the rule fires when the tree succeeds,
+    /// and acts through its action nodes.
+    Tree(Box<crate::behavior::NodeDef>),
 }
 
 /// A string from the file with where it was written.
@@ -349,13 +370,19 @@ fn located(at: At<String>, field: String) -> Located {
 
 fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> Option<RuleDef> {
     let mut top = Table::new(root, "", 0..0);
-    let Some(mut rule) = top.table(doc, "rule") else {
+    // A behavior file is a rule whose condition is a tree: the same [header], then [tree].
+    let kind = if top.has("behavior") && !top.has("rule") {
+        "behavior"
+    } else {
+        "rule"
+    };
+    let Some(mut rule) = top.table(doc, kind) else {
         if !top.has("rule") {
             doc.error(
                 0..0,
                 "rule",
-                "this file has no [rule] table",
-                Some("a rule file starts with [rule] and gives at least `id` and `trigger`".into()),
+                "this file has no [rule] table (nor [behavior])",
+                Some("a rule file starts with [rule] and gives at least `id` and `trigger`; a behavior file starts with [behavior] and has a [tree]".into()),
             );
         }
         return None;
@@ -368,8 +395,8 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
             if !rule.has("id") {
                 doc.error(
                     rule_span.clone(),
-                    "rule.id",
-                    "[rule] has no `id`",
+                    &format!("{kind}.id"),
+                    format!("[{kind}] has no `id`"),
                     Some("add `id = \"my-rule\"` (kebab-case)".into()),
                 );
             }
@@ -378,7 +405,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         Some(at) if !is_kebab(&at.value) => {
             doc.error(
                 at.span,
-                "rule.id",
+                &format!("{kind}.id"),
                 format!("rule id `{}` is not kebab-case", at.value),
                 Some(format!(
                     "use lowercase letters, digits and single hyphens, such as `{}`",
@@ -396,8 +423,8 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
                 let names: Vec<_> = Hook::ALL.iter().map(|h| h.name()).collect();
                 doc.error(
                     rule_span.clone(),
-                    "rule.trigger",
-                    "[rule] has no `trigger`",
+                    &format!("{kind}.trigger"),
+                    format!("[{kind}] has no `trigger`"),
                     Some(format!(
                         "say which hook evaluates the rule: {}",
                         names.join(", ")
@@ -416,7 +443,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
                     .unwrap_or_else(|| format!("the hooks are {}", names.join(", ")));
                 doc.error(
                     at.span,
-                    "rule.trigger",
+                    &format!("{kind}.trigger"),
                     format!("unknown hook `{}`", at.value),
                     Some(help),
                 );
@@ -439,7 +466,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
             if !(1..=1000).contains(&at.value) {
                 doc.warning(
                     at.span,
-                    "rule.priority",
+                    &format!("{kind}.priority"),
                     format!(
                         "priority {} is outside the recommended range 1 to 1000",
                         at.value
@@ -459,7 +486,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
     {
         doc.error(
             at.span.clone(),
-            "rule.tool",
+            &format!("{kind}.tool"),
             format!("a tool filter only applies to tool hooks, and this rule runs at {h}"),
             Some("use on_tool_call, on_tool_complete or on_tool_failure, or remove `tool`".into()),
         );
@@ -469,7 +496,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
     {
         doc.error(
             at.span.clone(),
-            "rule.tool",
+            &format!("{kind}.tool"),
             "a tool filter needs tool names",
             Some("write `tool = \"vault_search\"` or `tool = [\"a\", \"b\"]`".into()),
         );
@@ -478,7 +505,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         if at.value.trim().is_empty() {
             doc.error(
                 at.span,
-                "rule.exclusive",
+                &format!("{kind}.exclusive"),
                 "the exclusive group needs a name",
                 None,
             );
@@ -501,7 +528,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
                     field,
                     format!(
                         "`{}` must be a whole number from 1",
-                        field.trim_start_matches("rule.")
+                        field.trim_start_matches(&format!("{kind}."))
                     ),
                     None,
                 );
@@ -511,22 +538,32 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
     };
     let cooldown_turns = {
         let at = rule.integer(doc, "cooldown_turns");
-        positive(doc, at, "rule.cooldown_turns")
+        positive(doc, at, &format!("{kind}.cooldown_turns"))
     };
     let max_fires = {
         let at = rule.integer(doc, "max_fires");
-        positive(doc, at, "rule.max_fires")
+        positive(doc, at, &format!("{kind}.max_fires"))
     };
     let once_per_session = rule
         .boolean(doc, "once_per_session")
         .is_some_and(|a| a.value);
-    let shorthand = rule.string(doc, "condition");
-    rule.finish(doc, RULE_FIELDS);
-
-    let condition = read_condition(doc, &mut top, &rule_span, shorthand);
-    let scripted = matches!(condition, Some(ConditionDef::Script { .. }));
-    let actions = read_actions(doc, &mut top, &rule_span, scripted);
-    top.finish(doc, &["rule", "condition", "action"]);
+    let (condition, actions) = if kind == "behavior" {
+        rule.finish(doc, BEHAVIOR_FIELDS);
+        let tree = crate::behavior::read_tree(doc, &mut top, &rule_span);
+        top.finish(doc, &["behavior", "tree"]);
+        (
+            tree.map(|t| ConditionDef::Tree(Box::new(t))),
+            Some(Vec::new()),
+        )
+    } else {
+        let shorthand = rule.string(doc, "condition");
+        rule.finish(doc, RULE_FIELDS);
+        let condition = read_condition(doc, &mut top, &rule_span, shorthand);
+        let scripted = matches!(condition, Some(ConditionDef::Script { .. }));
+        let actions = read_actions(doc, &mut top, &rule_span, scripted);
+        top.finish(doc, &["rule", "condition", "action"]);
+        (condition, actions)
+    };
 
     Some(RuleDef {
         name: name.unwrap_or_else(|| id.clone().unwrap_or_default()),
@@ -797,7 +834,7 @@ fn required(
     }
 }
 
-fn read_action(doc: &mut Doc, mut t: Table<'_>, name: &str) -> Option<ActionDef> {
+pub(crate) fn read_action(doc: &mut Doc, mut t: Table<'_>, name: &str) -> Option<ActionDef> {
     let ty = t.string(doc, "type");
     let known = ty
         .as_ref()
@@ -811,7 +848,7 @@ fn read_action(doc: &mut Doc, mut t: Table<'_>, name: &str) -> Option<ActionDef>
     action
 }
 
-fn read_action_fields(
+pub(crate) fn read_action_fields(
     doc: &mut Doc,
     t: &mut Table<'_>,
     name: &str,

@@ -10,11 +10,12 @@ use bonsai_bt::{BT, Behavior, Status};
 use warden_expr::{Frame, Verdict};
 use warden_store::{ExecutionRecord, StateScope, StateWrite};
 
+use crate::behavior::run::{self as tree_run, NodeStatus, TreeRun};
 use crate::context::{SETTINGS_ROOT, STATE_ROOT, StateReader, TickFacts};
 use crate::control::Resolved;
 use crate::event::Event;
 use crate::facts::SessionFacts;
-use crate::hook::Hook;
+use crate::hook::{Hook, HookSet};
 use crate::outcome::{Effect, Evaluation, Halted, Notification, Outcome, RuleError, TraceEntry};
 use crate::program::{CompiledAction, CompiledRule, Entry, Node, Program, RuleCondition};
 use crate::rule::{DeliverAt, LogLevel, Priority};
@@ -104,6 +105,7 @@ impl Session {
             scripts: Scripts {
                 runtime: None,
                 tasks: HashMap::new(),
+                trees: HashMap::new(),
                 limits: script_limits,
             },
             mailbox: Vec::new(),
@@ -211,24 +213,50 @@ impl Session {
                 },
             );
         }
-        let tasks = std::mem::take(&mut self.scripts.tasks);
-        let mut stopped: Vec<_> = Vec::new();
-        for (ix, task) in tasks {
-            match moved.get(&ix) {
-                Some(&n) => {
-                    self.scripts.tasks.insert(n, task);
-                }
-                None => stopped.push((ix, task)),
-            }
-        }
-        stopped.sort_by_key(|(ix, _)| *ix);
-        for (_, (task, key)) in stopped {
-            let reason = if new.rules.iter().any(|r| r.key == key) {
+        let reason = |key: &Arc<str>| {
+            if new.rules.iter().any(|r| r.key == *key) {
                 "its rule changed in a reload"
             } else {
                 "its rule was removed in a reload"
-            };
-            halted.push(self.scripts.halt_task(task, key, reason));
+            }
+        };
+        let tasks = std::mem::take(&mut self.scripts.tasks);
+        let mut stopped: Vec<_> = Vec::new();
+        for ((ix, node), task) in tasks {
+            match moved.get(&ix) {
+                Some(&n) => {
+                    self.scripts.tasks.insert((n, node), task);
+                }
+                None => stopped.push(((ix, node), task)),
+            }
+        }
+        stopped.sort_by_key(|(k, _)| *k);
+        for (_, (task, key)) in stopped {
+            let why = reason(&key);
+            halted.push(self.scripts.halt_task(task, key, why));
+        }
+        // Behavior runs move with their rules (their decorator memory too); a running one
+        // whose rule changed is halted.
+        let trees = std::mem::take(&mut self.scripts.trees);
+        let mut dropped: Vec<(u32, bool)> = Vec::new();
+        for (ix, run) in trees {
+            match moved.get(&ix) {
+                Some(&n) => {
+                    self.scripts.trees.insert(n, run);
+                }
+                None => dropped.push((ix, run.is_running())),
+            }
+        }
+        dropped.sort_unstable();
+        for (ix, was_running) in dropped {
+            if was_running {
+                let key = old.rules[ix as usize].key.clone();
+                let why = reason(&key);
+                halted.push(Halted {
+                    rule: key,
+                    reason: why.to_string(),
+                });
+            }
         }
         if let Some(rt) = &mut self.scripts.runtime {
             rt.forget_scripts();
@@ -322,8 +350,10 @@ impl Session {
             trace: Vec::with_capacity(tree.entries.len()),
             timings: logging.then(Vec::new),
             scripts: &mut self.scripts,
-            wakes: Vec::new(),
+            wake: HookSet::default(),
+            entry_hook: hook,
             running_leaves: Vec::new(),
+            node_trace: self.explain.then(Vec::new),
             halted,
         };
 
@@ -338,7 +368,11 @@ impl Session {
         for &e in &selected {
             let key = (hook, e);
             // A tree waiting for another hook is not ticked at this one.
-            if self.running.get(&key).is_some_and(|r| r.wake != hook) {
+            if self
+                .running
+                .get(&key)
+                .is_some_and(|r| !r.wake.contains(hook))
+            {
                 continue;
             }
             tick_entry(
@@ -356,7 +390,7 @@ impl Session {
             let mut waiting: Vec<(Hook, u32)> = self
                 .running
                 .iter()
-                .filter(|(k, r)| k.0 != hook && r.wake == hook)
+                .filter(|(k, r)| k.0 != hook && r.wake.contains(hook))
                 .map(|(k, _)| *k)
                 .collect();
             waiting.sort();
@@ -373,6 +407,7 @@ impl Session {
             mut trace,
             timings,
             mut halted,
+            node_trace,
             ..
         } = tick;
         let effects = self.apply(&program, hook, fired, rendered, &mut errors, &mut trace);
@@ -399,6 +434,7 @@ impl Session {
             halted,
             enrichment,
             trace,
+            nodes: node_trace.unwrap_or_default(),
             program,
         }
     }
@@ -617,7 +653,7 @@ struct Fired {
 /// A tree left running, and the hook that wakes it.
 struct Running {
     bt: BT<Node, ()>,
-    wake: Hook,
+    wake: HookSet,
     /// For a tree carried across a reload: the rule index each of its leaves now stands for.
     remap: Option<HashMap<u32, u32>>,
 }
@@ -634,7 +670,8 @@ fn tick_entry(
     tick: &mut Tick<'_>,
     bonsai_event: &bonsai_bt::Event,
 ) {
-    tick.wakes.clear();
+    tick.wake = HookSet::default();
+    tick.entry_hook = key.0;
     tick.running_leaves.clear();
     let resumed = match running.is_empty() {
         true => None,
@@ -650,7 +687,7 @@ fn tick_entry(
         (_, Some(r)) if foreign => {
             let mut still = false;
             for &rule in &entry.rules {
-                if tick.scripts.tasks.contains_key(&rule) {
+                if tick.scripts.waiting(rule) {
                     still |= tick.run(Node::Rule(rule)) == Status::Running;
                 }
             }
@@ -674,17 +711,16 @@ fn tick_entry(
         }
     };
     if let Some((bt, remap)) = left_running {
-        let wake = tick
-            .wakes
-            .last()
-            .and_then(|w| w.as_deref())
-            .and_then(|h| h.parse::<Hook>().ok())
-            .unwrap_or(key.0);
+        let wake = if tick.wake.is_empty() {
+            HookSet::of(key.0)
+        } else {
+            tick.wake
+        };
         running.insert(key, Running { bt, wake, remap });
     }
-    if !tick.scripts.tasks.is_empty() {
+    if !tick.scripts.tasks.is_empty() || !tick.scripts.trees.is_empty() {
         for &rule in &entry.rules {
-            if tick.scripts.tasks.contains_key(&rule) && !tick.running_leaves.contains(&rule) {
+            if tick.scripts.waiting(rule) && !tick.running_leaves.contains(&rule) {
                 tick.halted
                     .extend(tick.scripts.halt(rule, "its tree left it behind"));
             }
@@ -696,7 +732,10 @@ fn tick_entry(
 /// without scripts pays nothing for Lua) and the scripts waiting to be resumed, by rule.
 struct Scripts {
     runtime: Option<warden_lua::Runtime>,
-    tasks: HashMap<u32, (warden_lua::Task, Arc<str>)>,
+    /// Waiting scripts, by (rule, node): a rule's own script is node [`ROOT`].
+    tasks: HashMap<(u32, u32), (warden_lua::Task, Arc<str>)>,
+    /// Behavior runs, by rule: running nodes, and decorator memory that outlives a run.
+    trees: HashMap<u32, TreeRun>,
     limits: warden_lua::Limits,
 }
 
@@ -720,9 +759,45 @@ impl Scripts {
             .ok_or_else(|| "the Lua runtime is unavailable".to_string())
     }
 
-    fn halt(&mut self, rule: u32, reason: &str) -> Option<Halted> {
-        let (task, key) = self.tasks.remove(&rule)?;
-        Some(self.halt_task(task, key, reason))
+    /// Whether `rule` has something running: its script, or its behavior's tree.
+    fn waiting(&self, rule: u32) -> bool {
+        self.tasks.contains_key(&(rule, ROOT))
+            || self.trees.get(&rule).is_some_and(TreeRun::is_running)
+    }
+
+    /// Stops whatever `rule` has running: its script, its tree and the tree's scripts. The
+    /// tree's `on_halted` actions do not run (there is no tick to apply them in).
+    fn halt(&mut self, rule: u32, reason: &str) -> Vec<Halted> {
+        let mut out = Vec::new();
+        let mut nodes: Vec<u32> = self
+            .tasks
+            .keys()
+            .filter(|(r, _)| *r == rule)
+            .map(|(_, n)| *n)
+            .collect();
+        nodes.sort_unstable();
+        let mut key = None;
+        for n in nodes {
+            if let Some((task, k)) = self.tasks.remove(&(rule, n)) {
+                key = Some(k.clone());
+                out.push(self.halt_task(task, k, reason));
+            }
+        }
+        if let Some(run) = self.trees.get_mut(&rule)
+            && run.is_running()
+        {
+            run.reset();
+            if out.is_empty()
+                && let Some(k) = key.or_else(|| self.trees.get(&rule).map(|t| t.key.clone()))
+            {
+                tracing::info!(rule = %k, reason, "behavior halted");
+                out.push(Halted {
+                    rule: k,
+                    reason: reason.to_string(),
+                });
+            }
+        }
+        out
     }
 
     fn halt_task(&mut self, task: warden_lua::Task, key: Arc<str>, reason: &str) -> Halted {
@@ -737,11 +812,22 @@ impl Scripts {
     }
 
     fn halt_all(&mut self, reason: &str) -> Vec<Halted> {
-        let mut rules: Vec<u32> = self.tasks.keys().copied().collect();
+        let mut rules: Vec<u32> = self
+            .tasks
+            .keys()
+            .map(|(r, _)| *r)
+            .chain(
+                self.trees
+                    .iter()
+                    .filter(|(_, t)| t.is_running())
+                    .map(|(r, _)| *r),
+            )
+            .collect();
         rules.sort_unstable();
+        rules.dedup();
         rules
             .into_iter()
-            .filter_map(|r| self.halt(r, reason))
+            .flat_map(|r| self.halt(r, reason))
             .collect()
     }
 }
@@ -769,8 +855,12 @@ struct Tick<'a> {
     trace: Vec<TraceEntry>,
     timings: Option<Vec<f64>>,
     scripts: &'a mut Scripts,
-    /// What the scripts that waited in the current entry wait for (`None`: their own hook).
-    wakes: Vec<Option<String>>,
+    /// What the nodes left running in the current entry wait for.
+    wake: HookSet,
+    /// The hook whose trees the current entry belongs to.
+    entry_hook: Hook,
+    /// Behavior nodes that ran, and what each came to (explain mode).
+    node_trace: Option<Vec<(u32, u32, NodeStatus)>>,
     /// The rules of the current entry whose leaf is still running.
     running_leaves: Vec<u32>,
     halted: Vec<Halted>,
@@ -822,7 +912,7 @@ impl Tick<'_> {
         let rule = &self.program.rules[ix as usize];
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
             // Switched off while its script waited: the script stops here.
-            if !self.scripts.tasks.is_empty() {
+            if self.scripts.waiting(ix) {
                 self.halted
                     .extend(self.scripts.halt(ix, "its rule was switched off"));
             }
@@ -830,8 +920,13 @@ impl Tick<'_> {
         }
         // A waiting script resumes where it stopped: its decorators and filter were checked
         // when it started.
-        if !self.scripts.tasks.is_empty() && self.scripts.tasks.contains_key(&ix) {
+        if !self.scripts.tasks.is_empty() && self.scripts.tasks.contains_key(&(ix, ROOT)) {
             return self.script(ix, None);
+        }
+        if !self.scripts.trees.is_empty()
+            && self.scripts.trees.get(&ix).is_some_and(TreeRun::is_running)
+        {
+            return self.tree(ix);
         }
         let gate = rule.gate;
         let memory = self.memory[ix as usize];
@@ -863,6 +958,7 @@ impl Tick<'_> {
         let condition = match &rule.condition {
             RuleCondition::Expr(c) => c,
             RuleCondition::Script { script, .. } => return self.script(ix, Some(script.clone())),
+            RuleCondition::Tree(_) => return self.tree(ix),
         };
         let verdict = condition.eval(&mut self.frame);
         if self.facts.state_error.replace(false) {
@@ -893,6 +989,62 @@ impl Tick<'_> {
     /// Starts a rule's script (`start` given) or resumes its waiting task, and turns what the
     /// run came to into the rule's evaluation. The script's own actions and, when it returns
     /// true, the rule's actions apply together, or not at all.
+    /// Starts the script of task `slot` (`start` given) or resumes it, within `timeout`
+    /// (capped by the host's limit). A task that waits is kept; the wait is recorded.
+    fn drive_script(
+        &mut self,
+        slot: (u32, u32),
+        rule_key: &Arc<str>,
+        start: Option<&Arc<warden_lua::Script>>,
+        timeout: Option<std::time::Duration>,
+    ) -> warden_lua::Step {
+        // A rule may ask for less time than the host allows, never more.
+        let limit = self.scripts.limits.timeout;
+        let timeout = timeout.map_or(limit, |t| t.min(limit));
+        let facts = self.facts;
+        let waiting = if start.is_none() {
+            self.scripts.tasks.remove(&slot)
+        } else {
+            None
+        };
+        let runtime = match self.scripts.runtime() {
+            Ok(rt) => rt,
+            Err(error) => return warden_lua::Step::Failed { error },
+        };
+        let (task, step) = match (start, waiting) {
+            (Some(script), _) => {
+                let (task, step) = runtime.start(script, facts, timeout);
+                (task.map(|t| (t, rule_key.clone())), step)
+            }
+            (None, Some((task, key))) => {
+                let step = runtime.resume(&task, facts, timeout);
+                (Some((task, key)), step)
+            }
+            (None, None) => {
+                return warden_lua::Step::Failed {
+                    error: "internal: no waiting script to resume".into(),
+                };
+            }
+        };
+        if let Some(task) = task
+            && matches!(step, warden_lua::Step::Waiting { .. })
+        {
+            self.scripts.tasks.insert(slot, task);
+        }
+        if let warden_lua::Step::Waiting { wake, .. } = &step {
+            self.wait_for(wake.as_deref());
+        }
+        step
+    }
+
+    /// Records what a waiting node waits for (`None`: the hook of its own tree).
+    fn wait_for(&mut self, hook: Option<&str>) {
+        let hook = hook
+            .and_then(|h| h.parse::<Hook>().ok())
+            .unwrap_or(self.entry_hook);
+        self.wake.insert(hook);
+    }
+
     fn script(&mut self, ix: u32, start: Option<Arc<warden_lua::Script>>) -> Evaluation {
         let program = self.program;
         let rule = &program.rules[ix as usize];
@@ -900,45 +1052,13 @@ impl Tick<'_> {
         let RuleCondition::Script { timeout, script } = &rule.condition else {
             return Evaluation::Failed("internal: not a script rule".into());
         };
-        // A rule may ask for less time than the host allows, never more.
-        let limit = self.scripts.limits.timeout;
-        let timeout = timeout.map_or(limit, |t| t.min(limit));
         let facts = self.facts;
-        let waiting = if start.is_none() {
-            self.scripts.tasks.remove(&ix)
-        } else {
-            None
-        };
-        let runtime = match self.scripts.runtime() {
-            Ok(rt) => rt,
-            Err(e) => return Evaluation::Failed(e),
-        };
-        let (task, step) = match (start, waiting) {
-            (Some(script), _) => {
-                let (task, step) = runtime.start(&script, facts, timeout);
-                (task.map(|t| (t, rule.key.clone())), step)
-            }
-            (None, Some((task, key))) => {
-                let step = runtime.resume(&task, facts, timeout);
-                (Some((task, key)), step)
-            }
-            (None, None) => {
-                return Evaluation::Failed("internal: no waiting script to resume".into());
-            }
-        };
-        if let Some(task) = task
-            && matches!(step, warden_lua::Step::Waiting { .. })
-        {
-            self.scripts.tasks.insert(ix, task);
-        }
+        let step = self.drive_script((ix, ROOT), &rule.key, start.as_ref(), *timeout);
         if facts.state_error.replace(false) {
             return Evaluation::Failed(self.state_failure(&rule.def.plugin));
         }
         let (effects, evaluation, holds) = match step {
-            warden_lua::Step::Waiting { wake, effects } => {
-                self.wakes.push(wake);
-                (effects, Evaluation::Running, false)
-            }
+            warden_lua::Step::Waiting { effects, .. } => (effects, Evaluation::Running, false),
             warden_lua::Step::Done {
                 holds: true,
                 effects,
@@ -970,6 +1090,46 @@ impl Tick<'_> {
         evaluation
     }
 
+    /// Ticks a behavior's tree (starting it, or resuming it where it runs). Its action nodes'
+    /// effects of this tick apply together; it fires when the tree succeeds.
+    fn tree(&mut self, ix: u32) -> Evaluation {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let RuleCondition::Tree(tree) = &rule.condition else {
+            return Evaluation::Failed("internal: not a behavior".into());
+        };
+        self.select_plugin(&rule.def.plugin);
+        let mut run = self
+            .scripts
+            .trees
+            .remove(&ix)
+            .unwrap_or_else(|| TreeRun::new(tree, rule.key.clone()));
+        let mark = self.rendered.len();
+        let status = {
+            let mut env = TreeEnv {
+                tick: self,
+                rule: ix,
+                tree,
+            };
+            tree_run::tick(tree, &mut run, &mut env)
+        };
+        self.scripts.trees.insert(ix, run);
+        let holds = status == tree_run::Status::Success;
+        if self.rendered.len() > mark || holds {
+            self.fired.push(Fired {
+                rule: ix,
+                trace: 0,
+                effects: mark..self.rendered.len(),
+                counts: holds,
+            });
+        }
+        match status {
+            tree_run::Status::Success => Evaluation::Fired,
+            tree_run::Status::Failure => Evaluation::NotMatched,
+            tree_run::Status::Running => Evaluation::Running,
+        }
+    }
+
     fn state_failure(&self, plugin: &Arc<str>) -> String {
         match self.facts.state.get(plugin) {
             Err(e) => e,
@@ -990,19 +1150,34 @@ impl Tick<'_> {
 
     /// Renders every action of a fired rule into `rendered`; any failure discards them all.
     fn render(&mut self, rule: &CompiledRule) -> Result<(), String> {
+        self.render_actions(&rule.key, &rule.def.plugin, &rule.actions)
+    }
+
+    /// Renders `actions` (all of a rule's, or an action node's) into `rendered`, for the rule
+    /// `key` of `plugin`; any failure discards them all.
+    fn render_actions(
+        &mut self,
+        key: &Arc<str>,
+        plugin: &Arc<str>,
+        actions: &[CompiledAction],
+    ) -> Result<(), String> {
         let mark = self.rendered.len();
-        let result = self.render_into(rule);
+        let result = self.render_into(key, plugin, actions);
         if result.is_err() {
             self.rendered.truncate(mark);
         }
         result
     }
 
-    fn render_into(&mut self, rule: &CompiledRule) -> Result<(), String> {
+    fn render_into(
+        &mut self,
+        key: &Arc<str>,
+        plugin: &Arc<str>,
+        actions: &[CompiledAction],
+    ) -> Result<(), String> {
         let templates = &self.program.templates;
         let facts = self.facts;
         let (knowledge, knowledge_configured) = (self.knowledge, self.knowledge_configured);
-        let plugin = &rule.def.plugin;
         let cache = &mut self.template_values;
         let mut values = || {
             if let Some((p, v)) = cache.as_ref()
@@ -1015,16 +1190,12 @@ impl Tick<'_> {
             v
         };
         let out = &mut self.rendered;
-        for (i, action) in rule.actions.iter().enumerate() {
+        for (i, action) in actions.iter().enumerate() {
             let which = |e: String| {
-                if rule.actions.len() == 1 {
-                    format!("{} action: {e}", rule.def.actions[i].type_name())
+                if actions.len() == 1 {
+                    format!("{} action: {e}", action.type_name())
                 } else {
-                    format!(
-                        "action {} ({}): {e}",
-                        i + 1,
-                        rule.def.actions[i].type_name()
-                    )
+                    format!("action {} ({}): {e}", i + 1, action.type_name())
                 }
             };
             let effect = match action {
@@ -1034,7 +1205,7 @@ impl Tick<'_> {
                     priority,
                     deliver_at,
                 } => Effect::NotifySelf(Notification {
-                    rule: rule.key.clone(),
+                    rule: key.clone(),
                     message: templates.render(message, &mut values).map_err(which)?,
                     category: category.clone(),
                     priority: *priority,
@@ -1042,18 +1213,21 @@ impl Tick<'_> {
                     fired_at: facts.hook,
                 }),
                 CompiledAction::Log { message, level } => Effect::Log {
-                    rule: rule.key.clone(),
+                    rule: key.clone(),
                     level: *level,
                     message: templates
                         .render(message, &mut values)
                         .map_err(which)?
                         .to_string(),
                 },
-                CompiledAction::SetState { key, value } => Effect::SetState {
-                    rule: rule.key.clone(),
+                CompiledAction::SetState {
+                    key: state_key,
+                    value,
+                } => Effect::SetState {
+                    rule: key.clone(),
                     plugin: plugin.clone(),
                     key: templates
-                        .render(key, &mut values)
+                        .render(state_key, &mut values)
                         .map_err(which)?
                         .to_string(),
                     value: templates.render_value(value, &mut values).map_err(which)?,
@@ -1081,7 +1255,7 @@ impl Tick<'_> {
                         }));
                     };
                     Effect::EnrichContext {
-                        rule: rule.key.clone(),
+                        rule: key.clone(),
                         enrichment: crate::knowledge::enrich(
                             k,
                             &text,
@@ -1093,7 +1267,7 @@ impl Tick<'_> {
                     event_type,
                     payload,
                 } => Effect::EmitEvent {
-                    rule: rule.key.clone(),
+                    rule: key.clone(),
                     event_type: event_type.clone(),
                     payload: templates
                         .render_value(payload, &mut values)
@@ -1108,6 +1282,142 @@ impl Tick<'_> {
         Ok(())
     }
 }
+
+/// What a behavior's tree reads and does, through the tick it runs in.
+struct TreeEnv<'t, 'a> {
+    tick: &'t mut Tick<'a>,
+    rule: u32,
+    tree: &'a crate::behavior::Tree,
+}
+
+impl TreeEnv<'_, '_> {
+    fn key(&self) -> Arc<str> {
+        self.tick.program.rules[self.rule as usize].key.clone()
+    }
+
+    fn error(&mut self, error: String) {
+        let rule = Some(self.key());
+        self.tick.errors.push(RuleError { rule, error });
+    }
+}
+
+impl tree_run::Env for TreeEnv<'_, '_> {
+    fn hook(&self) -> Hook {
+        self.tick.facts.hook
+    }
+
+    fn turn(&self) -> u32 {
+        self.tick.turn
+    }
+
+    fn now(&self) -> f64 {
+        self.tick.facts.time
+    }
+
+    fn tool(&self) -> Option<&str> {
+        self.tick.facts.event.tool.as_ref().map(|t| t.name.as_str())
+    }
+
+    fn condition(&mut self, condition: u32) -> bool {
+        let Some(c) = self.tree.conditions.get(condition as usize) else {
+            return false;
+        };
+        let verdict = c.eval(&mut self.tick.frame);
+        if self.tick.facts.state_error.replace(false) {
+            let plugin = self.tick.program.rules[self.rule as usize]
+                .def
+                .plugin
+                .clone();
+            let e = self.tick.state_failure(&plugin);
+            self.error(e);
+            return false;
+        }
+        match verdict {
+            Verdict::True => true,
+            Verdict::False => false,
+            Verdict::Undetermined(why) => {
+                tracing::debug!(rule = %self.key(), reason = %why, "behavior condition undetermined");
+                false
+            }
+            Verdict::Error(e) => {
+                self.error(format!("condition `{}`: {e}", c.source()));
+                false
+            }
+        }
+    }
+
+    fn act(&mut self, group: u32) -> bool {
+        let Some(actions) = self.tree.actions.get(group as usize) else {
+            return false;
+        };
+        let rule = &self.tick.program.rules[self.rule as usize];
+        let (key, plugin) = (rule.key.clone(), rule.def.plugin.clone());
+        match self.tick.render_actions(&key, &plugin, actions) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error(e);
+                false
+            }
+        }
+    }
+
+    fn script(&mut self, node: u32, script: u32, start: bool) -> tree_run::Status {
+        let Some(leaf) = self.tree.scripts.get(script as usize) else {
+            return tree_run::Status::Failure;
+        };
+        let program = self.tick.program;
+        let rule = &program.rules[self.rule as usize];
+        let step = self.tick.drive_script(
+            (self.rule, node),
+            &rule.key,
+            start.then_some(&leaf.script),
+            leaf.timeout,
+        );
+        let (effects, status) = match step {
+            warden_lua::Step::Waiting { effects, .. } => (effects, tree_run::Status::Running),
+            warden_lua::Step::Done { holds, effects } => (
+                effects,
+                if holds {
+                    tree_run::Status::Success
+                } else {
+                    tree_run::Status::Failure
+                },
+            ),
+            warden_lua::Step::Failed { error } => {
+                self.error(format!("script {}: {error}", leaf.script.name()));
+                return tree_run::Status::Failure;
+            }
+        };
+        let hook = self.tick.facts.hook;
+        for e in effects {
+            self.tick.rendered.push(script_effect(rule, hook, e));
+        }
+        status
+    }
+
+    fn halt_script(&mut self, node: u32) {
+        if let Some((task, key)) = self.tick.scripts.tasks.remove(&(self.rule, node)) {
+            let halted = self
+                .tick
+                .scripts
+                .halt_task(task, key, "its node was halted");
+            self.tick.halted.push(halted);
+        }
+    }
+
+    fn wake(&mut self, hook: Hook) {
+        self.tick.wake.insert(hook);
+    }
+
+    fn trace(&mut self, node: u32, status: NodeStatus) {
+        if let Some(t) = &mut self.tick.node_trace {
+            t.push((self.rule, node, status));
+        }
+    }
+}
+
+/// The node of a rule's own script (not a behavior node) in the table of waiting scripts.
+const ROOT: u32 = u32::MAX;
 
 /// A script's action as the rule's effect (defaults as in rule files).
 fn script_effect(rule: &CompiledRule, hook: Hook, e: warden_lua::Effect) -> Effect {

@@ -178,6 +178,17 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
         .collect()
 }
 
+/// The nodes of behaviors that ran at one event, one line each, in the order they finished
+/// (children before their parents): what `warden replay --trace` prints.
+pub fn node_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
+    outcome
+        .node_trace()
+        .map(|(rule, node, status)| {
+            json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "node": node, "status": status.name()})
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -50,8 +50,16 @@ fn rules_are_listed_switched_and_configured_per_user() {
     let list = warden(d, &["rules", "list", "--json"]);
     assert!(list.status.success(), "{:?}", text(&list));
     let rules: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
-    assert_eq!(rules.len(), 7);
-    assert!(rules.iter().all(|r| r["enabled"] == true));
+    assert_eq!(
+        rules.len(),
+        8,
+        "4 built-in rules, a built-in behavior, 3 plugin rules"
+    );
+    assert!(
+        rules
+            .iter()
+            .all(|r| r["enabled"] == (r["key"] != "research-then-synthesize"))
+    );
 
     // A core rule refuses, and says why.
     let o = warden(d, &["rules", "disable", "token-budget-warning"]);

@@ -108,6 +108,13 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
         for p in &plugins {
             builder = builder.plugins_dir(p);
         }
+        // Modes: `modes = "builtin:context-window"`, or a modes file of the scenario.
+        if let Some(m) = config.get("modes").and_then(|v| v.as_str()) {
+            builder = match m.strip_prefix("builtin:") {
+                Some(name) => builder.builtin_modes(name),
+                None => builder.modes_file(dir.join(m)),
+            };
+        }
         // Knowledge enrichment: `knowledge = ["sources.toml", "project root"]`.
         if let Some(k) = config.get("knowledge").and_then(|v| v.as_array()) {
             let path = |i: usize| dir.join(k[i].as_str().expect("knowledge paths are strings"));
@@ -122,6 +129,17 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
                     .set_setting(warden::DEFAULT_ID, None, key, &value)
                     .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             }
+        }
+        for rule in config
+            .get("enabled")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.as_str())
+        {
+            warden
+                .set_rule_enabled(warden::DEFAULT_ID, rule, true)
+                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         }
         for rule in config
             .get("disabled")

@@ -93,6 +93,11 @@ fn summary(hook: Hook, e: &Event) -> String {
                 let _ = write!(s, " failed: {err}");
             }
         }
+        Hook::OnModeChange => {
+            if let Some(d) = &e.data {
+                let _ = write!(s, "{} -> {}", d["from"], d["to"]);
+            }
+        }
         Hook::OnTurnEnd | Hook::OnSessionEnd => {
             if let Some(m) = &e.message {
                 let _ = write!(s, "{}: \"{}\"", m.role, m.content);

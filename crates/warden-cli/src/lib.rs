@@ -57,11 +57,17 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
     },
-    /// Print the compiled behavior trees, per hook.
+    /// Print the compiled trees, per hook: rules in order, behaviors with their nodes.
     Tree {
         /// Only this hook.
         #[arg(long)]
         hook: Option<String>,
+        /// Only the rules active in this mode (see --modes).
+        #[arg(long)]
+        mode: Option<String>,
+        /// Print this behavior's tree as a Mermaid flowchart instead.
+        #[arg(long, value_name = "BEHAVIOR")]
+        mermaid: Option<String>,
     },
     /// List, show, switch on or off, and configure rules, for a user.
     Rules {
@@ -143,7 +149,11 @@ fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
             nodes,
             session,
         } => replay(config, &trace, explain || nodes, nodes, session),
-        Command::Tree { hook } => tree(config, hook.as_deref()),
+        Command::Tree {
+            hook,
+            mode,
+            mermaid,
+        } => tree(config, hook.as_deref(), mode.as_deref(), mermaid.as_deref()),
         Command::Rules { command } => manage::rules(config, command),
         Command::Plugins {
             command: PluginsCommand::List { json },
@@ -347,15 +357,51 @@ fn replay(
     })
 }
 
-fn tree(config: &Config, hook: Option<&str>) -> Result<ExitCode, String> {
+fn tree(
+    config: &Config,
+    hook: Option<&str>,
+    mode: Option<&str>,
+    mermaid: Option<&str>,
+) -> Result<ExitCode, String> {
     let hooks: Vec<Hook> = match hook {
         Some(h) => vec![h.parse::<Hook>().map_err(|e| e.to_string())?],
         None => Hook::ALL.to_vec(),
     };
     let warden = load(config, true)?;
     let program = warden.program();
+    if let Some(rule) = mermaid {
+        return match program.mermaid(rule) {
+            Some(chart) => {
+                print!("{chart}");
+                Ok(ExitCode::SUCCESS)
+            }
+            None => Err(format!("no behavior `{rule}` (rules have no tree to draw)")),
+        };
+    }
+    let modes = program.modes();
+    if let Some(m) = mode
+        && !modes.iter().any(|d| d.id == m)
+    {
+        let ids: Vec<&str> = modes.iter().map(|d| d.id.as_str()).collect();
+        return Err(if ids.is_empty() {
+            "no modes are configured (give --modes, or `modes = ...` in warden.toml)".into()
+        } else {
+            format!("no mode `{m}`; the modes are {}", ids.join(", "))
+        });
+    }
+    if !modes.is_empty() && mode.is_none() {
+        println!("modes, in priority order (the first whose condition holds is active):");
+        for d in &modes {
+            println!(
+                "  {:<14} when {}",
+                d.id,
+                d.when.as_ref().map_or("always", |w| w.text.as_str())
+            );
+        }
+        println!();
+    }
     for h in hooks {
-        print!("{}", program.describe_hook(h));
+        print!("{}", program.describe_hook_in(h, mode));
     }
     Ok(ExitCode::SUCCESS)
 }

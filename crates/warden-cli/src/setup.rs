@@ -42,6 +42,9 @@ pub(crate) struct Setup {
     /// The project to act in or show.
     #[arg(long, global = true)]
     project: Option<String>,
+    /// The modes: a modes file, or `builtin:context-window` / `builtin:research-or-coding`.
+    #[arg(long, value_name = "FILE|builtin:NAME", global = true)]
+    modes: Option<String>,
 }
 
 impl Setup {
@@ -82,6 +85,12 @@ impl Setup {
         }
         if let Some(p) = &self.project {
             config.project = p.clone();
+        }
+        if let Some(m) = &self.modes {
+            config.modes = Some(match m.strip_prefix("builtin:") {
+                Some(name) => warden_core::ModeSource::Builtin(name.to_string()),
+                None => warden_core::ModeSource::File(PathBuf::from(m)),
+            });
         }
         Ok(config)
     }

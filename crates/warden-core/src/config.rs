@@ -17,6 +17,8 @@
 //! timeout_seconds = 5
 //! memory_mb = 32
 //!
+//! modes = "builtin:context-window"     # or a modes file of your own
+//!
 //! [knowledge]
 //! sources = "knowledge/sources.toml"   # knowledge enrichment (see warden-knowledge)
 //! root = "."                           # source paths are relative to this folder
@@ -46,6 +48,7 @@ pub const CONFIG_FIELDS: &[&str] = &[
     "log",
     "scripts",
     "knowledge",
+    "modes",
 ];
 
 /// An installation's settings, from `warden.toml`.
@@ -77,6 +80,8 @@ pub struct Config {
     pub knowledge: Option<(PathBuf, PathBuf)>,
     /// Enrich every query at `on_query_start`.
     pub knowledge_at_query_start: bool,
+    /// Where the modes are (none: every rule is always active).
+    pub modes: Option<crate::mode::ModeSource>,
 }
 
 impl Default for Config {
@@ -96,6 +101,7 @@ impl Default for Config {
             script_memory: limits.memory,
             knowledge: None,
             knowledge_at_query_start: true,
+            modes: None,
         }
     }
 }
@@ -138,6 +144,12 @@ impl Config {
             }
             if let Some(at) = top.strings(&mut doc, "capabilities") {
                 config.capabilities = at.value;
+            }
+            if let Some(at) = top.string(&mut doc, "modes") {
+                config.modes = Some(match at.value.strip_prefix("builtin:") {
+                    Some(name) => crate::mode::ModeSource::Builtin(name.to_string()),
+                    None => crate::mode::ModeSource::File(resolve(at.value)),
+                });
             }
             if let Some(at) = top.string(&mut doc, "database") {
                 config.database = Some(resolve(at.value));
@@ -241,6 +253,11 @@ impl Config {
             b = b.plugins_dir(dir);
         }
         b = b.capabilities(self.capabilities.iter().cloned());
+        match &self.modes {
+            Some(crate::mode::ModeSource::File(p)) => b = b.modes_file(p),
+            Some(crate::mode::ModeSource::Builtin(n)) => b = b.builtin_modes(n),
+            None => {}
+        }
         if let Some((sources, root)) = &self.knowledge {
             b = b
                 .knowledge(sources, root)

@@ -190,6 +190,8 @@ impl Controls {
 #[derive(Debug, Default)]
 pub(crate) struct Resolved {
     key: Option<(u64, u64, String, String)>,
+    /// Bumped at every change, so what is derived from it can be cached.
+    pub version: u64,
     /// Per compiled rule: on or off.
     pub enabled: Vec<bool>,
     /// Per setting slot: the value.
@@ -224,6 +226,7 @@ impl Resolved {
             .iter()
             .map(|slot| resolve_setting(controls, user, project, &slot.plugin, &slot.def).0)
             .collect();
+        self.version += 1;
         self.key = Some((
             program.generation,
             controls.generation,

@@ -209,6 +209,11 @@ impl SessionFacts {
                 }
             },
             Hook::OnTurnEnd | Hook::OnSessionEnd => {}
+            Hook::OnModeChange => {
+                complaint = Some(
+                    "on_mode_change is raised by Warden itself when the mode changes; an agent loop does not send it".into(),
+                );
+            }
         }
         if let Some(m) = &event.message {
             self.push_message(&m.role, &m.content);

@@ -1,4 +1,4 @@
-//! The seven hook points of an agent loop (FR-2).
+//! The seven hook points of an agent loop (FR-2), and Warden's own `on_mode_change`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -23,6 +23,9 @@ pub enum Hook {
     OnToolFailure,
     /// The session is closing.
     OnSessionEnd,
+    /// Warden's own hook: the active mode changed (ticked by Warden, before the hook that
+    /// caused the change; an agent loop never sends it).
+    OnModeChange,
 }
 
 impl Hook {
@@ -35,10 +38,11 @@ impl Hook {
         "on_tool_complete",
         "on_tool_failure",
         "on_session_end",
+        "on_mode_change",
     ];
 
     /// Every hook, in lifecycle order.
-    pub const ALL: [Hook; 7] = [
+    pub const ALL: [Hook; 8] = [
         Hook::OnQueryStart,
         Hook::OnTurnStart,
         Hook::OnTurnEnd,
@@ -46,7 +50,13 @@ impl Hook {
         Hook::OnToolComplete,
         Hook::OnToolFailure,
         Hook::OnSessionEnd,
+        Hook::OnModeChange,
     ];
+
+    /// Whether an agent loop reports it (every hook but Warden's own `on_mode_change`).
+    pub fn is_reported(self) -> bool {
+        self != Hook::OnModeChange
+    }
 
     /// The name used in rule files and traces (`on_turn_start`).
     pub fn name(self) -> &'static str {
@@ -76,6 +86,7 @@ impl Hook {
             Hook::OnToolComplete => "after a tool returns",
             Hook::OnToolFailure => "when a tool fails or times out",
             Hook::OnSessionEnd => "when the session closes",
+            Hook::OnModeChange => "when the active mode changes (raised by Warden)",
         }
     }
 }

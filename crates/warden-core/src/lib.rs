@@ -44,6 +44,7 @@ mod hook;
 mod index;
 mod knowledge;
 mod loader;
+mod mode;
 mod outcome;
 mod plugin;
 mod program;
@@ -72,7 +73,8 @@ pub use loader::{
     BUILTIN_MANIFEST, BUILTIN_PLUGIN, BUILTIN_RULES, Capabilities, LOCAL_PLUGIN, Loaded, PluginDef,
     RuleSource, load,
 };
-pub use outcome::{Effect, Evaluation, Halted, Notification, Outcome, RuleError};
+pub use mode::{BUILTIN_MODES, DEFAULT_MODE, MODE_FIELDS, ModeDef, ModeSource, RuleSets};
+pub use outcome::{Effect, Evaluation, Halted, ModeChange, Notification, Outcome, RuleError};
 pub use plugin::{
     DEFAULT_INCLUDE, MANIFEST_FILE, Manifest, PluginInfo, SettingDef, SettingKind, SettingValue,
 };

@@ -43,6 +43,10 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
         "rules/repeated-failure-warning.toml",
         include_str!("../../../rules/repeated-failure-warning.toml"),
     ),
+    (
+        "behaviors/research-then-synthesize.toml",
+        include_str!("../../../behaviors/research-then-synthesize.toml"),
+    ),
 ];
 
 /// Where rules come from.
@@ -112,6 +116,55 @@ pub struct Loaded {
     pub diagnostics: Vec<Diagnostic>,
     /// The folders rules, manifests and plugins were read from (for watching).
     pub folders: Vec<PathBuf>,
+    /// The modes file, read (when the program has modes).
+    pub modes: Option<Arc<SourceFile>>,
+}
+
+/// Reads the modes file of `source` into `out` (a problem reading it is a diagnostic).
+pub fn load_modes(source: &crate::mode::ModeSource, out: &mut Loaded) {
+    use crate::mode::{BUILTIN_MODES, ModeSource};
+    match source {
+        ModeSource::Builtin(name) => match BUILTIN_MODES.iter().find(|(n, _)| n == name) {
+            Some((n, text)) => {
+                out.modes = Some(SourceFile::new(format!("modes/{n}.toml"), *text));
+            }
+            None => out.diagnostics.push(
+                Diagnostic::io(Path::new(name), format!("no built-in modes named `{name}`"))
+                    .with_help(format!(
+                        "the built-in modes are {}",
+                        BUILTIN_MODES
+                            .iter()
+                            .map(|(n, _)| format!("`{n}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )),
+            ),
+        },
+        ModeSource::File(path) => {
+            if let Some(dir) = path.parent() {
+                out.folders.push(if dir.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    dir.to_path_buf()
+                });
+            }
+            let root = path
+                .parent()
+                .and_then(|d| {
+                    fs::canonicalize(if d.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        d
+                    })
+                    .ok()
+                })
+                .unwrap_or_default();
+            match read_rule_file(path, &root) {
+                Ok(text) => out.modes = Some(SourceFile::new(path, text)),
+                Err(message) => out.diagnostics.push(Diagnostic::io(path, message)),
+            }
+        }
+    }
 }
 
 /// Reads every rule and plugin of `sources`. Broken files are reported and skipped; rule ids
@@ -495,10 +548,14 @@ mod tests {
 
     #[test]
     fn the_embedded_rules_are_exactly_the_rules_folder() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../rules");
-        let mut on_disk: Vec<String> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| format!("rules/{}", e.unwrap().file_name().to_string_lossy()))
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut on_disk: Vec<String> = ["rules", "behaviors"]
+            .iter()
+            .flat_map(|d| {
+                fs::read_dir(root.join(d))
+                    .unwrap()
+                    .map(move |e| format!("{d}/{}", e.unwrap().file_name().to_string_lossy()))
+            })
             .filter(|n| {
                 n.ends_with(".toml") && !n.ends_with(".test.toml") && !n.ends_with(MANIFEST_FILE)
             })
@@ -511,7 +568,7 @@ mod tests {
             "add new built-in rule files to BUILTIN_RULES"
         );
         for (path, text) in BUILTIN_RULES {
-            let on_disk = fs::read_to_string(dir.join(path.trim_start_matches("rules/"))).unwrap();
+            let on_disk = fs::read_to_string(root.join(path)).unwrap();
             assert_eq!(&on_disk, text);
         }
     }
@@ -530,7 +587,7 @@ mod tests {
             ..
         } = load(&[RuleSource::Builtin], &Capabilities::Any);
         assert!(diags.is_empty(), "{diags:?}");
-        assert_eq!(rules.len(), 4);
+        assert_eq!(rules.len(), 5);
     }
 
     #[test]

@@ -131,6 +131,20 @@ pub enum Evaluation {
     Running,
     /// The rule is switched off for this session's user.
     Disabled,
+    /// The rule is not active in the current mode (named).
+    Inactive(Arc<str>),
+}
+
+/// A change of mode, and what Warden's own `on_mode_change` hook decided about it.
+#[derive(Debug, Clone)]
+pub struct ModeChange {
+    /// The mode before.
+    pub from: Arc<str>,
+    /// The mode now.
+    pub to: Arc<str>,
+    /// The `on_mode_change` tick: rules that react to the change. Its notifications due now
+    /// are also in the outer outcome's `inject`.
+    pub outcome: Box<Outcome>,
 }
 
 #[derive(Debug, Clone)]
@@ -158,6 +172,11 @@ pub struct Outcome {
     /// `enrich_context` action fired (the last one wins). Put its `section` after the system
     /// prompt (`Enrichment::integrate`).
     pub enrichment: Option<Arc<warden_knowledge::Enrichment>>,
+    /// The mode this hook ran in (`default` without modes).
+    pub mode: Arc<str>,
+    /// Set when this event changed the mode: from what, to what, and the `on_mode_change`
+    /// tick that ran first.
+    pub mode_change: Option<ModeChange>,
     pub(crate) trace: Vec<TraceEntry>,
     /// Behavior nodes that ran (explain mode): rule, node, what it came to.
     pub(crate) nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,

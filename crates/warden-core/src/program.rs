@@ -198,6 +198,7 @@ pub struct Program {
     pub(crate) hooks: Vec<HookTree>,
     pub(crate) templates: Templates,
     pub(crate) settings: SettingSlots,
+    pub(crate) modes: Option<crate::mode::Modes>,
     plugins: Vec<PluginInfo>,
     loaded: Vec<Arc<RuleDef>>,
     diagnostics: Vec<Diagnostic>,
@@ -232,6 +233,7 @@ impl Program {
             plugins,
             mut diagnostics,
             mut folders,
+            modes: modes_file,
         } = loaded;
         // Number every setting of the loaded plugins, and give each plugin a compiler whose
         // `settings` root has exactly its settings.
@@ -323,6 +325,8 @@ impl Program {
             .iter()
             .map(|h| build_hook(*h, &rules, &mut diagnostics))
             .collect();
+        let modes =
+            modes_file.and_then(|f| crate::mode::compile_modes(f, &base, &rules, &mut diagnostics));
         diagnostics.sort_by(|a, b| (a.path(), a.location()).cmp(&(b.path(), b.location())));
         let plugins = plugins
             .into_iter()
@@ -348,6 +352,7 @@ impl Program {
             hooks,
             templates,
             settings,
+            modes,
             plugins,
             loaded,
             diagnostics,
@@ -358,6 +363,29 @@ impl Program {
     /// The plugins found, loaded or skipped (Warden's built-in rules are the `builtin` plugin).
     pub fn plugins(&self) -> &[PluginInfo] {
         &self.plugins
+    }
+
+    /// The modes, in priority order (empty without a modes file).
+    pub fn modes(&self) -> Vec<&crate::mode::ModeDef> {
+        self.modes
+            .iter()
+            .flat_map(|m| m.modes.iter().map(|x| &x.def))
+            .collect()
+    }
+
+    /// Whether the mode `mode` activates the rule `rule` (true without modes, and for the
+    /// default mode).
+    pub fn active_in(&self, mode: &str, rule: &str) -> bool {
+        let Some(modes) = &self.modes else {
+            return true;
+        };
+        let Some(m) = modes.modes.iter().find(|m| &*m.id == mode) else {
+            return true;
+        };
+        self.rules
+            .iter()
+            .position(|r| &*r.key == rule)
+            .is_none_or(|i| m.active[i])
     }
 
     /// The folders rules, manifests and scripts were read from: what to watch for changes.
@@ -404,6 +432,13 @@ impl Program {
 
     /// The compiled trees of `hook`, one line per node, indented (for `warden tree` and tests).
     pub fn describe_hook(&self, hook: Hook) -> String {
+        self.describe_hook_in(hook, None)
+    }
+
+    /// Like [`Program::describe_hook`], for the rules active in `mode` only (those it leaves
+    /// out are listed as such).
+    pub fn describe_hook_in(&self, hook: Hook, mode: Option<&str>) -> String {
+        let active = |ix: u32| mode.is_none_or(|m| self.active_in(m, &self.rules[ix as usize].key));
         let mut out = String::new();
         let tree = self.hook(hook);
         out.push_str(&format!(
@@ -417,12 +452,26 @@ impl Program {
                         entry.name
                     ));
                     for r in &entry.rules {
+                        if !active(*r) {
+                            out.push_str(&format!(
+                                "    {} (not active in this mode)\n",
+                                self.rules[*r as usize].key
+                            ));
+                            continue;
+                        }
                         out.push_str(&format!("    {}\n", self.describe_rule(*r)));
                         self.describe_nodes(*r, "      ", &mut out);
                     }
                 }
                 _ => {
                     for r in &entry.rules {
+                        if !active(*r) {
+                            out.push_str(&format!(
+                                "  {} (not active in this mode)\n",
+                                self.rules[*r as usize].key
+                            ));
+                            continue;
+                        }
                         out.push_str(&format!("  {}\n", self.describe_rule(*r)));
                         self.describe_nodes(*r, "    ", &mut out);
                     }
@@ -855,6 +904,40 @@ fn build_hook(hook: Hook, rules: &[CompiledRule], diagnostics: &mut Vec<Diagnost
                     .map(|&r| Behavior::Action(Node::Rule(r)))
                     .collect(),
             );
+        }
+    }
+    // In an exclusive group, a rule after one that always matches is never evaluated.
+    for entry in &entries {
+        let always = entry.rules.iter().position(|&r| {
+            let c = &rules[r as usize];
+            let unconditional =
+                matches!(&c.condition, RuleCondition::Expr(e) if e.source().trim() == "true");
+            let gated = c.def.cooldown_turns.is_some()
+                || c.def.once_per_session
+                || c.def.max_fires.is_some()
+                || !c.def.tools.is_empty();
+            unconditional && !gated
+        });
+        if let Some(at) = always {
+            let first = &rules[entry.rules[at] as usize];
+            for &r in &entry.rules[at + 1..] {
+                let d = &rules[r as usize].def;
+                diagnostics.push(
+                    Diagnostic::warning(
+                        &d.source,
+                        Some(d.span.clone()),
+                        Some("rule.exclusive"),
+                        format!(
+                            "`{}` is never evaluated: `{}`, before it in exclusive group `{}`, always matches",
+                            rules[r as usize].key, first.key, entry.name
+                        ),
+                    )
+                    .with_help(format!(
+                        "give `{}` a real condition or a lower priority, or take one of them out of the group",
+                        first.key
+                    )),
+                );
+            }
         }
     }
     // Exclusive groups only exclude within one hook; say so if a group spans hooks.

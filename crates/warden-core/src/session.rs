@@ -54,6 +54,12 @@ pub struct Session {
     program: Option<Arc<Program>>,
     /// The rules on and the settings in force for the session's user and project.
     resolved: Resolved,
+    /// The active mode.
+    mode: crate::mode::ModeState,
+    /// Rules on for the user and in the current mode (when the program has modes), and what
+    /// it was computed for.
+    active: Vec<bool>,
+    active_key: Option<(u64, u64, Option<usize>)>,
     memory: Vec<RuleMemory>,
     memory_keys: Vec<Arc<str>>,
     /// Trees left running, by (hook, entry), with the hook that wakes them.
@@ -99,6 +105,9 @@ impl Session {
             generation: u64::MAX,
             program: None,
             resolved: Resolved::default(),
+            mode: crate::mode::ModeState::default(),
+            active: Vec::new(),
+            active_key: None,
             memory: Vec::new(),
             memory_keys: Vec::new(),
             running: HashMap::new(),
@@ -305,13 +314,111 @@ impl Session {
             &self.facts.user.id,
             &self.facts.project.id,
         );
+        let logging = self.log_this_tick();
+        // The mode: detected on the frame of this event, before any rule runs. A change ticks
+        // Warden's own `on_mode_change` first, in the new mode.
+        let change = self.detect_mode(&program, hook, &event, time);
+        let before = change.map(|(from, to)| {
+            let data = serde_json::json!({ "from": &*from, "to": &*to });
+            let event = Event::new().with_data(data);
+            let outcome = self.run_hook(
+                &program,
+                Hook::OnModeChange,
+                &event,
+                time,
+                Vec::new(),
+                Vec::new(),
+                logging,
+            );
+            crate::outcome::ModeChange {
+                from,
+                to,
+                outcome: Box::new(outcome),
+            }
+        });
+        let mut outcome = self.run_hook(&program, hook, &event, time, errors, halted, logging);
+        if let Some(change) = before {
+            // The agent gets the mode change's notifications with this hook's.
+            let mut inject = change.outcome.inject.clone();
+            inject.append(&mut outcome.inject);
+            inject.sort_by_key(|n| std::cmp::Reverse(n.priority));
+            outcome.inject = inject;
+            outcome.mode_change = Some(change);
+        }
+        outcome
+    }
+
+    /// Detects the mode for this event; on a change, records it and returns (from, to).
+    fn detect_mode(
+        &mut self,
+        program: &Arc<Program>,
+        hook: Hook,
+        event: &Event,
+        time: f64,
+    ) -> Option<(Arc<str>, Arc<str>)> {
+        let modes = program.modes.as_ref()?;
+        let shared = self.shared.clone();
+        let detected = {
+            let facts = TickFacts {
+                facts: &self.facts,
+                hook,
+                event,
+                time,
+                state: StateReader::new(&shared.store, &self.facts.user.id, &self.facts.project.id),
+                plugin: std::cell::RefCell::new(Arc::from("")),
+                state_error: std::cell::Cell::new(false),
+                slots: &program.settings,
+                settings: &self.resolved.settings,
+            };
+            let mut frame = Frame::new(&facts);
+            modes.detect(&mut frame)
+        };
+        let turn = self.facts.turn.number;
+        let next = modes.next(&self.mode, detected, turn);
+        let to: Arc<str> = next.map_or_else(
+            || Arc::from(crate::mode::DEFAULT_MODE),
+            |i| modes.modes[i].id.clone(),
+        );
+        if to == self.mode.id {
+            // The same mode (its position may have moved in a reload).
+            self.mode.current = next;
+            return None;
+        }
+        let from = std::mem::replace(
+            &mut self.mode,
+            crate::mode::ModeState {
+                current: next,
+                id: to.clone(),
+                since_turn: turn,
+            },
+        )
+        .id;
+        self.facts.mode = to.to_string();
+        tracing::info!(session = %self.id, from = %from, to = %to, "mode changed");
+        Some((from, to))
+    }
+
+    /// Ticks the trees of `hook` (and those of other hooks waiting for it) on this event,
+    /// applies what they decided, and delivers notifications.
+    #[allow(clippy::too_many_arguments)]
+    fn run_hook(
+        &mut self,
+        program: &Arc<Program>,
+        hook: Hook,
+        event: &Event,
+        time: f64,
+        errors: Vec<RuleError>,
+        halted: Vec<Halted>,
+        logging: bool,
+    ) -> Outcome {
+        let program = program.clone();
+        let event = event.clone();
         let tool = if hook.is_tool_hook() {
             event.tool.as_ref().map(|t| t.name.as_str())
         } else {
             None
         };
-
-        let logging = self.log_this_tick();
+        self.refresh_active(&program);
         let tree = program.hook(hook);
         let shared = self.shared.clone();
         let store = &shared.store;
@@ -340,7 +447,13 @@ impl Session {
             frame: Frame::new(&tick_facts),
             template_values: None,
             memory: &self.memory,
-            enabled: &self.resolved.enabled,
+            enabled: if program.modes.is_some() {
+                &self.active
+            } else {
+                &self.resolved.enabled
+            },
+            user_enabled: &self.resolved.enabled,
+            mode: &self.mode.id,
             knowledge: &knowledge,
             knowledge_configured: shared.knowledge_config.is_some(),
             turn: self.facts.turn.number,
@@ -433,10 +546,32 @@ impl Session {
             errors,
             halted,
             enrichment,
+            mode: self.mode.id.clone(),
+            mode_change: None,
             trace,
             nodes: node_trace.unwrap_or_default(),
             program,
         }
+    }
+
+    /// Brings `active` (rules on for the user and in the current mode) up to date.
+    fn refresh_active(&mut self, program: &Program) {
+        let Some(modes) = &program.modes else {
+            return;
+        };
+        let key = (self.resolved.version, program.generation, self.mode.current);
+        if self.active_key == Some(key) {
+            return;
+        }
+        let mode = self.mode.current.and_then(|i| modes.modes.get(i));
+        self.active = self
+            .resolved
+            .enabled
+            .iter()
+            .enumerate()
+            .map(|(i, on)| *on && mode.is_none_or(|m| m.active.get(i).copied().unwrap_or(true)))
+            .collect();
+        self.active_key = Some(key);
     }
 
     /// Applies the effects of the fired rules, in order: each rule's state writes commit
@@ -606,9 +741,17 @@ impl Session {
         trace: &[TraceEntry],
         timings: &[f64],
     ) {
+        // Rules held back before their condition (switched off, out of mode, a decorator)
+        // were not evaluated: they are not recorded.
         let records: Vec<ExecutionRecord> = trace
             .iter()
             .zip(timings)
+            .filter(|(t, _)| {
+                !matches!(
+                    t.evaluation,
+                    Evaluation::Disabled | Evaluation::Inactive(_) | Evaluation::Suppressed(_)
+                )
+            })
             .map(|(t, ms)| ExecutionRecord {
                 user_id: self.facts.user.id.clone(),
                 project_id: self.facts.project.id.clone(),
@@ -843,8 +986,12 @@ struct Tick<'a> {
     frame: Frame<'a>,
     template_values: Option<(Arc<str>, minijinja::Value)>,
     memory: &'a [RuleMemory],
-    /// Per rule: switched on for this session's user.
+    /// Per rule: on for this session's user and in the current mode.
     enabled: &'a [bool],
+    /// Per rule: on for this session's user (whatever the mode).
+    user_enabled: &'a [bool],
+    /// The current mode.
+    mode: &'a Arc<str>,
     /// Knowledge enrichment, for `enrich_context` actions.
     knowledge: &'a crate::knowledge::KnowledgeState,
     knowledge_configured: bool,
@@ -911,12 +1058,21 @@ impl Tick<'_> {
     fn rule(&mut self, ix: u32) -> Evaluation {
         let rule = &self.program.rules[ix as usize];
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
-            // Switched off while its script waited: the script stops here.
+            let off = !self.user_enabled.get(ix as usize).copied().unwrap_or(true);
+            // Switched off (or out of mode) while it ran: what it ran stops here.
             if self.scripts.waiting(ix) {
-                self.halted
-                    .extend(self.scripts.halt(ix, "its rule was switched off"));
+                let why = if off {
+                    "its rule was switched off".to_string()
+                } else {
+                    format!("its rule is not active in mode `{}`", self.mode)
+                };
+                self.halted.extend(self.scripts.halt(ix, &why));
             }
-            return Evaluation::Disabled;
+            return if off {
+                Evaluation::Disabled
+            } else {
+                Evaluation::Inactive(self.mode.clone())
+            };
         }
         // A waiting script resumes where it stopped: its decorators and filter were checked
         // when it started.

@@ -91,6 +91,10 @@ fn knowledge_summary(e: &warden_knowledge::Enrichment) -> Value {
 /// query's knowledge enrichment), then a line per error.
 pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
     let mut out = Vec::new();
+    if let Some(change) = &outcome.mode_change {
+        out.push(json!({"event": event, "hook": "on_mode_change", "mode": {"from": &*change.from, "to": &*change.to}}));
+        out.extend(outcome_lines(event, &change.outcome));
+    }
     for effect in &outcome.effects {
         let mut line = json!({
             "event": event,
@@ -152,6 +156,11 @@ pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
 /// Why each rule did or did not fire at one event (for `replay --explain`), and the scripts
 /// halted at it.
 pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
+    let before = outcome
+        .mode_change
+        .as_ref()
+        .map(|c| explain_lines(event, &c.outcome))
+        .unwrap_or_default();
     let halted = outcome
         .halted
         .iter()
@@ -166,7 +175,13 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
                 Evaluation::Failed(r) => ("failed", Some(r.clone())),
                 Evaluation::Suppressed(r) => ("suppressed", Some(r.to_string())),
                 Evaluation::Running => ("running", None),
-                Evaluation::Disabled => ("disabled", Some("switched off for this user".to_string())),
+                Evaluation::Disabled => (
+                    "disabled",
+                    Some("switched off (by the user, or `enabled = false` in its file)".to_string()),
+                ),
+                Evaluation::Inactive(mode) => {
+                    ("inactive", Some(format!("not active in mode `{mode}`")))
+                }
             };
             let mut line = json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "evaluation": result});
             if let (Some(reason), Some(fields)) = (reason, line.as_object_mut()) {
@@ -175,17 +190,25 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
             line
         })
         .chain(halted)
-        .collect()
+        .fold(before, |mut v, l| {
+            v.push(l);
+            v
+        })
 }
 
 /// The nodes of behaviors that ran at one event, one line each, in the order they finished
 /// (children before their parents): what `warden replay --trace` prints.
 pub fn node_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
-    outcome
-        .node_trace()
-        .map(|(rule, node, status)| {
+    let before = outcome
+        .mode_change
+        .as_ref()
+        .map(|c| node_lines(event, &c.outcome))
+        .unwrap_or_default();
+    before
+        .into_iter()
+        .chain(outcome.node_trace().map(|(rule, node, status)| {
             json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "node": node, "status": status.name()})
-        })
+        }))
         .collect()
 }
 

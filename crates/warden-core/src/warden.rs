@@ -81,6 +81,7 @@ pub(crate) struct Shared {
     pub(crate) config: Options,
     sources: Vec<RuleSource>,
     capabilities: Capabilities,
+    modes: Option<crate::mode::ModeSource>,
     next_session: AtomicU64,
     reload_lock: Mutex<()>,
     /// The users' choices (rules on or off, setting values), as last read from the store.
@@ -188,6 +189,7 @@ pub struct WardenBuilder {
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
     knowledge: Option<KnowledgeConfig>,
+    modes: Option<crate::mode::ModeSource>,
 }
 
 impl WardenBuilder {
@@ -256,6 +258,21 @@ impl WardenBuilder {
         self
     }
 
+    /// Chooses the active rules by mode, from a modes file: modes in priority order, each
+    /// with a condition and the rule sets it activates (see the book's "Modes" chapter).
+    pub fn modes_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.modes = Some(crate::mode::ModeSource::File(path.into()));
+        self
+    }
+
+    /// Chooses the active rules by one of Warden's built-in mode files: `context-window`
+    /// (the seed's table: unavailable under 30 000 tokens, reduced to 100 000, then full) or
+    /// `research-or-coding` (by the words of the query).
+    pub fn builtin_modes(mut self, name: impl Into<String>) -> Self {
+        self.modes = Some(crate::mode::ModeSource::Builtin(name.into()));
+        self
+    }
+
     /// Uses `store` for plugin state and the execution log (an in-memory store otherwise).
     pub fn store(mut self, store: Store) -> Self {
         self.store = Some(store);
@@ -318,7 +335,11 @@ impl WardenBuilder {
         } else {
             Capabilities::Only(self.capabilities)
         };
-        let program = Program::compile(load(&self.sources, &capabilities), 0);
+        let mut loaded = load(&self.sources, &capabilities);
+        if let Some(m) = &self.modes {
+            crate::loader::load_modes(m, &mut loaded);
+        }
+        let program = Program::compile(loaded, 0);
         if self.strict && program.has_errors() {
             return Err(Error::Rules(
                 program
@@ -358,6 +379,7 @@ impl WardenBuilder {
                 },
                 sources: self.sources,
                 capabilities,
+                modes: self.modes,
                 next_session: AtomicU64::new(1),
                 reload_lock: Mutex::new(()),
                 controls: RwLock::new(Arc::new(controls)),
@@ -464,7 +486,10 @@ impl Warden {
             .knowledge_config
             .as_ref()
             .map(|c| knowledge_before.reload(c));
-        let loaded = load(&self.shared.sources, &self.shared.capabilities);
+        let mut loaded = load(&self.shared.sources, &self.shared.capabilities);
+        if let Some(m) = &self.shared.modes {
+            crate::loader::load_modes(m, &mut loaded);
+        }
         let candidate = Program::compile(loaded, current.generation + 1);
         let known: std::collections::HashSet<_> = current
             .diagnostics()

@@ -176,13 +176,16 @@ fn a_guard_that_aborts_lower_priorities_preempts_a_running_later_child() {
     let mut s = session(&w);
     s.tick(Hook::OnTurnStart, turn().with_token_usage(0.1));
     let o = s.tick(Hook::OnTurnStart, turn().with_token_usage(0.2));
-    assert_eq!(nodes(&o), ["long task=running", "selector=running"]);
+    assert_eq!(
+        nodes(&o),
+        ["long task (wait_turns)=running", "selector=running"]
+    );
     let o = s.tick(Hook::OnTurnStart, turn().with_token_usage(0.85));
     assert_eq!(said(&o), ["long task halted", "budget first"]);
     assert_eq!(
         nodes(&o),
         [
-            "long task=halted",
+            "long task (wait_turns)=halted",
             "action log=success",
             "guard context.turn.token_usage > 0.8 abort lower=success",
             "selector=success"
@@ -224,9 +227,9 @@ fn parallel_nodes_succeed_on_all_or_any_and_halt_the_rest() {
     assert_eq!(
         nodes(&o),
         [
-            "vault=running",
-            "web=success",
-            "vault=halted",
+            "vault (wait_for)=running",
+            "web (wait_for)=success",
+            "vault (wait_for)=halted",
             "parallel succeed any=success"
         ]
     );
@@ -243,8 +246,8 @@ fn parallel_nodes_succeed_on_all_or_any_and_halt_the_rest() {
     assert_eq!(
         nodes(&o),
         [
-            "vault=running",
-            "web=success",
+            "vault (wait_for)=running",
+            "web (wait_for)=success",
             "parallel succeed all=running"
         ]
     );
@@ -252,7 +255,10 @@ fn parallel_nodes_succeed_on_all_or_any_and_halt_the_rest() {
         Hook::OnToolComplete,
         Event::tool_complete("vault_search", json!({})),
     );
-    assert_eq!(nodes(&o), ["vault=success", "parallel succeed all=success"]);
+    assert_eq!(
+        nodes(&o),
+        ["vault (wait_for)=success", "parallel succeed all=success"]
+    );
     assert_eq!(o.fired(), ["b"]);
 }
 
@@ -667,4 +673,23 @@ fn a_behavior_file_needs_a_tree() {
         "{d:#?}"
     );
     let _ = Path::new(".");
+}
+
+#[test]
+fn a_rule_shadowed_in_an_exclusive_group_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    for (id, priority, condition) in [
+        ("always", 200, "true"),
+        ("never-reached", 100, "context.turn.number > 1"),
+    ] {
+        fs::write(
+            dir.path().join(format!("{id}.toml")),
+            format!("[rule]\nid = \"{id}\"\ntrigger = \"on_turn_start\"\npriority = {priority}\nexclusive = \"g\"\ncondition = \"{condition}\"\n[action]\ntype = \"log\"\nmessage = \"x\"\n"),
+        )
+        .unwrap();
+    }
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    let d: Vec<String> = w.diagnostics().iter().map(ToString::to_string).collect();
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert!(d[0].contains("never-reached.toml") && d[0].contains("`never-reached` is never evaluated: `always`, before it in exclusive group `g`, always matches"), "{}", d[0]);
 }

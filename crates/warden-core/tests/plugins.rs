@@ -153,9 +153,10 @@ fn us5_1_every_rule_is_listed_with_its_state() {
     let w = research_host();
     let list = w.rule_list("ann", "default");
     let keys: Vec<&str> = list.iter().map(|r| r.key.as_str()).collect();
-    assert_eq!(list.len(), 7, "{keys:?}");
+    assert_eq!(list.len(), 8, "{keys:?}");
     for r in &list {
-        assert!(r.enabled, "{} is on by default", r.key);
+        // The built-in behavior is off unless switched on.
+        assert_eq!(r.enabled, r.key != "research-then-synthesize", "{}", r.key);
     }
     let token = list
         .iter()

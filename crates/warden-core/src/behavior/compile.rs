@@ -477,7 +477,7 @@ impl Builder<'_, '_> {
             NodeKind::Subtree(_) => unreachable!("inlined above"),
         };
         let label = match &def.name {
-            Some(n) => format!("#{id} {n}"),
+            Some(n) => format!("#{id} {n} ({})", def.kind.type_name()),
             None if detail.is_empty() => format!("#{id} {}", def.kind.type_name()),
             None => format!("#{id} {} {detail}", def.kind.type_name()),
         };

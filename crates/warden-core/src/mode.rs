@@ -1,0 +1,403 @@
+//! Modes: the context-detection layer. A modes file lists modes in priority order, each with a
+//! condition (`when`) and the rule sets it activates; at every tick the first mode whose
+//! condition holds is active, and only its rules (and core rules) run. A game bot picks its
+//! rotation the same way: in an instance, the instance rotation; in a battleground, the
+//! battleground rotation; else solo.
+//!
+//! ```toml
+//! [[mode]]
+//! id = "unavailable"
+//! when = "context.turn.context_window > 0 and context.turn.context_window < 30000"
+//! rules = { plugins = ["builtin"] }
+//!
+//! [[mode]]
+//! id = "reduced"
+//! when = "context.turn.context_window > 0 and context.turn.context_window < 100000"
+//! rules = { tags = ["core"], plugins = ["builtin"] }
+//! min_turns = 2
+//!
+//! [[mode]]
+//! id = "full"
+//! rules = "all"
+//! ```
+//!
+//! A change of mode is logged, reported in the outcome (`Outcome::mode_change`), visible as
+//! `context.mode`, and ticks Warden's own `on_mode_change` hook, so rules can react to it.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use serde::Serialize;
+use toml::de::DeValue;
+use warden_expr::{CompileOptions, Compiler, Condition};
+
+use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::program::{CompiledRule, expr_diagnostic};
+use crate::rule::{Located, is_kebab};
+use crate::toml_reader::{Doc, Table};
+
+/// The built-in mode files, embedded from the repository's `modes/` folder.
+pub const BUILTIN_MODES: &[(&str, &str)] = &[
+    (
+        "context-window",
+        include_str!("../../../modes/context-window.toml"),
+    ),
+    (
+        "research-or-coding",
+        include_str!("../../../modes/research-or-coding.toml"),
+    ),
+];
+
+/// The mode in force before any mode file says otherwise, and when no mode's condition holds.
+pub const DEFAULT_MODE: &str = "default";
+
+/// The keys of a `[[mode]]` table.
+pub const MODE_FIELDS: &[&str] = &["id", "description", "when", "rules", "min_turns"];
+
+/// Where a program's modes come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModeSource {
+    /// A modes file.
+    File(std::path::PathBuf),
+    /// One of Warden's built-in mode files, by name (`context-window`).
+    Builtin(String),
+}
+
+/// Which rules a mode activates.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum RuleSets {
+    /// Every rule.
+    All,
+    /// Rules of these plugins, with these tags, in these exclusive groups, or with these ids.
+    Some {
+        /// Plugin ids (`builtin`, `research-assistant`).
+        plugins: Vec<String>,
+        /// Rule tags.
+        tags: Vec<String>,
+        /// Exclusive group names.
+        groups: Vec<String>,
+        /// Rule ids as listed (`token-budget-warning`, `research-assistant/search-first`).
+        rules: Vec<String>,
+    },
+}
+
+impl RuleSets {
+    fn contains(&self, rule: &CompiledRule) -> bool {
+        match self {
+            RuleSets::All => true,
+            RuleSets::Some {
+                plugins,
+                tags,
+                groups,
+                rules,
+            } => {
+                let d = &rule.def;
+                plugins.iter().any(|p| **p == *d.plugin)
+                    || tags.iter().any(|t| d.tags.contains(t))
+                    || d.exclusive
+                        .as_ref()
+                        .is_some_and(|g| groups.iter().any(|x| x == g))
+                    || rules.iter().any(|r| **r == *rule.key)
+            }
+        }
+    }
+}
+
+/// A mode as its file writes it.
+#[derive(Debug, Clone)]
+pub struct ModeDef {
+    /// Its id: `context.mode` while it is active.
+    pub id: String,
+    /// What it is for.
+    pub description: String,
+    /// When it is active (always, when absent).
+    pub when: Option<Located>,
+    /// The rules it activates.
+    pub rules: RuleSets,
+    /// Once active, it stays for at least this many turns (0: it can change at any tick).
+    pub min_turns: u32,
+    /// Where its table is.
+    pub span: Range<usize>,
+}
+
+/// Reads a modes file.
+pub(crate) fn parse_modes(file: Arc<SourceFile>) -> (Vec<ModeDef>, Vec<Diagnostic>) {
+    let mut doc = Doc::new(file.clone());
+    let mut modes = Vec::new();
+    if let Some(root) = doc.parse(file.text()) {
+        let root = root.get_ref();
+        let mut top = Table::new(root, "", 0..0);
+        match top.raw("mode").map(|v| (v.get_ref(), v.span())) {
+            Some((DeValue::Array(items), _)) => {
+                for (i, item) in items.iter().enumerate() {
+                    let field = format!("mode[{i}]");
+                    match item.get_ref() {
+                        DeValue::Table(t) => {
+                            if let Some(m) = read_mode(&mut doc, t, item.span(), &field) {
+                                if let Some(first) = modes.iter().find(|x: &&ModeDef| x.id == m.id)
+                                {
+                                    let (line, _) = file.line_col(first.span.start);
+                                    doc.error(
+                                        m.span.clone(),
+                                        &format!("{field}.id"),
+                                        format!("duplicate mode `{}`", m.id),
+                                        Some(format!("it is already defined at line {line}")),
+                                    );
+                                } else {
+                                    modes.push(m);
+                                }
+                            }
+                        }
+                        _ => doc.error(
+                            item.span(),
+                            &field,
+                            "each mode is a table: write [[mode]]",
+                            None,
+                        ),
+                    }
+                }
+            }
+            Some((_, span)) => doc.error(span, "mode", "write each mode as a [[mode]] table", None),
+            None => doc.error(
+                0..0,
+                "mode",
+                "this modes file has no [[mode]]",
+                Some(
+                    "list modes in priority order, each a [[mode]] with `id`, `when` and `rules`"
+                        .into(),
+                ),
+            ),
+        }
+        top.finish(&mut doc, &["mode"]);
+    }
+    (modes, doc.diagnostics)
+}
+
+fn strings(doc: &mut Doc, t: &mut Table<'_>, key: &'static str) -> Vec<String> {
+    t.strings(doc, key).map(|a| a.value).unwrap_or_default()
+}
+
+fn read_mode(
+    doc: &mut Doc,
+    table: &toml::de::DeTable<'_>,
+    span: Range<usize>,
+    field: &str,
+) -> Option<ModeDef> {
+    let mut t = Table::new(table, field.to_string(), span.clone());
+    let id = match t.string(doc, "id") {
+        Some(at) if is_kebab(&at.value) => Some(at.value),
+        Some(at) => {
+            doc.error(
+                at.span,
+                &format!("{field}.id"),
+                format!("mode id `{}` is not kebab-case", at.value),
+                Some("use lowercase letters, digits and hyphens".into()),
+            );
+            None
+        }
+        None => {
+            if !t.has("id") {
+                doc.error(
+                    span.clone(),
+                    &format!("{field}.id"),
+                    "the mode has no `id`",
+                    Some("add `id = \"reduced\"`".into()),
+                );
+            }
+            None
+        }
+    };
+    let description = t
+        .string(doc, "description")
+        .map(|a| a.value)
+        .unwrap_or_default();
+    let when = t.string(doc, "when").map(|at| Located {
+        text: at.value,
+        span: at.span,
+        field: format!("{field}.when"),
+    });
+    let min_turns = match t.integer(doc, "min_turns") {
+        Some(at) => match u32::try_from(at.value) {
+            Ok(n) if n <= 10_000 => n,
+            _ => {
+                doc.error(
+                    at.span,
+                    &format!("{field}.min_turns"),
+                    "`min_turns` must be a whole number from 0 to 10000",
+                    None,
+                );
+                0
+            }
+        },
+        None => 0,
+    };
+    let rules = match t.raw("rules").map(|v| (v.get_ref(), v.span())) {
+        Some((DeValue::String(s), _)) if s == "all" => Some(RuleSets::All),
+        Some((DeValue::Table(sets), s)) => {
+            let mut st = Table::new(sets, format!("{field}.rules"), s.clone());
+            let r = RuleSets::Some {
+                plugins: strings(doc, &mut st, "plugins"),
+                tags: strings(doc, &mut st, "tags"),
+                groups: strings(doc, &mut st, "groups"),
+                rules: strings(doc, &mut st, "rules"),
+            };
+            st.finish(doc, &["plugins", "tags", "groups", "rules"]);
+            Some(r)
+        }
+        Some((_, s)) => {
+            doc.error(
+                s,
+                &format!("{field}.rules"),
+                "`rules` is \"all\", or a table of rule sets",
+                Some("write `rules = { plugins = [\"builtin\"], tags = [\"core\"] }`, or `rules = \"all\"`".into()),
+            );
+            None
+        }
+        None => {
+            doc.error(
+                span.clone(),
+                &format!("{field}.rules"),
+                "the mode has no `rules`: which rules does it activate?",
+                Some("write `rules = \"all\"`, or `rules = { plugins = [...], tags = [...], groups = [...], rules = [...] }`".into()),
+            );
+            None
+        }
+    };
+    t.finish(doc, MODE_FIELDS);
+    Some(ModeDef {
+        id: id?,
+        description,
+        when,
+        rules: rules?,
+        min_turns,
+        span,
+    })
+}
+
+/// A compiled mode.
+pub(crate) struct Mode {
+    pub id: Arc<str>,
+    pub when: Option<Condition>,
+    pub min_turns: u32,
+    /// Per rule of the program: whether this mode activates it (core rules always).
+    pub active: Vec<bool>,
+    pub def: ModeDef,
+}
+
+/// A program's modes, in priority order.
+pub(crate) struct Modes {
+    pub modes: Vec<Mode>,
+}
+
+/// Why a mode's condition cannot read `tool` or `result`.
+const AT_EVERY_HOOK: &str = "modes are checked at every hook, and only tool hooks have it";
+
+/// Compiles the modes of `file` against the program's rules.
+pub(crate) fn compile_modes(
+    file: Arc<SourceFile>,
+    compiler: &Compiler,
+    rules: &[CompiledRule],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Modes> {
+    let (defs, problems) = parse_modes(file.clone());
+    let broken = problems.iter().any(Diagnostic::is_error);
+    diagnostics.extend(problems);
+    if broken {
+        return None;
+    }
+    let opts = CompileOptions {
+        unavailable: &[("tool", AT_EVERY_HOOK), ("result", AT_EVERY_HOOK)],
+        force_script: false,
+    };
+    let mut modes = Vec::new();
+    let mut ok = true;
+    for def in defs {
+        let when = match &def.when {
+            Some(l) => match compiler.compile(&l.text, &opts) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    diagnostics.push(expr_diagnostic(&file, &l.span, &l.text, &l.field, &e));
+                    ok = false;
+                    continue;
+                }
+            },
+            None => None,
+        };
+        let active: Vec<bool> = rules
+            .iter()
+            .map(|r| r.def.core || def.rules.contains(r))
+            .collect();
+        if let RuleSets::Some { .. } = def.rules
+            && !rules.iter().any(|r| !r.def.core && def.rules.contains(r))
+        {
+            diagnostics.push(
+                Diagnostic::warning(
+                    &file,
+                    Some(def.span.clone()),
+                    Some("rules"),
+                    format!("mode `{}` activates no rule (besides core rules)", def.id),
+                )
+                .with_help("check the plugin ids, tags, groups and rule ids it lists"),
+            );
+        }
+        modes.push(Mode {
+            id: Arc::from(def.id.as_str()),
+            when,
+            min_turns: def.min_turns,
+            active,
+            def,
+        });
+    }
+    ok.then_some(Modes { modes })
+}
+
+/// What a session remembers of its mode.
+#[derive(Debug, Clone)]
+pub(crate) struct ModeState {
+    /// The active mode (an index into the program's modes), `None` for the default mode.
+    pub current: Option<usize>,
+    /// Its id.
+    pub id: Arc<str>,
+    /// The turn it became active.
+    pub since_turn: u32,
+}
+
+impl Default for ModeState {
+    fn default() -> Self {
+        ModeState {
+            current: None,
+            id: Arc::from(DEFAULT_MODE),
+            since_turn: 0,
+        }
+    }
+}
+
+impl Modes {
+    /// The mode whose condition holds first; `None` when none does (the default mode).
+    pub(crate) fn detect(&self, frame: &mut warden_expr::Frame<'_>) -> Option<usize> {
+        self.modes.iter().position(|m| match &m.when {
+            None => true,
+            Some(c) => c.eval(frame) == warden_expr::Verdict::True,
+        })
+    }
+
+    /// The mode to be in: `detected`, unless the current one must stay a while longer.
+    pub(crate) fn next(
+        &self,
+        state: &ModeState,
+        detected: Option<usize>,
+        turn: u32,
+    ) -> Option<usize> {
+        if detected == state.current {
+            return detected;
+        }
+        if let Some(cur) = state.current
+            && let Some(m) = self.modes.get(cur)
+            && turn < state.since_turn.saturating_add(m.min_turns)
+        {
+            return state.current;
+        }
+        detected
+    }
+}

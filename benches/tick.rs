@@ -37,6 +37,25 @@ fn tick(c: &mut Criterion) {
         let mut session = warden.session();
         group.bench_function(name, |b| b.iter(|| bench::tick(&mut session)));
     }
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let warden = bench::one_rule_with_modes(dir.path());
+    let mut session = warden.session();
+    group.bench_function("expression, context-window modes detected", |b| {
+        b.iter(|| bench::tick(&mut session))
+    });
+    group.finish();
+
+    // The frame lock: the cost of resuming a running node must not grow with the siblings
+    // before it.
+    let mut group = c.benchmark_group("tick/behavior-running-4-levels-down");
+    for siblings in [1, 100] {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let warden = bench::deep_tree(dir.path(), siblings, 4);
+        let mut session = warden.session();
+        group.bench_function(format!("{siblings} siblings before it"), |b| {
+            b.iter(|| bench::tick(&mut session))
+        });
+    }
     group.finish();
 }
 

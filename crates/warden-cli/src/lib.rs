@@ -564,5 +564,61 @@ fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
         "  a waiting Lua coroutine, resumed             {c:>8.0} ns  (the resume: {:>5.0} ns more)",
         c - e
     );
+    bench_behaviors(ticks, rounds)
+}
+
+/// The frame lock (a running node deep in a behavior, after 1 or 100 siblings at each level)
+/// and mode detection (the one expression rule, with and without the context-window modes).
+fn bench_behaviors(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
+    let mut sessions = Vec::new();
+    let mut dirs = Vec::new();
+    for i in 0..4 {
+        let dir = std::env::temp_dir().join(format!("warden-bench-{}-b{i}", std::process::id()));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let warden = match i {
+            0 => bench::deep_tree(&dir, 1, 4),
+            1 => bench::deep_tree(&dir, 100, 4),
+            2 => bench::one_rule(&dir, bench::OneRule::Expression),
+            _ => bench::one_rule_with_modes(&dir),
+        };
+        sessions.push(warden.session());
+        dirs.push(dir);
+    }
+    for dir in dirs {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    let mut sink = 0usize;
+    for s in &mut sessions {
+        for _ in 0..ticks.min(2000) {
+            sink += bench::tick(s);
+        }
+    }
+    let mut times = vec![Vec::new(); sessions.len()];
+    for _ in 0..rounds {
+        for (s, t) in sessions.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            for _ in 0..ticks {
+                sink += bench::tick(s);
+            }
+            t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
+        }
+    }
+    std::hint::black_box(sink);
+    let m: Vec<f64> = times.into_iter().map(median).collect();
+    println!("\none on_turn_start tick (median of {rounds} rounds of {ticks} ticks):");
+    println!(
+        "  a behavior running 4 levels down, 1 sibling before it at each level      {:>8.0} ns",
+        m[0]
+    );
+    println!(
+        "  the same with 100 siblings before it at each level                         {:>8.0} ns  {:>5.2}x",
+        m[1],
+        m[1] / m[0]
+    );
+    println!(
+        "  one expression rule, with the context-window modes detected              {:>8.0} ns  (modes: {:>5.0} ns more)",
+        m[3],
+        m[3] - m[2]
+    );
     Ok(ExitCode::SUCCESS)
 }

@@ -139,6 +139,48 @@ pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {
         .expect("the benchmark rule loads")
 }
 
+/// A behavior whose running node sits `depth` sequences down, after `siblings` conditions
+/// that succeed (at every level): the frame lock resumes the running node directly, so a tick
+/// must not cost more with more siblings before it.
+pub fn deep_tree(dir: &std::path::Path, siblings: usize, depth: usize) -> Warden {
+    let conditions: Vec<String> = (0..siblings)
+        .map(|i| {
+            format!(
+                "{{ type = \"condition\", expression = \"context.turn.number >= {}\" }}",
+                -(i as i64) - 1
+            )
+        })
+        .collect();
+    let mut node = "{ type = \"wait_turns\", turns = 10000 }".to_string();
+    for _ in 0..depth {
+        node = format!(
+            "{{ type = \"sequence\", children = [ {}, {node} ] }}",
+            conditions.join(", ")
+        );
+    }
+    let text = format!(
+        "[behavior]\nid = \"deep\"\ntrigger = \"on_turn_start\"\n\n[tree]\ntype = \"sequence\"\nchildren = [ {}, {node} ]\n",
+        conditions.join(", ")
+    );
+    std::fs::write(dir.join("deep.toml"), text)
+        .expect("the benchmark writes its behavior to a temporary folder");
+    Warden::builder()
+        .rules_dir(dir)
+        .build()
+        .expect("the benchmark behavior loads")
+}
+
+/// The one expression rule with the built-in context-window modes: what detecting the mode
+/// costs a tick (compare with [`OneRule::Expression`] alone).
+pub fn one_rule_with_modes(dir: &std::path::Path) -> Warden {
+    one_rule(dir, OneRule::Expression);
+    Warden::builder()
+        .rules_dir(dir)
+        .builtin_modes("context-window")
+        .build()
+        .expect("the benchmark rule loads")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -163,6 +205,37 @@ mod tests {
                 assert!(o.errors.is_empty(), "{:?}", o.errors);
             }
         }
+    }
+
+    #[test]
+    fn the_deep_tree_keeps_running_at_its_deep_node() {
+        for siblings in [1, 100] {
+            let dir = tempfile::tempdir().unwrap();
+            let w = deep_tree(dir.path(), siblings, 4);
+            assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
+            let mut s = w.session_with(crate::SessionOptions {
+                explain: true,
+                ..Default::default()
+            });
+            s.tick(Hook::OnTurnStart, Event::new());
+            let o = s.tick(Hook::OnTurnStart, Event::new());
+            assert!(o.errors.is_empty(), "{:?}", o.errors);
+            // Resumed directly: no condition runs again, only the running path (5 sequences
+            // and the wait).
+            assert_eq!(o.node_trace().count(), 6, "siblings {siblings}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let w = one_rule_with_modes(dir.path());
+        // Without the built-in rules, two of the modes activate nothing: warnings only.
+        assert!(
+            w.diagnostics().iter().all(|d| !d.is_error()),
+            "{:?}",
+            w.diagnostics()
+        );
+        let o = w
+            .session()
+            .tick(Hook::OnTurnStart, Event::new().with_context_window(200_000));
+        assert_eq!(&*o.mode, "full");
     }
 
     #[test]

@@ -57,7 +57,8 @@ pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<Exi
     }
     // Each file gets a fresh Warden on an in-memory store: tests never touch real state.
     let make = || {
-        let w = build(config, true, false)?;
+        // A test runs a plugin's rules whatever the host offers.
+        let w = build(config, true, true)?;
         let broken: Vec<_> = w
             .diagnostics()
             .into_iter()

@@ -125,6 +125,12 @@ enum PluginsCommand {
 
 /// Runs the command line; the binary's `main`.
 pub fn main() -> ExitCode {
+    // Output piped into `head` should end quietly, as other command-line tools do, not panic.
+    #[cfg(unix)]
+    // SAFETY: restoring the default action of SIGPIPE at startup, before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     init_logging();
     let cli = Cli::parse();
     let result = cli
@@ -225,15 +231,12 @@ fn is_plugins_folder(dir: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return false;
     };
-    let mut has_plugin = false;
-    for e in entries.filter_map(Result::ok) {
-        let p = e.path();
-        if p.extension().is_some_and(|x| x == "toml") {
-            return false;
-        }
-        has_plugin |= p.join(MANIFEST_FILE).is_file();
-    }
-    has_plugin
+    // A folder that is itself a plugin is not a folder of plugins; loose rule files beside
+    // plugin folders are reported by the loader.
+    !dir.join(MANIFEST_FILE).is_file()
+        && entries
+            .filter_map(Result::ok)
+            .any(|e| e.path().join(MANIFEST_FILE).is_file())
 }
 
 fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
@@ -255,7 +258,9 @@ fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, Str
     let any = config.capabilities.is_empty();
     let warden = build(&config, true, any)?;
     let program = warden.program();
-    let diagnostics = program.diagnostics();
+    // The rules' problems, and the knowledge sources' when enrichment is configured.
+    let all = warden.diagnostics();
+    let diagnostics = all.as_slice();
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
     if json {
         let items: Vec<serde_json::Value> = diagnostics
@@ -409,13 +414,14 @@ fn tree(
 fn watch(config: &Config) -> Result<ExitCode, String> {
     let warden = load(config, false)?;
     let program = warden.program();
+    let folders = warden.watched_folders();
     println!(
         "watching {} folder{} ({} rules loaded); edit a rule file to reload, Ctrl-C to stop",
-        program.folders().len(),
-        plural(program.folders().len()),
+        folders.len(),
+        plural(folders.len()),
         program.rules().count()
     );
-    for f in program.folders() {
+    for f in &folders {
         println!("  {}", f.display());
     }
     let w = warden.clone();

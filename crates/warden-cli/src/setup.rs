@@ -86,6 +86,22 @@ impl Setup {
         if let Some(p) = &self.project {
             config.project = p.clone();
         }
+        // A folder named both in warden.toml and on the command line is read once.
+        let same = |a: &PathBuf, b: &PathBuf| {
+            a == b
+                || std::fs::canonicalize(a)
+                    .ok()
+                    .is_some_and(|x| std::fs::canonicalize(b).ok() == Some(x))
+        };
+        for list in [&mut config.rules, &mut config.plugins] {
+            let mut kept: Vec<PathBuf> = Vec::new();
+            for p in list.drain(..) {
+                if !kept.iter().any(|k| same(k, &p)) {
+                    kept.push(p);
+                }
+            }
+            *list = kept;
+        }
         if let Some(m) = &self.modes {
             config.modes = Some(match m.strip_prefix("builtin:") {
                 Some(name) => warden_core::ModeSource::Builtin(name.to_string()),

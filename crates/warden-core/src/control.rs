@@ -449,10 +449,21 @@ fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
         .collect();
     match by_id.as_slice() {
         [i] => Ok(*i),
-        [] => Err(ControlError::UnknownRule {
-            rule: rule.to_string(),
-            suggestion: closest(rule, program.rules.iter().map(|r| &*r.key)).map(str::to_string),
-        }),
+        [] => {
+            // The nearest display id, or bare id (then shown as the rule's display id).
+            let names = program
+                .rules
+                .iter()
+                .flat_map(|r| [(&*r.key, &*r.key), (r.def.id.as_str(), &*r.key)]);
+            let names: Vec<(&str, &str)> = names.collect();
+            let suggestion = closest(rule, names.iter().map(|(n, _)| *n))
+                .and_then(|n| names.iter().find(|(x, _)| *x == n))
+                .map(|(_, key)| key.to_string());
+            Err(ControlError::UnknownRule {
+                rule: rule.to_string(),
+                suggestion,
+            })
+        }
         many => Err(ControlError::AmbiguousRule {
             rule: rule.to_string(),
             candidates: many

@@ -103,8 +103,9 @@ pub struct RuleError {
     pub error: String,
 }
 
-/// A script stopped before it finished: its session ended, the rules were reloaded, or its
-/// tree moved on without it. It is closed cleanly and reported here (and logged).
+/// A script or a behavior stopped before it finished: its session ended, its rule changed or
+/// was removed in a reload, it was switched off or left its mode, or its tree moved on without
+/// it. It is closed cleanly and reported here (and logged).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Halted {
     /// The rule whose script was stopped.

@@ -149,26 +149,51 @@ impl fmt::Display for SettingValue {
 }
 
 /// A setting a manifest declares.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SettingDef {
     /// Its name: `settings.NAME` in conditions and templates.
     pub name: String,
     /// Its type.
-    #[serde(rename = "type")]
     pub kind: SettingKind,
     /// Its value unless a user sets another.
     pub default: SettingValue,
     /// The smallest value allowed (numeric settings).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub min: Option<f64>,
     /// The largest value allowed (numeric settings).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub max: Option<f64>,
     /// The values allowed (string settings); any when empty.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub options: Vec<String>,
     /// What it changes.
     pub description: String,
+}
+
+impl Serialize for SettingDef {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        // The bounds of an integer setting are integers.
+        let bound = |x: f64| -> Json {
+            if self.kind == SettingKind::Integer && x.fract() == 0.0 && x.abs() < 9e15 {
+                Json::from(x as i64)
+            } else {
+                serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number)
+            }
+        };
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("name", &self.name)?;
+        m.serialize_entry("type", &self.kind)?;
+        m.serialize_entry("default", &self.default)?;
+        if let Some(x) = self.min {
+            m.serialize_entry("min", &bound(x))?;
+        }
+        if let Some(x) = self.max {
+            m.serialize_entry("max", &bound(x))?;
+        }
+        if !self.options.is_empty() {
+            m.serialize_entry("options", &self.options)?;
+        }
+        m.serialize_entry("description", &self.description)?;
+        m.end()
+    }
 }
 
 impl SettingDef {
@@ -177,8 +202,13 @@ impl SettingDef {
     pub fn check(&self, value: &Json) -> Result<SettingValue, String> {
         let wrong = || {
             format!(
-                "`{}` is {} setting, and {value} is not {}",
+                "`{}` is {} {} setting, and {value} is not {}",
                 self.name,
+                if self.kind == SettingKind::Integer {
+                    "an"
+                } else {
+                    "a"
+                },
                 self.kind.name(),
                 self.kind.article()
             )
@@ -360,6 +390,15 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>) -> Option<Manifest
             }
             None
         }
+        Some(at) if at.value == crate::loader::LOCAL_PLUGIN => {
+            doc.error(
+                at.span,
+                "plugin.id",
+                "the plugin id `local` is reserved for the rules of plain rule folders",
+                Some("choose another id".into()),
+            );
+            None
+        }
         Some(at) if !is_kebab(&at.value) => {
             doc.error(
                 at.span,
@@ -504,10 +543,14 @@ fn read_setting(
             span.clone(),
             &field,
             format!("setting name `{name}` cannot be read as `settings.{name}` in a condition"),
-            Some(format!(
-                "use lowercase letters, digits and underscores, starting with a letter, such as `{}`",
-                to_kebab(name).replace('-', "_")
-            )),
+            Some({
+                let suggestion = to_kebab(name).replace('-', "_");
+                if is_setting_name(&suggestion) {
+                    format!("use lowercase letters, digits and underscores, starting with a letter, such as `{suggestion}`")
+                } else {
+                    format!("use lowercase letters, digits and underscores, starting with a letter; `{name}` is a word of the condition language, so choose another name")
+                }
+            }),
         );
         ok = false;
     }
@@ -852,6 +895,14 @@ description = "Automatically summarize large result sets"
                 "manifest.toml:1:1: error: plugin.id:",
             ),
             ("[plugin]\nid = \"My Plugin\"\n", "not kebab-case"),
+            (
+                "[plugin]\nid = \"local\"\n",
+                "reserved for the rules of plain rule folders",
+            ),
+            (
+                "[plugin]\nid = \"p\"\n[settings.get]\ntype = \"integer\"\ndefault = 1\n",
+                "choose another name",
+            ),
             (
                 "[plugin]\nid = \"p\"\nversoin = \"1\"\n",
                 "did you mean `version`?",

@@ -135,8 +135,8 @@ impl TestReport {
     }
 }
 
-/// Finds the test files of rule and plugin folders: `*.test.toml` directly in a rule folder,
-/// and anywhere (two levels deep) in a plugin folder. Sorted by path.
+/// Finds the test files of rule and plugin folders: `*.test.toml` in each folder and up to two
+/// levels below it (a plugin's `rules/`, a plugin of a folder of plugins). Sorted by path.
 pub fn find_test_files(folders: &[PathBuf]) -> Vec<PathBuf> {
     fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {

@@ -241,16 +241,19 @@ impl<'a> Table<'a> {
             if self.used.contains(&key) {
                 continue;
             }
+            let place = if self.name.is_empty() {
+                "at the top of the file".to_string()
+            } else {
+                format!("in [{}]", self.name)
+            };
             let help = closest(key, known.iter().copied())
                 .map(|s| format!("did you mean `{s}`?"))
-                .unwrap_or_else(|| {
-                    format!("the fields of [{}] are {}", self.name, known.join(", "))
-                });
+                .unwrap_or_else(|| format!("the keys allowed {place} are {}", known.join(", ")));
             let span = k.span().start..v.span().end.max(k.span().end);
             doc.error(
                 span,
                 &self.field(key),
-                format!("unknown field `{key}` in [{}]", self.name),
+                format!("unknown field `{key}` {place}"),
                 Some(help),
             );
         }

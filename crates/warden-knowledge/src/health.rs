@@ -38,9 +38,7 @@ pub(crate) fn check(settings: &Settings, sources: &[Source], refused: &[Refusal]
     let t = settings.health;
     let mut reasons = Vec::new();
     if !settings.enabled {
-        reasons.push(
-            "knowledge enrichment is not enabled: set `enabled = true` in [knowledge]".to_string(),
-        );
+        reasons.push("it is not enabled: set `enabled = true` in [knowledge]".to_string());
     }
     if required_loaded < t.required_sources {
         let missing = if missing_required.is_empty() {
@@ -49,7 +47,7 @@ pub(crate) fn check(settings: &Settings, sources: &[Source], refused: &[Refusal]
             format!(" (not loaded: {})", missing_required.join(", "))
         };
         reasons.push(format!(
-            "{required_loaded} required sources loaded, {} needed{missing}",
+            "{required_loaded} of the {} required sources loaded{missing}",
             t.required_sources
         ));
     }

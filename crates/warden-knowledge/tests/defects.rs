@@ -177,7 +177,7 @@ fn health_thresholds_are_configurable_and_explained() {
     assert_eq!(h.required_loaded, 1);
     assert_eq!(h.missing_required, ["gone"]);
     assert_eq!(h.reasons.len(), 2, "{:?}", h.reasons);
-    assert!(h.reasons[0].contains("1 required sources loaded, 3 needed (not loaded: gone)"));
+    assert!(h.reasons[0].contains("1 of the 3 required sources loaded (not loaded: gone)"));
     assert!(h.reasons[1].contains("tokens, 5000 needed"));
 
     p.sources(
@@ -197,7 +197,7 @@ fn health_thresholds_are_configurable_and_explained() {
     assert!(!h.registered);
     assert_eq!(
         h.reasons,
-        ["knowledge enrichment is not enabled: set `enabled = true` in [knowledge]"]
+        ["it is not enabled: set `enabled = true` in [knowledge]"]
     );
 }
 

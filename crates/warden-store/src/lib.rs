@@ -445,8 +445,16 @@ impl Store {
         let mut conditions: Vec<&str> = Vec::new();
         let mut args: Vec<&dyn rusqlite::ToSql> = Vec::new();
         if let Some(rule_id) = &filter.rule_id {
-            conditions.push("rule_id = ?");
-            args.push(rule_id);
+            if rule_id.contains('/') {
+                conditions.push("rule_id = ?");
+                args.push(rule_id);
+            } else {
+                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
+                conditions.push("(rule_id = ? OR substr(rule_id, -length(?) - 1) = '/' || ?)");
+                args.push(rule_id);
+                args.push(rule_id);
+                args.push(rule_id);
+            }
         }
         if let Some(session_id) = &filter.session_id {
             conditions.push("session_id = ?");

@@ -515,3 +515,34 @@ fn poisoned_mutex_is_recovered() {
     apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "k", json!(1))]]);
     assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(1)));
 }
+
+#[test]
+fn a_bare_rule_id_finds_the_rule_in_any_plugin() {
+    let s = store();
+    s.record_executions(&[
+        record("research/search-first", Some("s1"), None),
+        record("search-first", Some("s1"), None),
+        record("research/not-search-first", Some("s1"), None),
+        record("other/first", Some("s1"), None),
+    ])
+    .expect("insert");
+    let rules = |id: &str| -> Vec<String> {
+        let mut v: Vec<String> = s
+            .executions(&ExecutionFilter {
+                rule_id: Some(id.into()),
+                ..ExecutionFilter::default()
+            })
+            .expect("query")
+            .into_iter()
+            .map(|r| r.record.rule_id)
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        rules("search-first"),
+        ["research/search-first", "search-first"]
+    );
+    assert_eq!(rules("research/search-first"), ["research/search-first"]);
+    assert_eq!(rules("first"), ["other/first"]);
+}

@@ -17,10 +17,30 @@ pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, Str
     };
     let warden = load(config, true)?;
     let program = warden.program();
+    // The built-in behavior is off unless switched on: the demo switches it on for the
+    // session's users (this store is in memory, so nothing outlives the demo).
+    const BEHAVIOR: &str = "research-then-synthesize";
+    let mut behavior = false;
+    if program.rule_keys().any(|k| k == BEHAVIOR) {
+        let mut users = vec![warden_core::DEFAULT_ID.to_string()];
+        users.extend(
+            parse_trace(&text)
+                .into_iter()
+                .filter_map(|(_, e)| e.ok()?.event.user.and_then(|u| u.id)),
+        );
+        for u in users {
+            behavior |= warden.set_rule_enabled(&u, BEHAVIOR, true).is_ok();
+        }
+    }
     println!(
-        "Warden demo: an agent session supervised by {} rule{}.",
+        "Warden demo: an agent session supervised by {} rule{}{}.",
         program.active_rules(),
-        if program.active_rules() == 1 { "" } else { "s" }
+        if program.active_rules() == 1 { "" } else { "s" },
+        if behavior {
+            format!(" and the built-in behavior `{BEHAVIOR}`, switched on for it")
+        } else {
+            String::new()
+        }
     );
     println!(
         "Each line is a hook the agent loop reported; indented lines are what Warden decided.\n"
@@ -123,7 +143,7 @@ fn decisions(outcome: &Outcome) -> String {
             Evaluation::Running => {
                 let _ = writeln!(
                     s,
-                    "       waiting      {rule} (its script carries on at a later hook)"
+                    "       waiting      {rule} (it carries on at a later hook)"
                 );
             }
             _ => {}

@@ -514,28 +514,20 @@ fn run_bench(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
     bench_scripts(ticks, rounds)
 }
 
-/// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
-/// reading the context, and as a coroutine resumed at every tick.
-fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
+/// Builds one session per scenario (each in a temporary folder of its own), warms them up, then
+/// measures them in alternation, so machine noise hits all alike: the median ns per tick of each.
+fn measure_sessions(
+    scenarios: &[&dyn Fn(&Path) -> Warden],
+    ticks: u32,
+    rounds: u32,
+) -> Result<Vec<f64>, String> {
     let mut sessions = Vec::new();
-    let mut dirs = Vec::new();
-    for kind in [
-        bench::OneRule::Expression,
-        bench::OneRule::ScriptCondition,
-        bench::OneRule::Coroutine,
-    ] {
-        let dir = std::env::temp_dir().join(format!(
-            "warden-bench-{}-{}",
-            std::process::id(),
-            sessions.len()
-        ));
+    for (i, make) in scenarios.iter().enumerate() {
+        let dir = std::env::temp_dir().join(format!("warden-bench-{}-{i}", std::process::id()));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let warden = bench::one_rule(&dir, kind);
+        let warden = make(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
         sessions.push(warden.session());
-        dirs.push(dir);
-    }
-    for dir in dirs {
-        let _ = std::fs::remove_dir_all(dir);
     }
     let mut sink = 0usize;
     for s in &mut sessions {
@@ -554,12 +546,22 @@ fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
         }
     }
     std::hint::black_box(sink);
-    let [e, s, c]: [f64; 3] = times
-        .into_iter()
-        .map(median)
-        .collect::<Vec<_>>()
-        .try_into()
-        .map_err(|_| "internal: three measurements expected".to_string())?;
+    Ok(times.into_iter().map(median).collect())
+}
+
+/// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
+/// reading the context, and as a coroutine resumed at every tick.
+fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
+    let m = measure_sessions(
+        &[
+            &|d| bench::one_rule(d, bench::OneRule::Expression),
+            &|d| bench::one_rule(d, bench::OneRule::ScriptCondition),
+            &|d| bench::one_rule(d, bench::OneRule::Coroutine),
+        ],
+        ticks,
+        rounds,
+    )?;
+    let (e, s, c) = (m[0], m[1], m[2]);
     println!("\none on_turn_start tick, one rule (median of {rounds} rounds of {ticks} ticks):");
     println!("  the rule as an expression                    {e:>8.0} ns");
     println!(
@@ -576,41 +578,16 @@ fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
 /// The frame lock (a running node deep in a behavior, after 1 or 100 siblings at each level)
 /// and mode detection (the one expression rule, with and without the context-window modes).
 fn bench_behaviors(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
-    let mut sessions = Vec::new();
-    let mut dirs = Vec::new();
-    for i in 0..4 {
-        let dir = std::env::temp_dir().join(format!("warden-bench-{}-b{i}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let warden = match i {
-            0 => bench::deep_tree(&dir, 1, 4),
-            1 => bench::deep_tree(&dir, 100, 4),
-            2 => bench::one_rule(&dir, bench::OneRule::Expression),
-            _ => bench::one_rule_with_modes(&dir),
-        };
-        sessions.push(warden.session());
-        dirs.push(dir);
-    }
-    for dir in dirs {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    let mut sink = 0usize;
-    for s in &mut sessions {
-        for _ in 0..ticks.min(2000) {
-            sink += bench::tick(s);
-        }
-    }
-    let mut times = vec![Vec::new(); sessions.len()];
-    for _ in 0..rounds {
-        for (s, t) in sessions.iter_mut().zip(&mut times) {
-            let start = Instant::now();
-            for _ in 0..ticks {
-                sink += bench::tick(s);
-            }
-            t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
-        }
-    }
-    std::hint::black_box(sink);
-    let m: Vec<f64> = times.into_iter().map(median).collect();
+    let m = measure_sessions(
+        &[
+            &|d| bench::deep_tree(d, 1, 4),
+            &|d| bench::deep_tree(d, 100, 4),
+            &|d| bench::one_rule(d, bench::OneRule::Expression),
+            &|d| bench::one_rule_with_modes(d),
+        ],
+        ticks,
+        rounds,
+    )?;
     println!("\none on_turn_start tick (median of {rounds} rounds of {ticks} ticks):");
     println!(
         "  a behavior running 4 levels down, 1 sibling before it at each level      {:>8.0} ns",

@@ -373,49 +373,20 @@ fn node(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) -> Status {
                 s
             }
         }
-        CKind::Retry { attempts, child } => {
-            let mut runs = if started {
-                0
-            } else {
-                run.nodes[n as usize].cursor
-            };
-            loop {
-                match node(tree, run, env, *child) {
-                    Status::Running => {
-                        run.nodes[n as usize].cursor = runs;
-                        break Status::Running;
-                    }
-                    Status::Success => break Status::Success,
-                    Status::Failure => {
-                        runs += 1;
-                        if runs >= *attempts {
-                            break Status::Failure;
-                        }
-                    }
-                }
-            }
-        }
+        // Retry runs a failed child again; repeat runs a successful one again. Either way the
+        // next run starts at once, in the same tick, until the count is reached.
+        CKind::Retry { attempts, child } => again(
+            tree,
+            run,
+            env,
+            n,
+            *child,
+            *attempts,
+            Status::Failure,
+            started,
+        ),
         CKind::Repeat { times, child } => {
-            let mut runs = if started {
-                0
-            } else {
-                run.nodes[n as usize].cursor
-            };
-            loop {
-                match node(tree, run, env, *child) {
-                    Status::Running => {
-                        run.nodes[n as usize].cursor = runs;
-                        break Status::Running;
-                    }
-                    Status::Failure => break Status::Failure,
-                    Status::Success => {
-                        runs += 1;
-                        if runs >= *times {
-                            break Status::Success;
-                        }
-                    }
-                }
-            }
+            again(tree, run, env, n, *child, *times, Status::Success, started)
         }
         CKind::Condition(c) => {
             if env.condition(*c) {
@@ -491,6 +462,41 @@ fn walk(
         Status::Success
     } else {
         Status::Failure
+    }
+}
+
+/// `retry` and `repeat`: runs `child` again while it ends in `rerun_on`, `limit` runs in all;
+/// the count survives a run that waits.
+#[allow(clippy::too_many_arguments)]
+fn again(
+    tree: &Tree,
+    run: &mut TreeRun,
+    env: &mut dyn Env,
+    n: u32,
+    child: u32,
+    limit: u32,
+    rerun_on: Status,
+    started: bool,
+) -> Status {
+    let mut runs = if started {
+        0
+    } else {
+        run.nodes[n as usize].cursor
+    };
+    loop {
+        match node(tree, run, env, child) {
+            Status::Running => {
+                run.nodes[n as usize].cursor = runs;
+                return Status::Running;
+            }
+            s if s == rerun_on => {
+                runs += 1;
+                if runs >= limit {
+                    return s;
+                }
+            }
+            s => return s,
+        }
     }
 }
 

@@ -51,26 +51,43 @@ fn blocks(text: &str) -> Vec<(String, String, usize)> {
 }
 
 #[test]
-fn every_rule_in_the_book_loads() {
+fn every_rule_behavior_and_modes_file_in_the_book_loads() {
     let mut checked = 0;
     let mut failures = Vec::new();
     for chapter in chapters() {
         let text = fs::read_to_string(&chapter).unwrap();
         for (info, body, line) in blocks(&text) {
             let lang: Vec<&str> = info.split(',').map(str::trim).collect();
+            let is_rule = body.contains("[rule]") || body.contains("[behavior]");
+            let is_modes = body.contains("[[mode]]");
             if lang.first() != Some(&"toml")
-                || !body.contains("[rule]")
+                || !(is_rule || is_modes)
                 || body.contains("{{#include")
             {
                 continue;
             }
             let invalid = lang.contains(&"invalid");
             let dir = tempfile::tempdir().unwrap();
-            fs::write(dir.path().join("example.toml"), &body).unwrap();
-            let warden = warden::Warden::builder()
-                .rules_dir(dir.path())
-                .build()
-                .unwrap();
+            // `with=ID`: the example needs a behavior shown earlier in the chapter.
+            for id in lang.iter().filter_map(|l| l.strip_prefix("with=")) {
+                let defines = format!("id = \"{id}\"");
+                let earlier = blocks(&text)
+                    .into_iter()
+                    .filter(|(_, b, l)| *l < line && b.contains(&defines))
+                    .last()
+                    .unwrap_or_else(|| panic!("{}:{line}: no earlier `{id}`", chapter.display()));
+                fs::write(dir.path().join(format!("{id}.toml")), earlier.1).unwrap();
+            }
+            let mut builder = warden::Warden::builder();
+            if is_modes {
+                // A modes file is checked against the built-in rules it chooses among.
+                fs::write(dir.path().join("modes.toml"), &body).unwrap();
+                builder = builder.modes_file(dir.path().join("modes.toml"));
+            } else {
+                fs::write(dir.path().join("example.toml"), &body).unwrap();
+                builder = builder.rules_dir(dir.path());
+            }
+            let warden = builder.build().unwrap();
             let errors: Vec<String> = warden
                 .diagnostics()
                 .iter()
@@ -94,8 +111,8 @@ fn every_rule_in_the_book_loads() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        checked >= 5,
-        "only {checked} rule examples found in the book"
+        checked >= 20,
+        "only {checked} rule, behavior and modes examples found in the book"
     );
 }
 

@@ -73,8 +73,8 @@ fn every_rule_behavior_and_modes_file_in_the_book_loads() {
                 let defines = format!("id = \"{id}\"");
                 let earlier = blocks(&text)
                     .into_iter()
-                    .filter(|(_, b, l)| *l < line && b.contains(&defines))
-                    .last()
+                    .rev()
+                    .find(|(_, b, l)| *l < line && b.contains(&defines))
                     .unwrap_or_else(|| panic!("{}:{line}: no earlier `{id}`", chapter.display()));
                 fs::write(dir.path().join(format!("{id}.toml")), earlier.1).unwrap();
             }

@@ -477,6 +477,19 @@ impl Session {
             selected.clear();
         } else {
             tree.select(tool, &tick_facts, self.explain || logging, &mut selected);
+            // A running tree resumes at its hook whatever the tool: its filter was checked when
+            // it started (and its rules check theirs when they start).
+            if !self.running.is_empty() {
+                let before = selected.len();
+                for &(h, e) in self.running.keys() {
+                    if h == hook && !selected.contains(&e) {
+                        selected.push(e);
+                    }
+                }
+                if selected.len() > before {
+                    selected.sort_unstable();
+                }
+            }
         }
         for &e in &selected {
             let key = (hook, e);

@@ -693,3 +693,47 @@ fn a_rule_shadowed_in_an_exclusive_group_is_a_warning() {
     assert_eq!(d.len(), 1, "{d:#?}");
     assert!(d[0].contains("never-reached.toml") && d[0].contains("`never-reached` is never evaluated: `always`, before it in exclusive group `g`, always matches"), "{}", d[0]);
 }
+
+#[test]
+fn a_running_tree_or_script_resumes_at_its_hook_whatever_the_tool_its_filter_named() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("b.toml"),
+        "[behavior]\nid = \"b\"\ntrigger = \"on_tool_complete\"\ntool = \"vault_search\"\n\n\
+         [tree]\ntype = \"sequence\"\nchildren = [\n  { type = \"wait_for\", hook = \"on_tool_complete\" },\n  \
+         { type = \"log\", message = \"then {{ tool.name }}\" },\n]\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("s.toml"),
+        "[rule]\nid = \"s\"\ntrigger = \"on_tool_complete\"\ntool = \"vault_search\"\n\
+         [condition]\nscript = \"s.lua\"\n[action]\ntype = \"log\"\nmessage = \"script done\"\n",
+    )
+    .unwrap();
+    fs::write(dir.path().join("s.lua"), "coroutine.yield()\nreturn true\n").unwrap();
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    assert!(w.diagnostics().iter().all(|d| !d.is_error()));
+    let mut s = session(&w);
+    let done = |s: &mut Session, tool: &str| {
+        said(&s.tick(
+            Hook::OnToolComplete,
+            Event::tool_complete(tool, json!({"count": 1})),
+        ))
+    };
+    assert!(
+        done(&mut s, "web_search").is_empty(),
+        "the filter gates the start"
+    );
+    assert!(
+        done(&mut s, "vault_search").is_empty(),
+        "both start and wait"
+    );
+    let mut next = done(&mut s, "web_search");
+    next.sort();
+    assert_eq!(
+        next,
+        ["script done", "then web_search"],
+        "checked when they started, not when they resume"
+    );
+    assert!(done(&mut s, "web_search").is_empty(), "both are over");
+}

@@ -526,6 +526,21 @@ impl Session {
             }
         }
 
+        // The session ends: trees still running are halted in this tick, so that their
+        // `on_halted` actions apply (scripts of plain rules are closed by `end`, below).
+        if hook == Hook::OnSessionEnd && !tick.scripts.trees.is_empty() {
+            let mut running: Vec<u32> = tick
+                .scripts
+                .trees
+                .iter()
+                .filter(|(_, r)| r.is_running())
+                .map(|(ix, _)| *ix)
+                .collect();
+            running.sort_unstable();
+            for ix in running {
+                tick.halt_tree(ix, "the session ended");
+            }
+        }
         let Tick {
             fired,
             rendered,
@@ -619,7 +634,9 @@ impl Session {
             if let Some((_, e)) = failures.iter().find(|(at, _)| *at == i) {
                 let error =
                     format!("its state could not be saved, so none of its effects applied: {e}");
-                trace[f.trace].evaluation = Evaluation::Failed(error.clone());
+                if let Some(t) = trace.get_mut(f.trace) {
+                    t.evaluation = Evaluation::Failed(error.clone());
+                }
                 errors.push(RuleError {
                     rule: Some(rule.key.clone()),
                     error,
@@ -921,8 +938,9 @@ impl Scripts {
             || self.trees.get(&rule).is_some_and(TreeRun::is_running)
     }
 
-    /// Stops whatever `rule` has running: its script, its tree and the tree's scripts. The
-    /// tree's `on_halted` actions do not run (there is no tick to apply them in).
+    /// Stops whatever `rule` has running: its script, its tree and the tree's scripts, without
+    /// a tick (a tree's `on_halted` actions do not run; see `Tick::halt_tree` for halts that
+    /// happen within a tick).
     fn halt(&mut self, rule: u32, reason: &str) -> Vec<Halted> {
         let mut out = Vec::new();
         let mut nodes: Vec<u32> = self
@@ -1072,14 +1090,17 @@ impl Tick<'_> {
         let rule = &self.program.rules[ix as usize];
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
             let off = !self.user_enabled.get(ix as usize).copied().unwrap_or(true);
-            // Switched off (or out of mode) while it ran: what it ran stops here.
+            // Switched off (or out of mode) while it ran: what it ran stops here (a tree's
+            // `on_halted` actions apply with this tick's effects).
             if self.scripts.waiting(ix) {
                 let why = if off {
                     "its rule was switched off".to_string()
                 } else {
                     format!("its rule is not active in mode `{}`", self.mode)
                 };
-                self.halted.extend(self.scripts.halt(ix, &why));
+                if !self.halt_tree(ix, &why) {
+                    self.halted.extend(self.scripts.halt(ix, &why));
+                }
             }
             return if off {
                 Evaluation::Disabled
@@ -1297,6 +1318,50 @@ impl Tick<'_> {
             tree_run::Status::Failure => Evaluation::NotMatched,
             tree_run::Status::Running => Evaluation::Running,
         }
+    }
+
+    /// Halts the running tree of behavior `ix` within this tick, so that its `on_halted`
+    /// actions apply with the tick's effects (they do not count as a firing). False when `ix`
+    /// has no running tree.
+    fn halt_tree(&mut self, ix: u32, reason: &str) -> bool {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let RuleCondition::Tree(tree) = &rule.condition else {
+            return false;
+        };
+        let Some(mut run) = self.scripts.trees.remove(&ix) else {
+            return false;
+        };
+        if !run.is_running() {
+            self.scripts.trees.insert(ix, run);
+            return false;
+        }
+        self.select_plugin(&rule.def.plugin);
+        let mark = self.rendered.len();
+        {
+            let mut env = TreeEnv {
+                tick: self,
+                rule: ix,
+                tree,
+            };
+            tree_run::halt_tree(tree, &mut run, &mut env);
+        }
+        self.scripts.trees.insert(ix, run);
+        if self.rendered.len() > mark {
+            self.fired.push(Fired {
+                rule: ix,
+                // Not in the trace unless the tick evaluates it (which then points here).
+                trace: usize::MAX,
+                effects: mark..self.rendered.len(),
+                counts: false,
+            });
+        }
+        tracing::info!(rule = %rule.key, reason, "behavior halted");
+        self.halted.push(Halted {
+            rule: rule.key.clone(),
+            reason: reason.to_string(),
+        });
+        true
     }
 
     fn state_failure(&self, plugin: &Arc<str>) -> String {

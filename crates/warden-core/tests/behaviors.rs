@@ -646,16 +646,48 @@ fn a_guard_that_can_never_pass_is_a_warning() {
 }
 
 #[test]
-fn a_running_behavior_switched_off_is_halted() {
-    let (w, _d) = warden_with("on_turn_start", "type = \"wait_turns\"\nturns = 5", &[]);
+fn a_running_behavior_switched_off_is_halted_with_its_on_halted_actions() {
+    let (w, _d) = warden_with(
+        "on_turn_start",
+        "type = \"sequence\"\non_halted = { type = \"log\", message = \"outer halted\" }\nchildren = [\n  { type = \"wait_turns\", turns = 5, on_halted = { type = \"log\", message = \"wait halted\" } },\n]",
+        &[],
+    );
     let mut s = session(&w);
     s.tick(Hook::OnTurnStart, turn());
     w.set_rule_enabled("default", "b", false).unwrap();
     let o = s.tick(Hook::OnTurnStart, turn());
     assert_eq!(o.halted.len(), 1);
     assert_eq!(o.halted[0].reason, "its rule was switched off");
-    assert!(o.node_trace().next().is_none());
+    assert_eq!(said(&o), ["wait halted", "outer halted"], "deepest first");
+    assert_eq!(nodes(&o), ["wait_turns 5 turns=halted", "sequence=halted"]);
+    assert!(
+        said(&s.tick(Hook::OnTurnStart, turn())).is_empty(),
+        "once: it no longer runs"
+    );
     let _ = NodeStatus::Halted;
+}
+
+#[test]
+fn the_session_end_halts_running_trees_with_their_on_halted_actions() {
+    let (w, _d) = warden_with(
+        "on_turn_start",
+        "type = \"wait_turns\"\nturns = 5\non_halted = [{ type = \"log\", message = \"unfinished at the end\" }, { type = \"set_state\", key = \"unfinished\", value = \"yes\" }]",
+        &[],
+    );
+    let mut s = session(&w);
+    s.tick(Hook::OnTurnStart, turn());
+    let o = s.tick(Hook::OnSessionEnd, Event::new());
+    assert_eq!(said(&o), ["unfinished at the end"]);
+    assert!(
+        o.effects
+            .iter()
+            .any(|e| matches!(e, Effect::SetState { key, .. } if key == "unfinished")),
+        "{:?}",
+        o.effects
+    );
+    assert_eq!(o.halted.len(), 1, "{:?}", o.halted);
+    assert_eq!(o.halted[0].reason, "the session ended");
+    assert_eq!(nodes(&o), ["wait_turns 5 turns=halted"]);
 }
 
 #[test]

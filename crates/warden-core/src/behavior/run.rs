@@ -137,6 +137,14 @@ impl TreeRun {
     }
 }
 
+/// Halts a running tree from outside its own run (the session ends, its rule is switched off or
+/// left out by a mode) within a tick that applies what the halt renders: depth first, each
+/// running node's `on_halted` actions, as when a sibling wins.
+pub(crate) fn halt_tree(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env) {
+    halt(tree, run, env, 0);
+    run.reset();
+}
+
 /// Ticks the tree once.
 pub(crate) fn tick(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env) -> Status {
     node(tree, run, env, 0)

@@ -678,8 +678,8 @@ impl Runtime {
                     return Ok(MultiValue::new());
                 };
                 let key = key.to_str()?;
-                let views = views.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                let Some(views) = views else {
+                let views = views.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(views) = views.as_ref() else {
                     return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
                 };
                 let current = lock(&sh).host;
@@ -694,8 +694,8 @@ impl Runtime {
                     lua,
                     ctors: &mut ctors,
                     record: &marker,
-                    views: &views,
-                    values: Vec::new(),
+                    views,
+                    values: Vec::with_capacity(8),
                 };
                 // SAFETY: set only during a run, while the host it points to is borrowed by
                 // `Runtime::run` (see `RunState::host`).

@@ -607,6 +607,18 @@ fn read_condition(
         },
         None => None,
     };
+    if let (Some(inner), Some(outer)) = (&shorthand, &top_level) {
+        doc.error(
+            outer.span.clone(),
+            "condition",
+            format!(
+                "the condition is given twice, before [rule] and in it (`{}`)",
+                inner.value
+            ),
+            Some("keep one of them".into()),
+        );
+        return None;
+    }
     if let Some(at) = shorthand.or(top_level) {
         if top.has("condition")
             && !matches!(
@@ -1187,5 +1199,19 @@ level = "warn"
         assert_eq!(to_kebab("TokenBudget"), "token-budget");
         assert_eq!(to_kebab("token_budget warning"), "token-budget-warning");
         assert!(is_kebab("a-1-b") && !is_kebab("a--b") && !is_kebab("-a") && !is_kebab(""));
+    }
+
+    #[test]
+    fn a_condition_before_rule_and_in_it_is_refused_not_one_silently_ignored() {
+        let e = errors(
+            "condition = \"false\"\n[rule]\nid = \"r\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n[action]\ntype = \"log\"\nmessage = \"x\"\n",
+        );
+        assert_eq!(e.len(), 1, "{e:#?}");
+        assert!(
+            e[0].contains("the condition is given twice, before [rule] and in it"),
+            "{}",
+            e[0]
+        );
+        assert!(e[0].contains("test.toml:1:"), "{}", e[0]);
     }
 }

@@ -769,3 +769,93 @@ fn a_running_tree_or_script_resumes_at_its_hook_whatever_the_tool_its_filter_nam
     );
     assert!(done(&mut s, "web_search").is_empty(), "both are over");
 }
+
+#[test]
+fn a_long_chain_of_subtrees_is_refused_not_a_stack_overflow() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 400;
+    for i in 0..n {
+        let tree = if i + 1 < n {
+            format!("type = \"subtree\"\nbehavior = \"c{}\"", i + 1)
+        } else {
+            "type = \"condition\"\nexpression = \"true\"".to_string()
+        };
+        fs::write(
+            dir.path().join(format!("c{i}.toml")),
+            format!("[behavior]\nid = \"c{i}\"\ntrigger = \"on_turn_start\"\n\n[tree]\n{tree}\n"),
+        )
+        .unwrap();
+    }
+    let path = dir.path().to_path_buf();
+    // A reload watcher's or a tokio worker's stack: the bound must hold there too.
+    let diagnostics = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let w = Warden::builder().rules_dir(&path).build().unwrap();
+            w.diagnostics()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+        })
+        .unwrap()
+        .join()
+        .expect("loading does not overflow the stack");
+    let too_deep = diagnostics
+        .iter()
+        .filter(|d| {
+            d.contains("the tree nests more than 128 levels deep once its subtrees are inlined")
+        })
+        .count();
+    // c0 .. c(n-129) reach more than 128 levels; the last 128 behaviors load.
+    assert_eq!(
+        too_deep,
+        n - 128,
+        "{:#?}",
+        &diagnostics[..3.min(diagnostics.len())]
+    );
+    assert!(diagnostics.iter().all(|d| d.contains("levels deep")));
+}
+
+/// The errors of loading one behavior file `b.toml` with this `[tree]`.
+fn tree_errors(tree: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("b.toml"),
+        format!("[behavior]\nid = \"b\"\ntrigger = \"on_tool_complete\"\n\n[tree]\n{tree}\n"),
+    )
+    .unwrap();
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    w.diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn nothing_in_a_tree_is_dropped_without_an_error() {
+    // An empty action list once made its whole behavior vanish, with "0 errors".
+    let e = tree_errors(
+        "type = \"sequence\"\nchildren = [{ type = \"log\", message = \"a\" }, { type = \"action\", actions = [] }]",
+    );
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("`actions` is empty: an action node needs at least one action"));
+    // An empty tool list would match no tool (a rule's `tool = []` is refused too).
+    let e = tree_errors("type = \"wait_for\"\nhook = \"on_tool_complete\"\ntool = []");
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("`tool` is empty, so it would match no tool"));
+}
+
+#[test]
+fn a_bad_policy_or_abort_mode_is_the_only_error_not_its_children_too() {
+    let e = tree_errors(
+        "type = \"guard\"\ncondition = \"true\"\nabort = \"sometimes\"\nchild = { type = \"log\", message = \"x\" }",
+    );
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("unknown abort mode `sometimes`"));
+    let e = tree_errors(
+        "type = \"parallel\"\nsucceed = \"most\"\nchildren = [{ type = \"log\", message = \"x\" }]",
+    );
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("unknown policy `most`"));
+}

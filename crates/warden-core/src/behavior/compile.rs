@@ -16,6 +16,12 @@ use crate::template::Templates;
 /// Most nodes one tree may have once its subtrees are inlined.
 pub const MAX_NODES: usize = 4096;
 
+/// Most levels a tree may nest once its subtrees are inlined. Compiling, ticking and halting
+/// a tree recurse once per level; this bound keeps that far inside a 2 MiB thread stack (a
+/// tokio worker's, a reload watcher's) even in a debug build, and bounds the cost of a long
+/// chain of behaviors that each use the next as a subtree.
+pub const MAX_INLINED_DEPTH: usize = 128;
+
 /// A compiled tree.
 pub(crate) struct Tree {
     /// The nodes; the root is node 0.
@@ -122,6 +128,11 @@ struct Builder<'c, 'a> {
     /// The behaviors being inlined, outermost first (a `subtree` back to one is a cycle).
     stack: Vec<Arc<RuleDef>>,
     failed: bool,
+    /// Levels of the node being compiled, below the root (subtrees inlined).
+    depth: usize,
+    /// The `subtree` node of the behavior being compiled (its own file) that the current
+    /// node was reached through, where a problem deeper down is reported.
+    entry: Option<(std::ops::Range<usize>, String)>,
 }
 
 /// Compiles the tree of behavior `def`. Problems are reported; `None` if there were any.
@@ -139,6 +150,8 @@ pub(crate) fn compile_tree(def: &Arc<RuleDef>, cx: &mut TreeContext<'_>) -> Opti
         },
         stack: vec![def.clone()],
         failed: false,
+        depth: 0,
+        entry: None,
     };
     b.node(root, def);
     if b.failed {
@@ -272,6 +285,65 @@ impl Builder<'_, '_> {
     }
 
     fn node(&mut self, def: &NodeDef, owner: &Arc<RuleDef>) -> Option<u32> {
+        // A `subtree` node counts as a level too (a chain of behaviors that are each just a
+        // `subtree` of the next nests as deep as its length).
+        let entering = matches!(def.kind, NodeKind::Subtree(_)) && self.stack.len() == 1;
+        if entering {
+            self.entry = Some((def.span.clone(), def.field.clone()));
+        }
+        let id = self.node_in_depth(def, owner);
+        if entering {
+            self.entry = None;
+        }
+        id
+    }
+
+    fn node_in_depth(&mut self, def: &NodeDef, owner: &Arc<RuleDef>) -> Option<u32> {
+        if self.depth >= MAX_INLINED_DEPTH {
+            if !self.failed {
+                let chain: Vec<&str> = self.stack.iter().map(|d| &*d.id).collect();
+                let shown = if chain.len() > 6 {
+                    format!(
+                        "{} -> ... -> {}",
+                        chain[..3].join(" -> "),
+                        chain[chain.len() - 2..].join(" -> ")
+                    )
+                } else {
+                    chain.join(" -> ")
+                };
+                let root = &self.stack[0];
+                let (span, field) = match &self.entry {
+                    Some((span, field)) => (span.clone(), field.as_str()),
+                    None => (def.span.clone(), def.field.as_str()),
+                };
+                let source = if self.entry.is_some() {
+                    &root.source
+                } else {
+                    &owner.source
+                };
+                self.cx.diagnostics.push(
+                    Diagnostic::error(
+                        source,
+                        Some(span),
+                        Some(field),
+                        format!(
+                            "the tree nests more than {MAX_INLINED_DEPTH} levels deep once its subtrees are inlined ({} subtrees: {shown})",
+                            chain.len()
+                        ),
+                    )
+                    .with_help("flatten the chain of subtrees: fewer behaviors that each use the next"),
+                );
+            }
+            self.failed = true;
+            return None;
+        }
+        self.depth += 1;
+        let id = self.node_at_level(def, owner);
+        self.depth -= 1;
+        id
+    }
+
+    fn node_at_level(&mut self, def: &NodeDef, owner: &Arc<RuleDef>) -> Option<u32> {
         if self.tree.nodes.len() >= MAX_NODES {
             if !self.failed {
                 self.cx.diagnostics.push(Diagnostic::error(

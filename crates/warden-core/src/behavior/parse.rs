@@ -268,7 +268,21 @@ pub(crate) fn read_tree(
         return None;
     };
     match raw.get_ref() {
-        DeValue::Table(t) => read_node(doc, t, raw.span(), "tree".into(), 0),
+        DeValue::Table(t) => {
+            let errors = doc.has_errors();
+            let node = read_node(doc, t, raw.span(), "tree".into(), 0);
+            // Every refusal is reported where it happens; this is the net under that rule, so
+            // a behavior never disappears without a word.
+            if node.is_none() && !errors && !doc.has_errors() {
+                doc.error(
+                    raw.span(),
+                    "tree",
+                    "the tree could not be read (this is a bug in Warden: please report it with this file)",
+                    None,
+                );
+            }
+            node
+        }
         _ => {
             doc.error(
                 raw.span(),
@@ -475,6 +489,9 @@ fn read_kind(
             }
         }
         "parallel" => {
+            // A bad policy is reported; the children are still read (and checked), so that
+            // they are not reported as unknown keys.
+            let mut bad = false;
             let succeed = match t.string(doc, "succeed") {
                 None => Policy::All,
                 Some(at) => match at.value.as_str() {
@@ -489,11 +506,16 @@ fn read_kind(
                                 "`all` (every child must succeed) or `any` (one is enough)".into(),
                             ),
                         );
-                        return None;
+                        bad = true;
+                        Policy::All
                     }
                 },
             };
-            let children = children(doc, t)?;
+            let children = children(doc, t);
+            if bad {
+                return None;
+            }
+            let children = children?;
             if children.len() > 64 {
                 doc.error(
                     span.clone(),
@@ -507,6 +529,7 @@ fn read_kind(
         }
         "guard" => {
             let condition = required_expression(doc, t, "condition", field, span, ty);
+            let mut bad = false;
             let abort = match t.string(doc, "abort") {
                 None => Abort::None,
                 Some(at) => match at.value.as_str() {
@@ -521,11 +544,15 @@ fn read_kind(
                             format!("unknown abort mode `{other}`"),
                             Some("`none`, `self` (halt the child when the condition turns false), `lower` (preempt a running later sibling when it turns true) or `both`".into()),
                         );
-                        return None;
+                        bad = true;
+                        Abort::None
                     }
                 },
             };
             let child = child(doc, t);
+            if bad {
+                return None;
+            }
             NodeKind::Guard {
                 condition: condition?,
                 abort,
@@ -622,13 +649,21 @@ fn read_kind(
             NodeKind::Condition(required_expression(doc, t, "expression", field, span, ty)?)
         }
         "action" => {
+            let had_errors = doc.diagnostics.len();
             let list = actions(doc, t, "actions");
             if list.is_empty() {
-                if !t.has("actions") {
+                // Unless the actions were there and each was reported, say why: a node that
+                // vanished without a word would take its behavior with it.
+                if doc.diagnostics.len() == had_errors {
+                    let empty = t.has("actions");
                     doc.error(
                         span.clone(),
                         &format!("{field}.actions"),
-                        "an action node needs `actions`",
+                        if empty {
+                            "`actions` is empty: an action node needs at least one action"
+                        } else {
+                            "an action node needs `actions`"
+                        },
                         Some("write `actions = [ { type = \"notify_self\", message = \"...\" } ]`, or make the node the action itself: `{ type = \"notify_self\", message = \"...\" }`".into()),
                     );
                 }
@@ -699,6 +734,17 @@ fn read_kind(
                 }
             };
             let tools = t.strings(doc, "tool");
+            if let Some(at) = &tools
+                && at.value.is_empty()
+            {
+                doc.error(
+                    at.span.clone(),
+                    &format!("{field}.tool"),
+                    "`tool` is empty, so it would match no tool",
+                    Some("name the tools (`tool = [\"vault_search\"]`), or leave `tool` out to take any tool".into()),
+                );
+                return None;
+            }
             if let (Some(at), Some(h)) = (&tools, hook)
                 && !h.is_tool_hook()
             {

@@ -859,3 +859,65 @@ fn a_bad_policy_or_abort_mode_is_the_only_error_not_its_children_too() {
     assert_eq!(e.len(), 1, "{e:#?}");
     assert!(e[0].contains("unknown policy `most`"));
 }
+
+#[test]
+fn a_problem_inside_a_subtree_is_reported_in_the_file_that_uses_it_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| fs::write(dir.path().join(name), text).unwrap();
+    write(
+        "a.toml",
+        "[behavior]\nid = \"a\"\ntrigger = \"on_turn_start\"\n[tree]\ntype = \"subtree\"\nbehavior = \"b\"\n",
+    );
+    write(
+        "b.toml",
+        "[behavior]\nid = \"b\"\ntrigger = \"on_turn_start\"\n[tree]\ntype = \"subtree\"\nbehavior = \"a\"\n",
+    );
+    write(
+        "broken.toml",
+        "[behavior]\nid = \"broken\"\ntrigger = \"on_turn_start\"\nenabled = false\n[tree]\ntype = \"condition\"\nexpression = \"context.turn.nubmer > 1\"\n",
+    );
+    write(
+        "user.toml",
+        "[behavior]\nid = \"user\"\ntrigger = \"on_turn_start\"\n[tree]\ntype = \"sequence\"\nchildren = [\n  { type = \"subtree\", behavior = \"a\" },\n  { type = \"subtree\", behavior = \"broken\" },\n]\n",
+    );
+    let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+    let in_file = |file: &str| -> Vec<String> {
+        w.diagnostics()
+            .iter()
+            .filter(|d| d.path().ends_with(file))
+            .map(|d| {
+                format!(
+                    "{}:{} {}",
+                    d.line().unwrap_or(0),
+                    d.field().unwrap_or(""),
+                    d.message()
+                )
+            })
+            .collect()
+    };
+    let user = in_file("user.toml");
+    assert_eq!(user.len(), 2, "{user:#?}");
+    assert!(
+        user[0].starts_with(
+            "7:tree.children[0].behavior subtree `a`: subtrees form a cycle: a -> b -> a (at "
+        ) && user[0].ends_with("b.toml:6:12)"),
+        "{}",
+        user[0]
+    );
+    assert!(
+        user[1].starts_with("8:tree.children[1].behavior subtree `broken`: ")
+            && user[1].contains("nubmer")
+            && user[1].ends_with("broken.toml:7:28)"),
+        "{}",
+        user[1]
+    );
+    // Each file reports its own problems once: a and b their cycle, broken its field.
+    assert_eq!(in_file("a.toml").len(), 1);
+    assert_eq!(in_file("b.toml").len(), 1);
+    assert_eq!(
+        in_file("broken.toml").len(),
+        1,
+        "{:#?}",
+        in_file("broken.toml")
+    );
+}

@@ -287,15 +287,57 @@ impl Builder<'_, '_> {
     fn node(&mut self, def: &NodeDef, owner: &Arc<RuleDef>) -> Option<u32> {
         // A `subtree` node counts as a level too (a chain of behaviors that are each just a
         // `subtree` of the next nests as deep as its length).
-        let entering = matches!(def.kind, NodeKind::Subtree(_)) && self.stack.len() == 1;
-        if entering {
-            self.entry = Some((def.span.clone(), def.field.clone()));
-        }
+        let entering = match &def.kind {
+            NodeKind::Subtree(name) if self.stack.len() == 1 => Some(name),
+            _ => None,
+        };
+        let Some(name) = entering else {
+            return self.node_in_depth(def, owner);
+        };
+        self.entry = Some((name.span.clone(), name.field.clone()));
+        let before = self.cx.diagnostics.len();
         let id = self.node_in_depth(def, owner);
-        if entering {
-            self.entry = None;
-        }
+        self.entry = None;
+        self.relocate(before, name, owner);
         id
+    }
+
+    /// Problems found inside subtree `name` (inlined into `root`, the behavior being compiled)
+    /// that lie in another file are reported here, at the `subtree` node of `root`'s own file,
+    /// naming where they are: that file's own compilation reports them there, and the author
+    /// of `root` learns why `root` is refused.
+    fn relocate(&mut self, before: usize, name: &Located, root: &Arc<RuleDef>) {
+        if self.cx.diagnostics.len() == before {
+            return;
+        }
+        let found: Vec<Diagnostic> = self.cx.diagnostics.drain(before..).collect();
+        for d in found {
+            if d.path() == root.source.path() {
+                self.cx.diagnostics.push(d);
+                continue;
+            }
+            let at = match d.location() {
+                Some((line, col)) => format!("{}:{line}:{col}", d.path().display()),
+                None => d.path().display().to_string(),
+            };
+            let message = format!("subtree `{}`: {} (at {at})", name.text, d.message());
+            let moved = if d.is_error() {
+                Diagnostic::error(
+                    &root.source,
+                    Some(name.span.clone()),
+                    Some(&name.field),
+                    message,
+                )
+            } else {
+                Diagnostic::warning(
+                    &root.source,
+                    Some(name.span.clone()),
+                    Some(&name.field),
+                    message,
+                )
+            };
+            self.cx.diagnostics.push(moved.with_help_opt(d.help()));
+        }
     }
 
     fn node_in_depth(&mut self, def: &NodeDef, owner: &Arc<RuleDef>) -> Option<u32> {

@@ -186,6 +186,15 @@ fn read_mode(
 ) -> Option<ModeDef> {
     let mut t = Table::new(table, field.to_string(), span.clone());
     let id = match t.string(doc, "id") {
+        Some(at) if at.value == DEFAULT_MODE => {
+            doc.error(
+                at.span,
+                &format!("{field}.id"),
+                "the mode id `default` is reserved: it is the mode before any mode holds",
+                Some("choose another id".into()),
+            );
+            None
+        }
         Some(at) if is_kebab(&at.value) => Some(at.value),
         Some(at) => {
             doc.error(

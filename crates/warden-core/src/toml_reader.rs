@@ -195,6 +195,27 @@ impl<'a> Table<'a> {
 
     /// A string, or an array of strings.
     pub(crate) fn strings(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Vec<String>>> {
+        // An array with an item that is not a string: say which item, there.
+        if let Some(v) = self.table.get(key)
+            && let DeValue::Array(items) = v.get_ref()
+            && let Some((i, bad)) = items
+                .iter()
+                .enumerate()
+                .find(|(_, i)| !matches!(i.get_ref(), DeValue::String(_)))
+        {
+            self.raw(key);
+            doc.error(
+                bad.span(),
+                &format!("{}[{i}]", self.field(key)),
+                format!(
+                    "each item of `{key}` must be a string; item {} is {}",
+                    i + 1,
+                    kind(bad.get_ref())
+                ),
+                None,
+            );
+            return None;
+        }
         self.typed(doc, key, "a string or an array of strings", |v| match v {
             DeValue::String(s) => Some(vec![s.to_string()]),
             DeValue::Array(items) => items

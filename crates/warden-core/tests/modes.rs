@@ -190,6 +190,14 @@ fn mistakes_in_modes_files_name_their_field() {
             "not kebab-case",
         ),
         (
+            "[[mode]]\nid = \"default\"\nrules = \"all\"\n",
+            "the mode id `default` is reserved",
+        ),
+        (
+            "[[mode]]\nid = \"a\"\nrules = { tags = [\"x\", 3] }\n",
+            "each item of `tags` must be a string; item 2 is an integer",
+        ),
+        (
             "[[mode]]\nid = \"a\"\nrules = \"all\"\nmin_turn = 2\n",
             "did you mean `min_turns`?",
         ),

@@ -644,6 +644,17 @@ fn read_setting(
         ok = false;
     }
     if let Some(at) = &options
+        && at.value.is_empty()
+    {
+        doc.error(
+            at.span.clone(),
+            &format!("{field}.options"),
+            "`options` is empty, so no value would be allowed",
+            Some("list the values a user may choose, or leave `options` out to allow any".into()),
+        );
+        ok = false;
+    }
+    if let Some(at) = &options
         && kind != SettingKind::String
     {
         doc.error(
@@ -898,6 +909,10 @@ description = "Automatically summarize large result sets"
             (
                 "[plugin]\nid = \"local\"\n",
                 "reserved for the rules of plain rule folders",
+            ),
+            (
+                "[plugin]\nid = \"p\"\n[settings.style]\ntype = \"string\"\noptions = []\ndefault = \"z\"\n",
+                "`options` is empty, so no value would be allowed",
             ),
             (
                 "[plugin]\nid = \"p\"\n[settings.get]\ntype = \"integer\"\ndefault = 1\n",

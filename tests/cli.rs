@@ -285,3 +285,43 @@ fn enrich_shows_what_a_query_gets() {
             .contains("no knowledge sources: give --sources FILE")
     );
 }
+
+#[test]
+fn tree_and_plugins_list_show_what_loaded_and_fail_when_files_had_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    fs::create_dir(&rules).unwrap();
+    fs::write(
+        rules.join("good.toml"),
+        "[rule]\nid = \"good\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n[action]\ntype = \"log\"\nmessage = \"x\"\n",
+    )
+    .unwrap();
+    let o = warden(
+        dir.path(),
+        &["--rules", "rules", "tree", "--hook", "on_turn_start"],
+    );
+    assert!(o.status.success(), "{:?}", text(&o));
+    fs::write(
+        rules.join("bad.toml"),
+        "[rule]\nid = \"bad\"\ntrigger = \"on_turn_strat\"\n",
+    )
+    .unwrap();
+    let o = warden(
+        dir.path(),
+        &["--rules", "rules", "tree", "--hook", "on_turn_start"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        out.contains("good [priority"),
+        "the tree of what loaded: {out}"
+    );
+    assert!(err.contains("on_turn_strat"), "{err}");
+    let o = warden(
+        dir.path(),
+        &["--plugins", "missing-folder", "plugins", "list"],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(err.contains("cannot read the plugins folder"), "{err}");
+}

@@ -215,6 +215,15 @@ pub fn render_diagnostics(diagnostics: &[Diagnostic]) -> String {
     out
 }
 
+/// Exit status 1 when the files loaded with errors (the output shows what did load), 0 else.
+pub(crate) fn load_status(warden: &Warden) -> ExitCode {
+    if warden.diagnostics().iter().any(|d| d.is_error()) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// Builds a Warden from the configuration, printing what is wrong in its files.
 fn load(config: &Config, memory: bool) -> Result<Warden, String> {
     let warden = build(config, memory, false)?;
@@ -378,7 +387,7 @@ fn tree(
         return match program.mermaid(rule) {
             Some(chart) => {
                 print!("{chart}");
-                Ok(ExitCode::SUCCESS)
+                Ok(load_status(&warden))
             }
             None => Err(format!("no behavior `{rule}` (rules have no tree to draw)")),
         };
@@ -408,7 +417,7 @@ fn tree(
     for h in hooks {
         print!("{}", program.describe_hook_in(h, mode));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(load_status(&warden))
 }
 
 fn watch(config: &Config) -> Result<ExitCode, String> {

@@ -332,7 +332,7 @@ pub(crate) fn plugins(config: &Config, json: bool) -> Result<ExitCode, String> {
     let list: &[PluginInfo] = program.plugins();
     if json {
         json_out(&list)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(crate::load_status(&w));
     }
     let settings = w.setting_list(&config.user, &config.project);
     for p in list {
@@ -378,5 +378,5 @@ pub(crate) fn plugins(config: &Config, json: bool) -> Result<ExitCode, String> {
     if list.is_empty() {
         println!("no plugins loaded");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::load_status(&w))
 }

@@ -15,6 +15,22 @@ use warden_expr::{CompileOptions, Compiler, ExprError};
 /// Most template instructions one render may take (stops runaway loops).
 const FUEL: u64 = 100_000;
 
+/// Most tokens one `{{ }}` or `{% %}` tag may hold, and the deepest a template may nest (open
+/// `{% %}` blocks, one more per `elif`, plus the brackets open in a tag). Checked by [`limits`]
+/// before minijinja sees the source, because minijinja's parser, compiler and AST walks recurse
+/// once per level, and a chain (`x|e|e...`, `a.b.c...`, `1+1+...`, `not not ...`, `a ~ b ~ ...`,
+/// `a if b else c if ...`) is as deep as it is long; its own guard (150 levels) counts only
+/// brackets and blocks, and is too loose for a 2 MiB stack anyway. Templates are compiled on the
+/// hot-reload watcher thread (2 MiB), so the bounds must hold there in a debug build. Measured
+/// with minijinja 3.1 unoptimized: a tag of 256 tokens needs at most ~0.3 MiB (a level costs at
+/// most one token and ~1.2 KiB, or two and ~2.3 KiB), a level of nesting ~22 KiB (32: ~0.7
+/// MiB), the worst mix within both bounds ~0.9 MiB, leaving over 1 MiB for the caller. Ordinary
+/// templates use a few tokens per tag and nest two or three levels. (Rendering runs bytecode, not
+/// the AST, so it stays shallow on the tokio workers.)
+const MAX_TAG_TOKENS: usize = 256;
+/// See [`MAX_TAG_TOKENS`].
+const MAX_NESTING: usize = 32;
+
 /// Names a template may use without them being context roots.
 const TEMPLATE_GLOBALS: &[&str] = &[
     "range",
@@ -113,6 +129,17 @@ impl Templates {
         if !src.contains("{{") && !src.contains("{%") && !src.contains("{#") {
             return Ok(Text::Static(Arc::from(src)));
         }
+        limits(src)?;
+        self.compile(src, compiler, opts)
+    }
+
+    /// Compiles `src`, whose [`limits`] were checked (or that wraps a checked template).
+    fn compile(
+        &mut self,
+        src: &str,
+        compiler: &Compiler,
+        opts: &CompileOptions<'_>,
+    ) -> Result<Text, TemplateError> {
         let name = format!("t{}", self.next);
         self.next += 1;
         self.env
@@ -158,9 +185,10 @@ impl Templates {
         Ok(match v {
             Json::String(s) => {
                 if let Some(expr) = lone_expression(s) {
-                    // Checked as a template; rendered through `tojson` to keep the type.
+                    // Checked as a template; rendered through `tojson` to keep the type (the
+                    // wrapper adds a bracket and two tokens, well within the limits' margin).
                     self.text(s, compiler, opts)?;
-                    match self.text(&format!("{{{{ ({expr}) | tojson }}}}"), compiler, opts)? {
+                    match self.compile(&format!("{{{{ ({expr}) | tojson }}}}"), compiler, opts)? {
                         Text::Template(name) => ValueTemplate::Typed(name),
                         Text::Static(_) => ValueTemplate::Literal(v.clone()),
                     }
@@ -244,6 +272,229 @@ impl Templates {
                     .collect::<Result<_, String>>()?,
             ),
         })
+    }
+}
+
+/// Refuses a template that would nest too deeply for minijinja to compile on a small stack (see
+/// [`MAX_TAG_TOKENS`]): a tag of more than [`MAX_TAG_TOKENS`] tokens, or nesting deeper than
+/// [`MAX_NESTING`]. A cheap scan that follows minijinja's lexer (string literals are one token,
+/// `{# #}` comments and `{% raw %}` blocks are skipped, a tag ends at its closer outside
+/// brackets); a template it cannot follow (an unclosed tag within the limits) is left to
+/// minijinja, which reports the syntax error.
+fn limits(src: &str) -> Result<(), TemplateError> {
+    let b = src.as_bytes();
+    let line = |at: usize| Some(1 + b[..at].iter().filter(|&&c| c == b'\n').count());
+    // The weight of each open block: 1, plus 1 per `elif` (minijinja nests those).
+    let mut blocks: Vec<usize> = Vec::new();
+    let mut depth = 0;
+    let mut i = 0;
+    while let Some(off) = b[i..]
+        .windows(2)
+        .position(|w| w[0] == b'{' && matches!(w[1], b'{' | b'%' | b'#'))
+    {
+        let start = i + off;
+        let kind = b[start + 1];
+        let mut at = start + 2;
+        if kind == b'#' {
+            match find(b, at, b"#}") {
+                Some(end) => {
+                    i = end + 2;
+                    continue;
+                }
+                None => return Ok(()),
+            }
+        }
+        if matches!(b.get(at), Some(b'-' | b'+')) {
+            at += 1;
+        }
+        let tag = scan_tag(b, at, if kind == b'{' { b'}' } else { b'%' });
+        let what = if kind == b'{' {
+            "this `{{ }}` expression"
+        } else {
+            "this `{% %}` tag"
+        };
+        if tag.tokens > MAX_TAG_TOKENS {
+            return Err(TemplateError::Syntax(
+                format!(
+                    "{what} is too complex (more than {MAX_TAG_TOKENS} tokens); split it with `{{% set %}}`"
+                ),
+                line(start),
+            ));
+        }
+        let inner = depth + tag.brackets;
+        let word = tag.first.map(|r| &src[r]).unwrap_or_default();
+        if kind == b'%' && tag.closed {
+            match word {
+                "if" | "for" | "with" | "macro" | "call" | "filter" | "block" | "autoescape" => {
+                    blocks.push(1);
+                    depth += 1;
+                }
+                "set" if !tag.assigns => {
+                    blocks.push(1);
+                    depth += 1;
+                }
+                "elif" => {
+                    if let Some(top) = blocks.last_mut() {
+                        *top += 1;
+                        depth += 1;
+                    }
+                }
+                "raw" if tag.tokens == 1 => match find_endraw(b, tag.end) {
+                    Some(end) => {
+                        i = end;
+                        continue;
+                    }
+                    None => return Ok(()),
+                },
+                w if w.starts_with("end") => depth -= blocks.pop().unwrap_or(0),
+                _ => {}
+            }
+        }
+        if inner.max(depth) > MAX_NESTING {
+            return Err(TemplateError::Syntax(
+                format!(
+                    "the template nests too deeply (more than {MAX_NESTING} levels of `{{% %}}` blocks, `elif`s and brackets); flatten it, or split it with `{{% set %}}`"
+                ),
+                line(start),
+            ));
+        }
+        if !tag.closed {
+            return Ok(());
+        }
+        i = tag.end;
+    }
+    Ok(())
+}
+
+/// What [`limits`] learnt of one tag.
+struct Tag {
+    /// Just past the closer (the end of the source if there is none).
+    end: usize,
+    closed: bool,
+    tokens: usize,
+    /// The most brackets open at once.
+    brackets: usize,
+    /// The first token, if it is a word (the statement of a `{% %}` tag).
+    first: Option<std::ops::Range<usize>>,
+    /// Whether it has a lone `=` (`{% set x = 1 %}`, not the block `{% set x %}`).
+    assigns: bool,
+}
+
+/// Scans the tag whose contents start at `at`, up to `close` `}` (`}}` or `%}`) outside brackets,
+/// as minijinja's lexer does.
+fn scan_tag(b: &[u8], mut at: usize, close: u8) -> Tag {
+    let mut tag = Tag {
+        end: b.len(),
+        closed: false,
+        tokens: 0,
+        brackets: 0,
+        first: None,
+        assigns: false,
+    };
+    let mut balance: isize = 0;
+    let word = |c: u8| c == b'_' || c.is_ascii_alphanumeric() || c >= 0x80;
+    while at < b.len() {
+        let c = b[at];
+        if c.is_ascii_whitespace() {
+            at += 1;
+            continue;
+        }
+        if balance == 0 {
+            let ws = usize::from(matches!(c, b'-' | b'+'));
+            if b[at + ws..].starts_with(&[close, b'}']) {
+                tag.end = at + ws + 2;
+                tag.closed = true;
+                return tag;
+            }
+        }
+        tag.tokens += 1;
+        let from = at;
+        at += 1;
+        match c {
+            b'\'' | b'"' => {
+                while at < b.len() && b[at] != c {
+                    at += if b[at] == b'\\' { 2 } else { 1 };
+                }
+                at = (at + 1).min(b.len());
+            }
+            b'(' | b'[' | b'{' => {
+                balance += 1;
+                tag.brackets = tag.brackets.max(balance as usize);
+            }
+            b')' | b']' | b'}' => balance -= 1,
+            // Two-character operators: `//`, `**`, `==`, `!=`, `>=`, `<=`.
+            b'/' | b'*' | b'=' | b'!' | b'>' | b'<'
+                if matches!(
+                    (c, b.get(at)),
+                    (b'/', Some(b'/'))
+                        | (b'*', Some(b'*'))
+                        | (b'=' | b'!' | b'>' | b'<', Some(b'='))
+                ) =>
+            {
+                at += 1;
+            }
+            b'=' => tag.assigns = true,
+            b'0'..=b'9' => {
+                while at < b.len() && word(b[at]) {
+                    at += 1;
+                }
+                // As in minijinja, a number right after a dot (`x.1.0`, an index) has no fraction.
+                if (from == 0 || b[from - 1] != b'.')
+                    && b.get(at) == Some(&b'.')
+                    && b.get(at + 1).is_some_and(u8::is_ascii_digit)
+                {
+                    at += 1;
+                    while at < b.len() && word(b[at]) {
+                        at += 1;
+                    }
+                }
+            }
+            c if word(c) => {
+                while at < b.len() && word(b[at]) {
+                    at += 1;
+                }
+                if tag.tokens == 1 {
+                    tag.first = Some(from..at);
+                }
+            }
+            _ => {}
+        }
+    }
+    tag
+}
+
+/// Where `needle` starts in `b` at or after `from`.
+fn find(b: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
+    b.get(from..)?
+        .windows(needle.len())
+        .position(|w| w == needle)
+        .map(|p| from + p)
+}
+
+/// Just past the `{% endraw %}` at or after `from` (minijinja's raw blocks ignore what is in them).
+fn find_endraw(b: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let mut at = find(b, from, b"{%")? + 2;
+        from = at;
+        if matches!(b.get(at), Some(b'-' | b'+')) {
+            at += 1;
+        }
+        while b.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        if !b[at..].starts_with(b"endraw") {
+            continue;
+        }
+        at += "endraw".len();
+        while b.get(at).is_some_and(u8::is_ascii_whitespace) {
+            at += 1;
+        }
+        if matches!(b.get(at), Some(b'-' | b'+')) {
+            at += 1;
+        }
+        if b[at..].starts_with(b"%}") {
+            return Some(at + 2);
+        }
     }
 }
 
@@ -366,6 +617,58 @@ mod tests {
             .render_value(&v, &mut || minijinja::context! { context => minijinja::context! { turn => minijinja::context! { number => 4 } } })
             .unwrap();
         assert_eq!(out, serde_json::json!({"n": 5, "s": "turn 4", "k": 3}));
+    }
+
+    #[test]
+    fn limits_count_tokens_per_tag_and_nesting() {
+        let err = |src: &str| match limits(src) {
+            Err(TemplateError::Syntax(m, line)) => Some((m, line)),
+            _ => None,
+        };
+        // A tag of exactly 256 tokens passes; one more is refused.
+        let at = |n: usize| format!("{{{{ x{} }}}}", " ~ x".repeat(n));
+        assert!(err(&at(127)).is_none());
+        let (m, line) = err(&format!("a\n\n{}", at(128))).unwrap();
+        assert!(m.contains("more than 256 tokens"), "{m}");
+        assert_eq!(line, Some(3));
+        // Two-character operators are one token; a number does not swallow a chain of dots.
+        assert!(err(&format!("{{{{ 1{} }}}}", " == 1".repeat(127))).is_none());
+        assert!(err(&format!("{{{{ x{} }}}}", ".0".repeat(200))).is_some());
+        // Whitespace control, `}}` closing a map, and strings with closers in them.
+        assert!(
+            err("{{- {'a': {'b': '}}'}}['a'] -}}{%+ if x +%}{{ \"%}\" }}{%- endif -%}").is_none()
+        );
+        // Nesting: 32 levels pass, 33 do not; `elif`s count until their `endif`.
+        let ifs = |n: usize| format!("{}x{}", "{% if x %}".repeat(n), "{% endif %}".repeat(n));
+        assert!(err(&ifs(32)).is_none());
+        assert!(err(&ifs(33)).unwrap().0.contains("nests too deeply"));
+        let elifs = |n: usize| format!("{{% if x %}}{}{{% endif %}}", "{% elif x %}".repeat(n));
+        assert!(err(&elifs(31).repeat(10)).is_none());
+        assert!(err(&elifs(32)).is_some());
+        assert!(
+            err(&format!(
+                "{{% if x %}}{{{{ {}1{} }}}}{{% endif %}}",
+                "(".repeat(31),
+                ")".repeat(31)
+            ))
+            .is_none()
+        );
+        assert!(
+            err(&format!(
+                "{{% if x %}}{{{{ {}1{} }}}}{{% endif %}}",
+                "(".repeat(32),
+                ")".repeat(32)
+            ))
+            .is_some()
+        );
+        // `{% set x %}` opens a block, `{% set x = 1 %}` does not.
+        assert!(err(&"{% set x = 1 %}".repeat(100)).is_none());
+        assert!(err(&"{% set x %}".repeat(33)).is_some());
+        // Comments and raw blocks are skipped; an unclosed tag is left to minijinja.
+        let deep = format!("{{{{ 1{} }}}}", "|e".repeat(300));
+        assert!(err(&format!("{{# {deep} #}}{{%- raw -%}}{deep}{{% endraw %}}")).is_none());
+        assert!(err("{{ x").is_none());
+        assert!(err(&format!("{{{{ x{}", "|e".repeat(300))).is_some());
     }
 
     #[test]

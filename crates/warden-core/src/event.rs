@@ -246,10 +246,245 @@ impl Event {
     }
 }
 
+/// The fields of an event, for messages and suggestions.
+const EVENT_FIELDS: &[&str] = &[
+    "turn", "query", "tool", "result", "error", "message", "user", "project", "data", "time",
+];
+const TURN_FIELDS: &[&str] = &[
+    "number",
+    "token_usage",
+    "context_usage",
+    "iteration_count",
+    "max_iterations",
+    "context_window",
+];
+
+/// Reads an event from a JSON object (a trace line without its `hook`, a test case's event),
+/// checking each field first so that a mistake is named by its path with what was expected
+/// (``` `turn.number` must be a whole number from 0 to 4294967295, not 4294967296 ```), not in
+/// serde's terms; and refusing an array where an object is expected (serde would read it by
+/// position).
+pub fn from_json(map: Map<String, Value>) -> Result<Event, String> {
+    for (key, value) in &map {
+        check_field(key, value)?;
+    }
+    serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())
+}
+
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) if s.chars().count() > 40 => "a long string".into(),
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+fn unknown(path: &str, key: &str, known: &[&str]) -> String {
+    let hint = crate::suggest::closest(key, known.iter().copied())
+        .map(|c| format!("did you mean `{c}`?"))
+        .unwrap_or_else(|| format!("the fields are {}", known.join(", ")));
+    if path.is_empty() {
+        format!("unknown field `{key}`; {hint}")
+    } else {
+        format!("unknown field `{key}` in `{path}`; {hint}")
+    }
+}
+
+fn object<'v>(path: &str, v: &'v Value, example: &str) -> Result<&'v Map<String, Value>, String> {
+    match v {
+        Value::Object(m) => Ok(m),
+        other => Err(format!(
+            "`{path}` must be an object such as {example}, not {}",
+            describe(other)
+        )),
+    }
+}
+
+fn string(path: &str, v: &Value) -> Result<(), String> {
+    match v {
+        Value::String(_) => Ok(()),
+        other => Err(format!(
+            "`{path}` must be a string, not {}",
+            describe(other)
+        )),
+    }
+}
+
+fn whole(path: &str, v: &Value, max: u64) -> Result<(), String> {
+    match v.as_u64() {
+        Some(n) if n <= max => Ok(()),
+        _ => Err(format!(
+            "`{path}` must be a whole number from 0 to {max}, not {}",
+            describe(v)
+        )),
+    }
+}
+
+fn number(path: &str, v: &Value) -> Result<(), String> {
+    match v.as_f64() {
+        Some(x) if x.is_finite() && x.abs() < 1e15 => Ok(()),
+        _ => Err(format!("`{path}` must be a number, not {}", describe(v))),
+    }
+}
+
+fn check_field(key: &str, v: &Value) -> Result<(), String> {
+    match key {
+        "turn" => {
+            for (k, x) in object("turn", v, r#"{"number": 3, "token_usage": 0.42}"#)? {
+                let path = format!("turn.{k}");
+                match k.as_str() {
+                    "number" | "iteration_count" | "max_iterations" => {
+                        whole(&path, x, u64::from(u32::MAX))?
+                    }
+                    "context_window" => whole(&path, x, u64::MAX)?,
+                    "token_usage" | "context_usage" => number(&path, x)?,
+                    _ => return Err(unknown("turn", k, TURN_FIELDS)),
+                }
+            }
+            Ok(())
+        }
+        "query" => match v {
+            Value::String(_) => Ok(()),
+            Value::Object(m) => match m.get("text") {
+                Some(t) => string("query.text", t),
+                None => Err("`query` as an object needs `text` (the question itself)".into()),
+            },
+            other => Err(format!(
+                "`query` must be a string, or an object with `text`, not {}",
+                describe(other)
+            )),
+        },
+        "tool" => {
+            let m = object("tool", v, r#"{"name": "vault_search"}"#)?;
+            match m.get("name") {
+                Some(Value::String(s)) if !s.is_empty() => {}
+                Some(other) => {
+                    return Err(format!(
+                        "`tool.name` must be the tool's name, not {}",
+                        describe(other)
+                    ));
+                }
+                None => return Err("`tool` has no `name`".into()),
+            }
+            match m
+                .keys()
+                .find(|k| !matches!(k.as_str(), "name" | "arguments"))
+            {
+                Some(k) => Err(unknown("tool", k, &["name", "arguments"])),
+                None => Ok(()),
+            }
+        }
+        "message" => {
+            let m = object("message", v, r#"{"role": "assistant", "content": "..."}"#)?;
+            for k in ["role", "content"] {
+                match m.get(k) {
+                    Some(x) => string(&format!("message.{k}"), x)?,
+                    None => return Err(format!("`message` has no `{k}`")),
+                }
+            }
+            match m.keys().find(|k| !matches!(k.as_str(), "role" | "content")) {
+                Some(k) => Err(unknown("message", k, &["role", "content"])),
+                None => Ok(()),
+            }
+        }
+        "user" | "project" => {
+            for (k, x) in object(key, v, r#"{"id": "ada"}"#)? {
+                match k.as_str() {
+                    "id" => string(&format!("{key}.id"), x)?,
+                    "settings" => {
+                        object(&format!("{key}.settings"), x, r#"{"language": "en"}"#)?;
+                    }
+                    _ => return Err(unknown(key, k, &["id", "settings"])),
+                }
+            }
+            Ok(())
+        }
+        "error" => string("error", v),
+        "time" => number("time", v),
+        "result" | "data" => Ok(()),
+        _ => Err(unknown("", key, EVENT_FIELDS)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn read(v: Value) -> Result<Event, String> {
+        match v {
+            Value::Object(m) => from_json(m),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn a_bad_field_is_named_by_its_path_with_what_was_expected() {
+        for (event, want) in [
+            (
+                json!({"turn": {"number": 4294967296u64}}),
+                "`turn.number` must be a whole number from 0 to 4294967295, not 4294967296",
+            ),
+            (
+                json!({"turn": {"token_usage": "high"}}),
+                "`turn.token_usage` must be a number, not \"high\"",
+            ),
+            (
+                json!({"turn": {"token_usage": 1e308}}),
+                "`turn.token_usage` must be a number, not 1e+308",
+            ),
+            (
+                json!({"turn": [7, 0.9]}),
+                "`turn` must be an object such as",
+            ),
+            (json!({"user": ["bob"]}), "`user` must be an object such as"),
+            (
+                json!({"turn": {"tokens": 1}}),
+                "unknown field `tokens` in `turn`",
+            ),
+            (json!({"tool": {"arguments": {}}}), "`tool` has no `name`"),
+            (
+                json!({"tool": {"name": ""}}),
+                "`tool.name` must be the tool's name",
+            ),
+            (
+                json!({"tool": "vault_search"}),
+                "`tool` must be an object such as",
+            ),
+            (
+                json!({"query": 5}),
+                "`query` must be a string, or an object with `text`, not 5",
+            ),
+            (
+                json!({"message": {"role": "assistant"}}),
+                "`message` has no `content`",
+            ),
+            (
+                json!({"time": "now"}),
+                "`time` must be a number, not \"now\"",
+            ),
+            (
+                json!({"reslut": {}}),
+                "unknown field `reslut`; did you mean `result`?",
+            ),
+        ] {
+            let e = read(event.clone()).unwrap_err();
+            assert!(e.contains(want), "{event}: {e}");
+        }
+        let ok = read(json!({
+            "turn": {"number": 3, "token_usage": 0.5, "context_window": 128000},
+            "query": {"text": "hi", "lang": "en"},
+            "tool": {"name": "vault_search", "arguments": {"q": "wal"}},
+            "result": [1, 2], "data": null, "time": 1.5,
+            "user": {"id": "ada", "settings": {}}, "message": {"role": "user", "content": "x"}
+        }))
+        .unwrap();
+        assert_eq!(ok.turn.unwrap().number, Some(3));
+    }
 
     #[test]
     fn query_is_a_string_or_an_object() {

@@ -4,7 +4,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use warden_core::testing::{BUILTIN_TESTS, TEST_SUFFIX, TestReport, find_test_files, run_tests};
+use warden_core::testing::{
+    BUILTIN_TESTS, TEST_SUFFIX, TestReport, discover_test_files, read_test_files, run_tests,
+};
 use warden_core::{Config, ExecutionFilter};
 
 use crate::setup::{build, open_store};
@@ -14,6 +16,9 @@ use crate::{json_out, render_diagnostics};
 /// rule and plugin folder (and the built-in rules' tests, when they are loaded).
 pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
     let mut files: Vec<(PathBuf, String)> = Vec::new();
+    // Files named like tests that cannot be read as one (a pipe, a link out of its folder, too
+    // large): reported with the results, and the run fails.
+    let mut problems = Vec::new();
     let on_disk = if paths.is_empty() {
         if config.builtin {
             files.extend(
@@ -28,12 +33,16 @@ pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<Exi
             .chain(&config.plugins)
             .cloned()
             .collect();
-        find_test_files(&folders)
+        let (found, skipped) = discover_test_files(&folders);
+        problems.extend(skipped);
+        found
     } else {
         let mut found = Vec::new();
         for p in paths {
             if p.is_dir() {
-                found.extend(find_test_files(std::slice::from_ref(p)));
+                let (more, skipped) = discover_test_files(std::slice::from_ref(p));
+                found.extend(more);
+                problems.extend(skipped);
             } else if p.to_string_lossy().ends_with(TEST_SUFFIX) {
                 found.push(p.clone());
             } else {
@@ -45,10 +54,12 @@ pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<Exi
         }
         found
     };
-    for path in on_disk {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        files.push((path, text));
+    let (read, unreadable) = read_test_files(&on_disk);
+    files.extend(read);
+    problems.extend(unreadable);
+    if files.is_empty() && !problems.is_empty() {
+        eprint!("{}", render_diagnostics(&problems));
+        return Ok(ExitCode::FAILURE);
     }
     if files.is_empty() {
         return Err(format!(
@@ -69,7 +80,8 @@ pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<Exi
         }
         Ok(w)
     };
-    let report = run_tests(&files, &make);
+    let mut report = run_tests(&files, &make);
+    report.diagnostics.extend(problems);
     if !report.diagnostics.is_empty() {
         eprint!("{}", render_diagnostics(&report.diagnostics));
     }

@@ -4,16 +4,22 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use warden_core::trace::parse_trace;
+use warden_core::trace::{TraceError, TraceEvent, read_trace};
 use warden_core::{Config, Effect, Evaluation, Event, Hook, Outcome};
 
 use crate::{DEMO_TRACE, load};
 
 pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, String> {
-    let text = match trace {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-        None => DEMO_TRACE.to_string(),
+    // The trace is read twice (its users, then its events), a line at a time.
+    type Lines = Box<dyn Iterator<Item = (usize, Result<TraceEvent, TraceError>)>>;
+    let open = || -> Result<Lines, String> {
+        Ok(match trace {
+            Some(path) => Box::new(read_trace(std::io::BufReader::new(
+                std::fs::File::open(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+            ))),
+            None => Box::new(read_trace(DEMO_TRACE.as_bytes())),
+        })
     };
     let warden = load(config, true)?;
     let program = warden.program();
@@ -23,11 +29,7 @@ pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, Str
     let mut behavior = false;
     if program.rule_keys().any(|k| k == BEHAVIOR) {
         let mut users = vec![warden_core::DEFAULT_ID.to_string()];
-        users.extend(
-            parse_trace(&text)
-                .into_iter()
-                .filter_map(|(_, e)| e.ok()?.event.user.and_then(|u| u.id)),
-        );
+        users.extend(open()?.filter_map(|(_, e)| e.ok()?.event.user.and_then(|u| u.id)));
         for u in users {
             behavior |= warden.set_rule_enabled(&u, BEHAVIOR, true).is_ok();
         }
@@ -47,7 +49,7 @@ pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, Str
     );
     let mut session = warden.session();
     let (mut fired, mut injected, mut errors, mut events) = (0, 0, 0, 0);
-    for (index, parsed) in parse_trace(&text) {
+    for (index, parsed) in open()? {
         let e = match parsed {
             Ok(e) => e,
             Err(err) => {

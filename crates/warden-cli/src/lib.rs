@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
-use warden_core::trace::{explain_lines, node_lines, outcome_lines, parse_trace};
+use warden_core::trace::{explain_lines, node_lines, outcome_lines, read_trace};
 use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden, bench};
 
 mod check;
@@ -271,6 +271,16 @@ fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, Str
     let all = warden.diagnostics();
     let diagnostics = all.as_slice();
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    // A file's problems past the first 100 are one summary diagnostic: count what it stands
+    // for (as errors when it is one).
+    let counted = |error: bool| -> usize {
+        diagnostics
+            .iter()
+            .filter(|d| d.is_error() == error)
+            .map(|d| if d.omitted() > 0 { d.omitted() } else { 1 })
+            .sum()
+    };
+    let (error_count, warning_count) = (counted(true), counted(false));
     if json {
         let items: Vec<serde_json::Value> = diagnostics
             .iter()
@@ -296,13 +306,13 @@ fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, Str
             .filter(|p| p.skipped.is_none())
             .count();
         println!(
-            "{loaded} rule{} loaded ({} active), {plugins} plugin{}, {errors} error{}, {} warning{}",
+            "{loaded} rule{} loaded ({} active), {plugins} plugin{}, {error_count} error{}, {} warning{}",
             plural(loaded),
             program.active_rules(),
             plural(plugins),
-            plural(errors),
-            diagnostics.len() - errors,
-            plural(diagnostics.len() - errors),
+            plural(error_count),
+            warning_count,
+            plural(warning_count),
         );
     }
     Ok(if errors > 0 {
@@ -323,8 +333,9 @@ fn replay(
     nodes: bool,
     session: Option<String>,
 ) -> Result<ExitCode, String> {
-    let text = std::fs::read_to_string(trace)
-        .map_err(|e| format!("cannot read {}: {e}", trace.display()))?;
+    // Read as it is replayed, a line at a time: a trace may be long, or a pipe.
+    let file =
+        std::fs::File::open(trace).map_err(|e| format!("cannot read {}: {e}", trace.display()))?;
     let warden = load(config, false)?;
     let diagnostics = warden.diagnostics();
     let mut session = warden.session_with(SessionOptions {
@@ -336,7 +347,7 @@ fn replay(
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut bad_lines = 0;
-    for (index, parsed) in parse_trace(&text) {
+    for (index, parsed) in read_trace(std::io::BufReader::new(file)) {
         let lines = match parsed {
             Ok(e) => {
                 let outcome = session.tick(e.hook, e.event);

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use miette::{LabeledSpan, NamedSource, SourceCode};
 
@@ -15,6 +15,8 @@ pub struct SourceFile {
     path: PathBuf,
     text: String,
     named: NamedSource<String>,
+    /// The byte offset of each line's start, found the first time a place is asked for.
+    line_starts: OnceLock<Vec<usize>>,
 }
 
 impl SourceFile {
@@ -23,7 +25,12 @@ impl SourceFile {
         let path = path.into();
         let text = text.into();
         let named = NamedSource::new(path.display().to_string(), text.clone());
-        Arc::new(SourceFile { path, text, named })
+        Arc::new(SourceFile {
+            path,
+            text,
+            named,
+            line_starts: OnceLock::new(),
+        })
     }
 
     /// Where it came from.
@@ -36,13 +43,30 @@ impl SourceFile {
         &self.text
     }
 
-    /// 1-based line and column of a byte offset.
+    /// 1-based line and column of a byte offset; the column counts characters.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
-        let before = &self.text[..floor_char_boundary(&self.text, offset)];
-        let line = before.matches('\n').count() + 1;
-        let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let offset = self.char_offset(offset);
+        let starts = self.line_starts.get_or_init(|| {
+            std::iter::once(0)
+                .chain(
+                    self.text
+                        .bytes()
+                        .enumerate()
+                        .filter(|(_, b)| *b == b'\n')
+                        .map(|(i, _)| i + 1),
+                )
+                .collect()
+        });
+        // `starts[0]` is 0, so at least one start is at or before `offset`.
+        let line = starts.partition_point(|&s| s <= offset);
+        let col = self.text[starts[line - 1]..offset].chars().count() + 1;
         (line, col)
+    }
+
+    /// `offset` within the text, moved back to the start of the character it falls in. Two
+    /// offsets compare as the places [`line_col`](Self::line_col) gives for them do.
+    fn char_offset(&self, offset: usize) -> usize {
+        floor_char_boundary(&self.text, offset.min(self.text.len()))
     }
 }
 
@@ -72,9 +96,17 @@ pub struct Diagnostic {
     field: Option<String>,
     message: String,
     help: Option<String>,
+    /// For the summary that stands for the diagnostics of a file past
+    /// [`Diagnostic::MAX_PER_FILE`]: how many it stands for (0 otherwise).
+    omitted: usize,
 }
 
 impl Diagnostic {
+    /// The most diagnostics reported for one file; past them, one diagnostic says how many
+    /// more there are (a file with thousands of mistakes would bury the first ones, and each
+    /// is printed with its source line).
+    pub const MAX_PER_FILE: usize = 100;
+
     /// An error in `file` at byte range `span`, about `field` (such as `rule.priority`).
     pub fn error(
         file: &Arc<SourceFile>,
@@ -90,6 +122,7 @@ impl Diagnostic {
             field: field.map(str::to_string),
             message: message.into(),
             help: None,
+            omitted: 0,
         }
     }
 
@@ -116,6 +149,7 @@ impl Diagnostic {
             field: None,
             message: message.into(),
             help: None,
+            omitted: 0,
         }
     }
 
@@ -181,6 +215,85 @@ impl Diagnostic {
     pub fn help(&self) -> Option<&str> {
         self.help.as_deref()
     }
+
+    /// For the diagnostic that closes a file's list when it had more than
+    /// [`Diagnostic::MAX_PER_FILE`]: how many were left out. 0 for any other.
+    pub fn omitted(&self) -> usize {
+        self.omitted
+    }
+
+    /// The order diagnostics are listed in: by file, then the file as a whole (no place), then
+    /// by place, then the summary of those left out. Cheap: a place is compared by its byte
+    /// offset, which orders as its line and column do.
+    fn order(&self) -> (&Path, bool, Option<usize>) {
+        let place = match (&self.file, &self.span) {
+            (Some(f), Some(s)) => Some(f.char_offset(s.start)),
+            _ => None,
+        };
+        (&self.path, self.omitted > 0, place)
+    }
+}
+
+/// Sorts diagnostics by file and place (keeping the order of those at the same place), and
+/// keeps the first [`Diagnostic::MAX_PER_FILE`] of each file, followed by one that says how
+/// many more there are. Summaries already in the list (from an earlier pass) are merged into
+/// the new one, so the count stays right when diagnostics are added and the list is sorted
+/// again.
+pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
+    diagnostics.sort_by(|a, b| a.order().cmp(&b.order()));
+    if diagnostics.len() <= Diagnostic::MAX_PER_FILE && !diagnostics.iter().any(|d| d.omitted > 0) {
+        return;
+    }
+    struct Left {
+        path: PathBuf,
+        count: usize,
+        severity: Severity,
+    }
+    fn summary(left: Left) -> Diagnostic {
+        let n = left.count;
+        Diagnostic {
+            severity: left.severity,
+            file: None,
+            path: left.path,
+            span: None,
+            field: None,
+            message: format!(
+                "… and {n} more problem{} in this file (only the first {} are reported)",
+                if n == 1 { "" } else { "s" },
+                Diagnostic::MAX_PER_FILE
+            ),
+            help: Some("fix the problems above and check the file again to see the rest".into()),
+            omitted: n,
+        }
+    }
+    let all = std::mem::take(diagnostics);
+    let mut kept = 0;
+    let mut left: Option<Left> = None;
+    for d in all {
+        if diagnostics.last().is_none_or(|last| last.path != d.path)
+            && left.as_ref().is_none_or(|l| l.path != d.path)
+        {
+            kept = 0;
+            diagnostics.extend(left.take().map(summary));
+        }
+        let (count, severity) = if d.omitted > 0 {
+            (d.omitted, d.severity)
+        } else if kept < Diagnostic::MAX_PER_FILE {
+            kept += 1;
+            diagnostics.push(d);
+            continue;
+        } else {
+            (1, d.severity)
+        };
+        let l = left.get_or_insert_with(|| Left {
+            path: d.path.clone(),
+            count: 0,
+            severity: Severity::Warning,
+        });
+        l.count += count;
+        l.severity = l.severity.max(severity);
+    }
+    diagnostics.extend(left.map(summary));
 }
 
 impl fmt::Display for Diagnostic {
@@ -288,5 +401,38 @@ mod tests {
         assert_eq!(file.line_col(3), (1, 3));
         assert_eq!(file.line_col(10), (2, 4));
         assert_eq!(file.line_col(999), (2, 7));
+    }
+
+    #[test]
+    fn lists_are_capped_per_file_and_summaries_merge() {
+        let a = SourceFile::new("a.toml", "x\n".repeat(300));
+        let b = SourceFile::new("b.toml", "y\n");
+        let warn = |i: usize| Diagnostic::warning(&a, Some(2 * i..2 * i + 1), None, "w");
+        // Given in reverse order: sorted by place, the first 100 kept.
+        let mut list: Vec<Diagnostic> = (0..150).rev().map(warn).collect();
+        list.push(Diagnostic::error(&b, Some(0..1), None, "e"));
+        sort_and_cap(&mut list);
+        assert_eq!(list.len(), Diagnostic::MAX_PER_FILE + 2);
+        assert_eq!(list[0].location(), Some((1, 1)));
+        assert_eq!(list[99].location(), Some((100, 1)));
+        let summary = &list[100];
+        assert_eq!(
+            (summary.omitted(), summary.severity()),
+            (50, Severity::Warning)
+        );
+        assert_eq!(summary.path(), Path::new("a.toml"));
+        assert!(summary.message().contains("and 50 more problems"));
+        assert_eq!(list[101].path(), Path::new("b.toml"));
+        // Sorted and capped again with more (one an error): the count carries over.
+        list.push(warn(0));
+        list.push(Diagnostic::error(&a, Some(598..599), None, "late"));
+        sort_and_cap(&mut list);
+        assert_eq!(list.len(), Diagnostic::MAX_PER_FILE + 2);
+        let summary = &list[100];
+        assert_eq!(
+            (summary.omitted(), summary.severity()),
+            (52, Severity::Error)
+        );
+        assert!(list[..100].iter().all(|d| d.omitted() == 0));
     }
 }

@@ -5,11 +5,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::plugin::{MANIFEST_FILE, Manifest, glob_match, parse_manifest};
+use crate::plugin::{MANIFEST_FILE, Manifest, glob_match, parse_builtin_manifest, parse_manifest};
 use crate::rule::{RuleDef, parse_rule_file};
 
 /// The plugin id of Warden's built-in rules.
@@ -178,7 +179,7 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
         let units: Vec<(Arc<str>, Vec<Arc<SourceFile>>)> = match source {
             RuleSource::Builtin => {
                 let file = SourceFile::new(BUILTIN_MANIFEST.0, BUILTIN_MANIFEST.1);
-                let (manifest, diagnostics) = parse_manifest(file);
+                let (manifest, diagnostics) = parse_builtin_manifest(file);
                 out.diagnostics.extend(diagnostics);
                 let files = BUILTIN_RULES
                     .iter()
@@ -221,8 +222,7 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
             }
         }
     }
-    out.diagnostics
-        .sort_by(|a, b| (a.path(), a.location()).cmp(&(b.path(), b.location())));
+    crate::diagnostic::sort_and_cap(&mut out.diagnostics);
     out
 }
 
@@ -513,33 +513,96 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
 }
 
 fn read_rule_file(path: &Path, root: &Path) -> Result<String, String> {
-    // Whatever the path goes through (a linked file, a linked folder on the way), the file it
-    // reaches must be inside the folder it was found in.
-    let real = fs::canonicalize(path).map_err(|e| {
-        if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+    read_text_file(path, Some(root), "rule files")
+}
+
+/// Reads a file Warden loads as text (rule files, manifests, modes files, rule tests): it must
+/// be a regular file (a pipe or a device is refused before it is opened, so reading never
+/// waits), of at most [`MAX_RULE_FILE_BYTES`], in UTF-8. With `root`, the file the path leads
+/// to (through links too) must be inside it. `kind` names such files in the size message
+/// ("rule files").
+pub(crate) fn read_text_file(
+    path: &Path,
+    root: Option<&Path>,
+    kind: &str,
+) -> Result<String, String> {
+    let is_link = || fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let unreadable = |e: std::io::Error| {
+        if is_link() {
             format!("a link that cannot be followed: {e}")
         } else {
             format!("cannot read: {e}")
         }
-    })?;
-    if !real.starts_with(root) {
-        return Err(format!(
-            "a link to {}, outside the rule folder; rule files must live in the folder",
-            real.display()
-        ));
+    };
+    if let Some(root) = root {
+        // Whatever the path goes through (a linked file, a linked folder on the way), the file
+        // it reaches must be inside the folder it was found in.
+        let real = fs::canonicalize(path).map_err(unreadable)?;
+        if !real.starts_with(root) {
+            return Err(format!(
+                "a link to {}, outside the rule folder; rule files must live in the folder",
+                real.display()
+            ));
+        }
     }
-    let meta = fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file".into());
+    let too_large =
+        |len: u64| format!("the file is {len} bytes; {kind} are limited to {MAX_RULE_FILE_BYTES}");
+    let check = |meta: &fs::Metadata| {
+        if !meta.is_file() {
+            Err(not_regular(meta))
+        } else if meta.len() > MAX_RULE_FILE_BYTES {
+            Err(too_large(meta.len()))
+        } else {
+            Ok(())
+        }
+    };
+    check(&fs::metadata(path).map_err(unreadable)?)?;
+    // Checked again on the open file, and the read is bounded, in case the file was replaced
+    // or grew in between.
+    let mut file = fs::File::open(path).map_err(unreadable)?;
+    check(&file.metadata().map_err(unreadable)?)?;
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(MAX_RULE_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > MAX_RULE_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
     }
-    if meta.len() > MAX_RULE_FILE_BYTES {
-        return Err(format!(
-            "the file is {} bytes; rule files are limited to {MAX_RULE_FILE_BYTES}",
-            meta.len()
-        ));
-    }
-    let bytes = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
     String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".into())
+}
+
+/// Why a file that is not a regular file is refused, naming what it is when Warden can tell.
+pub(crate) fn not_regular(meta: &fs::Metadata) -> String {
+    let kind = meta.file_type();
+    let what = if kind.is_dir() {
+        Some("a folder")
+    } else {
+        special_kind(&kind)
+    };
+    match what {
+        Some(w) => format!("not a regular file ({w})"),
+        None => "not a regular file".into(),
+    }
+}
+
+#[cfg(unix)]
+fn special_kind(kind: &fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        Some("a named pipe")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &fs::FileType) -> Option<&'static str> {
+    None
 }
 
 #[cfg(test)]

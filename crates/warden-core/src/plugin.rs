@@ -356,15 +356,24 @@ pub struct Manifest {
 /// Reads a manifest. Every problem is reported at its line and field; `None` when the
 /// manifest has errors (the plugin is then not loaded).
 pub(crate) fn parse_manifest(file: Arc<SourceFile>) -> (Option<Manifest>, Vec<Diagnostic>) {
+    parse_manifest_as(file, false)
+}
+
+/// Reads the manifest of Warden's built-in rules, the one plugin whose id is `builtin`.
+pub(crate) fn parse_builtin_manifest(file: Arc<SourceFile>) -> (Option<Manifest>, Vec<Diagnostic>) {
+    parse_manifest_as(file, true)
+}
+
+fn parse_manifest_as(file: Arc<SourceFile>, builtin: bool) -> (Option<Manifest>, Vec<Diagnostic>) {
     let mut doc = Doc::new(file.clone());
     let manifest = doc
         .parse(file.text())
-        .and_then(|t| read_manifest(&mut doc, t.get_ref()));
+        .and_then(|t| read_manifest(&mut doc, t.get_ref(), builtin));
     let ok = !doc.has_errors();
     (manifest.filter(|_| ok), doc.diagnostics)
 }
 
-fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>) -> Option<Manifest> {
+fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> Option<Manifest> {
     let mut top = Table::new(root, "", 0..0);
     let Some(mut plugin) = top.table(doc, "plugin") else {
         if !top.has("plugin") {
@@ -395,6 +404,17 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>) -> Option<Manifest
                 at.span,
                 "plugin.id",
                 "the plugin id `local` is reserved for the rules of plain rule folders",
+                Some("choose another id".into()),
+            );
+            None
+        }
+        // Reserved whether or not the built-in rules are loaded: `builtin/...` names Warden's
+        // own rules, in users' choices, settings and modes.
+        Some(at) if at.value == crate::loader::BUILTIN_PLUGIN && !builtin => {
+            doc.error(
+                at.span,
+                "plugin.id",
+                "the plugin id `builtin` is reserved for Warden's built-in rules",
                 Some("choose another id".into()),
             );
             None
@@ -913,6 +933,10 @@ description = "Automatically summarize large result sets"
             (
                 "[plugin]\nid = \"p\"\n[settings.style]\ntype = \"string\"\noptions = []\ndefault = \"z\"\n",
                 "`options` is empty, so no value would be allowed",
+            ),
+            (
+                "[plugin]\nid = \"builtin\"\n",
+                "the plugin id `builtin` is reserved for Warden's built-in rules",
             ),
             (
                 "[plugin]\nid = \"p\"\n[settings.get]\ntype = \"integer\"\ndefault = 1\n",

@@ -327,7 +327,7 @@ impl Program {
             .collect();
         let modes =
             modes_file.and_then(|f| crate::mode::compile_modes(f, &base, &rules, &mut diagnostics));
-        diagnostics.sort_by(|a, b| (a.path(), a.location()).cmp(&(b.path(), b.location())));
+        crate::diagnostic::sort_and_cap(&mut diagnostics);
         let plugins = plugins
             .into_iter()
             .map(|p| PluginInfo {

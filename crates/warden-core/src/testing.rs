@@ -137,8 +137,22 @@ impl TestReport {
 
 /// Finds the test files of rule and plugin folders: `*.test.toml` in each folder and up to two
 /// levels below it (a plugin's `rules/`, a plugin of a folder of plugins). Sorted by path.
+/// Entries that cannot be test files are left out; [`discover_test_files`] says why.
 pub fn find_test_files(folders: &[PathBuf]) -> Vec<PathBuf> {
-    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+    discover_test_files(folders).0
+}
+
+/// Finds the test files of rule and plugin folders as [`find_test_files`] does, and reports
+/// what is named like a test file but cannot be one: a pipe, a socket or a device (never
+/// opened, so finding them never waits), or a link that leads nowhere or out of the folder
+/// (a link to a test file inside the folder is found).
+pub fn discover_test_files(folders: &[PathBuf]) -> (Vec<PathBuf>, Vec<Diagnostic>) {
+    struct Walk<'a> {
+        root: Option<PathBuf>,
+        files: &'a mut Vec<PathBuf>,
+        diagnostics: &'a mut Vec<Diagnostic>,
+    }
+    fn walk(dir: &Path, depth: usize, w: &mut Walk<'_>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
             return;
         };
@@ -149,20 +163,94 @@ pub fn find_test_files(folders: &[PathBuf]) -> Vec<PathBuf> {
                 continue;
             }
             let Ok(kind) = e.file_type() else { continue };
-            if kind.is_dir() && depth > 0 {
-                walk(&path, depth - 1, out);
-            } else if kind.is_file() && name.ends_with(TEST_SUFFIX) {
-                out.push(path);
+            if kind.is_dir() {
+                if depth > 0 {
+                    walk(&path, depth - 1, w);
+                }
+                continue;
             }
+            if !name.ends_with(TEST_SUFFIX) {
+                continue;
+            }
+            if kind.is_file() {
+                w.files.push(path);
+                continue;
+            }
+            let problem = if kind.is_symlink() {
+                let followed = std::fs::metadata(&path)
+                    .and_then(|meta| Ok((meta, std::fs::canonicalize(&path)?)));
+                match followed {
+                    Ok((meta, _)) if meta.is_dir() => continue,
+                    Ok((meta, real)) if meta.is_file() => match &w.root {
+                        Some(root) if !real.starts_with(root) => format!(
+                            "a link to {}, outside the folder; test files must live in the folder",
+                            real.display()
+                        ),
+                        _ => {
+                            w.files.push(path);
+                            continue;
+                        }
+                    },
+                    Ok((meta, _)) => crate::loader::not_regular(&meta),
+                    Err(e) => format!("a link that cannot be followed: {e}"),
+                }
+            } else {
+                match std::fs::symlink_metadata(&path) {
+                    Ok(meta) => crate::loader::not_regular(&meta),
+                    Err(e) => format!("cannot read: {e}"),
+                }
+            };
+            w.diagnostics.push(
+                Diagnostic::io(&path, format!("{problem}, so its tests were not run")).with_help(
+                    "a rule test file must be a regular file in the folder it is found in",
+                ),
+            );
         }
     }
-    let mut out = Vec::new();
+    let mut files = Vec::new();
+    let mut diagnostics = Vec::new();
     for f in folders {
-        walk(f, 2, &mut out);
+        let mut w = Walk {
+            root: std::fs::canonicalize(f).ok(),
+            files: &mut files,
+            diagnostics: &mut diagnostics,
+        };
+        walk(f, 2, &mut w);
     }
-    out.sort();
-    out.dedup();
-    out
+    files.sort();
+    files.dedup();
+    diagnostics.sort_by(|a, b| a.path().cmp(b.path()));
+    diagnostics.dedup_by(|a, b| a.path() == b.path());
+    (files, diagnostics)
+}
+
+/// The largest rule test file Warden reads (as for rule files).
+pub const MAX_TEST_FILE_BYTES: u64 = crate::loader::MAX_RULE_FILE_BYTES;
+
+/// Reads a rule test file with the checks rule files get: it must be a regular file (a named
+/// pipe is refused without being opened, so this never waits for a writer), of at most
+/// [`MAX_TEST_FILE_BYTES`], in UTF-8. The error names the file.
+pub fn read_test_file(path: &Path) -> Result<String, Box<Diagnostic>> {
+    crate::loader::read_text_file(path, None, "test files").map_err(|message| {
+        Box::new(Diagnostic::io(
+            path,
+            format!("cannot use this test file: {message}"),
+        ))
+    })
+}
+
+/// Reads test files with [`read_test_file`], for [`run_tests`]: those that could be read, and
+/// a diagnostic for each of the others.
+pub fn read_test_files(paths: &[PathBuf]) -> (Vec<(PathBuf, String)>, Vec<Diagnostic>) {
+    let mut files = Vec::new();
+    let mut diagnostics = Vec::new();
+    for path in paths {
+        match read_test_file(path) {
+            Ok(text) => files.push((path.clone(), text)),
+            Err(d) => diagnostics.push(*d),
+        }
+    }
+    (files, diagnostics)
 }
 
 /// Runs the cases of `files` (path and text). `make` builds the Warden under test; it is

@@ -325,3 +325,28 @@ fn tree_and_plugins_list_show_what_loaded_and_fail_when_files_had_errors() {
     assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
     assert!(err.contains("cannot read the plugins folder"), "{err}");
 }
+
+#[test]
+fn control_characters_in_file_names_and_contents_never_reach_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    fs::create_dir(&rules).unwrap();
+    // An escape sequence in the file's name, in a key (TOML escapes) and in a raw byte of a
+    // comment (which TOML refuses, so the line is shown).
+    fs::write(
+        rules.join("clear\u{1b}[2J.toml"),
+        "[rule]\nid = \"x\"\ntrigger = \"on_turn_start\"\n\"\\u001b[31mred\" = 1\n# \u{1b}]0;pwned\u{7}\n",
+    )
+    .unwrap();
+    let o = warden(dir.path(), &["check", "rules"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        !out.contains('\u{1b}') && !err.contains('\u{1b}') && !err.contains('\u{7}'),
+        "{err:?}"
+    );
+    assert!(
+        err.contains("clear\\u{1b}[2J.toml"),
+        "the name, escaped: {err}"
+    );
+}

@@ -24,7 +24,21 @@ impl SourceFile {
     pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Self> {
         let path = path.into();
         let text = text.into();
-        let named = NamedSource::new(path.display().to_string(), text.clone());
+        // What is shown on a terminal carries no control characters from the file or its name
+        // (an escape sequence in either could rewrite the operator's screen); the shown text
+        // keeps every byte offset.
+        let named = NamedSource::new(
+            printable(&path.display().to_string()),
+            text.chars()
+                .map(|c| {
+                    if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
+                        "?".repeat(c.len_utf8())
+                    } else {
+                        c.to_string()
+                    }
+                })
+                .collect::<String>(),
+        );
         Arc::new(SourceFile {
             path,
             text,
@@ -296,9 +310,30 @@ pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.extend(left.map(summary));
 }
 
+/// `s` with control characters (but line breaks and tabs) written as escapes, for a terminal.
+pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+    {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    std::borrow::Cow::Owned(
+        s.chars()
+            .map(|c| {
+                if c.is_control() && !matches!(c, '\n' | '\t') {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.path.display())?;
+        write!(f, "{}", printable(&self.path.display().to_string()))?;
         if let Some((line, col)) = self.location() {
             write!(f, ":{line}:{col}")?;
         }
@@ -308,11 +343,11 @@ impl fmt::Display for Diagnostic {
         };
         write!(f, ": {level}: ")?;
         if let Some(field) = &self.field {
-            write!(f, "{field}: ")?;
+            write!(f, "{}: ", printable(field))?;
         }
-        write!(f, "{}", self.message)?;
+        write!(f, "{}", printable(&self.message))?;
         if let Some(help) = &self.help {
-            write!(f, "\n  help: {help}")?;
+            write!(f, "\n  help: {}", printable(help))?;
         }
         Ok(())
     }
@@ -334,12 +369,12 @@ impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.0;
         if d.file.is_none() || d.span.is_none() {
-            write!(f, "{}: ", d.path.display())?;
+            write!(f, "{}: ", printable(&d.path.display().to_string()))?;
         }
         if let Some(field) = &d.field {
-            write!(f, "{field}: ")?;
+            write!(f, "{}: ", printable(field))?;
         }
-        f.write_str(&d.message)
+        f.write_str(&printable(&d.message))
     }
 }
 
@@ -357,7 +392,7 @@ impl miette::Diagnostic for Report<'_> {
         self.0
             .help
             .as_ref()
-            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+            .map(|h| Box::new(printable(h).into_owned()) as Box<dyn fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
@@ -366,7 +401,11 @@ impl miette::Diagnostic for Report<'_> {
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let span = self.0.span.clone()?;
-        let label = self.0.field.clone().unwrap_or_else(|| "here".into());
+        let label = self
+            .0
+            .field
+            .as_deref()
+            .map_or_else(|| "here".into(), |f| printable(f).into_owned());
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
             Some(label),
             span.start..span.end.max(span.start),

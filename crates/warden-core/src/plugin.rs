@@ -627,7 +627,7 @@ fn read_setting(
         .string(doc, "description")
         .map(|a| a.value)
         .unwrap_or_default();
-    let default = t.json("default");
+    let default = t.json(doc, "default");
     t.finish(doc, SETTING_FIELDS);
     let kind = kind?;
 
@@ -933,6 +933,14 @@ description = "Automatically summarize large result sets"
             (
                 "[plugin]\nid = \"p\"\n[settings.style]\ntype = \"string\"\noptions = []\ndefault = \"z\"\n",
                 "`options` is empty, so no value would be allowed",
+            ),
+            (
+                "[plugin]\nid = \"p\"\n[settings.t]\ntype = \"float\"\ndefault = nan\n",
+                "`default` holds `nan`, which JSON (and so Warden) cannot hold",
+            ),
+            (
+                "[plugin]\nid = \"p\"\n[settings.t]\ntype = \"integer\"\ndefault = 99999999999999999999\n",
+                "`default` holds the integer 99999999999999999999",
             ),
             (
                 "[plugin]\nid = \"builtin\"\n",

@@ -713,7 +713,7 @@ fn read_condition(
 
 /// `timeout = 2.5` (seconds, from 1 ms to 60 s).
 fn read_timeout(doc: &mut Doc, t: &mut Table<'_>) -> Option<At<std::time::Duration>> {
-    let raw = t.json("timeout")?;
+    let raw = t.json(doc, "timeout")?;
     let seconds = raw.value.as_f64().filter(|s| (0.001..=60.0).contains(s));
     match seconds {
         Some(s) => Some(At {
@@ -938,7 +938,7 @@ pub(crate) fn read_action_fields(
         }
         "set_state" => {
             let key = required(doc, t, "key", "set_state", "\"my_key\"");
-            let value = t.json("value");
+            let value = t.json(doc, "value");
             if value.is_none() {
                 doc.error(
                     t.span.clone(),
@@ -961,7 +961,7 @@ pub(crate) fn read_action_fields(
         },
         _ => {
             let event_type = required(doc, t, "event_type", "emit_event", "\"my.event\"");
-            let payload = t.json("payload");
+            let payload = t.json(doc, "payload");
             if let Some(p) = &payload
                 && !p.value.is_object()
             {
@@ -1213,5 +1213,24 @@ level = "warn"
             e[0]
         );
         assert!(e[0].contains("test.toml:1:"), "{}", e[0]);
+    }
+
+    #[test]
+    fn numbers_json_cannot_hold_are_refused_where_they_are_written() {
+        let e = errors(
+            "[rule]\nid = \"r\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n[action]\ntype = \"set_state\"\nkey = \"k\"\nvalue = { a = [1, inf] }\n",
+        );
+        assert!(
+            e.iter().any(|e| e.contains("test.toml:8:")
+                && e.contains("action.value: `value` holds `inf`, which JSON")),
+            "{e:#?}"
+        );
+        let e = errors(
+            "[rule]\nid = \"r\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n[action]\ntype = \"emit_event\"\nevent_type = \"x\"\npayload = { n = nan }\n",
+        );
+        assert!(
+            e.iter().any(|e| e.contains("`payload` holds `nan`")),
+            "{e:#?}"
+        );
     }
 }

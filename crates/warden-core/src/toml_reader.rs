@@ -247,8 +247,19 @@ impl<'a> Table<'a> {
     }
 
     /// Any value, as JSON (dates become strings).
-    pub(crate) fn json(&mut self, key: &'a str) -> Option<At<Json>> {
+    /// Any value, as JSON. A number JSON cannot hold (`nan`, `inf`, an integer beyond 64
+    /// bits) is an error where it is written, not a silent `null`.
+    pub(crate) fn json(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Json>> {
         let v = self.raw(key)?;
+        if let Some((bad, span)) = unrepresentable(v) {
+            doc.error(
+                span,
+                &self.field(key),
+                format!("`{key}` holds {bad}, which JSON (and so Warden) cannot hold"),
+                Some("write a finite number, within 64 bits for an integer".into()),
+            );
+            return None;
+        }
         Some(At {
             value: to_json(v.get_ref()),
             span: v.span(),
@@ -282,6 +293,27 @@ impl<'a> Table<'a> {
 }
 
 /// A TOML value as JSON.
+/// The first number in `v` that JSON cannot hold, described, and where it is.
+fn unrepresentable(v: &Spanned<DeValue<'_>>) -> Option<(String, Range<usize>)> {
+    match v.get_ref() {
+        DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err() => {
+            Some((format!("the integer {}", i.as_str()), v.span()))
+        }
+        DeValue::Float(f)
+            if !f
+                .as_str()
+                .replace('_', "")
+                .parse::<f64>()
+                .is_ok_and(f64::is_finite) =>
+        {
+            Some((format!("`{}`", f.as_str()), v.span()))
+        }
+        DeValue::Array(items) => items.iter().find_map(unrepresentable),
+        DeValue::Table(t) => t.values().find_map(unrepresentable),
+        _ => None,
+    }
+}
+
 pub(crate) fn to_json(v: &DeValue<'_>) -> Json {
     match v {
         DeValue::String(s) => Json::String(s.to_string()),

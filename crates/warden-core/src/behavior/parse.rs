@@ -565,7 +565,7 @@ fn read_kind(
         "once" => NodeKind::Once(child(doc, t)?),
         "cooldown" => {
             let turns = t.has("turns").then(|| count(doc, t, "turns", 10_000));
-            let seconds = match t.json("seconds") {
+            let seconds = match t.json(doc, "seconds") {
                 Some(at) => match at.value.as_f64() {
                     Some(s) if s > 0.0 && s.is_finite() => Some(Some(s)),
                     _ => {
@@ -690,7 +690,7 @@ fn read_kind(
                     return None;
                 }
             };
-            let timeout = match t.json("timeout") {
+            let timeout = match t.json(doc, "timeout") {
                 Some(at) => match at.value.as_f64().filter(|s| (0.001..=60.0).contains(s)) {
                     Some(s) => Some(Duration::from_secs_f64(s)),
                     None => {

@@ -966,7 +966,7 @@ impl Runtime {
                 let first = values.next();
                 let wake = match (&first, values.next()) {
                     (Some(Value::String(tag)), Some(Value::String(hook)))
-                        if tag.to_string_lossy() == self.wait_tag =>
+                        if *tag.as_bytes() == *self.wait_tag.as_bytes() =>
                     {
                         Some(hook.to_string_lossy())
                     }
@@ -975,7 +975,7 @@ impl Runtime {
                 Step::Waiting { wake, effects }
             }
             _ => match (values.next(), values.next()) {
-                (Some(Value::String(s)), result) if s.to_string_lossy() == "done" => match result {
+                (Some(Value::String(s)), result) if *s.as_bytes() == *b"done" => match result {
                     None | Some(Value::Nil) | Some(Value::Boolean(false)) => Step::Done {
                         holds: false,
                         effects,

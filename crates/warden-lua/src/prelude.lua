@@ -29,13 +29,13 @@ local function read_only(_, k)
 end
 
 local locked = {} -- library view -> real table (for the life of the state)
-local LOCKED = { __metatable = MARK, __newindex = read_only }
-LOCKED.__index = function(p, k)
-  return locked[p][k]
-end
 
+-- Each view's metatable points `__index` at the real table itself, so a read such as
+-- `string.format` is one table lookup, not a function call. The metatable is protected
+-- (`getmetatable` answers MARK), the view holds nothing (`rawget` finds nothing), and writes
+-- fail: the real table stays out of reach.
 local function lock(t)
-  local p = setmetatable({}, LOCKED)
+  local p = setmetatable({}, { __metatable = MARK, __newindex = read_only, __index = t })
   locked[p] = t
   return p
 end

@@ -435,6 +435,17 @@ fn the_real_globals_are_out_of_reach() {
     assert!(holds("return load('return io')() == nil"));
     assert!(holds("return load('return debug', 'x', 't', {})() == nil"));
     assert!(holds("local f = load('x = 1'); f(); return x == nil"));
+    // The library tables are views: their metatable is protected and they hold nothing, so
+    // the real tables (shared by every script of the session) cannot be reached.
+    for lib in ["string", "table", "math", "utf8", "coroutine", "os"] {
+        assert!(
+            holds(&format!(
+                "return getmetatable({lib}) == 'read-only' and next({lib}) ~= nil \
+                 and rawget({lib}, (next({lib}))) == nil"
+            )),
+            "{lib}"
+        );
+    }
 }
 
 #[test]

@@ -59,6 +59,13 @@ pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<Exi
     problems.extend(unreadable);
     if files.is_empty() && !problems.is_empty() {
         eprint!("{}", render_diagnostics(&problems));
+        if json {
+            // Nothing ran: an empty report, so that the output is still JSON.
+            json_out(&TestReport {
+                files: Vec::new(),
+                diagnostics: problems,
+            })?;
+        }
         return Ok(ExitCode::FAILURE);
     }
     if files.is_empty() {

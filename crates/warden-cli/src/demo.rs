@@ -10,16 +10,15 @@ use warden_core::{Config, Effect, Evaluation, Event, Hook, Outcome};
 use crate::{DEMO_TRACE, load};
 
 pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, String> {
-    // The trace is read twice (its users, then its events), a line at a time.
-    type Lines = Box<dyn Iterator<Item = (usize, Result<TraceEvent, TraceError>)>>;
-    let open = || -> Result<Lines, String> {
-        Ok(match trace {
-            Some(path) => Box::new(read_trace(std::io::BufReader::new(
-                std::fs::File::open(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
-            ))),
-            None => Box::new(read_trace(DEMO_TRACE.as_bytes())),
-        })
+    // Read once, a line at a time (the trace may be a pipe), and kept: the demo needs its
+    // users before it plays its events. A demo trace is a short session.
+    let lines: Vec<(usize, Result<TraceEvent, TraceError>)> = match trace {
+        Some(path) => read_trace(std::io::BufReader::new(
+            std::fs::File::open(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?,
+        ))
+        .collect(),
+        None => read_trace(DEMO_TRACE.as_bytes()).collect(),
     };
     let warden = load(config, true)?;
     let program = warden.program();
@@ -29,7 +28,14 @@ pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, Str
     let mut behavior = false;
     if program.rule_keys().any(|k| k == BEHAVIOR) {
         let mut users = vec![warden_core::DEFAULT_ID.to_string()];
-        users.extend(open()?.filter_map(|(_, e)| e.ok()?.event.user.and_then(|u| u.id)));
+        users.extend(lines.iter().filter_map(|(_, e)| {
+            e.as_ref()
+                .ok()?
+                .event
+                .user
+                .as_ref()
+                .and_then(|u| u.id.clone())
+        }));
         for u in users {
             behavior |= warden.set_rule_enabled(&u, BEHAVIOR, true).is_ok();
         }
@@ -49,7 +55,7 @@ pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, Str
     );
     let mut session = warden.session();
     let (mut fired, mut injected, mut errors, mut events) = (0, 0, 0, 0);
-    for (index, parsed) in open()? {
+    for (index, parsed) in lines {
         let e = match parsed {
             Ok(e) => e,
             Err(err) => {

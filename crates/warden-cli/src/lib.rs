@@ -271,16 +271,18 @@ fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, Str
     let all = warden.diagnostics();
     let diagnostics = all.as_slice();
     let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-    // A file's problems past the first 100 are one summary diagnostic: count what it stands
-    // for (as errors when it is one).
-    let counted = |error: bool| -> usize {
-        diagnostics
-            .iter()
-            .filter(|d| d.is_error() == error)
-            .map(|d| if d.omitted() > 0 { d.omitted() } else { 1 })
-            .sum()
-    };
-    let (error_count, warning_count) = (counted(true), counted(false));
+    // A file's problems past the first 100 are one summary diagnostic: count what it stands for.
+    let (mut error_count, mut warning_count) = (0, 0);
+    for d in diagnostics {
+        if d.omitted() > 0 {
+            error_count += d.omitted_errors();
+            warning_count += d.omitted() - d.omitted_errors();
+        } else if d.is_error() {
+            error_count += 1;
+        } else {
+            warning_count += 1;
+        }
+    }
     if json {
         let items: Vec<serde_json::Value> = diagnostics
             .iter()

@@ -27,18 +27,18 @@ impl SourceFile {
         // What is shown on a terminal carries no control characters from the file or its name
         // (an escape sequence in either could rewrite the operator's screen); the shown text
         // keeps every byte offset.
-        let named = NamedSource::new(
-            printable(&path.display().to_string()),
-            text.chars()
-                .map(|c| {
-                    if c.is_control() && !matches!(c, '\n' | '\t' | '\r') {
-                        "?".repeat(c.len_utf8())
-                    } else {
-                        c.to_string()
-                    }
-                })
-                .collect::<String>(),
-        );
+        let mut shown = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            // A line break stays (`\r` only before `\n`: alone, it would rewrite the line).
+            let keep = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
+            if c.is_control() && !keep {
+                shown.extend(std::iter::repeat_n('?', c.len_utf8()));
+            } else {
+                shown.push(c);
+            }
+        }
+        let named = NamedSource::new(printable_name(&path.display().to_string()), shown);
         Arc::new(SourceFile {
             path,
             text,
@@ -113,6 +113,8 @@ pub struct Diagnostic {
     /// For the summary that stands for the diagnostics of a file past
     /// [`Diagnostic::MAX_PER_FILE`]: how many it stands for (0 otherwise).
     omitted: usize,
+    /// Of those, how many are errors.
+    omitted_errors: usize,
 }
 
 impl Diagnostic {
@@ -137,6 +139,7 @@ impl Diagnostic {
             message: message.into(),
             help: None,
             omitted: 0,
+            omitted_errors: 0,
         }
     }
 
@@ -164,6 +167,7 @@ impl Diagnostic {
             message: message.into(),
             help: None,
             omitted: 0,
+            omitted_errors: 0,
         }
     }
 
@@ -236,6 +240,11 @@ impl Diagnostic {
         self.omitted
     }
 
+    /// Of [`Diagnostic::omitted`], how many are errors (the rest are warnings).
+    pub fn omitted_errors(&self) -> usize {
+        self.omitted_errors
+    }
+
     /// The order diagnostics are listed in: by file, then the file as a whole (no place), then
     /// by place, then the summary of those left out. Cheap: a place is compared by its byte
     /// offset, which orders as its line and column do.
@@ -261,12 +270,16 @@ pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
     struct Left {
         path: PathBuf,
         count: usize,
-        severity: Severity,
+        errors: usize,
     }
     fn summary(left: Left) -> Diagnostic {
         let n = left.count;
         Diagnostic {
-            severity: left.severity,
+            severity: if left.errors > 0 {
+                Severity::Error
+            } else {
+                Severity::Warning
+            },
             file: None,
             path: left.path,
             span: None,
@@ -278,6 +291,7 @@ pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
             ),
             help: Some("fix the problems above and check the file again to see the rest".into()),
             omitted: n,
+            omitted_errors: left.errors,
         }
     }
     let all = std::mem::take(diagnostics);
@@ -290,24 +304,38 @@ pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
             kept = 0;
             diagnostics.extend(left.take().map(summary));
         }
-        let (count, severity) = if d.omitted > 0 {
-            (d.omitted, d.severity)
+        let (count, errors) = if d.omitted > 0 {
+            (d.omitted, d.omitted_errors)
         } else if kept < Diagnostic::MAX_PER_FILE {
             kept += 1;
             diagnostics.push(d);
             continue;
         } else {
-            (1, d.severity)
+            (1, usize::from(d.is_error()))
         };
         let l = left.get_or_insert_with(|| Left {
             path: d.path.clone(),
             count: 0,
-            severity: Severity::Warning,
+            errors: 0,
         });
         l.count += count;
-        l.severity = l.severity.max(severity);
+        l.errors += errors;
     }
     diagnostics.extend(left.map(summary));
+}
+
+/// A name (a path, a field) with every control character written as an escape, line breaks
+/// too: a name is one line.
+pub(crate) fn printable_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// `s` with control characters (but line breaks and tabs) written as escapes, for a terminal.
@@ -333,7 +361,7 @@ pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", printable(&self.path.display().to_string()))?;
+        write!(f, "{}", printable_name(&self.path.display().to_string()))?;
         if let Some((line, col)) = self.location() {
             write!(f, ":{line}:{col}")?;
         }
@@ -343,7 +371,7 @@ impl fmt::Display for Diagnostic {
         };
         write!(f, ": {level}: ")?;
         if let Some(field) = &self.field {
-            write!(f, "{}: ", printable(field))?;
+            write!(f, "{}: ", printable_name(field))?;
         }
         write!(f, "{}", printable(&self.message))?;
         if let Some(help) = &self.help {
@@ -369,10 +397,10 @@ impl fmt::Display for Report<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let d = self.0;
         if d.file.is_none() || d.span.is_none() {
-            write!(f, "{}: ", printable(&d.path.display().to_string()))?;
+            write!(f, "{}: ", printable_name(&d.path.display().to_string()))?;
         }
         if let Some(field) = &d.field {
-            write!(f, "{}: ", printable(field))?;
+            write!(f, "{}: ", printable_name(field))?;
         }
         f.write_str(&printable(&d.message))
     }
@@ -405,7 +433,7 @@ impl miette::Diagnostic for Report<'_> {
             .0
             .field
             .as_deref()
-            .map_or_else(|| "here".into(), |f| printable(f).into_owned());
+            .map_or_else(|| "here".into(), printable_name);
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
             Some(label),
             span.start..span.end.max(span.start),

@@ -332,10 +332,17 @@ fn number(path: &str, v: &Value) -> Result<(), String> {
 }
 
 fn check_field(key: &str, v: &Value) -> Result<(), String> {
+    // `null` is an absent value, as serde reads it (an agent loop may write `None` so).
+    if v.is_null() {
+        return Ok(());
+    }
     match key {
         "turn" => {
             for (k, x) in object("turn", v, r#"{"number": 3, "token_usage": 0.42}"#)? {
                 let path = format!("turn.{k}");
+                if x.is_null() && TURN_FIELDS.contains(&k.as_str()) {
+                    continue;
+                }
                 match k.as_str() {
                     "number" | "iteration_count" | "max_iterations" => {
                         whole(&path, x, u64::from(u32::MAX))?
@@ -393,6 +400,9 @@ fn check_field(key: &str, v: &Value) -> Result<(), String> {
         }
         "user" | "project" => {
             for (k, x) in object(key, v, r#"{"id": "ada"}"#)? {
+                if x.is_null() && matches!(k.as_str(), "id" | "settings") {
+                    continue;
+                }
                 match k.as_str() {
                     "id" => string(&format!("{key}.id"), x)?,
                     "settings" => {
@@ -475,6 +485,14 @@ mod tests {
             let e = read(event.clone()).unwrap_err();
             assert!(e.contains(want), "{event}: {e}");
         }
+        // `null` is an absent value, as serde reads it.
+        let nulls = read(json!({
+            "tool": null, "error": null, "time": null, "message": null,
+            "turn": {"token_usage": null, "number": 2}, "user": {"id": null, "settings": null}
+        }))
+        .unwrap();
+        assert!(nulls.tool.is_none() && nulls.time.is_none());
+        assert_eq!(nulls.turn.unwrap().token_usage, None);
         let ok = read(json!({
             "turn": {"number": 3, "token_usage": 0.5, "context_window": 128000},
             "query": {"text": "hi", "lang": "en"},

@@ -628,6 +628,8 @@ fn read_setting(
         .map(|a| a.value)
         .unwrap_or_default();
     let default = t.json(doc, "default");
+    // (A default that is there but refused has been reported.)
+    let default_written = t.has("default");
     t.finish(doc, SETTING_FIELDS);
     let kind = kind?;
 
@@ -701,6 +703,9 @@ fn read_setting(
         description: description.clone(),
     };
     let Some(default) = default else {
+        if default_written {
+            return None;
+        }
         doc.error(
             span,
             &format!("{field}.default"),

@@ -509,6 +509,7 @@ impl Session {
             running_leaves: Vec::new(),
             node_trace: self.explain.then(Vec::new),
             halted,
+            halt_reason: None,
         };
 
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
@@ -1083,6 +1084,8 @@ struct Tick<'a> {
     /// The rules of the current entry whose leaf is still running.
     running_leaves: Vec<u32>,
     halted: Vec<Halted>,
+    /// While a tree is halted from outside (`Tick::halt_tree`): why, for its scripts' reports.
+    halt_reason: Option<String>,
 }
 
 impl Tick<'_> {
@@ -1379,6 +1382,8 @@ impl Tick<'_> {
         }
         self.select_plugin(&rule.def.plugin);
         let mark = self.rendered.len();
+        let reported = self.halted.len();
+        self.halt_reason = Some(reason.to_string());
         {
             let mut env = TreeEnv {
                 tick: self,
@@ -1387,6 +1392,7 @@ impl Tick<'_> {
             };
             tree_run::halt_tree(tree, &mut run, &mut env);
         }
+        self.halt_reason = None;
         self.scripts.trees.insert(ix, run);
         if self.rendered.len() > mark {
             self.fired.push(Fired {
@@ -1397,11 +1403,14 @@ impl Tick<'_> {
                 counts: false,
             });
         }
-        tracing::info!(rule = %rule.key, reason, "behavior halted");
-        self.halted.push(Halted {
-            rule: rule.key.clone(),
-            reason: reason.to_string(),
-        });
+        // One report for the behavior: its scripts', if it had any running (with this reason).
+        if self.halted.len() == reported {
+            tracing::info!(rule = %rule.key, reason, "behavior halted");
+            self.halted.push(Halted {
+                rule: rule.key.clone(),
+                reason: reason.to_string(),
+            });
+        }
         true
     }
 
@@ -1672,10 +1681,12 @@ impl tree_run::Env for TreeEnv<'_, '_> {
 
     fn halt_script(&mut self, node: u32) {
         if let Some((task, key)) = self.tick.scripts.tasks.remove(&(self.rule, node)) {
-            let halted = self
+            let reason = self
                 .tick
-                .scripts
-                .halt_task(task, key, "its node was halted");
+                .halt_reason
+                .clone()
+                .unwrap_or_else(|| "its node was halted".into());
+            let halted = self.tick.scripts.halt_task(task, key, &reason);
             self.tick.halted.push(halted);
         }
     }

@@ -285,7 +285,10 @@ fn limits(src: &str) -> Result<(), TemplateError> {
     let b = src.as_bytes();
     let line = |at: usize| Some(1 + b[..at].iter().filter(|&&c| c == b'\n').count());
     // The weight of each open block: 1, plus 1 per `elif` (minijinja nests those).
-    let mut blocks: Vec<usize> = Vec::new();
+    // Open blocks: the statement that opened each, and the levels it holds (one more per
+    // `elif`). An `end...` closes only the block it names: a stray one cannot hide the levels
+    // of an enclosing block.
+    let mut blocks: Vec<(&str, usize)> = Vec::new();
     let mut depth = 0;
     let mut i = 0;
     while let Some(off) = b[i..]
@@ -326,18 +329,20 @@ fn limits(src: &str) -> Result<(), TemplateError> {
         if kind == b'%' && tag.closed {
             match word {
                 "if" | "for" | "with" | "macro" | "call" | "filter" | "block" | "autoescape" => {
-                    blocks.push(1);
+                    blocks.push((word, 1));
                     depth += 1;
                 }
                 "set" if !tag.assigns => {
-                    blocks.push(1);
+                    blocks.push((word, 1));
                     depth += 1;
                 }
                 "elif" => {
-                    if let Some(top) = blocks.last_mut() {
-                        *top += 1;
-                        depth += 1;
+                    // minijinja nests each `elif` in the one before: count it wherever it is.
+                    match blocks.last_mut() {
+                        Some(("if", levels)) => *levels += 1,
+                        _ => blocks.push(("elif", 1)),
                     }
+                    depth += 1;
                 }
                 "raw" if tag.tokens == 1 => match find_endraw(b, tag.end) {
                     Some(end) => {
@@ -346,7 +351,11 @@ fn limits(src: &str) -> Result<(), TemplateError> {
                     }
                     None => return Ok(()),
                 },
-                w if w.starts_with("end") => depth -= blocks.pop().unwrap_or(0),
+                w if w.starts_with("end")
+                    && blocks.last().is_some_and(|(kind, _)| w[3..] == **kind) =>
+                {
+                    depth -= blocks.pop().map_or(0, |(_, levels)| levels);
+                }
                 _ => {}
             }
         }
@@ -433,7 +442,8 @@ fn scan_tag(b: &[u8], mut at: usize, close: u8) -> Tag {
             {
                 at += 1;
             }
-            b'=' => tag.assigns = true,
+            // An assignment is a `=` outside brackets (`width=2` in a call is an argument).
+            b'=' if balance == 0 => tag.assigns = true,
             b'0'..=b'9' => {
                 while at < b.len() && word(b[at]) {
                     at += 1;
@@ -627,7 +637,8 @@ mod tests {
         };
         // A tag of exactly 256 tokens passes; one more is refused.
         let at = |n: usize| format!("{{{{ x{} }}}}", " ~ x".repeat(n));
-        assert!(err(&at(127)).is_none());
+        assert!(err(&format!("{{{{ -x{} }}}}", " ~ x".repeat(127))).is_none());
+        assert!(err(&format!("{{{{ - -x{} }}}}", " ~ x".repeat(127))).is_some());
         let (m, line) = err(&format!("a\n\n{}", at(128))).unwrap();
         assert!(m.contains("more than 256 tokens"), "{m}");
         assert_eq!(line, Some(3));
@@ -664,6 +675,20 @@ mod tests {
         // `{% set x %}` opens a block, `{% set x = 1 %}` does not.
         assert!(err(&"{% set x = 1 %}".repeat(100)).is_none());
         assert!(err(&"{% set x %}".repeat(33)).is_some());
+        // A `=` inside a call is an argument, not an assignment: a block `set` with a filter
+        // that takes one still opens a block, and its `endset` closes only it. (Once, it closed
+        // the enclosing `if` instead, and the `elif`s after it went uncounted.)
+        let hidden = format!(
+            "{{% if 1 %}}{{% set y | indent(width=2) %}}{{% endset %}}{}{{% endif %}}",
+            "{% elif 1 %}".repeat(40)
+        );
+        assert!(err(&hidden).is_some());
+        let stray = format!(
+            "{{% if 1 %}}{{% endset %}}{{% endfor %}}{}{{% endif %}}",
+            "{% elif 1 %}".repeat(40)
+        );
+        assert!(err(&stray).is_some());
+        assert!(err("{% set y | indent(width=2) %}x{% endset %}{% set z = f(a=1) %}").is_none());
         // Comments and raw blocks are skipped; an unclosed tag is left to minijinja.
         let deep = format!("{{{{ 1{} }}}}", "|e".repeat(300));
         assert!(err(&format!("{{# {deep} #}}{{%- raw -%}}{deep}{{% endraw %}}")).is_none());

@@ -173,21 +173,30 @@ enum Cut {
 /// it; `None` at the end of the input.
 fn read_line<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>) -> std::io::Result<Option<Cut>> {
     buf.clear();
-    let limit = MAX_TRACE_LINE_BYTES as u64 + 1;
+    // A line of the longest length, with its `\r` and its `\n`.
+    let limit = MAX_TRACE_LINE_BYTES as u64 + 2;
     let n = reader.by_ref().take(limit).read_until(b'\n', buf)?;
     if n == 0 {
         return Ok(None);
     }
-    if buf.last() == Some(&b'\n') {
+    let ended = buf.last() == Some(&b'\n');
+    if ended {
         buf.pop();
+    }
+    // The length is counted without a line break (`\n`, or `\r\n`, or a last `\r`).
+    let content = buf.len() - usize::from(buf.last() == Some(&b'\r'));
+    if content <= MAX_TRACE_LINE_BYTES {
         return Ok(Some(Cut::Whole));
     }
-    if buf.len() <= MAX_TRACE_LINE_BYTES {
-        // The last line, without a newline.
-        return Ok(Some(Cut::Whole));
+    // Too long: keep what is within the limit (enough to tell a comment), and skip to the end
+    // of the line without keeping it.
+    let mut rest_blank = buf[MAX_TRACE_LINE_BYTES..]
+        .iter()
+        .all(u8::is_ascii_whitespace);
+    buf.truncate(MAX_TRACE_LINE_BYTES);
+    if ended {
+        return Ok(Some(Cut::Long { rest_blank }));
     }
-    // Too long: skip to the end of the line without keeping it.
-    let mut rest_blank = buf.pop().is_some_and(|b| b.is_ascii_whitespace());
     loop {
         let chunk = match reader.fill_buf() {
             Ok(c) => c,

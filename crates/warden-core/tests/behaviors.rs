@@ -844,6 +844,12 @@ fn nothing_in_a_tree_is_dropped_without_an_error() {
     let e = tree_errors("type = \"wait_for\"\nhook = \"on_tool_complete\"\ntool = []");
     assert_eq!(e.len(), 1, "{e:#?}");
     assert!(e[0].contains("`tool` is empty, so it would match no tool"));
+    // A number JSON cannot hold is refused once, not also taken for a missing key.
+    let e = tree_errors(
+        "type = \"cooldown\"\nseconds = nan\nchild = { type = \"log\", message = \"x\" }",
+    );
+    assert_eq!(e.len(), 1, "{e:#?}");
+    assert!(e[0].contains("`seconds` holds `nan`"), "{e:#?}");
 }
 
 #[test]
@@ -920,4 +926,32 @@ fn a_problem_inside_a_subtree_is_reported_in_the_file_that_uses_it_too() {
         "{:#?}",
         in_file("broken.toml")
     );
+}
+
+#[test]
+fn a_behavior_halted_with_a_waiting_script_is_reported_once_with_the_reason() {
+    let (w, _d) = warden_with(
+        "on_turn_start",
+        "type = \"script\"\nscript = \"wait.lua\"",
+        &[("wait.lua", "wait_turns(5)\nreturn true\n")],
+    );
+    let mut s = session(&w);
+    s.tick(Hook::OnTurnStart, turn());
+    let o = s.tick(Hook::OnSessionEnd, Event::new());
+    let halted: Vec<(&str, &str)> = o
+        .halted
+        .iter()
+        .map(|h| (&*h.rule, h.reason.as_str()))
+        .collect();
+    assert_eq!(halted, [("b", "the session ended")]);
+    let mut s = session(&w);
+    s.tick(Hook::OnTurnStart, turn());
+    w.set_rule_enabled("default", "b", false).unwrap();
+    let o = s.tick(Hook::OnTurnStart, turn());
+    let halted: Vec<(&str, &str)> = o
+        .halted
+        .iter()
+        .map(|h| (&*h.rule, h.reason.as_str()))
+        .collect();
+    assert_eq!(halted, [("b", "its rule was switched off")]);
 }

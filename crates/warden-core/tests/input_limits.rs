@@ -381,3 +381,31 @@ fn a_bom_is_ignored_on_the_first_line_only() {
             .starts_with("line 2: not valid JSON")
     );
 }
+
+#[test]
+fn a_line_of_the_longest_length_is_read_whatever_its_line_break() {
+    // `{"hook":"on_turn_start","data":"aaa…"}` of exactly the longest length.
+    let line = |len: usize| {
+        let head = r#"{"hook":"on_turn_start","data":""#;
+        let tail = r#""}"#;
+        format!("{head}{}{tail}", "a".repeat(len - head.len() - tail.len()))
+    };
+    for end in ["\n", "\r\n", "\r", ""] {
+        let text = format!("{}{end}", line(MAX_TRACE_LINE_BYTES));
+        let read = parse_trace(&text);
+        assert_eq!(read.len(), 1, "{end:?}");
+        assert!(read[0].1.is_ok(), "{end:?}: {:?}", read[0].1.as_ref().err());
+        if !end.ends_with('\n') {
+            continue;
+        }
+        let text = format!(
+            "{}{end}{{\"hook\":\"on_turn_end\"}}\n",
+            line(MAX_TRACE_LINE_BYTES + 1)
+        );
+        let read = parse_trace(&text);
+        assert_eq!(read.len(), 2, "{end:?}");
+        let e = read[0].1.as_ref().unwrap_err();
+        assert!(e.message.contains("longer than 1 MiB"), "{end:?}: {e:?}");
+        assert!(read[1].1.is_ok(), "{end:?}: the next line is read");
+    }
+}

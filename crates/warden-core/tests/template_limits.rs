@@ -143,6 +143,13 @@ fn deep_nesting_is_refused() {
             "{% if true %}".repeat(100),
             "{% endif %}".repeat(100)
         ),
+        // A block `set` whose filter takes a keyword argument, then `elif`s: the `=` of the
+        // argument once made the `set` pass for an assignment, its `endset` closed the `if`,
+        // and the `elif`s went uncounted (5000 of them aborted `warden check`).
+        format!(
+            "{{% if 1 %}}{{% set y | indent(width=2) %}}{{% endset %}}{}{{% endif %}}",
+            "{% elif 1 %}".repeat(5000)
+        ),
     ];
     for shape in shapes {
         let diags = load(rule_with_message(&shape));

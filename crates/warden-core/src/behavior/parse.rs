@@ -578,6 +578,8 @@ fn read_kind(
                         Some(None)
                     }
                 },
+                // There, but refused (and reported): not missing.
+                None if t.has("seconds") => Some(None),
                 None => None,
             };
             let child = child(doc, t);

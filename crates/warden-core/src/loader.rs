@@ -559,7 +559,16 @@ pub(crate) fn read_text_file(
     check(&fs::metadata(path).map_err(unreadable)?)?;
     // Checked again on the open file, and the read is bounded, in case the file was replaced
     // or grew in between.
-    let mut file = fs::File::open(path).map_err(unreadable)?;
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Opening a FIFO waits for a writer: never wait on one put in the file's place since
+        // the check above (on a regular file the flag changes nothing).
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path).map_err(unreadable)?;
     check(&file.metadata().map_err(unreadable)?)?;
     let mut bytes = Vec::new();
     file.by_ref()

@@ -25,7 +25,6 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use serde::Serialize;
-use toml::de::DeValue;
 
 use crate::error::LoadError;
 use crate::injection::words_with_offsets;
@@ -117,7 +116,7 @@ impl Classifier {
                     continue;
                 };
                 for kw in list {
-                    let words = term_words(&kw.value);
+                    let words = words_of(&kw.value);
                     if words.is_empty() {
                         doc.error(
                             kw.span,
@@ -139,7 +138,7 @@ impl Classifier {
         if let Some(glossary) = top.table(&mut doc, "glossary") {
             for (term, tags) in glossary.entries() {
                 let field = glossary.field(term.get_ref());
-                let words = term_words(term.get_ref());
+                let words = words_of(term.get_ref());
                 if words.is_empty() {
                     doc.error(
                         term.span(),
@@ -148,11 +147,7 @@ impl Classifier {
                         Some("a term is matched by its words; remove it".into()),
                     );
                 }
-                let list = match tags.get_ref() {
-                    DeValue::Array(_) => strings_of(tags.get_ref()),
-                    _ => None,
-                };
-                let Some(list) = list.filter(|l| !l.is_empty()) else {
+                let Some(list) = strings_of(tags.get_ref()).filter(|l| !l.is_empty()) else {
                     doc.error(
                         tags.span(),
                         &field,
@@ -212,10 +207,7 @@ impl Classifier {
 
     /// The tags of `query`, and what gave them.
     pub fn classify(&self, query: &str) -> Classification {
-        let words: Vec<String> = words_with_offsets(query)
-            .into_iter()
-            .map(|(w, _)| w)
-            .collect();
+        let words = words_of(query);
         let mut tags = BTreeSet::from([self.core_tag.clone()]);
         let mut matches = Vec::new();
         for term in &self.terms {
@@ -235,8 +227,9 @@ impl Classifier {
     }
 }
 
-fn term_words(term: &str) -> Vec<String> {
-    words_with_offsets(term)
+/// The words of `text`, lowercased (see [`words_with_offsets`]).
+fn words_of(text: &str) -> Vec<String> {
+    words_with_offsets(text)
         .into_iter()
         .map(|(w, _)| w)
         .collect()

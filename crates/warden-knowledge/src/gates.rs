@@ -201,18 +201,27 @@ pub(crate) fn read_text(real: &Path, shown: &str) -> Result<String, Refused> {
     if !meta.is_file() {
         return Err(unreadable("is not a regular file".into()));
     }
-    let too_large = || unreadable(format!("is larger than {MAX_SOURCE_BYTES} bytes"));
     if meta.len() > MAX_SOURCE_BYTES {
-        return Err(too_large());
+        return Err(unreadable(too_large()));
     }
+    read_bounded(real).map_err(unreadable)
+}
+
+/// The file at `path` as UTF-8 text of at most [`MAX_SOURCE_BYTES`], or why not (a phrase to
+/// follow the file's name: `is not UTF-8 text`).
+pub(crate) fn read_bounded(path: &Path) -> Result<String, String> {
     let mut bytes = Vec::new();
-    fs::File::open(real)
+    fs::File::open(path)
         .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| unreadable(format!("cannot be read: {e}")))?;
+        .map_err(|e| format!("cannot be read: {e}"))?;
     if bytes.len() as u64 > MAX_SOURCE_BYTES {
         return Err(too_large());
     }
-    String::from_utf8(bytes).map_err(|_| unreadable("is not UTF-8 text".into()))
+    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".into())
+}
+
+fn too_large() -> String {
+    format!("is larger than {MAX_SOURCE_BYTES} bytes")
 }
 
 /// The path check and gates 1 to 4, then the read: the text of `path` under `root`.

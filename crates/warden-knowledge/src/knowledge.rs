@@ -2,13 +2,12 @@
 //! should be loaded again.
 
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::classify::{Classification, Classifier};
 use crate::error::{LoadError, Problem};
-use crate::gates::{self, MAX_SOURCE_BYTES, Root};
+use crate::gates::{self, Root};
 use crate::health::{self, Health};
 use crate::select::{self, Enrichment};
 use crate::settings::Settings;
@@ -54,7 +53,8 @@ impl Knowledge {
     ) -> Result<Knowledge, LoadError> {
         let file = sources_file.as_ref();
         let mut watched = vec![(file.to_path_buf(), Fingerprint::of(file))];
-        let text = read_config(file)?;
+        let text =
+            gates::read_bounded(file).map_err(|why| LoadError::one(Problem::file(file, why)))?;
         let parsed = sources::parse(file, &text)?;
         let root_path = project_root.as_ref();
         let root = Root::new(root_path).map_err(|e| {
@@ -203,16 +203,4 @@ impl Knowledge {
             .map(|(p, _)| p.as_path())
             .collect()
     }
-}
-
-fn read_config(path: &Path) -> Result<String, LoadError> {
-    let fail = |why: String| LoadError::one(Problem::file(path, why));
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| fail(format!("cannot be read: {e}")))?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(fail(format!("is larger than {MAX_SOURCE_BYTES} bytes")));
-    }
-    String::from_utf8(bytes).map_err(|_| fail("is not UTF-8 text".into()))
 }

@@ -158,6 +158,11 @@ impl std::fmt::Display for SkipReason {
     }
 }
 
+/// Tokens of the section's opening and closing, paid for before any source.
+fn frame_tokens() -> u64 {
+    estimate_tokens(OPENING) + estimate_tokens(CLOSING)
+}
+
 /// Runs stages 2 and 3 for a classified query over the loaded `sources`.
 pub(crate) fn enrich(
     settings: &Settings,
@@ -214,8 +219,7 @@ pub(crate) fn enrich(
             .then(a.def.id.cmp(&b.def.id))
     });
 
-    let frame = estimate_tokens(OPENING) + estimate_tokens(CLOSING);
-    let mut used = frame;
+    let mut used = frame_tokens();
     let mut items = Vec::new();
     for (source, matched) in candidates {
         let remaining = budget.saturating_sub(used);
@@ -307,6 +311,14 @@ mod tests {
         enrich(settings, sources, &[], classifier().classify(query), window)
     }
 
+    fn budget(budget_cap: u64, min_truncated_tokens: u64) -> Settings {
+        Settings {
+            budget_cap,
+            min_truncated_tokens,
+            ..Settings::default()
+        }
+    }
+
     fn roomy() -> Settings {
         Settings {
             budget_cap: 100_000,
@@ -376,13 +388,7 @@ mod tests {
             source("long", &["rules"], 5, &long),
             source("tiny", &["rules"], 1, "Tiny."),
         ];
-        let frame = estimate_tokens(OPENING) + estimate_tokens(CLOSING);
-        let settings = Settings {
-            budget_cap: frame + 150,
-            min_truncated_tokens: 50,
-            ..Settings::default()
-        };
-        let e = run(&settings, &sources, "rule", 200_000);
+        let e = run(&budget(frame_tokens() + 150, 50), &sources, "rule", 200_000);
         assert_eq!(e.selected_ids(), ["first", "long"]);
         let cut = &e.selected[1];
         assert!(cut.truncated && cut.tokens < cut.source_tokens);
@@ -397,12 +403,12 @@ mod tests {
         ));
 
         // With room for `tiny` but not `long`, `long` is skipped and `tiny` still goes in.
-        let settings = Settings {
-            budget_cap: frame + 40,
-            min_truncated_tokens: 1_000,
-            ..Settings::default()
-        };
-        let e = run(&settings, &sources, "rule", 200_000);
+        let e = run(
+            &budget(frame_tokens() + 40, 1_000),
+            &sources,
+            "rule",
+            200_000,
+        );
         assert_eq!(e.selected_ids(), ["first", "tiny"]);
         assert_eq!(e.skipped[0].id, "long");
     }
@@ -455,16 +461,15 @@ mod tests {
             window in 0u64..250_000,
             query in prop::sample::select(vec!["", "rule", "lua rule", "sqlite"]),
         ) {
-            let settings = Settings { budget_cap: cap, min_truncated_tokens: min_cut, ..Settings::default() };
+            let settings = budget(cap, min_cut);
             let e = run(&settings, &sources, query, window);
             prop_assert!(e.tokens_used <= e.budget);
             match &e.section {
                 None => prop_assert_eq!(e.tokens_used, 0),
                 Some(section) => {
-                    let frame = estimate_tokens(OPENING) + estimate_tokens(CLOSING);
                     let items: u64 = e.selected.iter().map(|s| s.tokens).sum();
                     prop_assert_eq!(estimate_tokens(section), e.tokens_used);
-                    prop_assert_eq!(e.tokens_used, frame + items);
+                    prop_assert_eq!(e.tokens_used, frame_tokens() + items);
                     prop_assert_eq!(section.matches("</reference_material>").count(), 1);
                 }
             }

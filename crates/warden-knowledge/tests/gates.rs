@@ -22,10 +22,16 @@ fn assert_refused(p: &Project, path: &str, check: Check, says: &str) {
     );
 }
 
-#[test]
-fn gate_1_absolute_paths() {
+/// A project with one note, `notes/a.md`.
+fn project_with_a_note() -> Project {
     let p = Project::new();
     p.write("notes/a.md", "# A\n\nInside.\n");
+    p
+}
+
+#[test]
+fn gate_1_absolute_paths() {
+    let p = project_with_a_note();
     let inside_but_absolute = p.path("notes/a.md").display().to_string();
     let secret = p.outside.path().join("secret.md").display().to_string();
     for path in [
@@ -41,15 +47,8 @@ fn gate_1_absolute_paths() {
 
 #[test]
 fn gate_2_traversal() {
-    let p = Project::new();
-    p.write("notes/a.md", "# A\n\nInside.\n");
-    let out = p
-        .outside
-        .path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_string();
+    let p = project_with_a_note();
+    let out = p.outside_name();
     for path in [
         format!("../{out}/secret.md"),
         format!("notes/../../{out}/secret.md"),
@@ -65,8 +64,7 @@ fn gate_2_traversal() {
 #[test]
 fn gate_3_symlinked_files() {
     use std::os::unix::fs::symlink;
-    let p = Project::new();
-    p.write("notes/a.md", "# A\n\nInside.\n");
+    let p = project_with_a_note();
     symlink(p.outside.path().join("secret.md"), p.path("notes/out.md")).unwrap();
     symlink("a.md", p.path("notes/in.md")).unwrap();
     symlink("nowhere.md", p.path("notes/dangling.md")).unwrap();
@@ -85,17 +83,10 @@ fn gate_3_symlinked_files() {
 #[test]
 fn gate_4_folders_linked_out_of_the_project() {
     use std::os::unix::fs::symlink;
-    let p = Project::new();
-    p.write("notes/a.md", "# A\n\nInside.\n");
+    let p = project_with_a_note();
     // A folder link at the top, and one deep inside whose relative target climbs out.
     symlink(p.outside.path(), p.path("linked")).unwrap();
-    let out = p
-        .outside
-        .path()
-        .file_name()
-        .unwrap()
-        .to_string_lossy()
-        .to_string();
+    let out = p.outside_name();
     std::fs::create_dir_all(p.path("notes/deep")).unwrap();
     symlink(format!("../../../{out}"), p.path("notes/deep/up")).unwrap();
     for path in [
@@ -111,8 +102,7 @@ fn gate_4_folders_linked_out_of_the_project() {
 #[test]
 fn links_inside_the_project_and_a_linked_root_are_fine() {
     use std::os::unix::fs::symlink;
-    let p = Project::new();
-    p.write("notes/a.md", "# A\n\nInside.\n");
+    let p = project_with_a_note();
     symlink(p.path("notes"), p.path("alias")).unwrap();
     p.sources("", &[("a", "alias/a.md", "")]);
     let k = p.load().unwrap();
@@ -128,8 +118,7 @@ fn links_inside_the_project_and_a_linked_root_are_fine() {
 
 #[test]
 fn malformed_paths_nul_control_hidden_and_backslashes() {
-    let p = Project::new();
-    p.write("notes/a.md", "# A\n\nInside.\n");
+    let p = project_with_a_note();
     for (path, says) in [
         ("notes/a\0.md", "NUL"),
         ("notes/a.md\0/../../etc/passwd", "NUL"),

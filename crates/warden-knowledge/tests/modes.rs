@@ -32,9 +32,7 @@ fn project(knowledge: &str) -> warden_knowledge::Knowledge {
              [[source]]\nid = \"topic\"\npath = \"notes/topic.md\"\ntags = [\"core-adjacent\", \"base\"]\n"
         ),
     );
-    let k = p.load().unwrap();
-    std::mem::forget(p); // keep the folder for the lifetime of the test process
-    k
+    p.load().unwrap()
 }
 
 #[test]

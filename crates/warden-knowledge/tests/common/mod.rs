@@ -31,6 +31,12 @@ impl Project {
         self.dir.path()
     }
 
+    /// The name of the folder next to the project (`outside`), for paths that climb into it.
+    pub fn outside_name(&self) -> String {
+        let name = self.outside.path().file_name().unwrap();
+        name.to_string_lossy().into_owned()
+    }
+
     pub fn path(&self, rel: &str) -> PathBuf {
         self.root().join(rel)
     }

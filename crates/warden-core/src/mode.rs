@@ -132,29 +132,29 @@ pub(crate) fn parse_modes(file: Arc<SourceFile>) -> (Vec<ModeDef>, Vec<Diagnosti
             Some((DeValue::Array(items), _)) => {
                 for (i, item) in items.iter().enumerate() {
                     let field = format!("mode[{i}]");
-                    match item.get_ref() {
-                        DeValue::Table(t) => {
-                            if let Some(m) = read_mode(&mut doc, t, item.span(), &field) {
-                                if let Some(first) = modes.iter().find(|x: &&ModeDef| x.id == m.id)
-                                {
-                                    let (line, _) = file.line_col(first.span.start);
-                                    doc.error(
-                                        m.span.clone(),
-                                        &format!("{field}.id"),
-                                        format!("duplicate mode `{}`", m.id),
-                                        Some(format!("it is already defined at line {line}")),
-                                    );
-                                } else {
-                                    modes.push(m);
-                                }
-                            }
-                        }
-                        _ => doc.error(
+                    let DeValue::Table(t) = item.get_ref() else {
+                        doc.error(
                             item.span(),
                             &field,
                             "each mode is a table: write [[mode]]",
                             None,
-                        ),
+                        );
+                        continue;
+                    };
+                    let Some(m) = read_mode(&mut doc, t, item.span(), &field) else {
+                        continue;
+                    };
+                    match modes.iter().find(|x: &&ModeDef| x.id == m.id) {
+                        Some(first) => {
+                            let (line, _) = file.line_col(first.span.start);
+                            doc.error(
+                                m.span.clone(),
+                                &format!("{field}.id"),
+                                format!("duplicate mode `{}`", m.id),
+                                Some(format!("it is already defined at line {line}")),
+                            );
+                        }
+                        None => modes.push(m),
                     }
                 }
             }
@@ -288,7 +288,6 @@ fn read_mode(
 pub(crate) struct Mode {
     pub id: Arc<str>,
     pub when: Option<Condition>,
-    pub min_turns: u32,
     /// Per rule of the program: whether this mode activates it (core rules always).
     pub active: Vec<bool>,
     pub def: ModeDef,
@@ -338,7 +337,7 @@ pub(crate) fn compile_modes(
             .map(|r| r.def.core || def.rules.contains(r))
             .collect();
         if let RuleSets::Some { .. } = def.rules
-            && !rules.iter().any(|r| !r.def.core && def.rules.contains(r))
+            && !rules.iter().zip(&active).any(|(r, &on)| on && !r.def.core)
         {
             diagnostics.push(
                 Diagnostic::warning(
@@ -353,7 +352,6 @@ pub(crate) fn compile_modes(
         modes.push(Mode {
             id: Arc::from(def.id.as_str()),
             when,
-            min_turns: def.min_turns,
             active,
             def,
         });
@@ -403,7 +401,7 @@ impl Modes {
         }
         if let Some(cur) = state.current
             && let Some(m) = self.modes.get(cur)
-            && turn < state.since_turn.saturating_add(m.min_turns)
+            && turn < state.since_turn.saturating_add(m.def.min_turns)
         {
             return state.current;
         }

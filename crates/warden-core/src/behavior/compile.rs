@@ -157,17 +157,12 @@ pub(crate) fn compile_tree(def: &Arc<RuleDef>, cx: &mut TreeContext<'_>) -> Opti
     if b.failed {
         return None;
     }
-    warn_never_passes(&b.tree, root, def, b.cx.diagnostics);
+    warn_never_passes(root, def, b.cx.diagnostics);
     Some(b.tree)
 }
 
 /// Warns about a guard or condition written as a constant `false`: it can never pass.
-fn warn_never_passes(
-    _tree: &Tree,
-    node: &NodeDef,
-    def: &RuleDef,
-    diagnostics: &mut Vec<Diagnostic>,
-) {
+fn warn_never_passes(node: &NodeDef, def: &RuleDef, diagnostics: &mut Vec<Diagnostic>) {
     let never = |l: &Located| matches!(l.text.trim(), "false" | "not true");
     let expression = match &node.kind {
         NodeKind::Guard { condition, .. } | NodeKind::Condition(condition) => Some(condition),
@@ -185,7 +180,7 @@ fn warn_never_passes(
         );
     }
     for child in children(node) {
-        warn_never_passes(_tree, child, def, diagnostics);
+        warn_never_passes(child, def, diagnostics);
     }
 }
 
@@ -217,17 +212,24 @@ fn short(text: &str) -> String {
     }
 }
 
+/// How a tree's expressions compile. A node may run at any hook (after a `wait_for`, at the
+/// awaited one), so no hook's roots are refused; `settings` is, outside a plugin.
+fn options(owner: &RuleDef) -> CompileOptions<'static> {
+    const OUTSIDE_A_PLUGIN: &[(&str, &str)] =
+        &[(crate::context::SETTINGS_ROOT, crate::program::NO_SETTINGS)];
+    CompileOptions {
+        unavailable: if &*owner.plugin == crate::loader::LOCAL_PLUGIN {
+            OUTSIDE_A_PLUGIN
+        } else {
+            &[]
+        },
+        force_script: false,
+    }
+}
+
 impl Builder<'_, '_> {
     fn expression(&mut self, l: &Located, owner: &RuleDef) -> Option<u32> {
-        let opts = self.options(owner);
-        let unavailable = opts.0;
-        match self.cx.compiler.compile(
-            &l.text,
-            &CompileOptions {
-                unavailable: &unavailable,
-                force_script: false,
-            },
-        ) {
+        match self.cx.compiler.compile(&l.text, &options(owner)) {
             Ok(c) => {
                 self.tree.conditions.push(c);
                 Some(self.tree.conditions.len() as u32 - 1)
@@ -246,33 +248,17 @@ impl Builder<'_, '_> {
         }
     }
 
-    /// Roots a tree's expressions cannot read. A node may run at any hook (after a
-    /// `wait_for`, at the awaited one), so no hook's roots are refused; `settings` is, outside
-    /// a plugin.
-    fn options(&self, owner: &RuleDef) -> (Vec<(&'static str, &'static str)>,) {
-        let mut v = Vec::new();
-        if &*owner.plugin == crate::loader::LOCAL_PLUGIN {
-            v.push((crate::context::SETTINGS_ROOT, crate::program::NO_SETTINGS));
-        }
-        (v,)
-    }
-
     fn actions(&mut self, defs: &[ActionDef], prefix: &str, owner: &RuleDef) -> Option<u32> {
         if defs.is_empty() {
             return None;
         }
-        let (unavailable,) = self.options(owner);
-        let opts = CompileOptions {
-            unavailable: &unavailable,
-            force_script: false,
-        };
         let before = self.cx.diagnostics.len();
         let compiled = compile_actions(
             defs,
             prefix,
             &owner.source,
             self.cx.compiler,
-            &opts,
+            &options(owner),
             self.cx.templates,
             self.cx.diagnostics,
         );
@@ -405,47 +391,26 @@ impl Builder<'_, '_> {
         if let NodeKind::Subtree(name) = &def.kind {
             return self.subtree(name, def, owner);
         }
+        // The node's place is taken before its children's; its kind and label come last.
         let id = self.tree.nodes.len() as u32;
-        self.tree.nodes.push(CNode {
-            kind: CKind::Condition(0),
-            label: String::new(),
-            skip_if: None,
-            while_: None,
-            on_success: None,
-            on_failure: None,
-            on_halted: None,
-        });
-        let skip_if = def.skip_if.as_ref().and_then(|l| self.expression(l, owner));
-        let while_ = def.while_.as_ref().and_then(|l| self.expression(l, owner));
-        let on_success = self.actions(&def.on_success, &format!("{}.on_success", def.field), owner);
-        let on_failure = self.actions(&def.on_failure, &format!("{}.on_failure", def.field), owner);
-        let on_halted = self.actions(&def.on_halted, &format!("{}.on_halted", def.field), owner);
+        let node = self.attributes(def, owner);
+        self.tree.nodes.push(node);
         let kids = |b: &mut Self, list: &[NodeDef]| -> Vec<u32> {
             list.iter().filter_map(|c| b.node(c, owner)).collect()
         };
         let (kind, detail) = match &def.kind {
-            NodeKind::Sequence { children, reactive } => (
-                CKind::Sequence {
-                    children: kids(self, children),
-                    reactive: *reactive,
-                },
-                if *reactive {
-                    "reactive".to_string()
-                } else {
-                    String::new()
-                },
-            ),
-            NodeKind::Selector { children, reactive } => (
-                CKind::Selector {
-                    children: kids(self, children),
-                    reactive: *reactive,
-                },
-                if *reactive {
-                    "reactive".to_string()
-                } else {
-                    String::new()
-                },
-            ),
+            NodeKind::Sequence { children, reactive }
+            | NodeKind::Selector { children, reactive } => {
+                let (children, reactive) = (kids(self, children), *reactive);
+                (
+                    if let NodeKind::Sequence { .. } = def.kind {
+                        CKind::Sequence { children, reactive }
+                    } else {
+                        CKind::Selector { children, reactive }
+                    },
+                    if reactive { "reactive" } else { "" }.to_string(),
+                )
+            }
             NodeKind::Parallel { children, succeed } => (
                 CKind::Parallel {
                     children: kids(self, children),
@@ -595,16 +560,25 @@ impl Builder<'_, '_> {
             None if detail.is_empty() => format!("#{id} {}", def.kind.type_name()),
             None => format!("#{id} {} {detail}", def.kind.type_name()),
         };
-        self.tree.nodes[id as usize] = CNode {
-            kind,
-            label,
-            skip_if,
-            while_,
-            on_success,
-            on_failure,
-            on_halted,
-        };
+        let node = &mut self.tree.nodes[id as usize];
+        node.kind = kind;
+        node.label = label;
         Some(id)
+    }
+
+    /// A node with `def`'s attributes (`skip_if`, `while`, `on_*`) compiled, its kind and
+    /// label still to come.
+    fn attributes(&mut self, def: &NodeDef, owner: &RuleDef) -> CNode {
+        let field = &def.field;
+        CNode {
+            kind: CKind::Condition(0),
+            label: String::new(),
+            skip_if: def.skip_if.as_ref().and_then(|l| self.expression(l, owner)),
+            while_: def.while_.as_ref().and_then(|l| self.expression(l, owner)),
+            on_success: self.actions(&def.on_success, &format!("{field}.on_success"), owner),
+            on_failure: self.actions(&def.on_failure, &format!("{field}.on_failure"), owner),
+            on_halted: self.actions(&def.on_halted, &format!("{field}.on_halted"), owner),
+        }
     }
 
     fn subtree(&mut self, name: &Located, def: &NodeDef, owner: &Arc<RuleDef>) -> Option<u32> {
@@ -662,38 +636,23 @@ impl Builder<'_, '_> {
         let id = self.node(&inlined, &target);
         self.stack.pop();
         let id = id?;
+        // Attributes written on the `subtree` node itself apply to the inlined root, where it
+        // has none of its own.
+        let own = self.attributes(def, owner);
         let n = &mut self.tree.nodes[id as usize];
-        if def.skip_if.is_some()
-            || def.while_.is_some()
-            || !def.on_success.is_empty()
-            || !def.on_failure.is_empty()
-            || !def.on_halted.is_empty()
-        {
-            // Attributes written on the `subtree` node itself apply to the inlined root.
-            let skip = def.skip_if.as_ref().and_then(|l| self.expression(l, owner));
-            let whl = def.while_.as_ref().and_then(|l| self.expression(l, owner));
-            let ok = self.actions(&def.on_success, &format!("{}.on_success", def.field), owner);
-            let ko = self.actions(&def.on_failure, &format!("{}.on_failure", def.field), owner);
-            let ha = self.actions(&def.on_halted, &format!("{}.on_halted", def.field), owner);
-            let n = &mut self.tree.nodes[id as usize];
-            n.skip_if = n.skip_if.or(skip);
-            n.while_ = n.while_.or(whl);
-            n.on_success = n.on_success.or(ok);
-            n.on_failure = n.on_failure.or(ko);
-            n.on_halted = n.on_halted.or(ha);
-        } else {
-            let _ = n;
-        }
+        n.skip_if = n.skip_if.or(own.skip_if);
+        n.while_ = n.while_.or(own.while_);
+        n.on_success = n.on_success.or(own.on_success);
+        n.on_failure = n.on_failure.or(own.on_failure);
+        n.on_halted = n.on_halted.or(own.on_halted);
         Some(id)
     }
 }
 
-impl Tree {
-    fn children_of(&self, n: u32) -> Vec<u32> {
-        match &self.nodes[n as usize].kind {
-            CKind::Sequence { children, .. }
-            | CKind::Selector { children, .. }
-            | CKind::Parallel { children, .. } => children.clone(),
+impl CKind {
+    /// The child of a decorator.
+    pub(crate) fn child(&self) -> Option<u32> {
+        match self {
             CKind::Guard { child, .. }
             | CKind::Invert(child)
             | CKind::ForceSuccess(child)
@@ -703,8 +662,19 @@ impl Tree {
             | CKind::MaxFires { child, .. }
             | CKind::Timeout { child, .. }
             | CKind::Retry { child, .. }
-            | CKind::Repeat { child, .. } => vec![*child],
-            _ => Vec::new(),
+            | CKind::Repeat { child, .. } => Some(*child),
+            _ => None,
+        }
+    }
+}
+
+impl Tree {
+    fn children_of(&self, n: u32) -> Vec<u32> {
+        match &self.nodes[n as usize].kind {
+            CKind::Sequence { children, .. }
+            | CKind::Selector { children, .. }
+            | CKind::Parallel { children, .. } => children.clone(),
+            kind => kind.child().into_iter().collect(),
         }
     }
 

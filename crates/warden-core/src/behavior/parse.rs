@@ -312,7 +312,7 @@ fn read_node(
         return None;
     }
     let mut t = Table::new(table, field.clone(), span.clone());
-    let types: Vec<&str> = NODE_TYPES.iter().map(|(n, _)| *n).collect();
+    let types = || NODE_TYPES.iter().map(|(n, _)| *n);
     let ty = match t.string(doc, "type") {
         Some(at) => at,
         None => {
@@ -321,16 +321,24 @@ fn read_node(
                     span.clone(),
                     &format!("{field}.type"),
                     "the node has no `type`",
-                    Some(format!("the node types are {}", types.join(", "))),
+                    Some(format!(
+                        "the node types are {}",
+                        types().collect::<Vec<_>>().join(", ")
+                    )),
                 );
             }
             return None;
         }
     };
     let Some((_, keys)) = NODE_TYPES.iter().find(|(n, _)| *n == ty.value) else {
-        let help = closest(&ty.value, types.iter().copied())
+        let help = closest(&ty.value, types())
             .map(|s| format!("did you mean `{s}`?"))
-            .unwrap_or_else(|| format!("the node types are {}", types.join(", ")));
+            .unwrap_or_else(|| {
+                format!(
+                    "the node types are {}",
+                    types().collect::<Vec<_>>().join(", ")
+                )
+            });
         doc.error(
             ty.span,
             &format!("{field}.type"),
@@ -346,7 +354,7 @@ fn read_node(
     let on_success = actions(doc, &mut t, "on_success");
     let on_failure = actions(doc, &mut t, "on_failure");
     let on_halted = actions(doc, &mut t, "on_halted");
-    let kind = read_kind(doc, &mut t, table, &ty.value, &span, &field, depth);
+    let kind = read_kind(doc, &mut t, &ty.value, &span, &field, depth);
     t.finish(doc, &known);
     Some(NodeDef {
         kind: kind?,
@@ -364,7 +372,6 @@ fn read_node(
 fn read_kind(
     doc: &mut Doc,
     t: &mut Table<'_>,
-    table: &DeTable<'_>,
     ty: &str,
     span: &Range<usize>,
     field: &str,
@@ -477,7 +484,12 @@ fn read_kind(
             }
         }
     };
-    let ty_name = ty;
+    // The decorators that count something: the count, and the child.
+    let counted = |doc: &mut Doc, t: &mut Table<'_>, key: &'static str, max: u32| {
+        let n = count(doc, t, key, max);
+        let child = child(doc, t);
+        Some((n?, child?))
+    };
     Some(match ty {
         "sequence" | "selector" => {
             let reactive = t.boolean(doc, "reactive").is_some_and(|a| a.value);
@@ -616,36 +628,20 @@ fn read_kind(
             }
         }
         "max_fires" => {
-            let max = count(doc, t, "max", 1_000_000);
-            let child = child(doc, t);
-            NodeKind::MaxFires {
-                max: max?,
-                child: child?,
-            }
+            let (max, child) = counted(doc, t, "max", 1_000_000)?;
+            NodeKind::MaxFires { max, child }
         }
         "timeout" => {
-            let turns = count(doc, t, "turns", 10_000);
-            let child = child(doc, t);
-            NodeKind::Timeout {
-                turns: turns?,
-                child: child?,
-            }
+            let (turns, child) = counted(doc, t, "turns", 10_000)?;
+            NodeKind::Timeout { turns, child }
         }
         "retry" => {
-            let attempts = count(doc, t, "attempts", 100);
-            let child = child(doc, t);
-            NodeKind::Retry {
-                attempts: attempts?,
-                child: child?,
-            }
+            let (attempts, child) = counted(doc, t, "attempts", 100)?;
+            NodeKind::Retry { attempts, child }
         }
         "repeat" => {
-            let times = count(doc, t, "times", 100);
-            let child = child(doc, t);
-            NodeKind::Repeat {
-                times: times?,
-                child: child?,
-            }
+            let (times, child) = counted(doc, t, "times", 100)?;
+            NodeKind::Repeat { times, child }
         }
         "condition" => {
             NodeKind::Condition(required_expression(doc, t, "expression", field, span, ty)?)
@@ -674,24 +670,13 @@ fn read_kind(
             NodeKind::Action(list)
         }
         "script" => {
-            let path = match t.string(doc, "script") {
-                Some(at) => Located {
-                    text: at.value,
-                    span: at.span,
-                    field: format!("{field}.script"),
-                },
-                None => {
-                    if !t.has("script") {
-                        doc.error(
-                            span.clone(),
-                            &format!("{field}.script"),
-                            "a script node needs `script`",
-                            Some("write `script = \"scripts/my-step.lua\"`".into()),
-                        );
-                    }
-                    return None;
-                }
-            };
+            let path = required(
+                doc,
+                t,
+                "script",
+                "a script node needs `script`",
+                Some("write `script = \"scripts/my-step.lua\"`"),
+            )?;
             let timeout = match t.json(doc, "timeout") {
                 Some(at) => match at.value.as_f64().filter(|s| (0.001..=60.0).contains(s)) {
                     Some(s) => Some(Duration::from_secs_f64(s)),
@@ -706,34 +691,29 @@ fn read_kind(
         }
         "wait_turns" => NodeKind::WaitTurns(count(doc, t, "turns", 10_000)?),
         "wait_for" => {
-            let hook = match t.string(doc, "hook") {
-                Some(at) => match at.value.parse::<Hook>() {
-                    Ok(h) => Some(h),
-                    Err(e) => {
-                        let help = e
-                            .suggestion
-                            .map(|s| format!("did you mean `{s}`?"))
-                            .unwrap_or_else(|| format!("the hooks are {}", Hook::NAMES.join(", ")));
-                        doc.error(
-                            at.span,
-                            &format!("{field}.hook"),
-                            format!("unknown hook `{}`", at.value),
-                            Some(help),
-                        );
-                        None
-                    }
-                },
-                None => {
-                    if !t.has("hook") {
-                        doc.error(
-                            span.clone(),
-                            &format!("{field}.hook"),
-                            "a wait_for node needs `hook`",
-                            Some("write `hook = \"on_tool_complete\"`".into()),
-                        );
-                    }
+            let hook = required(
+                doc,
+                t,
+                "hook",
+                "a wait_for node needs `hook`",
+                Some("write `hook = \"on_tool_complete\"`"),
+            );
+            let hook = match hook.map(|at| (at.text.parse::<Hook>(), at)) {
+                Some((Ok(h), _)) => Some(h),
+                Some((Err(e), at)) => {
+                    let help = e
+                        .suggestion
+                        .map(|s| format!("did you mean `{s}`?"))
+                        .unwrap_or_else(|| format!("the hooks are {}", Hook::NAMES.join(", ")));
+                    doc.error(
+                        at.span,
+                        &at.field,
+                        format!("unknown hook `{}`", at.text),
+                        Some(help),
+                    );
                     None
                 }
+                None => None,
             };
             let tools = t.strings(doc, "tool");
             if let Some(at) = &tools
@@ -765,31 +745,40 @@ fn read_kind(
                 condition,
             }
         }
-        "subtree" => match t.string(doc, "behavior") {
-            Some(at) => NodeKind::Subtree(Located {
-                text: at.value,
-                span: at.span,
-                field: format!("{field}.behavior"),
-            }),
-            None => {
-                if !t.has("behavior") {
-                    doc.error(span.clone(), &format!("{field}.behavior"), "a subtree node needs `behavior`, the id of the behavior whose tree it runs", None);
-                }
-                return None;
-            }
-        },
+        "subtree" => NodeKind::Subtree(required(
+            doc,
+            t,
+            "behavior",
+            "a subtree node needs `behavior`, the id of the behavior whose tree it runs",
+            None,
+        )?),
         // The node is an action itself (its unknown keys are reported with the node's).
         _ => {
-            let mut at = Table::new(table, field.to_string(), span.clone());
-            let ty = at.string(doc, "type");
-            // The action's keys are read through `at`; mark them read in the node's table.
-            if let Some((_, keys)) = NODE_TYPES.iter().find(|(n, _)| *n == ty_name) {
-                for k in *keys {
-                    let _ = t.raw(k);
-                }
-            }
-            NodeKind::Action(vec![read_action_fields(doc, &mut at, field, ty)?])
+            let ty = t.string(doc, "type");
+            NodeKind::Action(vec![read_action_fields(doc, t, field, ty)?])
         }
+    })
+}
+
+/// The string under `key`, which the node needs: when it is missing, `message` is reported at
+/// the node (a value of the wrong type is reported where it is written).
+fn required(
+    doc: &mut Doc,
+    t: &mut Table<'_>,
+    key: &'static str,
+    message: &str,
+    help: Option<&str>,
+) -> Option<Located> {
+    let Some(at) = t.string(doc, key) else {
+        if !t.has(key) {
+            doc.error(t.span.clone(), &t.field(key), message, help.map(Into::into));
+        }
+        return None;
+    };
+    Some(Located {
+        text: at.value,
+        span: at.span,
+        field: t.field(key),
     })
 }
 

@@ -52,6 +52,12 @@ impl NodeStatus {
     }
 }
 
+impl Status {
+    fn of(ok: bool) -> Status {
+        if ok { Status::Success } else { Status::Failure }
+    }
+}
+
 impl From<Status> for NodeStatus {
     fn from(s: Status) -> Self {
         match s {
@@ -126,9 +132,7 @@ impl TreeRun {
     /// Stops the run where it is, without a tick: nodes forget their progress (decorator
     /// memory stays). The caller closes the tree's scripts.
     pub(crate) fn reset(&mut self) {
-        for n in &mut self.nodes {
-            *n = NodeRun::default();
-        }
+        self.nodes.fill(NodeRun::default());
     }
 
     /// Whether the tree is running (its root is).
@@ -197,12 +201,11 @@ fn node(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) -> Status {
             };
             if *reactive && !started {
                 // Conditions before the running child are checked again; a false one halts it.
-                for (i, &c) in children[..from].iter().enumerate() {
+                for &c in &children[..from] {
                     if matches!(tree.nodes[c as usize].kind, CKind::Condition(_))
                         && node(tree, run, env, c) == Status::Failure
                     {
                         halt(tree, run, env, children[from]);
-                        let _ = i;
                         return finish(tree, run, env, n, Status::Failure);
                     }
                 }
@@ -376,7 +379,6 @@ fn node(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) -> Status {
                 if s == Status::Running {
                     // Checked at every turn start, whatever the child waits for.
                     env.wake(Hook::OnTurnStart);
-                    run.nodes[n as usize].turn = since;
                 }
                 s
             }
@@ -396,31 +398,20 @@ fn node(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) -> Status {
         CKind::Repeat { times, child } => {
             again(tree, run, env, n, *child, *times, Status::Success, started)
         }
-        CKind::Condition(c) => {
-            if env.condition(*c) {
-                Status::Success
-            } else {
-                Status::Failure
-            }
-        }
-        CKind::Action(g) => {
-            if env.act(*g) {
-                Status::Success
-            } else {
-                Status::Failure
-            }
-        }
+        CKind::Condition(c) => Status::of(env.condition(*c)),
+        CKind::Action(g) => Status::of(env.act(*g)),
         CKind::Script(s) => env.script(n, *s, started),
         CKind::WaitTurns(k) => {
             if started {
                 run.nodes[n as usize].turn = env.turn().saturating_add(*k);
             }
-            let target = run.nodes[n as usize].turn;
-            if !started && env.hook() == Hook::OnTurnStart && env.turn() >= target {
+            if !started
+                && env.hook() == Hook::OnTurnStart
+                && env.turn() >= run.nodes[n as usize].turn
+            {
                 Status::Success
             } else {
                 env.wake(Hook::OnTurnStart);
-                run.nodes[n as usize].turn = target;
                 Status::Running
             }
         }
@@ -548,18 +539,13 @@ fn halt(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) {
                 halt(tree, run, env, c);
             }
         }
-        CKind::Guard { child, .. }
-        | CKind::Invert(child)
-        | CKind::ForceSuccess(child)
-        | CKind::ForceFailure(child)
-        | CKind::Cooldown { child, .. }
-        | CKind::Once(child)
-        | CKind::MaxFires { child, .. }
-        | CKind::Timeout { child, .. }
-        | CKind::Retry { child, .. }
-        | CKind::Repeat { child, .. } => halt(tree, run, env, *child),
         CKind::Script(_) => env.halt_script(n),
-        CKind::Condition(_) | CKind::Action(_) | CKind::WaitTurns(_) | CKind::WaitFor { .. } => {}
+        // A decorator halts its child; the other leaves have nothing to stop.
+        kind => {
+            if let Some(c) = kind.child() {
+                halt(tree, run, env, c);
+            }
+        }
     }
     run.nodes[n as usize] = NodeRun::default();
     if let Some(g) = cn.on_halted {

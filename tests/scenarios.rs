@@ -121,7 +121,7 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
             builder = builder.knowledge(path(0), path(1));
         }
         let warden = builder.build().unwrap();
-        // Users' choices made before the session starts: `[settings]` and `disabled`.
+        // Users' choices made before the session starts: `[settings]`, `enabled` and `disabled`.
         if let Some(settings) = config.get("settings").and_then(|v| v.as_table()) {
             for (key, value) in settings {
                 let value = serde_json::to_value(value).unwrap();
@@ -130,27 +130,18 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
                     .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
             }
         }
-        for rule in config
-            .get("enabled")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r.as_str())
-        {
-            warden
-                .set_rule_enabled(warden::DEFAULT_ID, rule, true)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-        }
-        for rule in config
-            .get("disabled")
-            .and_then(|v| v.as_array())
-            .into_iter()
-            .flatten()
-            .filter_map(|r| r.as_str())
-        {
-            warden
-                .set_rule_enabled(warden::DEFAULT_ID, rule, false)
-                .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        for (list, on) in [("enabled", true), ("disabled", false)] {
+            for rule in config
+                .get(list)
+                .and_then(|v| v.as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r.as_str())
+            {
+                warden
+                    .set_rule_enabled(warden::DEFAULT_ID, rule, on)
+                    .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+            }
         }
         warden
     };

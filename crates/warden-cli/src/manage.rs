@@ -116,24 +116,8 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 print!("{}", rule_details(&info, user));
             }
         }
-        RulesCommand::Enable { rule, json } => {
-            let info = w
-                .set_rule_enabled(user, &rule, true)
-                .map_err(|e| e.to_string())?;
-            if json {
-                return json_out(&info).map(|()| ExitCode::SUCCESS);
-            }
-            println!("{} is on for {user}", info.key);
-        }
-        RulesCommand::Disable { rule, json } => {
-            let info = w
-                .set_rule_enabled(user, &rule, false)
-                .map_err(|e| e.to_string())?;
-            if json {
-                return json_out(&info).map(|()| ExitCode::SUCCESS);
-            }
-            println!("{} is off for {user}", info.key);
-        }
+        RulesCommand::Enable { rule, json } => return switch(&w, user, &rule, true, json),
+        RulesCommand::Disable { rule, json } => return switch(&w, user, &rule, false, json),
         RulesCommand::Reset { rule, json } => {
             let info = w.reset_rule(user, &rule).map_err(|e| e.to_string())?;
             if json {
@@ -181,6 +165,23 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
             }
             println!("{} = {} for {user} ({})", s.key, s.value, set_by(s.set_by));
         }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `warden rules enable` and `disable`.
+fn switch(w: &Warden, user: &str, rule: &str, on: bool, json: bool) -> Result<ExitCode, String> {
+    let info = w
+        .set_rule_enabled(user, rule, on)
+        .map_err(|e| e.to_string())?;
+    if json {
+        json_out(&info)?;
+    } else {
+        println!(
+            "{} is {} for {user}",
+            info.key,
+            if on { "on" } else { "off" }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -100,21 +100,18 @@ impl Threshold {
     /// Whether the threshold holds for `value`, exactly as the condition would compare them
     /// (a value of another kind never satisfies it).
     pub fn holds(&self, value: Scalar<'_>) -> bool {
-        use std::cmp::Ordering;
-        let ord: Option<Ordering> = match (value, self.bound) {
-            (Scalar::Int(x), Bound::Int(k)) => Some(x.cmp(&k)),
-            (Scalar::Float(x), Bound::Float(k)) => x.partial_cmp(&k),
-            (Scalar::Int(x), Bound::Float(k)) => (x as f64).partial_cmp(&k),
-            (Scalar::Float(x), Bound::Int(k)) => x.partial_cmp(&(k as f64)),
-            _ => None,
+        let bound = match self.bound {
+            Bound::Int(k) => Scalar::Int(k),
+            Bound::Float(k) => Scalar::Float(k),
         };
-        ord.is_some_and(|o| match self.comparison {
-            Comparison::Lt => o.is_lt(),
-            Comparison::Le => o.is_le(),
-            Comparison::Gt => o.is_gt(),
-            Comparison::Ge => o.is_ge(),
-            Comparison::Eq => o.is_eq(),
-        })
+        let op = match self.comparison {
+            Comparison::Lt => parser::BinOp::Lt,
+            Comparison::Le => parser::BinOp::Le,
+            Comparison::Gt => parser::BinOp::Gt,
+            Comparison::Ge => parser::BinOp::Ge,
+            Comparison::Eq => parser::BinOp::Eq,
+        };
+        native::compare(op, &value, &bound)
     }
 }
 
@@ -383,28 +380,16 @@ impl Condition {
                     Ok(v) => match v.as_bool() {
                         Ok(true) => Verdict::True,
                         Ok(false) => Verdict::False,
-                        Err(kind) => Verdict::Undetermined(format!(
+                        Err(_) => Verdict::Undetermined(format!(
                             "`{}` produced {}, not true or false",
                             self.source,
-                            runtime_kind(kind)
+                            runtime::kind_of(&v)
                         )),
                     },
                     Err(e) => runtime::classify(&e),
                 }
             }
         }
-    }
-}
-
-fn runtime_kind(rhai_type: &str) -> &str {
-    match rhai_type {
-        "()" => "null",
-        "i64" => "an integer",
-        "f64" => "a number",
-        "string" => "a string",
-        "array" => "a list",
-        "map" => "a map",
-        _ => "a value",
     }
 }
 

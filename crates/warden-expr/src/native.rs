@@ -231,7 +231,7 @@ fn arith<'a>(op: BinOp, a: Scalar<'a>, b: Scalar<'a>, text: &str) -> Result<Scal
 
 /// Comparison with rhai's semantics: numbers by value across int and float; strings
 /// lexicographically; values of different kinds are unequal and unordered (false).
-fn compare(op: BinOp, a: &Scalar<'_>, b: &Scalar<'_>) -> bool {
+pub(crate) fn compare(op: BinOp, a: &Scalar<'_>, b: &Scalar<'_>) -> bool {
     let ord = match (a, b) {
         (Scalar::Int(x), Scalar::Int(y)) => Some(x.cmp(y)),
         (Scalar::Int(_) | Scalar::Float(_), Scalar::Int(_) | Scalar::Float(_)) => float(*a)

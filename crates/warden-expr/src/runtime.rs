@@ -438,40 +438,31 @@ pub(crate) fn engine() -> Engine {
         }
     });
     e.register_fn("w_any", |l: Dynamic, t: &str| -> Res<bool> {
-        let list = l
-            .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
-        Ok(bools(&list, t)?.into_iter().any(|b| b))
+        Ok(bools(&list(l, t)?, t)?.into_iter().any(|b| b))
     });
     e.register_fn("w_all", |l: Dynamic, t: &str| -> Res<bool> {
-        let list = l
-            .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
-        Ok(bools(&list, t)?.into_iter().all(|b| b))
+        Ok(bools(&list(l, t)?, t)?.into_iter().all(|b| b))
     });
     e.register_fn("w_sum", |l: Dynamic, t: &str| -> Res<Dynamic> {
-        let list = l
-            .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
         let mut acc = Dynamic::from(0 as INT);
-        for item in &list {
+        for item in &list(l, t)? {
             acc = arith(&acc, item, '+', t)?;
         }
         Ok(acc)
     });
     e.register_fn("w_min_of", |l: Dynamic, t: &str| -> Res<Dynamic> {
-        let list = l
-            .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
-        extreme(list, std::cmp::Ordering::Less, t)
+        extreme(list(l, t)?, std::cmp::Ordering::Less, t)
     });
     e.register_fn("w_max_of", |l: Dynamic, t: &str| -> Res<Dynamic> {
-        let list = l
-            .into_array()
-            .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))?;
-        extreme(list, std::cmp::Ordering::Greater, t)
+        extreme(list(l, t)?, std::cmp::Ordering::Greater, t)
     });
     e
+}
+
+/// `l` as a list, or undetermined.
+fn list(l: Dynamic, t: &str) -> Res<Array> {
+    l.into_array()
+        .or_else(|k| undetermined(format!("`{t}` needs a list, got {}", describe_type(k))))
 }
 
 fn describe_type(rhai_type: &str) -> &'static str {

@@ -703,11 +703,13 @@ impl Runtime {
                 Ok(MultiValue::from_vec(out.values))
             })?,
         )?;
-        let sh = shared.clone();
-        host.set(
-            "has_tool",
-            lua.create_function(move |_, ()| Ok(lock(&sh).has_tool))?,
-        )?;
+        // A flag of the run in progress, for the prelude.
+        let flag = |read: fn(&RunState) -> bool| {
+            let sh = shared.clone();
+            lua.create_function(move |_, ()| Ok(read(&lock(&sh))))
+        };
+        host.set("has_tool", flag(|s| s.has_tool)?)?;
+        host.set("tripped", flag(|s| s.tripped)?)?;
         let sh = shared.clone();
         host.set(
             "result",
@@ -715,11 +717,6 @@ impl Runtime {
                 let state = lock(&sh);
                 Ok((state.lazy_result, state.result.clone()))
             })?,
-        )?;
-        let sh = shared.clone();
-        host.set(
-            "tripped",
-            lua.create_function(move |_, ()| Ok(lock(&sh).tripped))?,
         )?;
         let sh = shared.clone();
         host.set(
@@ -922,25 +919,22 @@ impl Runtime {
         // borrow ends, and nothing reads it outside this run.
         let erased: *const (dyn Host + 'static) = unsafe { std::mem::transmute(erased) };
         // Only a result that is not a table is converted up front; the rest is read lazily.
-        let result = if host.has_result() {
+        let lazy_result = host.has_result();
+        let result = if lazy_result {
             Ok(None)
         } else {
             host.result_value(&self.lua)
         };
-        {
-            let mut state = lock(&self.shared);
-            state.effects.clear();
-            state.host = Some(erased);
-            state.has_tool = host.has_tool();
-            state.lazy_result = host.has_result();
-            state.result = match &result {
-                Ok(Some(v)) => v.clone(),
-                _ => Value::Nil,
-            };
-        }
-        let shared = self.shared.clone();
-        let _guard = HostGuard(&shared);
-        let outcome = result.and_then(|_| {
+        let _guard = HostGuard(&self.shared);
+        let outcome = result.and_then(|result| {
+            {
+                let mut state = lock(&self.shared);
+                state.effects.clear();
+                state.host = Some(erased);
+                state.has_tool = host.has_tool();
+                state.lazy_result = lazy_result;
+                state.result = result.unwrap_or(Value::Nil);
+            }
             self.set_deadline(Some(timeout));
             let values = match first {
                 Some(f) => thread.resume::<MultiValue>(f),

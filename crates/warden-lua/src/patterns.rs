@@ -22,8 +22,8 @@ struct Shape {
 fn shape(p: &[u8]) -> Shape {
     let anchored = p.first() == Some(&b'^');
     let mut i = usize::from(anchored);
-    // Each item: (is a balance item, quantifier)
-    let mut items: Vec<(bool, Option<u8>)> = Vec::new();
+    // Balance items, and items quantified by `*`, `+` or `-` (which backtrack unless last).
+    let (mut balances, mut quantified, mut last_quantified) = (0, 0, false);
     while i < p.len() {
         let c = p[i];
         let (balance, len) = match c {
@@ -53,19 +53,13 @@ fn shape(p: &[u8]) -> Shape {
             }
             _ => None,
         };
-        items.push((balance, quantifier));
+        balances += u32::from(balance);
+        last_quantified = matches!(quantifier, Some(b'*' | b'+' | b'-'));
+        quantified += u32::from(last_quantified);
     }
-    let last = items.len().saturating_sub(1);
-    let backtracking = items
-        .iter()
-        .enumerate()
-        .filter(|(at, (balance, q))| {
-            *balance || (matches!(q, Some(b'*' | b'+' | b'-')) && *at < last)
-        })
-        .count() as u32;
     Shape {
         anchored,
-        backtracking,
+        backtracking: balances + quantified - u32::from(last_quantified),
     }
 }
 

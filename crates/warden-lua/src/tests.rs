@@ -323,13 +323,11 @@ fn waiting_inside_the_scripts_own_coroutine_is_an_error_not_a_silent_yield() {
     ] {
         let (task, step) = run_with(&mut rt, src, &Frame::default());
         assert!(task.is_none());
-        match step {
-            Step::Failed { error } => assert!(
-                error.contains("cannot wait inside a coroutine the script created"),
-                "{src}: {error}"
-            ),
-            other => panic!("{src}: {other:?}"),
-        }
+        let error = failed(&step);
+        assert!(
+            error.contains("cannot wait inside a coroutine the script created"),
+            "{src}: {error}"
+        );
     }
 }
 
@@ -740,10 +738,8 @@ fn tables_become_the_same_json_every_time_and_nothing_is_dropped() {
         ("set_state('k', 0/0)", "is not a number JSON can hold"),
     ] {
         let (_, step) = run_with(&mut rt, src, &Frame::default());
-        match step {
-            Step::Failed { error } => assert!(error.contains(why), "{src}: {error}"),
-            other => panic!("{src}: {other:?}"),
-        }
+        let error = failed(&step);
+        assert!(error.contains(why), "{src}: {error}");
     }
 }
 
@@ -762,13 +758,11 @@ fn views_walk_like_tables_and_records_know_their_fields() {
         );
     }
     let (_, step) = run_with(&mut rt, "return context.turn.nubmer", &Frame::default());
-    match step {
-        Step::Failed { error } => assert!(
-            error.contains("no field `nubmer` in this record; its fields are number, token_usage"),
-            "{error}"
-        ),
-        other => panic!("{other:?}"),
-    }
+    let error = failed(&step);
+    assert!(
+        error.contains("no field `nubmer` in this record; its fields are number, token_usage"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 //! The store keeps the raw choices; whether a rule may be switched off, and whether a value
 //! fits its setting, is the caller's business (the store knows nothing of rules).
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 
 use crate::{Store, StoreError};
 
@@ -71,34 +71,21 @@ impl Store {
         enabled: Option<bool>,
     ) -> Result<bool, StoreError> {
         let conn = self.lock();
-        (|| match enabled {
-            Some(on) => {
-                let before: Option<i64> = conn
-                    .query_row(
-                        "SELECT enabled FROM rule_toggle WHERE user_id = ?1 AND rule_id = ?2",
-                        params![user_id, rule_id],
-                        |row| row.get(0),
-                    )
-                    .optional()?;
-                if before == Some(i64::from(on)) {
-                    return Ok(false);
-                }
-                conn.execute(
-                    "INSERT INTO rule_toggle (user_id, rule_id, enabled) VALUES (?1, ?2, ?3)
-                     ON CONFLICT(user_id, rule_id)
-                     DO UPDATE SET enabled = excluded.enabled, updated_at = datetime('now')",
-                    params![user_id, rule_id, on],
-                )
-                .map(|n| n > 0)
-            }
-            None => conn
-                .execute(
-                    "DELETE FROM rule_toggle WHERE user_id = ?1 AND rule_id = ?2",
-                    params![user_id, rule_id],
-                )
-                .map(|n| n > 0),
-        })()
-        .map_err(|e| self.sql_err(e))
+        let changed = match enabled {
+            // A row that already holds the value is left alone: no change to report.
+            Some(on) => conn.execute(
+                "INSERT INTO rule_toggle (user_id, rule_id, enabled) VALUES (?1, ?2, ?3)
+                 ON CONFLICT(user_id, rule_id)
+                 DO UPDATE SET enabled = excluded.enabled, updated_at = datetime('now')
+                 WHERE rule_toggle.enabled <> excluded.enabled",
+                params![user_id, rule_id, on],
+            ),
+            None => conn.execute(
+                "DELETE FROM rule_toggle WHERE user_id = ?1 AND rule_id = ?2",
+                params![user_id, rule_id],
+            ),
+        };
+        changed.map(|n| n > 0).map_err(|e| self.sql_err(e))
     }
 
     /// Every setting override, ordered by user, project, plugin and name. A stored value that

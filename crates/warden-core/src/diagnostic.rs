@@ -2,6 +2,7 @@
 //! to fix it. They render as plain text (`Display`) or, through [`miette`], with the offending
 //! line underlined.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -264,99 +265,72 @@ impl Diagnostic {
 /// again.
 pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.sort_by(|a, b| a.order().cmp(&b.order()));
-    if diagnostics.len() <= Diagnostic::MAX_PER_FILE && !diagnostics.iter().any(|d| d.omitted > 0) {
-        return;
-    }
-    struct Left {
-        path: PathBuf,
-        count: usize,
-        errors: usize,
-    }
-    fn summary(left: Left) -> Diagnostic {
-        let n = left.count;
-        Diagnostic {
-            severity: if left.errors > 0 {
-                Severity::Error
+    let mut all = std::mem::take(diagnostics).into_iter().peekable();
+    while let Some(path) = all.peek().map(|d| d.path.clone()) {
+        let (mut kept, mut left, mut left_errors) = (0, 0, 0);
+        while let Some(d) = all.next_if(|d| d.path == path) {
+            if d.omitted > 0 {
+                left += d.omitted;
+                left_errors += d.omitted_errors;
+            } else if kept < Diagnostic::MAX_PER_FILE {
+                kept += 1;
+                diagnostics.push(d);
             } else {
-                Severity::Warning
-            },
-            file: None,
-            path: left.path,
-            span: None,
-            field: None,
-            message: format!(
-                "… and {n} more problem{} in this file (only the first {} are reported)",
-                if n == 1 { "" } else { "s" },
-                Diagnostic::MAX_PER_FILE
-            ),
-            help: Some("fix the problems above and check the file again to see the rest".into()),
-            omitted: n,
-            omitted_errors: left.errors,
+                left += 1;
+                left_errors += usize::from(d.is_error());
+            }
+        }
+        if left > 0 {
+            diagnostics.push(Diagnostic {
+                severity: if left_errors > 0 {
+                    Severity::Error
+                } else {
+                    Severity::Warning
+                },
+                file: None,
+                path,
+                span: None,
+                field: None,
+                message: format!(
+                    "… and {left} more problem{} in this file (only the first {} are reported)",
+                    if left == 1 { "" } else { "s" },
+                    Diagnostic::MAX_PER_FILE
+                ),
+                help: Some(
+                    "fix the problems above and check the file again to see the rest".into(),
+                ),
+                omitted: left,
+                omitted_errors: left_errors,
+            });
         }
     }
-    let all = std::mem::take(diagnostics);
-    let mut kept = 0;
-    let mut left: Option<Left> = None;
-    for d in all {
-        if diagnostics.last().is_none_or(|last| last.path != d.path)
-            && left.as_ref().is_none_or(|l| l.path != d.path)
-        {
-            kept = 0;
-            diagnostics.extend(left.take().map(summary));
-        }
-        let (count, errors) = if d.omitted > 0 {
-            (d.omitted, d.omitted_errors)
-        } else if kept < Diagnostic::MAX_PER_FILE {
-            kept += 1;
-            diagnostics.push(d);
-            continue;
+}
+
+/// `s` with the control characters `escape` picks written as escapes (`\u{1b}`).
+fn escaped(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !s.chars().any(&escape) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if escape(c) {
+            out.extend(c.escape_unicode());
         } else {
-            (1, usize::from(d.is_error()))
-        };
-        let l = left.get_or_insert_with(|| Left {
-            path: d.path.clone(),
-            count: 0,
-            errors: 0,
-        });
-        l.count += count;
-        l.errors += errors;
+            out.push(c);
+        }
     }
-    diagnostics.extend(left.map(summary));
+    Cow::Owned(out)
 }
 
 /// A name (a path, a field) with every control character written as an escape, line breaks
 /// too: a name is one line.
-pub(crate) fn printable_name(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+pub(crate) fn printable_name(s: &str) -> Cow<'_, str> {
+    escaped(s, char::is_control)
 }
 
 /// `s` with control characters (but line breaks and tabs) written as escapes, for a terminal.
-pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
-    {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    std::borrow::Cow::Owned(
-        s.chars()
-            .map(|c| {
-                if c.is_control() && !matches!(c, '\n' | '\t') {
-                    c.escape_unicode().to_string()
-                } else {
-                    c.to_string()
-                }
-            })
-            .collect(),
-    )
+pub(crate) fn printable(s: &str) -> Cow<'_, str> {
+    escaped(s, |c| c.is_control() && !matches!(c, '\n' | '\t'))
 }
 
 impl fmt::Display for Diagnostic {
@@ -433,7 +407,7 @@ impl miette::Diagnostic for Report<'_> {
             .0
             .field
             .as_deref()
-            .map_or_else(|| "here".into(), printable_name);
+            .map_or_else(|| "here".into(), |f| printable_name(f).into_owned());
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
             Some(label),
             span.start..span.end.max(span.start),

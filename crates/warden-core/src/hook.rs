@@ -116,7 +116,7 @@ impl FromStr for Hook {
             .find(|h| h.name() == s)
             .ok_or_else(|| UnknownHook {
                 name: s.to_string(),
-                suggestion: crate::suggest::closest(s, Hook::ALL.iter().map(|h| h.name())),
+                suggestion: crate::suggest::closest(s, Hook::NAMES.iter().copied()),
             })
     }
 }

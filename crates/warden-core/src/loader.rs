@@ -133,32 +133,21 @@ pub fn load_modes(source: &crate::mode::ModeSource, out: &mut Loaded) {
                 Diagnostic::io(Path::new(name), format!("no built-in modes named `{name}`"))
                     .with_help(format!(
                         "the built-in modes are {}",
-                        BUILTIN_MODES
-                            .iter()
-                            .map(|(n, _)| format!("`{n}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        ticked(BUILTIN_MODES.iter().map(|(n, _)| n))
                     )),
             ),
         },
         ModeSource::File(path) => {
-            if let Some(dir) = path.parent() {
-                out.folders.push(if dir.as_os_str().is_empty() {
-                    PathBuf::from(".")
+            let dir = path.parent().map(|d| {
+                if d.as_os_str().is_empty() {
+                    Path::new(".")
                 } else {
-                    dir.to_path_buf()
-                });
-            }
-            let root = path
-                .parent()
-                .and_then(|d| {
-                    fs::canonicalize(if d.as_os_str().is_empty() {
-                        Path::new(".")
-                    } else {
-                        d
-                    })
-                    .ok()
-                })
+                    d
+                }
+            });
+            out.folders.extend(dir.map(Path::to_path_buf));
+            let root = dir
+                .and_then(|d| fs::canonicalize(d).ok())
                 .unwrap_or_default();
             match read_rule_file(path, &root) {
                 Ok(text) => out.modes = Some(SourceFile::new(path, text)),
@@ -351,20 +340,12 @@ fn read_plugin(
     plugin_dirs.insert(manifest.id.clone(), dir.display().to_string());
     let missing = capabilities.missing(&manifest.requires);
     if !missing.is_empty() {
-        let list = missing
-            .iter()
-            .map(|m| format!("`{m}`"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let reason = format!("it requires {list}, which this host does not provide");
+        let reason = format!(
+            "it requires {}, which this host does not provide",
+            ticked(&missing)
+        );
         let have = match capabilities {
-            Capabilities::Only(h) if !h.is_empty() => format!(
-                "this host provides {}",
-                h.iter()
-                    .map(|c| format!("`{c}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Capabilities::Only(h) if !h.is_empty() => format!("this host provides {}", ticked(h)),
             _ => "this host declares no capabilities".into(),
         };
         out.diagnostics.push(
@@ -393,6 +374,15 @@ fn read_plugin(
         skipped: None,
     });
     Some((id, files))
+}
+
+/// `names` in backticks, separated by commas.
+fn ticked<T: std::fmt::Display>(names: impl IntoIterator<Item = T>) -> String {
+    names
+        .into_iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The rule files a manifest includes, in pattern order, each read once.

@@ -36,7 +36,7 @@ use serde_json::Value as Json;
 use toml::de::DeValue;
 
 use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::rule::{is_kebab, to_kebab};
+use crate::rule::{kebab_id, to_kebab};
 use crate::suggest::closest;
 use crate::toml_reader::{Doc, Table};
 
@@ -419,19 +419,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
             );
             None
         }
-        Some(at) if !is_kebab(&at.value) => {
-            doc.error(
-                at.span,
-                "plugin.id",
-                format!("plugin id `{}` is not kebab-case", at.value),
-                Some(format!(
-                    "use lowercase letters, digits and single hyphens, such as `{}`",
-                    to_kebab(&at.value)
-                )),
-            );
-            None
-        }
-        Some(at) => Some(at.value),
+        Some(at) => kebab_id(doc, at, "plugin.id", "plugin"),
     };
     let name = plugin.string(doc, "name").map(|a| a.value);
     let version = plugin
@@ -493,8 +481,8 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
     };
 
     let mut settings = Vec::new();
-    if top.table(doc, "settings").is_some() {
-        for (key, value) in table_entries(root) {
+    if let Some(table) = top.table(doc, "settings") {
+        for (key, value) in table.entries() {
             let field = format!("settings.{key}");
             let DeValue::Table(t) = value.get_ref() else {
                 doc.error(
@@ -524,16 +512,6 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
         source: doc.file.clone(),
         span,
     })
-}
-
-/// The entries of the manifest's `[settings]` table, in file order.
-fn table_entries<'a>(
-    root: &'a toml::de::DeTable<'a>,
-) -> Vec<(&'a str, &'a toml::Spanned<DeValue<'a>>)> {
-    match root.get("settings").map(|v| v.get_ref()) {
-        Some(DeValue::Table(t)) => t.iter().map(|(k, v)| (k.get_ref().as_ref(), v)).collect(),
-        _ => Vec::new(),
-    }
 }
 
 /// Whether `name` can be written as `settings.NAME` in a condition.
@@ -603,7 +581,7 @@ fn read_setting(
             }
         },
     };
-    let number =
+    let read_bound =
         |doc: &mut Doc, t: &mut Table<'_>, key: &'static str| -> Option<(f64, Range<usize>)> {
             let raw = t.raw(key)?;
             let v = crate::toml_reader::to_json(raw.get_ref());
@@ -620,8 +598,8 @@ fn read_setting(
                 }
             }
         };
-    let min = number(doc, &mut t, "min");
-    let max = number(doc, &mut t, "max");
+    let min = read_bound(doc, &mut t, "min");
+    let max = read_bound(doc, &mut t, "max");
     let options = t.strings(doc, "options");
     let description = t
         .string(doc, "description")
@@ -656,11 +634,7 @@ fn read_setting(
         doc.error(
             s.clone(),
             &format!("{field}.max"),
-            format!(
-                "`max` ({}) is below `min` ({})",
-                number_text(*hi),
-                number_text(*lo)
-            ),
+            format!("`max` ({}) is below `min` ({})", number(*hi), number(*lo)),
             Some("swap them".into()),
         );
         ok = false;
@@ -732,10 +706,6 @@ fn read_setting(
             None
         }
     }
-}
-
-fn number_text(x: f64) -> String {
-    number(x)
 }
 
 /// Checks the shape of an include pattern: relative, `/`-separated, no `..`, ending in

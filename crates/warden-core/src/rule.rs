@@ -45,23 +45,9 @@ pub const RULE_FIELDS: &[&str] = &[
     "condition",
 ];
 
-/// The fields of `[behavior]` (a rule's, but its condition is the `[tree]`).
-pub const BEHAVIOR_FIELDS: &[&str] = &[
-    "id",
-    "name",
-    "description",
-    "version",
-    "trigger",
-    "priority",
-    "enabled",
-    "core",
-    "tool",
-    "exclusive",
-    "tags",
-    "cooldown_turns",
-    "once_per_session",
-    "max_fires",
-];
+/// The fields of `[behavior]`: a rule's but the last, `condition` (a behavior's is the
+/// `[tree]`).
+pub const BEHAVIOR_FIELDS: &[&str] = RULE_FIELDS.split_last().unwrap().1;
 
 /// The default priority of a rule (the data model's).
 pub const DEFAULT_PRIORITY: i64 = 100;
@@ -402,32 +388,19 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
             }
             None
         }
-        Some(at) if !is_kebab(&at.value) => {
-            doc.error(
-                at.span,
-                &format!("{kind}.id"),
-                format!("rule id `{}` is not kebab-case", at.value),
-                Some(format!(
-                    "use lowercase letters, digits and single hyphens, such as `{}`",
-                    to_kebab(&at.value)
-                )),
-            );
-            None
-        }
-        Some(at) => Some(at.value),
+        Some(at) => kebab_id(doc, at, &format!("{kind}.id"), "rule"),
     };
 
     let trigger = match rule.string(doc, "trigger") {
         None => {
             if !rule.has("trigger") {
-                let names: Vec<_> = Hook::ALL.iter().map(|h| h.name()).collect();
                 doc.error(
                     rule_span.clone(),
                     &format!("{kind}.trigger"),
                     format!("[{kind}] has no `trigger`"),
                     Some(format!(
                         "say which hook evaluates the rule: {}",
-                        names.join(", ")
+                        Hook::NAMES.join(", ")
                     )),
                 );
             }
@@ -436,11 +409,10 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         Some(at) => match at.value.parse::<Hook>() {
             Ok(h) => Some(h),
             Err(e) => {
-                let names: Vec<_> = Hook::ALL.iter().map(|h| h.name()).collect();
                 let help = e
                     .suggestion
                     .map(|s| format!("did you mean `{s}`?"))
-                    .unwrap_or_else(|| format!("the hooks are {}", names.join(", ")));
+                    .unwrap_or_else(|| format!("the hooks are {}", Hook::NAMES.join(", ")));
                 doc.error(
                     at.span,
                     &format!("{kind}.trigger"),
@@ -985,6 +957,24 @@ pub(crate) fn read_action_fields(
             }
         }
     })
+}
+
+/// The id `at` holds (of a `what`: "rule", "plugin"), or `None` with an error if it is not
+/// kebab-case.
+pub(crate) fn kebab_id(doc: &mut Doc, at: At<String>, field: &str, what: &str) -> Option<String> {
+    if is_kebab(&at.value) {
+        return Some(at.value);
+    }
+    doc.error(
+        at.span,
+        field,
+        format!("{what} id `{}` is not kebab-case", at.value),
+        Some(format!(
+            "use lowercase letters, digits and single hyphens, such as `{}`",
+            to_kebab(&at.value)
+        )),
+    );
+    None
 }
 
 pub(crate) fn is_kebab(id: &str) -> bool {

@@ -284,12 +284,11 @@ impl Templates {
 fn limits(src: &str) -> Result<(), TemplateError> {
     let b = src.as_bytes();
     let line = |at: usize| Some(1 + b[..at].iter().filter(|&&c| c == b'\n').count());
-    // The weight of each open block: 1, plus 1 per `elif` (minijinja nests those).
     // Open blocks: the statement that opened each, and the levels it holds (one more per
     // `elif`). An `end...` closes only the block it names: a stray one cannot hide the levels
     // of an enclosing block.
     let mut blocks: Vec<(&str, usize)> = Vec::new();
-    let mut depth = 0;
+    let depth = |blocks: &[(&str, usize)]| blocks.iter().map(|(_, levels)| levels).sum::<usize>();
     let mut i = 0;
     while let Some(off) = b[i..]
         .windows(2)
@@ -324,25 +323,20 @@ fn limits(src: &str) -> Result<(), TemplateError> {
                 line(start),
             ));
         }
-        let inner = depth + tag.brackets;
+        let inner = depth(&blocks) + tag.brackets;
         let word = tag.first.map(|r| &src[r]).unwrap_or_default();
         if kind == b'%' && tag.closed {
             match word {
                 "if" | "for" | "with" | "macro" | "call" | "filter" | "block" | "autoescape" => {
-                    blocks.push((word, 1));
-                    depth += 1;
+                    blocks.push((word, 1))
                 }
-                "set" if !tag.assigns => {
-                    blocks.push((word, 1));
-                    depth += 1;
-                }
+                "set" if !tag.assigns => blocks.push((word, 1)),
                 "elif" => {
                     // minijinja nests each `elif` in the one before: count it wherever it is.
                     match blocks.last_mut() {
                         Some(("if", levels)) => *levels += 1,
                         _ => blocks.push(("elif", 1)),
                     }
-                    depth += 1;
                 }
                 "raw" if tag.tokens == 1 => match find_endraw(b, tag.end) {
                     Some(end) => {
@@ -354,12 +348,12 @@ fn limits(src: &str) -> Result<(), TemplateError> {
                 w if w.starts_with("end")
                     && blocks.last().is_some_and(|(kind, _)| w[3..] == **kind) =>
                 {
-                    depth -= blocks.pop().map_or(0, |(_, levels)| levels);
+                    blocks.pop();
                 }
                 _ => {}
             }
         }
-        if inner.max(depth) > MAX_NESTING {
+        if inner.max(depth(&blocks)) > MAX_NESTING {
             return Err(TemplateError::Syntax(
                 format!(
                     "the template nests too deeply (more than {MAX_NESTING} levels of `{{% %}}` blocks, `elif`s and brackets); flatten it, or split it with `{{% set %}}`"

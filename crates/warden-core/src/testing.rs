@@ -501,16 +501,15 @@ fn read_case(
         ),
     }
     let mut settings = Vec::new();
-    if let Some(mut s) = t.table(doc, "settings") {
-        for (k, v) in entries(table, "settings") {
-            let _ = s.raw(k);
+    if let Some(s) = t.table(doc, "settings") {
+        for (k, v) in s.entries() {
             settings.push((k.to_string(), to_json(v.get_ref())));
         }
     }
     let disabled = rule_list(doc, &mut t, "disabled", keys);
     let mut state = Vec::new();
-    if t.table(doc, "state").is_some() {
-        for (plugin, v) in entries(table, "state") {
+    if let Some(s) = t.table(doc, "state") {
+        for (plugin, v) in s.entries() {
             match v.get_ref() {
                 DeValue::Table(kv) => {
                     for (k, val) in kv.iter() {
@@ -531,21 +530,7 @@ fn read_case(
         }
     }
     let last = events.len().saturating_sub(1);
-    let mut expect = Vec::new();
-    let top = Expectation {
-        event: last,
-        fires: rule_list(doc, &mut t, "fires", keys),
-        not_fires: rule_list(doc, &mut t, "not_fires", keys),
-        messages: t
-            .strings(doc, "messages")
-            .map(|a| a.value)
-            .unwrap_or_default(),
-        errors: t
-            .strings(doc, "errors")
-            .map(|a| a.value)
-            .unwrap_or_default(),
-    };
-    expect.push(top);
+    let mut expect = vec![read_expectation(doc, &mut t, last, keys)];
     if let Some(raw) = t.raw("expect") {
         match raw.get_ref() {
             DeValue::Array(items) => {
@@ -579,19 +564,7 @@ fn read_case(
                             continue;
                         }
                     };
-                    let x = Expectation {
-                        event,
-                        fires: rule_list(doc, &mut xt, "fires", keys),
-                        not_fires: rule_list(doc, &mut xt, "not_fires", keys),
-                        messages: xt
-                            .strings(doc, "messages")
-                            .map(|a| a.value)
-                            .unwrap_or_default(),
-                        errors: xt
-                            .strings(doc, "errors")
-                            .map(|a| a.value)
-                            .unwrap_or_default(),
-                    };
+                    let x = read_expectation(doc, &mut xt, event, keys);
                     xt.finish(doc, EXPECT_FIELDS);
                     expect.push(x);
                 }
@@ -615,14 +588,25 @@ fn read_case(
     })
 }
 
-/// The entries of a sub-table of `table`, in file order.
-fn entries<'a>(
-    table: &'a toml::de::DeTable<'a>,
-    key: &str,
-) -> Vec<(&'a str, &'a toml::Spanned<DeValue<'a>>)> {
-    match table.get(key).map(|v| v.get_ref()) {
-        Some(DeValue::Table(t)) => t.iter().map(|(k, v)| (k.get_ref().as_ref(), v)).collect(),
-        _ => Vec::new(),
+/// What `t` (a `[[test]]`, or one of its `[[test.expect]]`) expects of event `event`.
+fn read_expectation(
+    doc: &mut Doc,
+    t: &mut Table<'_>,
+    event: usize,
+    keys: &[String],
+) -> Expectation {
+    Expectation {
+        event,
+        fires: rule_list(doc, t, "fires", keys),
+        not_fires: rule_list(doc, t, "not_fires", keys),
+        messages: t
+            .strings(doc, "messages")
+            .map(|a| a.value)
+            .unwrap_or_default(),
+        errors: t
+            .strings(doc, "errors")
+            .map(|a| a.value)
+            .unwrap_or_default(),
     }
 }
 

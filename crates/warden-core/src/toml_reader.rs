@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value as Json;
 use toml::Spanned;
-use toml::de::{DeTable, DeValue};
+use toml::de::{DeFloat, DeInteger, DeTable, DeValue};
 
 use crate::diagnostic::{Diagnostic, SourceFile};
 use crate::suggest::closest;
@@ -166,7 +166,7 @@ impl<'a> Table<'a> {
 
     pub(crate) fn integer(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<i64>> {
         let at = self.typed(doc, key, "an integer", |v| match v {
-            DeValue::Integer(i) => Some(i64::from_str_radix(i.as_str(), i.radix())),
+            DeValue::Integer(i) => Some(int(i)),
             _ => None,
         })?;
         match at.value {
@@ -193,40 +193,41 @@ impl<'a> Table<'a> {
         })
     }
 
-    /// A string, or an array of strings.
+    /// A string, or an array of strings (an item that is not a string is reported there).
     pub(crate) fn strings(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Vec<String>>> {
-        // An array with an item that is not a string: say which item, there.
-        if let Some(v) = self.table.get(key)
-            && let DeValue::Array(items) = v.get_ref()
-            && let Some((i, bad)) = items
-                .iter()
-                .enumerate()
-                .find(|(_, i)| !matches!(i.get_ref(), DeValue::String(_)))
-        {
-            self.raw(key);
-            doc.error(
-                bad.span(),
-                &format!("{}[{i}]", self.field(key)),
-                format!(
-                    "each item of `{key}` must be a string; item {} is {}",
-                    i + 1,
-                    kind(bad.get_ref())
-                ),
-                None,
-            );
-            return None;
-        }
-        self.typed(doc, key, "a string or an array of strings", |v| match v {
-            DeValue::String(s) => Some(vec![s.to_string()]),
-            DeValue::Array(items) => items
-                .iter()
-                .map(|i| match i.get_ref() {
-                    DeValue::String(s) => Some(s.to_string()),
-                    _ => None,
-                })
-                .collect(),
+        let at = self.typed(doc, key, "a string or an array of strings", |v| match v {
+            DeValue::String(s) => Some(Ok(vec![s.to_string()])),
+            DeValue::Array(items) => Some(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, item)| match item.get_ref() {
+                        DeValue::String(s) => Ok(s.to_string()),
+                        _ => Err((i, item)),
+                    })
+                    .collect(),
+            ),
             _ => None,
-        })
+        })?;
+        match at.value {
+            Ok(value) => Some(At {
+                value,
+                span: at.span,
+            }),
+            Err((i, bad)) => {
+                doc.error(
+                    bad.span(),
+                    &format!("{}[{i}]", self.field(key)),
+                    format!(
+                        "each item of `{key}` must be a string; item {} is {}",
+                        i + 1,
+                        kind(bad.get_ref())
+                    ),
+                    None,
+                );
+                None
+            }
+        }
     }
 
     pub(crate) fn table(&mut self, doc: &mut Doc, key: &'a str) -> Option<Table<'a>> {
@@ -246,8 +247,7 @@ impl<'a> Table<'a> {
         }
     }
 
-    /// Any value, as JSON (dates become strings).
-    /// Any value, as JSON. A number JSON cannot hold (`nan`, `inf`, an integer beyond 64
+    /// Any value, as JSON (dates become strings). A number JSON cannot hold (`nan`, `inf`, an integer beyond 64
     /// bits) is an error where it is written, not a silent `null`.
     pub(crate) fn json(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Json>> {
         let v = self.raw(key)?;
@@ -264,6 +264,11 @@ impl<'a> Table<'a> {
             value: to_json(v.get_ref()),
             span: v.span(),
         })
+    }
+
+    /// The table's entries, in file order.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&'a str, &'a Spanned<DeValue<'a>>)> {
+        self.table.iter().map(|(k, v)| (k.get_ref().as_ref(), v))
     }
 
     /// Reports every key that was not read, suggesting the nearest of `known`.
@@ -292,39 +297,25 @@ impl<'a> Table<'a> {
     }
 }
 
-/// A TOML value as JSON.
 /// The first number in `v` that JSON cannot hold, described, and where it is.
 fn unrepresentable(v: &Spanned<DeValue<'_>>) -> Option<(String, Range<usize>)> {
     match v.get_ref() {
-        DeValue::Integer(i) if i64::from_str_radix(i.as_str(), i.radix()).is_err() => {
+        DeValue::Integer(i) if int(i).is_err() => {
             Some((format!("the integer {}", i.as_str()), v.span()))
         }
-        DeValue::Float(f)
-            if !f
-                .as_str()
-                .replace('_', "")
-                .parse::<f64>()
-                .is_ok_and(f64::is_finite) =>
-        {
-            Some((format!("`{}`", f.as_str()), v.span()))
-        }
+        DeValue::Float(f) if finite(f).is_none() => Some((format!("`{}`", f.as_str()), v.span())),
         DeValue::Array(items) => items.iter().find_map(unrepresentable),
         DeValue::Table(t) => t.values().find_map(unrepresentable),
         _ => None,
     }
 }
 
+/// A TOML value as JSON (a number JSON cannot hold becomes `null`: see [`Table::json`]).
 pub(crate) fn to_json(v: &DeValue<'_>) -> Json {
     match v {
         DeValue::String(s) => Json::String(s.to_string()),
-        DeValue::Integer(i) => {
-            i64::from_str_radix(i.as_str(), i.radix()).map_or(Json::Null, Json::from)
-        }
-        DeValue::Float(f) => f
-            .as_str()
-            .replace('_', "")
-            .parse::<f64>()
-            .ok()
+        DeValue::Integer(i) => int(i).map_or(Json::Null, Json::from),
+        DeValue::Float(f) => finite(f)
             .and_then(serde_json::Number::from_f64)
             .map_or(Json::Null, Json::Number),
         DeValue::Boolean(b) => Json::Bool(*b),
@@ -336,4 +327,18 @@ pub(crate) fn to_json(v: &DeValue<'_>) -> Json {
                 .collect(),
         ),
     }
+}
+
+/// A TOML integer's value (an error beyond 64 bits).
+fn int(i: &DeInteger<'_>) -> Result<i64, std::num::ParseIntError> {
+    i64::from_str_radix(i.as_str(), i.radix())
+}
+
+/// A TOML float's value, unless it is `nan` or infinite.
+fn finite(f: &DeFloat<'_>) -> Option<f64> {
+    f.as_str()
+        .replace('_', "")
+        .parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
 }

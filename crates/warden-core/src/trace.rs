@@ -31,14 +31,11 @@ pub struct TraceError {
 
 /// Reads one trace line (not blank).
 pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
-    let err = |message: String| TraceError {
+    let value = serde_json::from_str(line).map_err(|e| TraceError {
         line: line_no,
-        message,
-    };
-    match serde_json::from_str(line) {
-        Ok(value) => parse_value(line_no, value),
-        Err(e) => Err(err(format!("not valid JSON: {e}"))),
-    }
+        message: format!("not valid JSON: {e}"),
+    })?;
+    parse_value(line_no, value)
 }
 
 /// Reads one event given as a JSON value (`{"hook": "on_turn_start", "turn": {...}}`).
@@ -311,35 +308,27 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
         .halted
         .iter()
         .map(|h| json!({"event": event, "hook": outcome.hook.name(), "rule": h.rule, "halted": h.reason}));
-    outcome
-        .trace()
-        .map(|(rule, evaluation)| {
-            let (result, reason) = match evaluation {
-                Evaluation::Fired => ("fired", None),
-                Evaluation::NotMatched => ("not_matched", None),
-                Evaluation::Undetermined(r) => ("undetermined", Some(r.clone())),
-                Evaluation::Failed(r) => ("failed", Some(r.clone())),
-                Evaluation::Suppressed(r) => ("suppressed", Some(r.to_string())),
-                Evaluation::Running => ("running", None),
-                Evaluation::Disabled => (
-                    "disabled",
-                    Some("switched off (by the user, or `enabled = false` in its file)".to_string()),
-                ),
-                Evaluation::Inactive(mode) => {
-                    ("inactive", Some(format!("not active in mode `{mode}`")))
-                }
-            };
-            let mut line = json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "evaluation": result});
-            if let (Some(reason), Some(fields)) = (reason, line.as_object_mut()) {
-                fields.insert("reason".into(), json!(reason));
-            }
-            line
-        })
-        .chain(halted)
-        .fold(before, |mut v, l| {
-            v.push(l);
-            v
-        })
+    let lines = outcome.trace().map(|(rule, evaluation)| {
+        let (result, reason) = match evaluation {
+            Evaluation::Fired => ("fired", None),
+            Evaluation::NotMatched => ("not_matched", None),
+            Evaluation::Undetermined(r) => ("undetermined", Some(r.clone())),
+            Evaluation::Failed(r) => ("failed", Some(r.clone())),
+            Evaluation::Suppressed(r) => ("suppressed", Some(r.to_string())),
+            Evaluation::Running => ("running", None),
+            Evaluation::Disabled => (
+                "disabled",
+                Some("switched off (by the user, or `enabled = false` in its file)".to_string()),
+            ),
+            Evaluation::Inactive(mode) => ("inactive", Some(format!("not active in mode `{mode}`"))),
+        };
+        let mut line = json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "evaluation": result});
+        if let (Some(reason), Some(fields)) = (reason, line.as_object_mut()) {
+            fields.insert("reason".into(), json!(reason));
+        }
+        line
+    });
+    before.into_iter().chain(lines).chain(halted).collect()
 }
 
 /// The nodes of behaviors that ran at one event, one line each, in the order they finished

@@ -576,14 +576,7 @@ impl warden_lua::Host for TickFacts<'_> {
         match root {
             "context" => match key {
                 "turn" => out.record(
-                    &[
-                        "number",
-                        "token_usage",
-                        "context_usage",
-                        "iteration_count",
-                        "max_iterations",
-                        "context_window",
-                    ],
+                    crate::event::TURN_FIELDS,
                     &[
                         Value::Integer(f.turn.number.into()),
                         Value::Number(f.turn.token_usage),

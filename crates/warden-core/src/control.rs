@@ -316,25 +316,30 @@ impl Warden {
                 file: r.def.source.path().display().to_string(),
             });
         }
-        self.store().set_toggle(user, &r.key, Some(enabled))?;
-        self.refresh_controls();
-        Ok(rule_info(
-            &program,
-            &self.controls(),
-            i,
-            user,
-            crate::facts::DEFAULT_ID,
-        ))
+        self.write_toggle(&program, i, user, Some(enabled))
     }
 
     /// Forgets `user`'s choice for a rule: its file's `enabled` applies again.
     pub fn reset_rule(&self, user: &str, rule: &str) -> Result<RuleInfo, ControlError> {
         let program = self.program();
         let i = find_rule(&program, rule)?;
-        self.store().set_toggle(user, &program.rules[i].key, None)?;
+        self.write_toggle(&program, i, user, None)
+    }
+
+    /// Writes `user`'s choice for rule `i` (`None`: forgets it) and returns the rule as the
+    /// user now sees it.
+    fn write_toggle(
+        &self,
+        program: &Program,
+        i: usize,
+        user: &str,
+        enabled: Option<bool>,
+    ) -> Result<RuleInfo, ControlError> {
+        self.store()
+            .set_toggle(user, &program.rules[i].key, enabled)?;
         self.refresh_controls();
         Ok(rule_info(
-            &program,
+            program,
             &self.controls(),
             i,
             user,
@@ -370,22 +375,7 @@ impl Warden {
                 key: key.to_string(),
                 reason,
             })?;
-        self.store().set_override(
-            user,
-            project.unwrap_or(ALL_PROJECTS),
-            &program.settings.slots[slot].plugin,
-            &def.name,
-            Some(&checked.to_json()),
-        )?;
-        self.refresh_controls();
-        let project = project.unwrap_or(crate::facts::DEFAULT_ID);
-        Ok(setting_info(
-            &program,
-            &self.controls(),
-            slot,
-            user,
-            project,
-        ))
+        self.write_override(&program, slot, user, project, Some(&checked.to_json()))
     }
 
     /// Like [`Warden::set_setting`], with the value written as text (`12`, `0.75`, `true`,
@@ -419,23 +409,30 @@ impl Warden {
     ) -> Result<SettingInfo, ControlError> {
         let program = self.program();
         let slot = find_setting(&program, key)?;
+        self.write_override(&program, slot, user, project, None)
+    }
+
+    /// Writes `user`'s value for setting `slot` (`None`: forgets it), in `project` or in all
+    /// the user's projects, and returns the setting as the user now sees it.
+    fn write_override(
+        &self,
+        program: &Program,
+        slot: usize,
+        user: &str,
+        project: Option<&str>,
+        value: Option<&Json>,
+    ) -> Result<SettingInfo, ControlError> {
         let s = &program.settings.slots[slot];
         self.store().set_override(
             user,
             project.unwrap_or(ALL_PROJECTS),
             &s.plugin,
             &s.def.name,
-            None,
+            value,
         )?;
         self.refresh_controls();
         let project = project.unwrap_or(crate::facts::DEFAULT_ID);
-        Ok(setting_info(
-            &program,
-            &self.controls(),
-            slot,
-            user,
-            project,
-        ))
+        Ok(setting_info(program, &self.controls(), slot, user, project))
     }
 }
 

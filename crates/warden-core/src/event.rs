@@ -250,7 +250,8 @@ impl Event {
 const EVENT_FIELDS: &[&str] = &[
     "turn", "query", "tool", "result", "error", "message", "user", "project", "data", "time",
 ];
-const TURN_FIELDS: &[&str] = &[
+/// The fields of a turn, in the order the script API's `context.turn` lists them.
+pub(crate) const TURN_FIELDS: &[&str] = &[
     "number",
     "token_usage",
     "context_usage",

@@ -453,7 +453,6 @@ impl Session {
         logging: bool,
     ) -> Outcome {
         let program = program.clone();
-        let event = event.clone();
         let tool = if hook.is_tool_hook() {
             event.tool.as_ref().map(|t| t.name.as_str())
         } else {
@@ -474,7 +473,7 @@ impl Session {
         let tick_facts = TickFacts {
             facts: &self.facts,
             hook,
-            event: &event,
+            event,
             time,
             state: StateReader::new(store, &self.facts.user.id, &self.facts.project.id),
             plugin: std::cell::RefCell::new(Arc::from("")),
@@ -888,50 +887,54 @@ fn tick_entry(
     tick.wake = HookSet::default();
     tick.entry_hook = key.0;
     tick.running_leaves.clear();
+    let foreign = key.0 != tick.facts.hook;
+    // A tree left running is ticked where it is kept, and dropped once it is done.
     let resumed = match running.is_empty() {
         true => None,
-        false => running.remove(&key),
+        false => running.get_mut(&key),
     };
-    let foreign = key.0 != tick.facts.hook;
-    let left_running = match (&entry.behavior, resumed) {
-        (Behavior::Action(node), None) => (tick.run(*node) == Status::Running)
-            .then(|| (BT::new(entry.behavior.clone(), ()), None)),
-        // Woken by another hook (a script's `wait_for`): only the waiting leaf runs. The
-        // tree's other nodes belong to its own hook; if the leaf is done, so is the tree
-        // (an exclusive group does not fall through to its next rule at a foreign hook).
-        (_, Some(r)) if foreign => {
-            let mut still = false;
-            for &rule in &entry.rules {
-                if tick.scripts.waiting(rule) {
-                    still |= tick.run(Node::Rule(rule)) == Status::Running;
-                }
-            }
-            still.then_some((r.bt, r.remap))
+    let started = match (&entry.behavior, resumed) {
+        (Behavior::Action(node), None) => {
+            (tick.run(*node) == Status::Running).then(|| BT::new(entry.behavior.clone(), ()))
         }
-        (_, resumed) => {
-            let (mut bt, remap) = match resumed {
-                Some(r) => (r.bt, r.remap),
-                None => (BT::new(entry.behavior.clone(), ()), None),
-            };
-            let status = bt.tick(bonsai_event, &mut |args, _| {
-                let node = match (&remap, *args.action) {
-                    (Some(m), Node::Rule(leaf)) => {
-                        Node::Rule(m.get(&leaf).copied().unwrap_or(leaf))
+        (_, None) => {
+            let mut bt = BT::new(entry.behavior.clone(), ());
+            tick_bt(&mut bt, None, tick, bonsai_event).then_some(bt)
+        }
+        (_, Some(r)) => {
+            let still = if foreign {
+                // Woken by another hook (a script's `wait_for`): only the waiting leaf runs.
+                // The tree's other nodes belong to its own hook; if the leaf is done, so is
+                // the tree (an exclusive group does not fall through to its next rule at a
+                // foreign hook).
+                let mut still = false;
+                for &rule in &entry.rules {
+                    if tick.scripts.waiting(rule) {
+                        still |= tick.run(Node::Rule(rule)) == Status::Running;
                     }
-                    (None, node) => node,
-                };
-                (tick.run(node), 0.0)
-            });
-            matches!(status, Some((Status::Running, _))).then_some((bt, remap))
+                }
+                still
+            } else {
+                tick_bt(&mut r.bt, r.remap.as_ref(), tick, bonsai_event)
+            };
+            if still {
+                r.wake = tick.wake_of(key.0);
+            } else {
+                running.remove(&key);
+            }
+            None
         }
     };
-    if let Some((bt, remap)) = left_running {
-        let wake = if tick.wake.is_empty() {
-            HookSet::of(key.0)
-        } else {
-            tick.wake
-        };
-        running.insert(key, Running { bt, wake, remap });
+    if let Some(bt) = started {
+        let wake = tick.wake_of(key.0);
+        running.insert(
+            key,
+            Running {
+                bt,
+                wake,
+                remap: None,
+            },
+        );
     }
     if !tick.scripts.tasks.is_empty() || !tick.scripts.trees.is_empty() {
         for &rule in &entry.rules {
@@ -941,6 +944,24 @@ fn tick_entry(
             }
         }
     }
+}
+
+/// Ticks a tree through bonsai, its leaves mapped onward by `remap` (a tree carried across a
+/// reload); true when it is left running.
+fn tick_bt(
+    bt: &mut BT<Node, ()>,
+    remap: Option<&HashMap<u32, u32>>,
+    tick: &mut Tick<'_>,
+    bonsai_event: &bonsai_bt::Event,
+) -> bool {
+    let status = bt.tick(bonsai_event, &mut |args, _| {
+        let node = match (remap, *args.action) {
+            (Some(m), Node::Rule(leaf)) => Node::Rule(m.get(&leaf).copied().unwrap_or(leaf)),
+            (None, node) => node,
+        };
+        (tick.run(node), 0.0)
+    });
+    matches!(status, Some((Status::Running, _)))
 }
 
 /// The Lua side of a session: the runtime (created when a script first runs, so a session
@@ -1220,9 +1241,6 @@ impl Tick<'_> {
         }
     }
 
-    /// Starts a rule's script (`start` given) or resumes its waiting task, and turns what the
-    /// run came to into the rule's evaluation. The script's own actions and, when it returns
-    /// true, the rule's actions apply together, or not at all.
     /// Starts the script of task `slot` (`start` given) or resumes it, within `timeout`
     /// (capped by the host's limit). A task that waits is kept; the wait is recorded.
     fn drive_script(
@@ -1271,6 +1289,15 @@ impl Tick<'_> {
         step
     }
 
+    /// What the entry just ticked waits for: what its nodes asked for, or else its own hook.
+    fn wake_of(&self, hook: Hook) -> HookSet {
+        if self.wake.is_empty() {
+            HookSet::of(hook)
+        } else {
+            self.wake
+        }
+    }
+
     /// Records what a waiting node waits for (`None`: the hook of its own tree).
     fn wait_for(&mut self, hook: Option<&str>) {
         let hook = hook
@@ -1279,6 +1306,9 @@ impl Tick<'_> {
         self.wake.insert(hook);
     }
 
+    /// Starts a rule's script (`start` given) or resumes its waiting task, and turns what the
+    /// run came to into the rule's evaluation. The script's own actions and, when it returns
+    /// true, the rule's actions apply together, or not at all.
     fn script(&mut self, ix: u32, start: Option<Arc<warden_lua::Script>>) -> Evaluation {
         let program = self.program;
         let rule = &program.rules[ix as usize];
@@ -1313,14 +1343,7 @@ impl Tick<'_> {
             self.rendered.truncate(mark);
             return Evaluation::Failed(e);
         }
-        if self.rendered.len() > mark || holds {
-            self.fired.push(Fired {
-                rule: ix,
-                trace: 0,
-                effects: mark..self.rendered.len(),
-                counts: holds,
-            });
-        }
+        self.record_firing(ix, mark, 0, holds);
         evaluation
     }
 
@@ -1349,14 +1372,7 @@ impl Tick<'_> {
         };
         self.scripts.trees.insert(ix, run);
         let holds = status == tree_run::Status::Success;
-        if self.rendered.len() > mark || holds {
-            self.fired.push(Fired {
-                rule: ix,
-                trace: 0,
-                effects: mark..self.rendered.len(),
-                counts: holds,
-            });
-        }
+        self.record_firing(ix, mark, 0, holds);
         match status {
             tree_run::Status::Success => Evaluation::Fired,
             tree_run::Status::Failure => Evaluation::NotMatched,
@@ -1394,15 +1410,8 @@ impl Tick<'_> {
         }
         self.halt_reason = None;
         self.scripts.trees.insert(ix, run);
-        if self.rendered.len() > mark {
-            self.fired.push(Fired {
-                rule: ix,
-                // Not in the trace unless the tick evaluates it (which then points here).
-                trace: usize::MAX,
-                effects: mark..self.rendered.len(),
-                counts: false,
-            });
-        }
+        // Not in the trace unless the tick evaluates it (which then points here).
+        self.record_firing(ix, mark, usize::MAX, false);
         // One report for the behavior: its scripts', if it had any running (with this reason).
         if self.halted.len() == reported {
             tracing::info!(rule = %rule.key, reason, "behavior halted");
@@ -1412,6 +1421,20 @@ impl Tick<'_> {
             });
         }
         true
+    }
+
+    /// Records what rule `ix` rendered since `mark` as one firing (its effects apply
+    /// together); `counts`: it fired (for its decorators), which records it even without
+    /// effects.
+    fn record_firing(&mut self, ix: u32, mark: usize, trace: usize, counts: bool) {
+        if self.rendered.len() > mark || counts {
+            self.fired.push(Fired {
+                rule: ix,
+                trace,
+                effects: mark..self.rendered.len(),
+                counts,
+            });
+        }
     }
 
     fn state_failure(&self, plugin: &Arc<str>) -> String {

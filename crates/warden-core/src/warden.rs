@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -96,12 +96,14 @@ pub(crate) struct Shared {
     knowledge: RwLock<Arc<KnowledgeState>>,
 }
 
+/// What `lock` holds now (a writer that panicked left a whole value: it is still in force).
+fn current<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
 impl Shared {
     pub(crate) fn program(&self) -> Arc<Program> {
-        match self.program.read() {
-            Ok(p) => p.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        current(&self.program)
     }
 
     /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
@@ -124,18 +126,12 @@ impl Shared {
                 Err(e) => tracing::warn!(error = %e, "could not check the store for changes"),
             }
         }
-        match self.controls.read() {
-            Ok(c) => c.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        current(&self.controls)
     }
 
     /// The knowledge enrichment in force (loaded or not, registered or not).
     pub(crate) fn knowledge(&self) -> Arc<KnowledgeState> {
-        match self.knowledge.read() {
-            Ok(k) => k.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        current(&self.knowledge)
     }
 
     /// Reads the users' choices again. On a store error the previous ones stay in force.

@@ -5,7 +5,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use warden::{SessionOptions, bench};
+use warden::SessionOptions;
+use warden_bench as bench;
 
 fn tick(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("a temporary folder");

@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use warden_core::testing::{
+use warden_core::{Config, ExecutionFilter};
+use warden_testing::{
     BUILTIN_TESTS, TEST_SUFFIX, TestReport, discover_test_files, read_test_files, run_tests,
 };
-use warden_core::{Config, ExecutionFilter};
 
 use crate::setup::{build, open_store};
 use crate::{json_out, render_diagnostics};

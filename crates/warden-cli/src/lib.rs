@@ -5,12 +5,11 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use warden_core::trace::{explain_lines, node_lines, outcome_lines, read_trace};
-use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden, bench};
+use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden};
 
 mod check;
 mod demo;
@@ -473,155 +472,7 @@ fn watch(config: &Config) -> Result<ExitCode, String> {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 fn run_bench(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
-    let dir = std::env::temp_dir().join(format!("warden-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let warden = bench::warden(&dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut session = warden.session();
-    let mut explained = warden.session_with(SessionOptions {
-        explain: true,
-        ..SessionOptions::default()
-    });
-    let floor = bench::Floor::default();
-    let mut sink = 0usize;
-    let (mut ours, mut all, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
-    // Warm up, then alternate so machine noise hits all three alike.
-    for _ in 0..ticks.min(2000) {
-        sink += bench::tick(&mut session)
-            + bench::tick(&mut explained)
-            + floor.tick(bench::TOKEN_USAGE).len();
-    }
-    let per_tick = |t: Instant| t.elapsed().as_nanos() as f64 / f64::from(ticks);
-    for _ in 0..rounds {
-        let t = Instant::now();
-        for _ in 0..ticks {
-            sink += floor.tick(std::hint::black_box(bench::TOKEN_USAGE)).len();
-        }
-        theirs.push(per_tick(t));
-        let t = Instant::now();
-        for _ in 0..ticks {
-            sink += bench::tick(&mut session);
-        }
-        ours.push(per_tick(t));
-        let t = Instant::now();
-        for _ in 0..ticks {
-            sink += bench::tick(&mut explained);
-        }
-        all.push(per_tick(t));
-    }
-    std::hint::black_box(sink);
-    let (w, a, f) = (median(ours), median(all), median(theirs));
-    println!(
-        "one on_turn_start tick, {} threshold rules, {} firing (median of {rounds} rounds of {ticks} ticks):",
-        bench::RULES,
-        floor.tick(bench::TOKEN_USAGE).len()
-    );
-    println!("  hand-written Rust (the floor)                {f:>8.0} ns");
-    println!(
-        "  warden                                       {w:>8.0} ns  {:>5.1}x the floor",
-        w / f
-    );
-    println!(
-        "  warden, every rule evaluated (explain mode)  {a:>8.0} ns  {:>5.1}x the floor",
-        a / f
-    );
-    bench_scripts(ticks, rounds)
-}
-
-/// Builds one session per scenario (each in a temporary folder of its own), warms them up, then
-/// measures them in alternation, so machine noise hits all alike: the median ns per tick of each.
-fn measure_sessions(
-    scenarios: &[&dyn Fn(&Path) -> Warden],
-    ticks: u32,
-    rounds: u32,
-) -> Result<Vec<f64>, String> {
-    let mut sessions = Vec::new();
-    for (i, make) in scenarios.iter().enumerate() {
-        let dir = std::env::temp_dir().join(format!("warden-bench-{}-{i}", std::process::id()));
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let warden = make(&dir);
-        let _ = std::fs::remove_dir_all(&dir);
-        sessions.push(warden.session());
-    }
-    let mut sink = 0usize;
-    for s in &mut sessions {
-        for _ in 0..ticks.min(2000) {
-            sink += bench::tick(s);
-        }
-    }
-    let mut times = vec![Vec::new(); sessions.len()];
-    for _ in 0..rounds {
-        for (s, t) in sessions.iter_mut().zip(&mut times) {
-            let start = Instant::now();
-            for _ in 0..ticks {
-                sink += bench::tick(s);
-            }
-            t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
-        }
-    }
-    std::hint::black_box(sink);
-    Ok(times.into_iter().map(median).collect())
-}
-
-/// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
-/// reading the context, and as a coroutine resumed at every tick.
-fn bench_scripts(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
-    let m = measure_sessions(
-        &[
-            &|d| bench::one_rule(d, bench::OneRule::Expression),
-            &|d| bench::one_rule(d, bench::OneRule::ScriptCondition),
-            &|d| bench::one_rule(d, bench::OneRule::Coroutine),
-        ],
-        ticks,
-        rounds,
-    )?;
-    let (e, s, c) = (m[0], m[1], m[2]);
-    println!("\none on_turn_start tick, one rule (median of {rounds} rounds of {ticks} ticks):");
-    println!("  the rule as an expression                    {e:>8.0} ns");
-    println!(
-        "  the rule as a Lua script reading context     {s:>8.0} ns  (the script: {:>5.0} ns more)",
-        s - e
-    );
-    println!(
-        "  a waiting Lua coroutine, resumed             {c:>8.0} ns  (the resume: {:>5.0} ns more)",
-        c - e
-    );
-    bench_behaviors(ticks, rounds)
-}
-
-/// The frame lock (a running node deep in a behavior, after 1 or 100 siblings at each level)
-/// and mode detection (the one expression rule, with and without the context-window modes).
-fn bench_behaviors(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
-    let m = measure_sessions(
-        &[
-            &|d| bench::deep_tree(d, 1, 4),
-            &|d| bench::deep_tree(d, 100, 4),
-            &|d| bench::one_rule(d, bench::OneRule::Expression),
-            &|d| bench::one_rule_with_modes(d),
-        ],
-        ticks,
-        rounds,
-    )?;
-    println!("\none on_turn_start tick (median of {rounds} rounds of {ticks} ticks):");
-    println!(
-        "  a behavior running 4 levels down, 1 sibling before it at each level      {:>8.0} ns",
-        m[0]
-    );
-    println!(
-        "  the same with 100 siblings before it at each level                         {:>8.0} ns  {:>5.2}x",
-        m[1],
-        m[1] / m[0]
-    );
-    println!(
-        "  one expression rule, with the context-window modes detected              {:>8.0} ns  (modes: {:>5.0} ns more)",
-        m[3],
-        m[3] - m[2]
-    );
+    warden_bench::run(&mut std::io::stdout().lock(), ticks, rounds).map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -119,7 +119,7 @@ pub(crate) fn build(config: &Config, memory: bool, any_capability: bool) -> Resu
     if memory {
         config.database = None;
     }
-    let mut b = config.builder().map_err(|e| e.to_string())?;
+    let mut b = warden_core::WardenBuilder::from_config(&config).map_err(|e| e.to_string())?;
     if any_capability {
         b = b.any_capability();
     }

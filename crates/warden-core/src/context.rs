@@ -16,7 +16,7 @@ use warden_store::{StateScope, Store};
 
 use crate::event::Event;
 use crate::facts::SessionFacts;
-use crate::hook::Hook;
+use warden_load::Hook;
 
 mod id {
     use warden_expr::{MapId, ScalarId};
@@ -70,8 +70,8 @@ pub fn schema() -> &'static Schema {
 /// The schema the rules of one plugin are checked against: `settings` has exactly the
 /// plugin's settings, each a typed scalar (so `token_usage > settings.threshold` takes the
 /// fast path).
-pub(crate) fn plugin_schema(settings: &[(ScalarId, &crate::plugin::SettingDef)]) -> Schema {
-    use crate::plugin::SettingKind;
+pub(crate) fn plugin_schema(settings: &[(ScalarId, &warden_load::SettingDef)]) -> Schema {
+    use warden_load::SettingKind;
     static BASE: OnceLock<Schema> = OnceLock::new();
     let mut s = BASE.get_or_init(build_schema).clone();
     let fields = settings
@@ -366,7 +366,7 @@ pub(crate) struct TickFacts<'a> {
     pub state_error: Cell<bool>,
     /// The program's setting slots, and their values for this session.
     pub slots: &'a crate::program::SettingSlots,
-    pub settings: &'a [crate::plugin::SettingValue],
+    pub settings: &'a [warden_load::SettingValue],
 }
 
 #[derive(Serialize)]
@@ -476,7 +476,7 @@ impl<'a> TickFacts<'a> {
     }
 
     /// The current plugin's settings, by name.
-    fn current_settings(&self) -> BTreeMap<&str, &crate::plugin::SettingValue> {
+    fn current_settings(&self) -> BTreeMap<&str, &warden_load::SettingValue> {
         let plugin = self.plugin.borrow();
         self.slots
             .of(&plugin)
@@ -498,6 +498,18 @@ impl<'a> TickFacts<'a> {
             token_usage => self.facts.turn.token_usage,
             turn_number => self.facts.turn.number,
         }
+    }
+}
+
+/// A setting's value as the expression engine reads it.
+fn setting_scalar(value: &warden_load::SettingValue) -> warden_expr::Scalar<'_> {
+    use warden_expr::Scalar as S;
+    use warden_load::SettingValue as V;
+    match value {
+        V::Integer(n) => S::Int(*n),
+        V::Float(f) => S::Float(*f),
+        V::String(s) => S::Str(s),
+        V::Boolean(b) => S::Bool(*b),
     }
 }
 
@@ -531,7 +543,7 @@ impl warden_expr::Facts for TickFacts<'_> {
             ScalarId(n) if n >= SETTINGS_BASE => self
                 .settings
                 .get(usize::from(n - SETTINGS_BASE))
-                .map_or(S::Null, crate::plugin::SettingValue::scalar),
+                .map_or(S::Null, setting_scalar),
             _ => S::Null,
         }
     }
@@ -565,7 +577,7 @@ impl warden_lua::Host for TickFacts<'_> {
     fn field(&self, out: &mut warden_lua::Out<'_>, root: &str, key: &str) -> mlua::Result<()> {
         use mlua::Value;
         let unknown = |fields: &[&str]| {
-            let help = crate::suggest::closest(key, fields.iter().copied())
+            let help = warden_input::closest(key, fields.iter().copied())
                 .map(|c| format!("; did you mean `{root}.{c}`?"))
                 .unwrap_or_else(|| format!("; it has {}", fields.join(", ")));
             Err(mlua::Error::RuntimeError(format!(

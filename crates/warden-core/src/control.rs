@@ -13,11 +13,11 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use warden_store::{ALL_PROJECTS, SettingOverride, StoreError};
 
-use crate::hook::Hook;
-use crate::plugin::{SettingDef, SettingKind, SettingValue};
 use crate::program::Program;
-use crate::suggest::closest;
 use crate::warden::Warden;
+use warden_input::closest;
+use warden_load::Hook;
+use warden_load::{SettingDef, SettingValue};
 
 /// How often a running Warden looks for changes other processes made to the database.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
@@ -535,9 +535,9 @@ fn rule_info(
         tags: d.tags.clone(),
         file: d.source.path().display().to_string(),
         condition: match &d.condition {
-            crate::rule::ConditionDef::Expression(e) => e.text.clone(),
-            crate::rule::ConditionDef::Script { path, .. } => format!("script {}", path.text),
-            crate::rule::ConditionDef::Tree(root) => {
+            warden_load::ConditionDef::Expression(e) => e.text.clone(),
+            warden_load::ConditionDef::Script { path, .. } => format!("script {}", path.text),
+            warden_load::ConditionDef::Tree(root) => {
                 format!("behavior tree ({})", root.kind.type_name())
             }
         },
@@ -563,11 +563,4 @@ fn reads_setting(rule: &crate::program::CompiledRule, name: &str) -> bool {
     };
     mentions(rule.def.source.text())
         || matches!(&rule.condition, crate::program::RuleCondition::Script { script, .. } if mentions(script.source()))
-}
-
-impl SettingKind {
-    /// Whether values of this kind are numbers.
-    pub fn is_numeric(self) -> bool {
-        matches!(self, SettingKind::Integer | SettingKind::Float)
-    }
 }

@@ -285,7 +285,7 @@ fn describe(v: &Value) -> String {
 }
 
 fn unknown(path: &str, key: &str, known: &[&str]) -> String {
-    let hint = crate::suggest::closest(key, known.iter().copied())
+    let hint = warden_input::closest(key, known.iter().copied())
         .map(|c| format!("did you mean `{c}`?"))
         .unwrap_or_else(|| format!("the fields are {}", known.join(", ")));
     if path.is_empty() {

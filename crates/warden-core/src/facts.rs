@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::event::Event;
-use crate::hook::Hook;
+use warden_load::Hook;
 
 /// How many recent messages and tool calls the history keeps, by default.
 pub const DEFAULT_HISTORY_LIMIT: usize = 50;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use warden_knowledge::{Enrichment, Health, Knowledge, LoadError};
 
-use crate::diagnostic::{Diagnostic, SourceFile};
+use warden_input::Diagnostic;
 
 /// Where the knowledge sources are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,21 +42,18 @@ impl KnowledgeState {
 
     /// Loads `config` afresh.
     pub(crate) fn load(config: &KnowledgeConfig) -> KnowledgeState {
-        Self::from_result(
-            &config.sources,
-            Knowledge::load(&config.sources, &config.root),
-        )
+        Self::from_result(Knowledge::load(&config.sources, &config.root))
     }
 
     /// Reloads from the files the current state was read from.
     pub(crate) fn reload(&self, config: &KnowledgeConfig) -> KnowledgeState {
         match &self.knowledge {
-            Some(k) => Self::from_result(&config.sources, k.reload()),
+            Some(k) => Self::from_result(k.reload()),
             None => Self::load(config),
         }
     }
 
-    fn from_result(sources: &Path, result: Result<Knowledge, LoadError>) -> KnowledgeState {
+    fn from_result(result: Result<Knowledge, LoadError>) -> KnowledgeState {
         match result {
             Ok(k) => {
                 let mut diagnostics = Vec::new();
@@ -99,7 +96,7 @@ impl KnowledgeState {
             Err(e) => KnowledgeState {
                 knowledge: None,
                 health: None,
-                diagnostics: problems(sources, &e),
+                diagnostics: e.diagnostics,
             },
         }
     }
@@ -127,30 +124,6 @@ impl KnowledgeState {
         }
         out
     }
-}
-
-/// A load error's problems as diagnostics, pointing into the files they concern.
-fn problems(sources: &Path, e: &LoadError) -> Vec<Diagnostic> {
-    e.problems
-        .iter()
-        .map(|p| {
-            let file = if p.file.as_os_str().is_empty() {
-                sources.to_path_buf()
-            } else {
-                p.file.clone()
-            };
-            let d = match (&p.span, std::fs::read_to_string(&file)) {
-                (Some(span), Ok(text)) => Diagnostic::error(
-                    &SourceFile::new(&file, text),
-                    Some(span.clone()),
-                    p.field.as_deref(),
-                    p.message.clone(),
-                ),
-                _ => Diagnostic::io(&file, p.message.clone()),
-            };
-            d.with_help_opt(p.suggestion.clone())
-        })
-        .collect()
 }
 
 /// Enriches `query` for a session whose model has `context_window` tokens.

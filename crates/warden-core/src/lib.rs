@@ -33,59 +33,42 @@
 #![warn(missing_docs)]
 
 pub mod behavior;
-pub mod bench;
-mod config;
 mod context;
 mod control;
-mod diagnostic;
 mod event;
 mod facts;
-mod hook;
 mod index;
 mod knowledge;
-mod loader;
 mod mode;
 mod outcome;
-mod plugin;
 mod program;
-mod rule;
-mod scripts;
 mod session;
-mod suggest;
 mod template;
-pub mod testing;
-mod toml_reader;
 pub mod trace;
 mod warden;
 mod watch;
 
-pub use config::{CONFIG_FIELDS, CONFIG_FILE, Config};
 pub use context::schema;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
-pub use diagnostic::{Diagnostic, Report, Severity, SourceFile};
 pub use event::{Event, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
-    Counts, DEFAULT_HISTORY_LIMIT, DEFAULT_ID, History, Identity, MessageRecord, SessionFacts,
-    ToolRecord, ToolStatus, TurnState,
+    Counts, DEFAULT_HISTORY_LIMIT, History, Identity, MessageRecord, SessionFacts, ToolRecord,
+    ToolStatus, TurnState,
 };
-pub use hook::{Hook, UnknownHook};
-pub use loader::{
-    BUILTIN_MANIFEST, BUILTIN_PLUGIN, BUILTIN_RULES, Capabilities, LOCAL_PLUGIN, Loaded, PluginDef,
-    RuleSource, load,
-};
-pub use mode::{BUILTIN_MODES, DEFAULT_MODE, MODE_FIELDS, ModeDef, ModeSource, RuleSets};
 pub use outcome::{Effect, Evaluation, Halted, ModeChange, Notification, Outcome, RuleError};
-pub use plugin::{
-    DEFAULT_INCLUDE, MANIFEST_FILE, Manifest, PluginInfo, SettingDef, SettingKind, SettingValue,
-};
 pub use program::Program;
-pub use rule::{
-    ACTION_TYPES, ActionDef, ConditionDef, DEFAULT_PRIORITY, DeliverAt, Located, LogLevel,
-    Priority, RULE_FIELDS, RuleDef,
-};
 pub use session::{Session, SessionOptions};
 pub use warden::{AsyncSession, BusEvent, Error, Reload, Warden, WardenBuilder};
+pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
+pub use warden_load::{
+    ACTION_TYPES, Abort, ActionDef, BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_PLUGIN, BUILTIN_RULES,
+    CONFIG_FIELDS, CONFIG_FILE, Capabilities, ConditionDef, Config, DEFAULT_ID, DEFAULT_INCLUDE,
+    DEFAULT_MODE, DEFAULT_PRIORITY, DeliverAt, Hook, LOCAL_PLUGIN, Loaded, Located, LogLevel,
+    MANIFEST_FILE, MODE_FIELDS, Manifest, ModeDef, ModeSource, NODE_TYPES, NodeDef, NodeKind,
+    PluginDef, PluginInfo, Policy, Priority, RULE_FIELDS, RuleDef, RuleSets, RuleSource,
+    SettingDef, SettingKind, SettingValue, UnknownHook, load,
+};
 pub use warden_lua::Limits as ScriptLimits;
 pub use warden_store::{
     ALL_PROJECTS, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle, SettingOverride,

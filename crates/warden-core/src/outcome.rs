@@ -5,9 +5,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use crate::hook::Hook;
 use crate::program::Program;
-use crate::rule::{DeliverAt, LogLevel, Priority};
+use warden_load::Hook;
+use warden_load::{DeliverAt, LogLevel, Priority};
 
 /// A notification for the agent's context.
 #[derive(Debug, Clone, PartialEq, Serialize)]

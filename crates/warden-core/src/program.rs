@@ -18,13 +18,13 @@ use serde_json::Value as Json;
 use warden_expr::{CompileOptions, Compiler, Condition, ExprError};
 
 use crate::context::{SETTINGS_BASE, SETTINGS_ROOT, plugin_schema, unavailable};
-use crate::diagnostic::{Diagnostic, Severity, SourceFile};
-use crate::hook::Hook;
 use crate::index::ThresholdIndex;
-use crate::loader::{BUILTIN_PLUGIN, LOCAL_PLUGIN, Loaded};
-use crate::plugin::{PluginInfo, SettingDef};
-use crate::rule::{ActionDef, ConditionDef, DeliverAt, LogLevel, Priority, RuleDef};
 use crate::template::{TemplateError, Templates, Text, ValueTemplate};
+use warden_input::{Diagnostic, Severity, SourceFile};
+use warden_load::Hook;
+use warden_load::{ActionDef, ConditionDef, DeliverAt, LogLevel, Priority, RuleDef};
+use warden_load::{BUILTIN_PLUGIN, LOCAL_PLUGIN, Loaded};
+use warden_load::{PluginInfo, SettingDef};
 
 /// A leaf of a hook's trees. Small and `Copy`: bonsai clones leaves as it walks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -327,7 +327,7 @@ impl Program {
             .collect();
         let modes =
             modes_file.and_then(|f| crate::mode::compile_modes(f, &base, &rules, &mut diagnostics));
-        crate::diagnostic::sort_and_cap(&mut diagnostics);
+        warden_input::sort_and_cap(&mut diagnostics);
         let plugins = plugins
             .into_iter()
             .map(|p| PluginInfo {
@@ -366,7 +366,7 @@ impl Program {
     }
 
     /// The modes, in priority order (empty without a modes file).
-    pub fn modes(&self) -> Vec<&crate::mode::ModeDef> {
+    pub fn modes(&self) -> Vec<&warden_load::ModeDef> {
         self.modes
             .iter()
             .flat_map(|m| m.modes.iter().map(|x| &x.def))
@@ -650,7 +650,7 @@ pub(crate) fn compile_actions(
                 format!("{prefix}[{i}].{name}")
             }
         };
-        let mut text = |loc: &crate::rule::Located| match templates.text(&loc.text, compiler, opts)
+        let mut text = |loc: &warden_load::Located| match templates.text(&loc.text, compiler, opts)
         {
             Ok(t) => Some(t),
             Err(e) => {
@@ -728,18 +728,18 @@ pub(crate) fn compile_actions(
 pub(crate) fn compile_script(
     def: &RuleDef,
     key: u64,
-    path: &crate::rule::Located,
+    path: &warden_load::Located,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<(warden_lua::Script, Option<std::path::PathBuf>)> {
     let rule_file = (&*def.plugin != BUILTIN_PLUGIN).then(|| def.source.path());
-    let found = match crate::scripts::find(rule_file, &path.text) {
+    let found = match warden_load::scripts::find(rule_file, &path.text) {
         Ok(f) => f,
         Err(why) => {
             diagnostics.push(Diagnostic::error(
                 &def.source,
                 Some(path.span.clone()),
                 Some(&path.field),
-                why,
+                why.to_string(),
             ));
             return None;
         }

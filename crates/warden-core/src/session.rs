@@ -56,11 +56,11 @@ use crate::context::{SETTINGS_ROOT, STATE_ROOT, StateReader, TickFacts};
 use crate::control::Resolved;
 use crate::event::Event;
 use crate::facts::SessionFacts;
-use crate::hook::{Hook, HookSet};
 use crate::outcome::{Effect, Evaluation, Halted, Notification, Outcome, RuleError, TraceEntry};
 use crate::program::{CompiledAction, CompiledRule, Entry, Node, Program, RuleCondition};
-use crate::rule::{DeliverAt, LogLevel, Priority};
 use crate::warden::{BusEvent, Shared};
+use warden_load::Hook;
+use warden_load::{DeliverAt, LogLevel, Priority};
 
 /// What a session remembers about one rule (for its decorators).
 #[derive(Debug, Clone, Copy, Default)]
@@ -1772,5 +1772,29 @@ fn script_effect(rule: &CompiledRule, hook: Hook, e: warden_lua::Effect) -> Effe
             event_type: Arc::from(event_type),
             payload,
         },
+    }
+}
+
+/// A set of hooks (what a running tree waits for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HookSet(u8);
+
+impl HookSet {
+    pub(crate) fn insert(&mut self, hook: Hook) {
+        self.0 |= 1 << hook.index();
+    }
+
+    pub(crate) fn contains(self, hook: Hook) -> bool {
+        self.0 & (1 << hook.index()) != 0
+    }
+
+    pub(crate) fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub(crate) fn of(hook: Hook) -> Self {
+        let mut s = HookSet::default();
+        s.insert(hook);
+        s
     }
 }

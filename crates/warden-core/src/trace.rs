@@ -7,8 +7,8 @@ use std::io::{BufRead, Read};
 use serde_json::{Map, Value, json};
 
 use crate::event::Event;
-use crate::hook::Hook;
 use crate::outcome::{Effect, Evaluation, Outcome};
+use warden_load::Hook;
 
 /// One event of a trace.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,15 +12,15 @@ use tokio::sync::broadcast;
 use warden_store::Store;
 
 use crate::control::{Controls, POLL_INTERVAL};
-use crate::diagnostic::Diagnostic;
 use crate::event::Event;
 use crate::facts::DEFAULT_HISTORY_LIMIT;
-use crate::hook::Hook;
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
-use crate::loader::{Capabilities, RuleSource, load};
 use crate::outcome::Outcome;
 use crate::program::Program;
 use crate::session::{Session, SessionOptions};
+use warden_input::Diagnostic;
+use warden_load::Hook;
+use warden_load::{Capabilities, RuleSource, load};
 
 /// An event a rule published with `emit_event`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -81,7 +81,7 @@ pub(crate) struct Shared {
     pub(crate) config: Options,
     sources: Vec<RuleSource>,
     capabilities: Capabilities,
-    modes: Option<crate::mode::ModeSource>,
+    modes: Option<warden_load::ModeSource>,
     next_session: AtomicU64,
     reload_lock: Mutex<()>,
     /// The users' choices (rules on or off, setting values), as last read from the store.
@@ -185,10 +185,42 @@ pub struct WardenBuilder {
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
     knowledge: Option<KnowledgeConfig>,
-    modes: Option<crate::mode::ModeSource>,
+    modes: Option<warden_load::ModeSource>,
 }
 
 impl WardenBuilder {
+    /// A builder for an installation's configuration (`warden.toml`): its rule and plugin
+    /// folders, capabilities, modes, knowledge, log sampling and script limits, and its
+    /// database, opened.
+    pub fn from_config(config: &warden_load::Config) -> Result<Self, Error> {
+        let mut b = Warden::builder();
+        if config.builtin {
+            b = b.builtin_rules();
+        }
+        for dir in &config.rules {
+            b = b.rules_dir(dir);
+        }
+        for dir in &config.plugins {
+            b = b.plugins_dir(dir);
+        }
+        b = b.capabilities(config.capabilities.iter().cloned());
+        b.modes.clone_from(&config.modes);
+        if let Some((sources, root)) = &config.knowledge {
+            b = b
+                .knowledge(sources, root)
+                .knowledge_at_query_start(config.knowledge_at_query_start);
+        }
+        if let Some(db) = &config.database {
+            b = b.store(Store::open(db)?);
+        }
+        let defaults = warden_lua::Limits::default();
+        Ok(b.execution_log_sample(config.log_sample)
+            .script_limits(warden_lua::Limits {
+                timeout: config.script_timeout.unwrap_or(defaults.timeout),
+                memory: config.script_memory.unwrap_or(defaults.memory),
+            }))
+    }
+
     /// Loads Warden's built-in rules.
     pub fn builtin_rules(mut self) -> Self {
         self.sources.push(RuleSource::Builtin);
@@ -257,7 +289,7 @@ impl WardenBuilder {
     /// Chooses the active rules by mode, from a modes file: modes in priority order, each
     /// with a condition and the rule sets it activates (see the book's "Modes" chapter).
     pub fn modes_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.modes = Some(crate::mode::ModeSource::File(path.into()));
+        self.modes = Some(warden_load::ModeSource::File(path.into()));
         self
     }
 
@@ -265,7 +297,7 @@ impl WardenBuilder {
     /// (the seed's table: unavailable under 30 000 tokens, reduced to 100 000, then full) or
     /// `research-or-coding` (by the words of the query).
     pub fn builtin_modes(mut self, name: impl Into<String>) -> Self {
-        self.modes = Some(crate::mode::ModeSource::Builtin(name.into()));
+        self.modes = Some(warden_load::ModeSource::Builtin(name.into()));
         self
     }
 
@@ -333,7 +365,7 @@ impl WardenBuilder {
         };
         let mut loaded = load(&self.sources, &capabilities);
         if let Some(m) = &self.modes {
-            crate::loader::load_modes(m, &mut loaded);
+            warden_load::load_modes(m, &mut loaded);
         }
         let program = Program::compile(loaded, 0);
         if self.strict && program.has_errors() {
@@ -484,7 +516,7 @@ impl Warden {
             .map(|c| knowledge_before.reload(c));
         let mut loaded = load(&self.shared.sources, &self.shared.capabilities);
         if let Some(m) = &self.shared.modes {
-            crate::loader::load_modes(m, &mut loaded);
+            warden_load::load_modes(m, &mut loaded);
         }
         let candidate = Program::compile(loaded, current.generation + 1);
         let known: std::collections::HashSet<_> = current

@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use crate::error::{ErrorKind, ExprError, Span, closest};
+use warden_input::closest;
+
+use crate::error::{ErrorKind, ExprError, Span};
 use crate::parser::{BinOp, Expr, ExprKind, Generator, UnOp, parse};
 use crate::schema::{Binding, MapId, ScalarId, Schema, Type};
 

@@ -28,8 +28,8 @@ use serde::Serialize;
 
 use crate::error::LoadError;
 use crate::injection::words_with_offsets;
-use crate::sources::check_name;
-use crate::toml_read::{Doc, Table, kind, strings_of};
+use crate::name::check_name;
+use warden_input::{Doc, SourceFile, Table, kind, string_items};
 
 /// What the query was classified as.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -87,31 +87,34 @@ impl Classifier {
 
     /// Reads a classification file's `text`; `path` names it in errors.
     pub fn parse(path: &Path, text: &str, core_tag: &str) -> Result<Self, LoadError> {
-        let mut doc = Doc::new(path, text);
-        let root = doc.parse()?;
+        let file = SourceFile::new(path, text);
+        let mut doc = Doc::new(file.clone());
+        let Some(root) = doc.parse(file.text()) else {
+            return LoadError::or(doc, Classifier::empty(core_tag));
+        };
         let mut top = Table::new(root.get_ref(), "", root.span());
         let mut terms = Vec::new();
         if let Some(keywords) = top.table(&mut doc, "keywords") {
             for (tag, words) in keywords.entries() {
-                let field = keywords.field(tag.get_ref());
-                if let Err(why) = check_name(tag.get_ref()) {
+                let field = keywords.field(tag.value);
+                if let Err(why) = check_name(tag.value) {
                     doc.error(
-                        tag.span(),
+                        tag.span.clone(),
                         &field,
-                        format!("the tag `{}` {why}", tag.get_ref()),
+                        format!("the tag `{}` {why}", tag.value),
                         Some("tags are letters, digits, `-`, `_` and `.`".into()),
                     );
                 }
-                let Some(list) = strings_of(words.get_ref()) else {
+                let Some(list) = string_items(words.get_ref()) else {
                     doc.error(
                         words.span(),
                         &field,
                         format!(
                             "the keywords of `{}` must be an array of strings, not {}",
-                            tag.get_ref(),
+                            tag.value,
                             kind(words.get_ref())
                         ),
-                        Some(format!("{} = [\"keyword\", \"another\"]", tag.get_ref())),
+                        Some(format!("{} = [\"keyword\", \"another\"]", tag.value)),
                     );
                     continue;
                 };
@@ -130,32 +133,32 @@ impl Classifier {
                         text: kw.value,
                         words,
                         kind: TermKind::Keyword,
-                        tags: vec![tag.get_ref().to_string()],
+                        tags: vec![tag.value.to_string()],
                     });
                 }
             }
         }
         if let Some(glossary) = top.table(&mut doc, "glossary") {
             for (term, tags) in glossary.entries() {
-                let field = glossary.field(term.get_ref());
-                let words = words_of(term.get_ref());
+                let field = glossary.field(term.value);
+                let words = words_of(term.value);
                 if words.is_empty() {
                     doc.error(
-                        term.span(),
+                        term.span.clone(),
                         &field,
-                        format!("the term `{}` has no letters or digits", term.get_ref()),
+                        format!("the term `{}` has no letters or digits", term.value),
                         Some("a term is matched by its words; remove it".into()),
                     );
                 }
-                let Some(list) = strings_of(tags.get_ref()).filter(|l| !l.is_empty()) else {
+                let Some(list) = string_items(tags.get_ref()).filter(|l| !l.is_empty()) else {
                     doc.error(
                         tags.span(),
                         &field,
                         format!(
                             "the tags of `{}` must be a non-empty array of strings",
-                            term.get_ref()
+                            term.value
                         ),
-                        Some(format!("\"{}\" = [\"tag\"]", term.get_ref())),
+                        Some(format!("\"{}\" = [\"tag\"]", term.value)),
                     );
                     continue;
                 };
@@ -175,7 +178,7 @@ impl Classifier {
                 }
                 if !words.is_empty() {
                     terms.push(Term {
-                        text: term.get_ref().to_string(),
+                        text: term.value.to_string(),
                         words,
                         kind: TermKind::Glossary,
                         tags: term_tags,
@@ -184,10 +187,13 @@ impl Classifier {
             }
         }
         top.finish(&mut doc, &["keywords", "glossary"]);
-        doc.finish(Classifier {
-            terms,
-            core_tag: core_tag.to_string(),
-        })
+        LoadError::or(
+            doc,
+            Classifier {
+                terms,
+                core_tag: core_tag.to_string(),
+            },
+        )
     }
 
     /// How many keywords and glossary terms there are: `(keywords, terms)`.

@@ -13,10 +13,10 @@
 //! project (who could change the sources themselves).
 
 use std::fs;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use serde::Serialize;
+use warden_input::{FileKind, ReadError};
 
 /// Largest knowledge source (or classification file) read, in bytes.
 pub const MAX_SOURCE_BYTES: u64 = 1 << 20;
@@ -194,34 +194,23 @@ pub(crate) fn resolve(root: &Root, rel: &Path) -> Result<PathBuf, Refused> {
     Ok(real)
 }
 
-/// Reads the regular file at `real` as UTF-8 text; `shown` names it in messages.
+/// Knowledge sources and the sources and classification files: at most
+/// [`MAX_SOURCE_BYTES`], UTF-8, regular files.
+const SOURCE_FILES: FileKind = FileKind {
+    plural: "knowledge files",
+    folder: "the project root",
+    limit: MAX_SOURCE_BYTES,
+};
+
+/// Reads the file at `real`, which passed the gates, as text; `shown` names it in messages.
 pub(crate) fn read_text(real: &Path, shown: &str) -> Result<String, Refused> {
-    let unreadable = |why: String| (Check::Unreadable, format!("`{shown}` {why}"));
-    let meta = fs::metadata(real).map_err(|e| unreadable(format!("cannot be read: {e}")))?;
-    if !meta.is_file() {
-        return Err(unreadable("is not a regular file".into()));
-    }
-    if meta.len() > MAX_SOURCE_BYTES {
-        return Err(unreadable(too_large()));
-    }
-    read_bounded(real).map_err(unreadable)
+    warden_input::read_text(real, None, &SOURCE_FILES)
+        .map_err(|e| (Check::Unreadable, format!("`{shown}`: {e}")))
 }
 
-/// The file at `path` as UTF-8 text of at most [`MAX_SOURCE_BYTES`], or why not (a phrase to
-/// follow the file's name: `is not UTF-8 text`).
-pub(crate) fn read_bounded(path: &Path) -> Result<String, String> {
-    let mut bytes = Vec::new();
-    fs::File::open(path)
-        .and_then(|f| f.take(MAX_SOURCE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| format!("cannot be read: {e}"))?;
-    if bytes.len() as u64 > MAX_SOURCE_BYTES {
-        return Err(too_large());
-    }
-    String::from_utf8(bytes).map_err(|_| "is not UTF-8 text".into())
-}
-
-fn too_large() -> String {
-    format!("is larger than {MAX_SOURCE_BYTES} bytes")
+/// Reads a sources file (named by the operator, not through the gates).
+pub(crate) fn read_config(path: &Path) -> Result<String, ReadError> {
+    warden_input::read_text(path, None, &SOURCE_FILES)
 }
 
 /// The path check and gates 1 to 4, then the read: the text of `path` under `root`.

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::classify::{Classification, Classifier};
-use crate::error::{LoadError, Problem};
+use warden_input::{Diagnostic, SourceFile};
+
+use crate::error::LoadError;
 use crate::gates::{self, Root};
 use crate::health::{self, Health};
 use crate::select::{self, Enrichment};
@@ -53,14 +55,16 @@ impl Knowledge {
     ) -> Result<Knowledge, LoadError> {
         let file = sources_file.as_ref();
         let mut watched = vec![(file.to_path_buf(), Fingerprint::of(file))];
-        let text =
-            gates::read_bounded(file).map_err(|why| LoadError::one(Problem::file(file, why)))?;
+        let text = gates::read_config(file)
+            .map_err(|why| LoadError::one(Diagnostic::io(file, why.to_string())))?;
         let parsed = sources::parse(file, &text)?;
         let root_path = project_root.as_ref();
         let root = Root::new(root_path).map_err(|e| {
             LoadError::one(
-                Problem::file(root_path, format!("the project root cannot be used: {e}"))
-                    .suggest("pass the folder that the paths in the sources file are relative to"),
+                Diagnostic::io(root_path, format!("the project root cannot be used: {e}"))
+                    .with_help(
+                        "pass the folder that the paths in the sources file are relative to",
+                    ),
             )
         })?;
         let core_tag = &parsed.settings.core_tag;
@@ -71,17 +75,16 @@ impl Knowledge {
                 watched.push((path.clone(), Fingerprint::of(&path)));
                 let text = gates::open(&root, &at.value).map_err(|(check, message)| {
                     LoadError::one(
-                        Problem::at(
-                            file,
-                            &text,
-                            at.span.clone(),
+                        Diagnostic::error(
+                            &SourceFile::new(file, text.as_str()),
+                            Some(at.span.clone()),
                             Some("knowledge.classification"),
                             format!(
                                 "the classification file is refused by {}: {message}",
                                 check.name()
                             ),
                         )
-                        .suggest(
+                        .with_help(
                             "name a TOML file inside the project root, relative to it, such as \
                              \"classification.toml\"",
                         ),

@@ -23,32 +23,10 @@ use serde::Serialize;
 
 use crate::assemble::{self, CLOSING, OPENING};
 use crate::classify::Classification;
-use crate::settings::Settings;
+use crate::settings::{Mode, Settings};
 use crate::sources::{Refusal, Source};
 use crate::tokens::estimate_tokens;
 use crate::truncate::truncate;
-
-/// How much knowledge a context window allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    /// The window is too small: no enrichment.
-    Unavailable,
-    /// Only sources tagged with the core tag.
-    Reduced,
-    /// Every source with a tag the query has.
-    Full,
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Mode::Unavailable => "unavailable",
-            Mode::Reduced => "reduced",
-            Mode::Full => "full",
-        })
-    }
-}
 
 /// The result of enriching one query.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

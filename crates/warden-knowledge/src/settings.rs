@@ -2,8 +2,6 @@
 
 use serde::Serialize;
 
-use crate::select::Mode;
-
 /// How enrichment behaves; every number the seed hard-coded is here, with its default.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Settings {
@@ -128,5 +126,27 @@ mod tests {
         for w in [0, 1, 6, 7, 19, 20, 29_999, 30_000, 99_999, 100_000, 133_333] {
             assert_eq!(s.budget(w), (w as f64 * 0.15).floor() as u64, "{w}");
         }
+    }
+}
+
+/// How much knowledge a context window allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// The window is too small: no enrichment.
+    Unavailable,
+    /// Only sources tagged with the core tag.
+    Reduced,
+    /// Every source with a tag the query has.
+    Full,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Unavailable => "unavailable",
+            Mode::Reduced => "reduced",
+            Mode::Full => "full",
+        })
     }
 }

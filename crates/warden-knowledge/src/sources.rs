@@ -10,9 +10,10 @@ use toml::de::DeValue;
 use crate::error::LoadError;
 use crate::gates::{self, Check, Root};
 use crate::injection::{self, INJECTION_PATTERNS};
+use crate::name::check_name;
 use crate::settings::Settings;
 use crate::tokens::estimate_tokens;
-use crate::toml_read::{At, Doc, Table, kind};
+use warden_input::{At, Doc, SourceFile, Table, kind};
 
 /// A knowledge source as the sources file declares it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -108,23 +109,6 @@ impl std::fmt::Display for Advisory {
     }
 }
 
-/// Checks an id or a tag: letters, digits, `-`, `_`, `.`, at most 64 characters. (They are
-/// written into the section's attribution comments, so nothing else may reach it.)
-pub(crate) fn check_name(name: &str) -> Result<(), &'static str> {
-    if name.is_empty() {
-        Err("is empty")
-    } else if name.len() > 64 {
-        Err("is longer than 64 characters")
-    } else if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    {
-        Err("may only have letters, digits, `-`, `_` and `.`")
-    } else {
-        Ok(())
-    }
-}
-
 /// What a sources file says.
 pub(crate) struct SourcesFile {
     pub settings: Settings,
@@ -149,8 +133,13 @@ const SOURCE_KEYS: &[&str] = &["id", "path", "tags", "priority", "curated", "req
 
 /// Reads a sources file's `text`; `path` names it in errors.
 pub(crate) fn parse(path: &Path, text: &str) -> Result<SourcesFile, LoadError> {
-    let mut doc = Doc::new(path, text);
-    let root = doc.parse()?;
+    let file = SourceFile::new(path, text);
+    let mut doc = Doc::new(file.clone());
+    let Some(root) = doc.parse(file.text()) else {
+        return Err(LoadError {
+            diagnostics: doc.diagnostics,
+        });
+    };
     let mut top = Table::new(root.get_ref(), "", root.span());
     let mut settings = Settings::default();
     let mut classification = None;
@@ -200,14 +189,17 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<SourcesFile, LoadError> {
         },
     }
     top.finish(&mut doc, TOP_KEYS);
-    doc.finish(SourcesFile {
-        settings,
-        classification,
-        sources,
-    })
+    LoadError::or(
+        doc,
+        SourcesFile {
+            settings,
+            classification,
+            sources,
+        },
+    )
 }
 
-fn read_settings<'a>(doc: &mut Doc<'_>, k: &mut Table<'a>, s: &mut Settings) {
+fn read_settings<'a>(doc: &mut Doc, k: &mut Table<'a>, s: &mut Settings) {
     if let Some(v) = k.boolean(doc, "enabled") {
         s.enabled = v.value;
     }
@@ -280,11 +272,11 @@ fn read_settings<'a>(doc: &mut Doc<'_>, k: &mut Table<'a>, s: &mut Settings) {
     }
 }
 
-fn read_source(doc: &mut Doc<'_>, t: &mut Table<'_>, before: &[SourceDef]) -> Option<SourceDef> {
-    let line = crate::error::line_col(doc.text, t.span.start).0;
+fn read_source(doc: &mut Doc, t: &mut Table<'_>, before: &[SourceDef]) -> Option<SourceDef> {
+    let line = doc.file.line_col(t.span.start).0;
     let id = t.string(doc, "id");
     let path = t.string(doc, "path");
-    let tags = t.strings(doc, "tags");
+    let tags = t.string_items(doc, "tags");
     let priority = t.integer(doc, "priority").map_or(0, |v| v.value);
     let curated = t.boolean(doc, "curated").is_some_and(|v| v.value);
     let required_flag = t.boolean(doc, "required").is_some_and(|v| v.value);
@@ -302,12 +294,7 @@ fn read_source(doc: &mut Doc<'_>, t: &mut Table<'_>, before: &[SourceDef]) -> Op
     })
 }
 
-fn read_id(
-    doc: &mut Doc<'_>,
-    t: &Table<'_>,
-    id: At<String>,
-    before: &[SourceDef],
-) -> Option<String> {
+fn read_id(doc: &mut Doc, t: &Table<'_>, id: At<String>, before: &[SourceDef]) -> Option<String> {
     if let Err(why) = check_name(&id.value) {
         doc.error(
             id.span,
@@ -333,7 +320,7 @@ fn read_id(
 }
 
 /// Reports a missing required field of a source.
-fn required<T>(doc: &mut Doc<'_>, t: &Table<'_>, key: &str, v: Option<At<T>>) -> Option<At<T>> {
+fn required<T>(doc: &mut Doc, t: &Table<'_>, key: &str, v: Option<At<T>>) -> Option<At<T>> {
     if v.is_none() && !t.has(key) {
         let example = match key {
             "id" => "id = \"glossary\"",
@@ -341,7 +328,7 @@ fn required<T>(doc: &mut Doc<'_>, t: &Table<'_>, key: &str, v: Option<At<T>>) ->
             _ => "tags = [\"core\"]",
         };
         doc.error(
-            header_span(doc.text, &t.span),
+            header_span(doc.file.text(), &t.span),
             &t.field(key),
             format!("this source has no `{key}`"),
             Some(format!("add {example}")),
@@ -358,7 +345,7 @@ fn header_span(text: &str, span: &Range<usize>) -> Range<usize> {
     start..end.max(start)
 }
 
-fn read_tags(doc: &mut Doc<'_>, t: &Table<'_>, tags: At<Vec<At<String>>>) -> Option<Vec<String>> {
+fn read_tags(doc: &mut Doc, t: &Table<'_>, tags: At<Vec<At<String>>>) -> Option<Vec<String>> {
     let field = t.field("tags");
     if tags.value.is_empty() {
         doc.error(

@@ -162,7 +162,7 @@ fn what_is_not_a_readable_text_file() {
         ("notes/empty.md", "is empty"),
         ("notes/folder.md", "not a regular file"),
         ("notes/binary.md", "not UTF-8"),
-        ("notes/huge.md", "larger than"),
+        ("notes/huge.md", "are limited to 1048576"),
     ] {
         assert_refused(&p, path, Check::Unreadable, says);
     }

@@ -9,9 +9,9 @@ fn errors(p: &Project, text: &str) -> Vec<String> {
     p.write("sources.toml", text);
     p.load()
         .unwrap_err()
-        .problems
+        .diagnostics
         .iter()
-        .map(|pr| pr.to_string())
+        .map(|d| d.to_string())
         .collect()
 }
 
@@ -172,13 +172,13 @@ fn syntax_errors_and_unreadable_files() {
     std::fs::write(p.path("sources.toml"), [0xff, 0xfe]).unwrap();
     let err = p.load().unwrap_err().to_string();
     assert!(
-        err.contains("sources.toml: error: is not UTF-8 text"),
+        err.contains("sources.toml: error: the file is not UTF-8 text"),
         "{err}"
     );
     let err = warden_knowledge::Knowledge::load(p.path("none.toml"), p.root())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("none.toml: error: cannot be read"), "{err}");
+    assert!(err.contains("none.toml: error: cannot read"), "{err}");
     p.write("sources.toml", SOURCE);
     let err = warden_knowledge::Knowledge::load(p.path("sources.toml"), p.path("no-such-root"))
         .unwrap_err()

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use warden_expr::{CompileOptions, Compiler, Condition};
 
-use crate::behavior::parse::{Abort, NodeDef, NodeKind, Policy};
-use crate::diagnostic::Diagnostic;
-use crate::hook::Hook;
 use crate::program::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
-use crate::rule::{ActionDef, ConditionDef, Located, RuleDef};
 use crate::template::Templates;
+use warden_input::Diagnostic;
+use warden_load::Hook;
+use warden_load::{Abort, NodeDef, NodeKind, Policy};
+use warden_load::{ActionDef, ConditionDef, Located, RuleDef};
 
 /// Most nodes one tree may have once its subtrees are inlined.
 pub const MAX_NODES: usize = 4096;
@@ -218,7 +218,7 @@ fn options(owner: &RuleDef) -> CompileOptions<'static> {
     const OUTSIDE_A_PLUGIN: &[(&str, &str)] =
         &[(crate::context::SETTINGS_ROOT, crate::program::NO_SETTINGS)];
     CompileOptions {
-        unavailable: if &*owner.plugin == crate::loader::LOCAL_PLUGIN {
+        unavailable: if &*owner.plugin == warden_load::LOCAL_PLUGIN {
             OUTSIDE_A_PLUGIN
         } else {
             &[]

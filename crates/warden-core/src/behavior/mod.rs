@@ -20,18 +20,14 @@
 //! ]
 //! ```
 //!
-//! - `parse.rs`: the TOML of a tree, read into [`NodeDef`]s with every problem at its line and
-//!   field.
+//! The TOML of a tree is read into `NodeDef`s by `warden-load`.
 //! - `compile.rs`: a tree flattened into an arena of nodes, subtrees inlined (cycles refused),
 //!   conditions and actions compiled.
 //! - `run.rs`: the executor: ticks, halts, and what each node kind does (see the book's node
 //!   reference for the exact semantics).
 
 mod compile;
-mod parse;
 pub(crate) mod run;
 
 pub(crate) use compile::{Tree, TreeContext, compile_tree};
-pub(crate) use parse::read_tree;
-pub use parse::{Abort, NODE_TYPES, NodeDef, NodeKind, Policy};
 pub use run::NodeStatus;

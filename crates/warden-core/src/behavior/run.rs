@@ -14,7 +14,7 @@
 //! those, run by this executor.
 
 use crate::behavior::compile::{CKind, Tree};
-use crate::hook::Hook;
+use warden_load::Hook;
 
 /// What a node came to at a tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,45 +8,74 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-/// Warden's built-in scripts, embedded from the repository's `scripts/` folder.
-pub const BUILTIN_SCRIPTS: &[(&str, &str)] = &[(
-    "scripts/research-workflow.lua",
-    include_str!("../../../scripts/research-workflow.lua"),
-)];
+use warden_input::{FileKind, ReadError, read_text};
 
-/// Largest script file Warden reads.
-pub const MAX_SCRIPT_BYTES: u64 = 1 << 20;
+use crate::builtin::BUILTIN_SCRIPTS;
+
+/// Scripts: at most 1 MiB, beside the rules.
+pub const SCRIPT_FILES: FileKind = FileKind {
+    plural: "scripts",
+    folder: "the rule folder",
+    limit: 1 << 20,
+};
 
 /// A script found and read.
-pub(crate) struct Found {
+#[derive(Debug, Clone)]
+pub struct Found {
     /// Where it was found (shown in messages).
     pub path: PathBuf,
+    /// Its text.
     pub text: String,
     /// Whether it was read from disk (not one of the built-in scripts).
     pub on_disk: bool,
 }
 
+/// Why a script path was refused or its file not read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScriptError {
+    /// The path is not the shape of a script path (absolute, `..`, not `.lua`...).
+    #[error("{0}")]
+    Shape(String),
+    /// No file was found where the path was looked for.
+    #[error("no script `{path}`: looked {looked}")]
+    NotFound {
+        /// The path as written.
+        path: String,
+        /// Where it was looked for.
+        looked: String,
+    },
+    /// The file was found but not read.
+    #[error("{}: {error}", .path.display())]
+    Unreadable {
+        /// Where it was found.
+        path: PathBuf,
+        /// Why it was not read.
+        error: ReadError,
+    },
+}
+
 /// Checks the shape of a script path; the error says what is wrong with it.
-fn check_shape(path: &str) -> Result<&Path, String> {
+fn check_shape(path: &str) -> Result<&Path, ScriptError> {
+    let refuse = |why: String| Err(ScriptError::Shape(why));
     if path.trim().is_empty() {
-        return Err("the script path is empty".into());
+        return refuse("the script path is empty".into());
     }
     if path.contains('\\') {
-        return Err("write script paths with `/`, not `\\`".into());
+        return refuse("write script paths with `/`, not `\\`".into());
     }
     let p = Path::new(path);
     if p.is_absolute() || path.starts_with('/') {
-        return Err(format!(
+        return refuse(format!(
             "`{path}` is absolute; script paths are relative to the rule folder"
         ));
     }
     if p.components().any(|c| matches!(c, Component::ParentDir)) {
-        return Err(format!(
+        return refuse(format!(
             "`{path}` leaves the rule folder with `..`; keep scripts beside the rules"
         ));
     }
     if p.extension().is_none_or(|e| e != "lua") {
-        return Err(format!("`{path}` is not a `.lua` file"));
+        return refuse(format!("`{path}` is not a `.lua` file"));
     }
     Ok(p)
 }
@@ -67,18 +96,25 @@ fn search_folders(rule_file: &Path) -> [PathBuf; 2] {
 }
 
 /// Finds the script `path` for a rule read from `rule_file` (`None` for a built-in rule).
-pub(crate) fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, String> {
+pub fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, ScriptError> {
     let rel = check_shape(path)?;
     let mut tried = Vec::new();
     if let Some(file) = rule_file {
         for base in &search_folders(file) {
             let candidate = base.join(rel);
             if fs::symlink_metadata(&candidate).is_ok() {
-                return read(&candidate, base).map(|text| Found {
-                    path: candidate,
-                    text,
-                    on_disk: true,
-                });
+                let root = fs::canonicalize(base).unwrap_or_else(|_| base.clone());
+                return match read_text(&candidate, Some(&root), &SCRIPT_FILES) {
+                    Ok(text) => Ok(Found {
+                        path: candidate,
+                        text,
+                        on_disk: true,
+                    }),
+                    Err(error) => Err(ScriptError::Unreadable {
+                        path: candidate,
+                        error,
+                    }),
+                };
             }
             tried.push(candidate.display().to_string());
         }
@@ -95,61 +131,15 @@ pub(crate) fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, String
     } else {
         format!("at {} and among the built-in scripts", tried.join(", "))
     };
-    Err(format!("no script `{path}`: looked {looked}"))
-}
-
-fn read(path: &Path, base: &Path) -> Result<String, String> {
-    let real = fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let root = fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
-    if !real.starts_with(&root) {
-        return Err(format!(
-            "{} leads to {}, outside {}; scripts must live beside the rules",
-            path.display(),
-            real.display(),
-            root.display()
-        ));
-    }
-    let meta = fs::metadata(&real).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("{} is not a file", path.display()));
-    }
-    if meta.len() > MAX_SCRIPT_BYTES {
-        return Err(format!(
-            "{} is {} bytes; scripts are limited to {MAX_SCRIPT_BYTES}",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let bytes = fs::read(&real).map_err(|e| format!("{}: {e}", path.display()))?;
-    String::from_utf8(bytes).map_err(|_| format!("{} is not UTF-8 text", path.display()))
+    Err(ScriptError::NotFound {
+        path: path.to_string(),
+        looked,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_embedded_scripts_are_exactly_the_scripts_folder() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts");
-        let mut on_disk: Vec<String> = fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| format!("scripts/{}", e.unwrap().file_name().to_string_lossy()))
-            .filter(|n| n.ends_with(".lua"))
-            .collect();
-        on_disk.sort();
-        let embedded: Vec<String> = BUILTIN_SCRIPTS.iter().map(|(p, _)| p.to_string()).collect();
-        assert_eq!(
-            on_disk, embedded,
-            "add new built-in scripts to BUILTIN_SCRIPTS"
-        );
-        for (p, text) in BUILTIN_SCRIPTS {
-            assert_eq!(
-                fs::read_to_string(dir.join(p.trim_start_matches("scripts/"))).unwrap(),
-                *text
-            );
-            warden_lua::check_syntax(p, text).unwrap();
-        }
-    }
 
     #[test]
     fn hostile_paths_are_refused_with_a_reason() {
@@ -161,7 +151,10 @@ mod tests {
             ("scripts/x.txt", "not a `.lua`"),
             ("", "empty"),
         ] {
-            let err = find(Some(Path::new("rules/r.toml")), path).err().unwrap();
+            let err = find(Some(Path::new("rules/r.toml")), path)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(err.contains(why), "{path}: {err}");
         }
     }
@@ -199,7 +192,10 @@ mod tests {
                 .text
                 .contains("wait_turns")
         );
-        let err = find(Some(&rule), "scripts/none.lua").err().unwrap();
+        let err = find(Some(&rule), "scripts/none.lua")
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             err.contains("no script") && err.contains("looked at") && err.contains("built-in"),
             "{err}"
@@ -222,12 +218,14 @@ mod tests {
             find(Some(&rule), "evil.lua")
                 .err()
                 .unwrap()
+                .to_string()
                 .contains("outside")
         );
         assert!(
             find(Some(&rule), "linked/evil.lua")
                 .err()
                 .unwrap()
+                .to_string()
                 .contains("outside")
         );
     }

@@ -30,8 +30,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::toml_reader::{Doc, Table};
+use warden_input::{Diagnostic, Doc, FileKind, SourceFile, Table, read_text, to_json};
+
+use crate::ids::DEFAULT_ID;
+use crate::modes::ModeSource;
 
 /// The name Warden looks for in the current folder.
 pub const CONFIG_FILE: &str = "warden.toml";
@@ -72,21 +74,20 @@ pub struct Config {
     pub project: String,
     /// Share of ticks recorded in the execution log (0 = off, 1 = every tick).
     pub log_sample: f64,
-    /// The time limit of one script run.
-    pub script_timeout: Duration,
-    /// The memory limit of a session's Lua state, in bytes.
-    pub script_memory: usize,
+    /// The time limit of one script run (the engine's default when absent).
+    pub script_timeout: Option<Duration>,
+    /// The memory limit of a session's Lua state, in bytes (the engine's default when absent).
+    pub script_memory: Option<usize>,
     /// Knowledge enrichment: the sources file and the project root (off when absent).
     pub knowledge: Option<(PathBuf, PathBuf)>,
     /// Enrich every query at `on_query_start`.
     pub knowledge_at_query_start: bool,
     /// Where the modes are (none: every rule is always active).
-    pub modes: Option<crate::mode::ModeSource>,
+    pub modes: Option<ModeSource>,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        let limits = warden_lua::Limits::default();
         Config {
             path: None,
             builtin: true,
@@ -94,11 +95,11 @@ impl Default for Config {
             plugins: Vec::new(),
             capabilities: Vec::new(),
             database: None,
-            user: crate::facts::DEFAULT_ID.to_string(),
-            project: crate::facts::DEFAULT_ID.to_string(),
+            user: DEFAULT_ID.to_string(),
+            project: DEFAULT_ID.to_string(),
             log_sample: 0.0,
-            script_timeout: limits.timeout,
-            script_memory: limits.memory,
+            script_timeout: None,
+            script_memory: None,
             knowledge: None,
             knowledge_at_query_start: true,
             modes: None,
@@ -109,7 +110,7 @@ impl Default for Config {
 impl Config {
     /// Reads `path`. Every problem is a diagnostic naming the line and field.
     pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = read_text(path, None, &FileKind::RULES).map_err(|e| {
             vec![Diagnostic::io(
                 path,
                 format!("cannot read the configuration: {e}"),
@@ -147,8 +148,8 @@ impl Config {
             }
             if let Some(at) = top.string(&mut doc, "modes") {
                 config.modes = Some(match at.value.strip_prefix("builtin:") {
-                    Some(name) => crate::mode::ModeSource::Builtin(name.to_string()),
-                    None => crate::mode::ModeSource::File(resolve(at.value)),
+                    Some(name) => ModeSource::Builtin(name.to_string()),
+                    None => ModeSource::File(resolve(at.value)),
                 });
             }
             if let Some(at) = top.string(&mut doc, "database") {
@@ -165,7 +166,7 @@ impl Config {
             }
             if let Some(mut log) = top.table(&mut doc, "log") {
                 if let Some(raw) = log.raw("sample") {
-                    match crate::toml_reader::to_json(raw.get_ref()).as_f64() {
+                    match to_json(raw.get_ref()).as_f64() {
                         Some(x) if (0.0..=1.0).contains(&x) => config.log_sample = x,
                         _ => doc.error(
                             raw.span(),
@@ -179,9 +180,9 @@ impl Config {
             }
             if let Some(mut scripts) = top.table(&mut doc, "scripts") {
                 if let Some(raw) = scripts.raw("timeout_seconds") {
-                    match crate::toml_reader::to_json(raw.get_ref()).as_f64() {
+                    match to_json(raw.get_ref()).as_f64() {
                         Some(x) if x > 0.0 && x <= 3600.0 => {
-                            config.script_timeout = Duration::from_secs_f64(x);
+                            config.script_timeout = Some(Duration::from_secs_f64(x));
                         }
                         _ => doc.error(
                             raw.span(),
@@ -193,7 +194,7 @@ impl Config {
                 }
                 if let Some(at) = scripts.integer(&mut doc, "memory_mb") {
                     match usize::try_from(at.value) {
-                        Ok(mb) if (1..=4096).contains(&mb) => config.script_memory = mb << 20,
+                        Ok(mb) if (1..=4096).contains(&mb) => config.script_memory = Some(mb << 20),
                         _ => doc.error(
                             at.span,
                             "scripts.memory_mb",
@@ -239,39 +240,6 @@ impl Config {
             Ok(config)
         }
     }
-
-    /// A builder for this configuration (the database opened, if one is named).
-    pub fn builder(&self) -> Result<crate::WardenBuilder, crate::Error> {
-        let mut b = crate::Warden::builder();
-        if self.builtin {
-            b = b.builtin_rules();
-        }
-        for dir in &self.rules {
-            b = b.rules_dir(dir);
-        }
-        for dir in &self.plugins {
-            b = b.plugins_dir(dir);
-        }
-        b = b.capabilities(self.capabilities.iter().cloned());
-        match &self.modes {
-            Some(crate::mode::ModeSource::File(p)) => b = b.modes_file(p),
-            Some(crate::mode::ModeSource::Builtin(n)) => b = b.builtin_modes(n),
-            None => {}
-        }
-        if let Some((sources, root)) = &self.knowledge {
-            b = b
-                .knowledge(sources, root)
-                .knowledge_at_query_start(self.knowledge_at_query_start);
-        }
-        if let Some(db) = &self.database {
-            b = b.store(warden_store::Store::open(db)?);
-        }
-        Ok(b.execution_log_sample(self.log_sample)
-            .script_limits(warden_lua::Limits {
-                timeout: self.script_timeout,
-                memory: self.script_memory,
-            }))
-    }
 }
 
 #[cfg(test)]
@@ -291,8 +259,8 @@ mod tests {
         assert_eq!(c.database, Some(PathBuf::from("/srv/agent/state/w.db")));
         assert_eq!((c.user.as_str(), c.project.as_str()), ("ann", "default"));
         assert_eq!(c.log_sample, 0.25);
-        assert_eq!(c.script_timeout, Duration::from_millis(500));
-        assert_eq!(c.script_memory, 8 << 20);
+        assert_eq!(c.script_timeout, Some(Duration::from_millis(500)));
+        assert_eq!(c.script_memory, Some(8 << 20));
     }
 
     #[test]

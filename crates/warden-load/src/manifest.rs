@@ -35,10 +35,9 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use toml::de::DeValue;
 
-use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::rule::{kebab_id, to_kebab};
-use crate::suggest::closest;
-use crate::toml_reader::{Doc, Table};
+use warden_input::{Diagnostic, Doc, SourceFile, Table, closest, to_json};
+
+use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN, kebab_id, to_kebab};
 
 /// The name of a plugin's manifest file.
 pub const MANIFEST_FILE: &str = "manifest.toml";
@@ -67,6 +66,11 @@ pub enum SettingKind {
 }
 
 impl SettingKind {
+    /// Whether values of this kind are numbers.
+    pub fn is_numeric(self) -> bool {
+        matches!(self, SettingKind::Integer | SettingKind::Float)
+    }
+
     /// Every kind, by its name in a manifest.
     pub const ALL: [(&'static str, SettingKind); 4] = [
         ("integer", SettingKind::Integer),
@@ -123,16 +127,6 @@ impl SettingValue {
             }
             SettingValue::String(s) => Json::from(&**s),
             SettingValue::Boolean(b) => Json::Bool(*b),
-        }
-    }
-
-    pub(crate) fn scalar(&self) -> warden_expr::Scalar<'_> {
-        use warden_expr::Scalar as S;
-        match self {
-            SettingValue::Integer(n) => S::Int(*n),
-            SettingValue::Float(f) => S::Float(*f),
-            SettingValue::String(s) => S::Str(s),
-            SettingValue::Boolean(b) => S::Bool(*b),
         }
     }
 }
@@ -355,7 +349,7 @@ pub struct Manifest {
 
 /// Reads a manifest. Every problem is reported at its line and field; `None` when the
 /// manifest has errors (the plugin is then not loaded).
-pub(crate) fn parse_manifest(file: Arc<SourceFile>) -> (Option<Manifest>, Vec<Diagnostic>) {
+pub fn parse_manifest(file: Arc<SourceFile>) -> (Option<Manifest>, Vec<Diagnostic>) {
     parse_manifest_as(file, false)
 }
 
@@ -399,7 +393,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
             }
             None
         }
-        Some(at) if at.value == crate::loader::LOCAL_PLUGIN => {
+        Some(at) if at.value == LOCAL_PLUGIN => {
             doc.error(
                 at.span,
                 "plugin.id",
@@ -410,7 +404,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
         }
         // Reserved whether or not the built-in rules are loaded: `builtin/...` names Warden's
         // own rules, in users' choices, settings and modes.
-        Some(at) if at.value == crate::loader::BUILTIN_PLUGIN && !builtin => {
+        Some(at) if at.value == BUILTIN_PLUGIN && !builtin => {
             doc.error(
                 at.span,
                 "plugin.id",
@@ -483,6 +477,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
     let mut settings = Vec::new();
     if let Some(table) = top.table(doc, "settings") {
         for (key, value) in table.entries() {
+            let key = key.value;
             let field = format!("settings.{key}");
             let DeValue::Table(t) = value.get_ref() else {
                 doc.error(
@@ -584,7 +579,7 @@ fn read_setting(
     let read_bound =
         |doc: &mut Doc, t: &mut Table<'_>, key: &'static str| -> Option<(f64, Range<usize>)> {
             let raw = t.raw(key)?;
-            let v = crate::toml_reader::to_json(raw.get_ref());
+            let v = to_json(raw.get_ref());
             match v.as_f64() {
                 Some(x) if x.is_finite() => Some((x, raw.span())),
                 _ => {

@@ -22,6 +22,8 @@
 //! `errors` check the last event; `[[test.expect]]` tables with an `event` index check
 //! others. A tick with a rule error fails the case unless it expects that error.
 
+#![warn(missing_docs)]
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,12 +32,9 @@ use serde_json::Value as Json;
 use toml::de::DeValue;
 use warden_store::{StateScope, StateWrite};
 
-use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::outcome::{Effect, Outcome};
-use crate::session::SessionOptions;
-use crate::suggest::closest;
-use crate::toml_reader::{At, Doc, Table, to_json};
-use crate::warden::Warden;
+use warden_core::{Effect, Event, Hook, Outcome, SessionOptions, Warden};
+use warden_input::{At, Diagnostic, Doc, SourceFile, Table, closest, to_json};
+use warden_load::DEFAULT_ID;
 
 /// The suffix of rule test files.
 pub const TEST_SUFFIX: &str = ".test.toml";
@@ -77,7 +76,7 @@ struct Expectation {
 #[derive(Debug, Clone)]
 struct Case {
     name: String,
-    events: Vec<(crate::hook::Hook, crate::event::Event)>,
+    events: Vec<(Hook, Event)>,
     settings: Vec<(String, Json)>,
     disabled: Vec<String>,
     state: Vec<(String, String, Json)>,
@@ -191,12 +190,12 @@ pub fn discover_test_files(folders: &[PathBuf]) -> (Vec<PathBuf>, Vec<Diagnostic
                             continue;
                         }
                     },
-                    Ok((meta, _)) => crate::loader::not_regular(&meta),
+                    Ok((meta, _)) => warden_input::not_regular(&meta).to_string(),
                     Err(e) => format!("a link that cannot be followed: {e}"),
                 }
             } else {
                 match std::fs::symlink_metadata(&path) {
-                    Ok(meta) => crate::loader::not_regular(&meta),
+                    Ok(meta) => warden_input::not_regular(&meta).to_string(),
                     Err(e) => format!("cannot read: {e}"),
                 }
             };
@@ -225,13 +224,20 @@ pub fn discover_test_files(folders: &[PathBuf]) -> (Vec<PathBuf>, Vec<Diagnostic
 }
 
 /// The largest rule test file Warden reads (as for rule files).
-pub const MAX_TEST_FILE_BYTES: u64 = crate::loader::MAX_RULE_FILE_BYTES;
+pub const MAX_TEST_FILE_BYTES: u64 = warden_input::FileKind::RULES.limit;
+
+/// Rule test files: read as rule files are.
+const TEST_FILES: warden_input::FileKind = warden_input::FileKind {
+    plural: "test files",
+    folder: "the folder",
+    limit: MAX_TEST_FILE_BYTES,
+};
 
 /// Reads a rule test file with the checks rule files get: it must be a regular file (a named
 /// pipe is refused without being opened, so this never waits for a writer), of at most
 /// [`MAX_TEST_FILE_BYTES`], in UTF-8. The error names the file.
 pub fn read_test_file(path: &Path) -> Result<String, Box<Diagnostic>> {
-    crate::loader::read_text_file(path, None, "test files").map_err(|message| {
+    warden_input::read_text(path, None, &TEST_FILES).map_err(|message| {
         Box::new(Diagnostic::io(
             path,
             format!("cannot use this test file: {message}"),
@@ -309,7 +315,7 @@ fn run_case(warden: &Warden, index: usize, case: &Case) -> CaseReport {
                 .iter()
                 .map(|(plugin, key, value)| {
                     StateWrite::set(
-                        StateScope::new(user.as_str(), crate::facts::DEFAULT_ID, plugin.as_str()),
+                        StateScope::new(user.as_str(), DEFAULT_ID, plugin.as_str()),
                         key.as_str(),
                         value.clone(),
                     )
@@ -473,7 +479,7 @@ fn read_case(
     match t.raw("events").map(|v| (v.get_ref(), v.span())) {
         Some((DeValue::Array(items), _)) if !items.is_empty() => {
             for (i, item) in items.iter().enumerate() {
-                match crate::trace::parse_value(i, to_json(item.get_ref())) {
+                match warden_core::trace::parse_value(i, to_json(item.get_ref())) {
                     Ok(e) => events.push((e.hook, e.event)),
                     Err(e) => doc.error(
                         item.span(),
@@ -503,7 +509,7 @@ fn read_case(
     let mut settings = Vec::new();
     if let Some(s) = t.table(doc, "settings") {
         for (k, v) in s.entries() {
-            settings.push((k.to_string(), to_json(v.get_ref())));
+            settings.push((k.value.to_string(), to_json(v.get_ref())));
         }
     }
     let disabled = rule_list(doc, &mut t, "disabled", keys);
@@ -514,7 +520,7 @@ fn read_case(
                 DeValue::Table(kv) => {
                     for (k, val) in kv.iter() {
                         state.push((
-                            plugin.to_string(),
+                            plugin.value.to_string(),
                             k.get_ref().to_string(),
                             to_json(val.get_ref()),
                         ));
@@ -522,7 +528,7 @@ fn read_case(
                 }
                 _ => doc.error(
                     v.span(),
-                    &format!("{field}.state.{plugin}"),
+                    &format!("{field}.state.{}", plugin.value),
                     "state is given per plugin: `state = { my-plugin = { key = 1 } }`",
                     None,
                 ),

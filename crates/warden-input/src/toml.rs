@@ -1,5 +1,8 @@
 //! Reading operator TOML with a position for every value, so each problem is reported at its
 //! line and field, and every unknown key is caught (with the nearest known key suggested).
+//!
+//! A [`Doc`] collects the diagnostics of one file; a [`Table`] reads the keys of one table and,
+//! when [`Table::finish`] is called, reports every key nobody read.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -8,24 +11,29 @@ use serde_json::Value as Json;
 use toml::Spanned;
 use toml::de::{DeFloat, DeInteger, DeTable, DeValue};
 
-use crate::diagnostic::{Diagnostic, SourceFile};
+use crate::diagnostic::Diagnostic;
+use crate::source::SourceFile;
 use crate::suggest::closest;
 
 /// Collects the diagnostics of one file.
-pub(crate) struct Doc {
+pub struct Doc {
+    /// The file being read.
     pub file: Arc<SourceFile>,
+    /// What was found wrong so far.
     pub diagnostics: Vec<Diagnostic>,
 }
 
 impl Doc {
-    pub(crate) fn new(file: Arc<SourceFile>) -> Self {
+    /// Starts reading `file`.
+    pub fn new(file: Arc<SourceFile>) -> Self {
         Doc {
             file,
             diagnostics: Vec::new(),
         }
     }
 
-    pub(crate) fn error(
+    /// Reports an error at `span`, about `field`, with an optional suggestion.
+    pub fn error(
         &mut self,
         span: Range<usize>,
         field: &str,
@@ -37,7 +45,8 @@ impl Doc {
         );
     }
 
-    pub(crate) fn warning(
+    /// Reports a warning at `span`, about `field`.
+    pub fn warning(
         &mut self,
         span: Range<usize>,
         field: &str,
@@ -49,12 +58,13 @@ impl Doc {
         );
     }
 
-    pub(crate) fn has_errors(&self) -> bool {
+    /// Whether an error (not only warnings) was reported.
+    pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
     /// Parses `text` (this document's contents); a syntax error is reported and yields `None`.
-    pub(crate) fn parse<'t>(&mut self, text: &'t str) -> Option<Spanned<DeTable<'t>>> {
+    pub fn parse<'t>(&mut self, text: &'t str) -> Option<Spanned<DeTable<'t>>> {
         match DeTable::parse(text) {
             Ok(table) => Some(table),
             Err(e) => {
@@ -78,21 +88,50 @@ impl Doc {
 }
 
 /// A TOML table being read: remembers which keys were used, to report the rest.
-pub(crate) struct Table<'a> {
+pub struct Table<'a> {
     table: &'a DeTable<'a>,
-    /// The table's dotted name, for messages (`rule`, `action`).
+    /// The table's dotted name, for messages (`rule`, `action`, `source[2]`).
     pub name: String,
+    /// Where the table is written.
     pub span: Range<usize>,
     used: Vec<&'a str>,
 }
 
 /// A value with where it was written.
-pub(crate) struct At<T> {
+#[derive(Debug, Clone, PartialEq)]
+pub struct At<T> {
+    /// The value.
     pub value: T,
+    /// The byte range it was written at.
     pub span: Range<usize>,
 }
 
-fn kind(v: &DeValue<'_>) -> &'static str {
+/// A string from a file with where it was written and the field it was written in: what a
+/// later stage (compiling a condition, a template, a script path) needs to report a problem
+/// with it at its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located {
+    /// The string value.
+    pub text: String,
+    /// The byte range of the value in the file, quotes included.
+    pub span: Range<usize>,
+    /// The dotted field name (`condition.expression`).
+    pub field: String,
+}
+
+impl Located {
+    /// `at`, written in `field`.
+    pub fn new(at: At<String>, field: impl Into<String>) -> Self {
+        Located {
+            text: at.value,
+            span: at.span,
+            field: field.into(),
+        }
+    }
+}
+
+/// What kind of value `v` is, for messages ("an integer").
+pub fn kind(v: &DeValue<'_>) -> &'static str {
     match v {
         DeValue::String(_) => "a string",
         DeValue::Integer(_) => "an integer",
@@ -105,7 +144,8 @@ fn kind(v: &DeValue<'_>) -> &'static str {
 }
 
 impl<'a> Table<'a> {
-    pub(crate) fn new(table: &'a DeTable<'a>, name: impl Into<String>, span: Range<usize>) -> Self {
+    /// Reads `table`, named `name` in messages, written at `span`.
+    pub fn new(table: &'a DeTable<'a>, name: impl Into<String>, span: Range<usize>) -> Self {
         Table {
             table,
             name: name.into(),
@@ -114,7 +154,8 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub(crate) fn field(&self, key: &str) -> String {
+    /// The dotted name of `key` in this table (`rule.priority`).
+    pub fn field(&self, key: &str) -> String {
         if self.name.is_empty() {
             key.to_string()
         } else {
@@ -122,11 +163,13 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub(crate) fn has(&self, key: &str) -> bool {
+    /// Whether the table has `key` (read or not).
+    pub fn has(&self, key: &str) -> bool {
         self.table.contains_key(key)
     }
 
-    pub(crate) fn raw(&mut self, key: &'a str) -> Option<&'a Spanned<DeValue<'a>>> {
+    /// The value of `key`, as TOML, marked as read.
+    pub fn raw(&mut self, key: &'a str) -> Option<&'a Spanned<DeValue<'a>>> {
         let (k, v) = self.table.get_key_value(key)?;
         self.used.push(k.get_ref().as_ref());
         Some(v)
@@ -157,14 +200,16 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub(crate) fn string(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<String>> {
+    /// A string; another type is reported.
+    pub fn string(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<String>> {
         self.typed(doc, key, "a string", |v| match v {
             DeValue::String(s) => Some(s.to_string()),
             _ => None,
         })
     }
 
-    pub(crate) fn integer(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<i64>> {
+    /// An integer; another type, or one past 64 bits, is reported.
+    pub fn integer(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<i64>> {
         let at = self.typed(doc, key, "an integer", |v| match v {
             DeValue::Integer(i) => Some(int(i)),
             _ => None,
@@ -186,7 +231,8 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub(crate) fn boolean(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<bool>> {
+    /// `true` or `false`; another type is reported.
+    pub fn boolean(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<bool>> {
         self.typed(doc, key, "true or false", |v| match v {
             DeValue::Boolean(b) => Some(*b),
             _ => None,
@@ -194,7 +240,7 @@ impl<'a> Table<'a> {
     }
 
     /// A string, or an array of strings (an item that is not a string is reported there).
-    pub(crate) fn strings(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Vec<String>>> {
+    pub fn strings(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Vec<String>>> {
         let at = self.typed(doc, key, "a string or an array of strings", |v| match v {
             DeValue::String(s) => Some(Ok(vec![s.to_string()])),
             DeValue::Array(items) => Some(
@@ -230,7 +276,8 @@ impl<'a> Table<'a> {
         }
     }
 
-    pub(crate) fn table(&mut self, doc: &mut Doc, key: &'a str) -> Option<Table<'a>> {
+    /// A table; another type is reported.
+    pub fn table(&mut self, doc: &mut Doc, key: &'a str) -> Option<Table<'a>> {
         let name = self.field(key);
         let v = self.raw(key)?;
         match v.get_ref() {
@@ -249,7 +296,7 @@ impl<'a> Table<'a> {
 
     /// Any value, as JSON (dates become strings). A number JSON cannot hold (`nan`, `inf`, an integer beyond 64
     /// bits) is an error where it is written, not a silent `null`.
-    pub(crate) fn json(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Json>> {
+    pub fn json(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Json>> {
         let v = self.raw(key)?;
         if let Some((bad, span)) = unrepresentable(v) {
             doc.error(
@@ -266,13 +313,87 @@ impl<'a> Table<'a> {
         })
     }
 
-    /// The table's entries, in file order.
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&'a str, &'a Spanned<DeValue<'a>>)> {
-        self.table.iter().map(|(k, v)| (k.get_ref().as_ref(), v))
+    /// An integer of 0 or more; a negative one is reported.
+    pub fn count(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<u64>> {
+        let at = self.integer(doc, key)?;
+        match u64::try_from(at.value) {
+            Ok(value) => Some(At {
+                value,
+                span: at.span,
+            }),
+            Err(_) => {
+                doc.error(
+                    at.span,
+                    &self.field(key),
+                    format!("`{key}` must not be negative"),
+                    Some(format!("write a number of 0 or more for `{key}`")),
+                );
+                None
+            }
+        }
+    }
+
+    /// An array of strings, each with where it was written.
+    pub fn string_items(&mut self, doc: &mut Doc, key: &'a str) -> Option<At<Vec<At<String>>>> {
+        self.typed(doc, key, "an array of strings", string_items)
+    }
+
+    /// An array of tables (`[[key]]`), each named `key[i]` in messages. Absent, it is empty;
+    /// one table alone (`[key]`) counts as an array of one; an item that is not a table is
+    /// reported, and the others are read.
+    pub fn tables(&mut self, doc: &mut Doc, key: &'a str) -> Vec<Table<'a>> {
+        let name = self.field(key);
+        let Some(raw) = self.raw(key) else {
+            return Vec::new();
+        };
+        match raw.get_ref() {
+            DeValue::Table(t) => vec![Table::new(t, name, raw.span())],
+            DeValue::Array(items) => {
+                let mut out = Vec::new();
+                for (i, item) in items.iter().enumerate() {
+                    let item_name = format!("{name}[{i}]");
+                    match item.get_ref() {
+                        DeValue::Table(t) => out.push(Table::new(t, item_name, item.span())),
+                        other => doc.error(
+                            item.span(),
+                            &item_name,
+                            format!("each [[{key}]] must be a table, not {}", kind(other)),
+                            None,
+                        ),
+                    }
+                }
+                out
+            }
+            other => {
+                doc.error(
+                    raw.span(),
+                    &name,
+                    format!(
+                        "`{key}` must be a table ([{key}]) or tables ([[{key}]]), not {}",
+                        kind(other)
+                    ),
+                    None,
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    /// The table's entries, in file order: each key with where it is written, and its value.
+    pub fn entries(&self) -> impl Iterator<Item = (At<&'a str>, &'a Spanned<DeValue<'a>>)> {
+        self.table.iter().map(|(k, v)| {
+            (
+                At {
+                    value: k.get_ref().as_ref(),
+                    span: k.span(),
+                },
+                v,
+            )
+        })
     }
 
     /// Reports every key that was not read, suggesting the nearest of `known`.
-    pub(crate) fn finish(self, doc: &mut Doc, known: &[&str]) {
+    pub fn finish(self, doc: &mut Doc, known: &[&str]) {
         for (k, v) in self.table.iter() {
             let key: &str = k.get_ref().as_ref();
             if self.used.contains(&key) {
@@ -310,8 +431,25 @@ fn unrepresentable(v: &Spanned<DeValue<'_>>) -> Option<(String, Range<usize>)> {
     }
 }
 
+/// The strings of an array value, each with its span; `None` if it is not an array of strings.
+pub fn string_items(v: &DeValue<'_>) -> Option<Vec<At<String>>> {
+    match v {
+        DeValue::Array(items) => items
+            .iter()
+            .map(|i| match i.get_ref() {
+                DeValue::String(s) => Some(At {
+                    value: s.to_string(),
+                    span: i.span(),
+                }),
+                _ => None,
+            })
+            .collect(),
+        _ => None,
+    }
+}
+
 /// A TOML value as JSON (a number JSON cannot hold becomes `null`: see [`Table::json`]).
-pub(crate) fn to_json(v: &DeValue<'_>) -> Json {
+pub fn to_json(v: &DeValue<'_>) -> Json {
     match v {
         DeValue::String(s) => Json::String(s.to_string()),
         DeValue::Integer(i) => int(i).map_or(Json::Null, Json::from),

@@ -5,50 +5,18 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::diagnostic::{Diagnostic, SourceFile};
-use crate::plugin::{MANIFEST_FILE, Manifest, glob_match, parse_builtin_manifest, parse_manifest};
-use crate::rule::{RuleDef, parse_rule_file};
+use warden_input::{Diagnostic, FileKind, SourceFile, read_text, sort_and_cap};
 
-/// The plugin id of Warden's built-in rules.
-pub const BUILTIN_PLUGIN: &str = "builtin";
-/// The plugin id of rules loaded from a plain rule folder (not a plugin).
-pub const LOCAL_PLUGIN: &str = "local";
-/// Largest rule or manifest file Warden reads.
-pub const MAX_RULE_FILE_BYTES: u64 = 1 << 20;
-
-/// The manifest of Warden's built-in rules (their settings), embedded from `rules/`.
-pub const BUILTIN_MANIFEST: (&str, &str) = (
-    "rules/manifest.toml",
-    include_str!("../../../rules/manifest.toml"),
-);
-
-/// The built-in rules, embedded from the repository's `rules/` folder.
-pub const BUILTIN_RULES: &[(&str, &str)] = &[
-    (
-        "rules/token-budget-warning.toml",
-        include_str!("../../../rules/token-budget-warning.toml"),
-    ),
-    (
-        "rules/iteration-budget-warning.toml",
-        include_str!("../../../rules/iteration-budget-warning.toml"),
-    ),
-    (
-        "rules/large-result-summary.toml",
-        include_str!("../../../rules/large-result-summary.toml"),
-    ),
-    (
-        "rules/repeated-failure-warning.toml",
-        include_str!("../../../rules/repeated-failure-warning.toml"),
-    ),
-    (
-        "behaviors/research-then-synthesize.toml",
-        include_str!("../../../behaviors/research-then-synthesize.toml"),
-    ),
-];
+use crate::builtin::{BUILTIN_MANIFEST, BUILTIN_RULES};
+use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN};
+use crate::manifest::{
+    MANIFEST_FILE, Manifest, glob_match, parse_builtin_manifest, parse_manifest,
+};
+use crate::modes::{BUILTIN_MODES, ModeSource};
+use crate::rule::{Parsed, RuleDef, parse_rule_file};
 
 /// Where rules come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,8 +90,7 @@ pub struct Loaded {
 }
 
 /// Reads the modes file of `source` into `out` (a problem reading it is a diagnostic).
-pub fn load_modes(source: &crate::mode::ModeSource, out: &mut Loaded) {
-    use crate::mode::{BUILTIN_MODES, ModeSource};
+pub fn load_modes(source: &ModeSource, out: &mut Loaded) {
     match source {
         ModeSource::Builtin(name) => match BUILTIN_MODES.iter().find(|(n, _)| n == name) {
             Some((n, text)) => {
@@ -211,11 +178,11 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
             }
         }
     }
-    crate::diagnostic::sort_and_cap(&mut out.diagnostics);
+    sort_and_cap(&mut out.diagnostics);
     out
 }
 
-fn add_rule(out: &mut Loaded, seen: &mut HashMap<Arc<str>, usize>, parsed: crate::rule::Parsed) {
+fn add_rule(out: &mut Loaded, seen: &mut HashMap<Arc<str>, usize>, parsed: Parsed) {
     out.diagnostics.extend(parsed.diagnostics);
     let Some(rule) = parsed.rule else { return };
     if !rule.valid {
@@ -224,7 +191,7 @@ fn add_rule(out: &mut Loaded, seen: &mut HashMap<Arc<str>, usize>, parsed: crate
         return;
     }
     // Built-in and local rules share one namespace (both are shown by bare id).
-    let key = crate::program::rule_key(&rule.plugin, &rule.id);
+    let key = rule.key();
     if let Some(&first) = seen.get(&key) {
         let first = &out.rules[first];
         let (line, _) = first.source.line_col(first.span.start);
@@ -503,137 +470,12 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
 }
 
 fn read_rule_file(path: &Path, root: &Path) -> Result<String, String> {
-    read_text_file(path, Some(root), "rule files")
-}
-
-/// Reads a file Warden loads as text (rule files, manifests, modes files, rule tests): it must
-/// be a regular file (a pipe or a device is refused before it is opened, so reading never
-/// waits), of at most [`MAX_RULE_FILE_BYTES`], in UTF-8. With `root`, the file the path leads
-/// to (through links too) must be inside it. `kind` names such files in the size message
-/// ("rule files").
-pub(crate) fn read_text_file(
-    path: &Path,
-    root: Option<&Path>,
-    kind: &str,
-) -> Result<String, String> {
-    let is_link = || fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-    let unreadable = |e: std::io::Error| {
-        if is_link() {
-            format!("a link that cannot be followed: {e}")
-        } else {
-            format!("cannot read: {e}")
-        }
-    };
-    if let Some(root) = root {
-        // Whatever the path goes through (a linked file, a linked folder on the way), the file
-        // it reaches must be inside the folder it was found in.
-        let real = fs::canonicalize(path).map_err(unreadable)?;
-        if !real.starts_with(root) {
-            return Err(format!(
-                "a link to {}, outside the rule folder; rule files must live in the folder",
-                real.display()
-            ));
-        }
-    }
-    let too_large =
-        |len: u64| format!("the file is {len} bytes; {kind} are limited to {MAX_RULE_FILE_BYTES}");
-    let check = |meta: &fs::Metadata| {
-        if !meta.is_file() {
-            Err(not_regular(meta))
-        } else if meta.len() > MAX_RULE_FILE_BYTES {
-            Err(too_large(meta.len()))
-        } else {
-            Ok(())
-        }
-    };
-    check(&fs::metadata(path).map_err(unreadable)?)?;
-    // Checked again on the open file, and the read is bounded, in case the file was replaced
-    // or grew in between.
-    let mut options = fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Opening a FIFO waits for a writer: never wait on one put in the file's place since
-        // the check above (on a regular file the flag changes nothing).
-        options.custom_flags(libc::O_NONBLOCK);
-    }
-    let mut file = options.open(path).map_err(unreadable)?;
-    check(&file.metadata().map_err(unreadable)?)?;
-    let mut bytes = Vec::new();
-    file.by_ref()
-        .take(MAX_RULE_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_RULE_FILE_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|_| "the file is not UTF-8 text".into())
-}
-
-/// Why a file that is not a regular file is refused, naming what it is when Warden can tell.
-pub(crate) fn not_regular(meta: &fs::Metadata) -> String {
-    let kind = meta.file_type();
-    let what = if kind.is_dir() {
-        Some("a folder")
-    } else {
-        special_kind(&kind)
-    };
-    match what {
-        Some(w) => format!("not a regular file ({w})"),
-        None => "not a regular file".into(),
-    }
-}
-
-#[cfg(unix)]
-fn special_kind(kind: &fs::FileType) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        Some("a named pipe")
-    } else if kind.is_socket() {
-        Some("a socket")
-    } else if kind.is_char_device() || kind.is_block_device() {
-        Some("a device")
-    } else {
-        None
-    }
-}
-
-#[cfg(not(unix))]
-fn special_kind(_: &fs::FileType) -> Option<&'static str> {
-    None
+    read_text(path, Some(root), &FileKind::RULES).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_embedded_rules_are_exactly_the_rules_folder() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let mut on_disk: Vec<String> = ["rules", "behaviors"]
-            .iter()
-            .flat_map(|d| {
-                fs::read_dir(root.join(d))
-                    .unwrap()
-                    .map(move |e| format!("{d}/{}", e.unwrap().file_name().to_string_lossy()))
-            })
-            .filter(|n| {
-                n.ends_with(".toml") && !n.ends_with(".test.toml") && !n.ends_with(MANIFEST_FILE)
-            })
-            .collect();
-        on_disk.sort();
-        let mut embedded: Vec<String> = BUILTIN_RULES.iter().map(|(p, _)| p.to_string()).collect();
-        embedded.sort();
-        assert_eq!(
-            on_disk, embedded,
-            "add new built-in rule files to BUILTIN_RULES"
-        );
-        for (path, text) in BUILTIN_RULES {
-            let on_disk = fs::read_to_string(root.join(path)).unwrap();
-            assert_eq!(&on_disk, text);
-        }
-    }
 
     #[test]
     fn builtin_rules_load_cleanly() {

@@ -116,7 +116,7 @@ impl FromStr for Hook {
             .find(|h| h.name() == s)
             .ok_or_else(|| UnknownHook {
                 name: s.to_string(),
-                suggestion: crate::suggest::closest(s, Hook::NAMES.iter().copied()),
+                suggestion: warden_input::closest(s, Hook::NAMES.iter().copied()),
             })
     }
 }
@@ -137,29 +137,5 @@ mod tests {
             "turn_start".parse::<Hook>().unwrap_err().suggestion,
             Some("on_turn_start")
         );
-    }
-}
-
-/// A set of hooks (what a running tree waits for).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct HookSet(u8);
-
-impl HookSet {
-    pub(crate) fn insert(&mut self, hook: Hook) {
-        self.0 |= 1 << hook.index();
-    }
-
-    pub(crate) fn contains(self, hook: Hook) -> bool {
-        self.0 & (1 << hook.index()) != 0
-    }
-
-    pub(crate) fn is_empty(self) -> bool {
-        self.0 == 0
-    }
-
-    pub(crate) fn of(hook: Hook) -> Self {
-        let mut s = HookSet::default();
-        s.insert(hook);
-        s
     }
 }

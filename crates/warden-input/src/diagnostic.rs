@@ -2,95 +2,15 @@
 //! to fix it. They render as plain text (`Display`) or, through [`miette`], with the offending
 //! line underlined.
 
-use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use miette::{LabeledSpan, NamedSource, SourceCode};
+use miette::{LabeledSpan, SourceCode};
 
-/// A file Warden read, kept for pointing into it.
-#[derive(Debug)]
-pub struct SourceFile {
-    path: PathBuf,
-    text: String,
-    named: NamedSource<String>,
-    /// The byte offset of each line's start, found the first time a place is asked for.
-    line_starts: OnceLock<Vec<usize>>,
-}
-
-impl SourceFile {
-    /// A file at `path` (as it should be shown) with contents `text`.
-    pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Self> {
-        let path = path.into();
-        let text = text.into();
-        // What is shown on a terminal carries no control characters from the file or its name
-        // (an escape sequence in either could rewrite the operator's screen); the shown text
-        // keeps every byte offset.
-        let mut shown = String::with_capacity(text.len());
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            // A line break stays (`\r` only before `\n`: alone, it would rewrite the line).
-            let keep = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
-            if c.is_control() && !keep {
-                shown.extend(std::iter::repeat_n('?', c.len_utf8()));
-            } else {
-                shown.push(c);
-            }
-        }
-        let named = NamedSource::new(printable_name(&path.display().to_string()), shown);
-        Arc::new(SourceFile {
-            path,
-            text,
-            named,
-            line_starts: OnceLock::new(),
-        })
-    }
-
-    /// Where it came from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Its contents.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
-    /// 1-based line and column of a byte offset; the column counts characters.
-    pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = self.char_offset(offset);
-        let starts = self.line_starts.get_or_init(|| {
-            std::iter::once(0)
-                .chain(
-                    self.text
-                        .bytes()
-                        .enumerate()
-                        .filter(|(_, b)| *b == b'\n')
-                        .map(|(i, _)| i + 1),
-                )
-                .collect()
-        });
-        // `starts[0]` is 0, so at least one start is at or before `offset`.
-        let line = starts.partition_point(|&s| s <= offset);
-        let col = self.text[starts[line - 1]..offset].chars().count() + 1;
-        (line, col)
-    }
-
-    /// `offset` within the text, moved back to the start of the character it falls in. Two
-    /// offsets compare as the places [`line_col`](Self::line_col) gives for them do.
-    fn char_offset(&self, offset: usize) -> usize {
-        floor_char_boundary(&self.text, offset.min(self.text.len()))
-    }
-}
-
-fn floor_char_boundary(s: &str, mut i: usize) -> usize {
-    while i > 0 && !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
+use crate::printable::{printable, printable_name};
+use crate::source::SourceFile;
 
 /// How bad a diagnostic is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -133,7 +53,7 @@ impl Diagnostic {
     ) -> Self {
         Diagnostic {
             severity: Severity::Error,
-            path: file.path.clone(),
+            path: file.path().to_path_buf(),
             file: Some(file.clone()),
             span,
             field: field.map(str::to_string),
@@ -263,7 +183,7 @@ impl Diagnostic {
 /// many more there are. Summaries already in the list (from an earlier pass) are merged into
 /// the new one, so the count stays right when diagnostics are added and the list is sorted
 /// again.
-pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
+pub fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
     diagnostics.sort_by(|a, b| a.order().cmp(&b.order()));
     let mut all = std::mem::take(diagnostics).into_iter().peekable();
     while let Some(path) = all.peek().map(|d| d.path.clone()) {
@@ -304,33 +224,6 @@ pub(crate) fn sort_and_cap(diagnostics: &mut Vec<Diagnostic>) {
             });
         }
     }
-}
-
-/// `s` with the control characters `escape` picks written as escapes (`\u{1b}`).
-fn escaped(s: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
-    if !s.chars().any(&escape) {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if escape(c) {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
-}
-
-/// A name (a path, a field) with every control character written as an escape, line breaks
-/// too: a name is one line.
-pub(crate) fn printable_name(s: &str) -> Cow<'_, str> {
-    escaped(s, char::is_control)
-}
-
-/// `s` with control characters (but line breaks and tabs) written as escapes, for a terminal.
-pub(crate) fn printable(s: &str) -> Cow<'_, str> {
-    escaped(s, |c| c.is_control() && !matches!(c, '\n' | '\t'))
 }
 
 impl fmt::Display for Diagnostic {
@@ -398,7 +291,7 @@ impl miette::Diagnostic for Report<'_> {
     }
 
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        self.0.file.as_ref().map(|f| &f.named as &dyn SourceCode)
+        self.0.file.as_ref().map(|f| f.named() as &dyn SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
@@ -434,14 +327,6 @@ mod tests {
             "rules/x.toml:3:1: error: rule.priorty: unknown field `priorty`\n  help: did you mean `priority`?"
         );
         assert_eq!(d.line(), Some(3));
-    }
-
-    #[test]
-    fn columns_count_characters() {
-        let file = SourceFile::new("f", "é = 1\nab = 2");
-        assert_eq!(file.line_col(3), (1, 3));
-        assert_eq!(file.line_col(10), (2, 4));
-        assert_eq!(file.line_col(999), (2, 7));
     }
 
     #[test]

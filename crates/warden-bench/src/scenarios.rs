@@ -1,15 +1,10 @@
-//! The benchmark scenario `warden bench` and the criterion benches share, so both measure the
-//! same thing: one `on_turn_start` tick over 100 threshold rules, beside the hand-written Rust
-//! that does the same work (the floor).
+//! The scenarios, the same for `warden bench` and for criterion: one `on_turn_start` tick over
+//! 100 threshold rules beside the hand-written Rust that does the same work (the floor), one
+//! rule as an expression, a script or a waiting coroutine, a deep running behavior, modes.
 
 use std::sync::Arc;
 
-use crate::event::Event;
-use crate::hook::Hook;
-use crate::outcome::Notification;
-use crate::rule::{DeliverAt, Priority};
-use crate::session::Session;
-use crate::warden::Warden;
+use warden_core::{DeliverAt, Event, Hook, Notification, Priority, Session, Warden};
 
 /// How many rules the scenario loads.
 pub const RULES: usize = 100;
@@ -213,7 +208,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let w = deep_tree(dir.path(), siblings, 4);
             assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
-            let mut s = w.session_with(crate::SessionOptions {
+            let mut s = w.session_with(warden_core::SessionOptions {
                 explain: true,
                 ..Default::default()
             });

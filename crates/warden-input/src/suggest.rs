@@ -2,10 +2,7 @@
 
 /// The closest candidate to `name`, if one is close enough to be a likely typo. Case does not
 /// count (`SEQUENCE` is a typo of `sequence`).
-pub(crate) fn closest<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let name = &name.to_lowercase();
     candidates
         .into_iter()

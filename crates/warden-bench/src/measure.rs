@@ -1,0 +1,190 @@
+//! Measuring: sessions warmed up, then ticked in alternation, round after round, so that the
+//! machine's noise hits every scenario alike; the median of the rounds is reported.
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::Instant;
+
+use warden_core::{SessionOptions, Warden};
+
+use crate::scenarios::{self as bench, Floor, OneRule};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// A temporary folder for one scenario's rule files, removed once the rules are loaded.
+fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Result<T> {
+    let dir = std::env::temp_dir().join(format!("warden-bench-{}-{tag}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let made = make(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(made)
+}
+
+/// Measures every scenario and writes the report to `out`: `ticks` ticks per round, the median
+/// of `rounds` rounds.
+pub fn run(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+    let (ticks, rounds) = (ticks.max(1), rounds.max(1));
+    threshold_rules(out, ticks, rounds)?;
+    scripts(out, ticks, rounds)?;
+    behaviors(out, ticks, rounds)
+}
+
+fn threshold_rules(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+    let warden = with_dir("rules", bench::warden)?;
+    let mut session = warden.session();
+    let mut explained = warden.session_with(SessionOptions {
+        explain: true,
+        ..SessionOptions::default()
+    });
+    let floor = Floor::default();
+    let mut sink = 0usize;
+    let (mut ours, mut all, mut theirs) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..ticks.min(2000) {
+        sink += bench::tick(&mut session)
+            + bench::tick(&mut explained)
+            + floor.tick(bench::TOKEN_USAGE).len();
+    }
+    let per_tick = |t: Instant| t.elapsed().as_nanos() as f64 / f64::from(ticks);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..ticks {
+            sink += floor.tick(std::hint::black_box(bench::TOKEN_USAGE)).len();
+        }
+        theirs.push(per_tick(t));
+        let t = Instant::now();
+        for _ in 0..ticks {
+            sink += bench::tick(&mut session);
+        }
+        ours.push(per_tick(t));
+        let t = Instant::now();
+        for _ in 0..ticks {
+            sink += bench::tick(&mut explained);
+        }
+        all.push(per_tick(t));
+    }
+    std::hint::black_box(sink);
+    let (w, a, f) = (median(ours), median(all), median(theirs));
+    writeln!(
+        out,
+        "one on_turn_start tick, {} threshold rules, {} firing (median of {rounds} rounds of {ticks} ticks):",
+        bench::RULES,
+        floor.tick(bench::TOKEN_USAGE).len()
+    )?;
+    writeln!(
+        out,
+        "  hand-written Rust (the floor)                {f:>8.0} ns"
+    )?;
+    writeln!(
+        out,
+        "  warden                                       {w:>8.0} ns  {:>5.1}x the floor",
+        w / f
+    )?;
+    writeln!(
+        out,
+        "  warden, every rule evaluated (explain mode)  {a:>8.0} ns  {:>5.1}x the floor",
+        a / f
+    )
+}
+
+/// Builds one session per scenario, warms them up, then measures them in alternation: the
+/// median ns per tick of each.
+fn measure_sessions(
+    scenarios: &[&dyn Fn(&Path) -> Warden],
+    ticks: u32,
+    rounds: u32,
+) -> io::Result<Vec<f64>> {
+    let mut sessions = Vec::new();
+    for (i, make) in scenarios.iter().enumerate() {
+        sessions.push(with_dir(&i.to_string(), make)?.session());
+    }
+    let mut sink = 0usize;
+    for s in &mut sessions {
+        for _ in 0..ticks.min(2000) {
+            sink += bench::tick(s);
+        }
+    }
+    let mut times = vec![Vec::new(); sessions.len()];
+    for _ in 0..rounds {
+        for (s, t) in sessions.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            for _ in 0..ticks {
+                sink += bench::tick(s);
+            }
+            t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
+        }
+    }
+    std::hint::black_box(sink);
+    Ok(times.into_iter().map(median).collect())
+}
+
+/// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
+/// reading the context, and as a coroutine resumed at every tick.
+fn scripts(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+    let m = measure_sessions(
+        &[
+            &|d| bench::one_rule(d, OneRule::Expression),
+            &|d| bench::one_rule(d, OneRule::ScriptCondition),
+            &|d| bench::one_rule(d, OneRule::Coroutine),
+        ],
+        ticks,
+        rounds,
+    )?;
+    let (e, s, c) = (m[0], m[1], m[2]);
+    writeln!(
+        out,
+        "\none on_turn_start tick, one rule (median of {rounds} rounds of {ticks} ticks):"
+    )?;
+    writeln!(
+        out,
+        "  the rule as an expression                    {e:>8.0} ns"
+    )?;
+    writeln!(
+        out,
+        "  the rule as a Lua script reading context     {s:>8.0} ns  (the script: {:>5.0} ns more)",
+        s - e
+    )?;
+    writeln!(
+        out,
+        "  a waiting Lua coroutine, resumed             {c:>8.0} ns  (the resume: {:>5.0} ns more)",
+        c - e
+    )
+}
+
+/// The frame lock (a running node deep in a behavior, after 1 or 100 siblings at each level)
+/// and mode detection (the one expression rule, with and without the context-window modes).
+fn behaviors(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+    let m = measure_sessions(
+        &[
+            &|d| bench::deep_tree(d, 1, 4),
+            &|d| bench::deep_tree(d, 100, 4),
+            &|d| bench::one_rule(d, OneRule::Expression),
+            &|d| bench::one_rule_with_modes(d),
+        ],
+        ticks,
+        rounds,
+    )?;
+    writeln!(
+        out,
+        "\none on_turn_start tick (median of {rounds} rounds of {ticks} ticks):"
+    )?;
+    writeln!(
+        out,
+        "  a behavior running 4 levels down, 1 sibling before it at each level      {:>8.0} ns",
+        m[0]
+    )?;
+    writeln!(
+        out,
+        "  the same with 100 siblings before it at each level                         {:>8.0} ns  {:>5.2}x",
+        m[1],
+        m[1] / m[0]
+    )?;
+    writeln!(
+        out,
+        "  one expression rule, with the context-window modes detected              {:>8.0} ns  (modes: {:>5.0} ns more)",
+        m[3],
+        m[3] - m[2]
+    )
+}

@@ -1,0 +1,222 @@
+//! Reading a file an operator wrote, defensively: every loader (rule files, manifests, modes,
+//! `warden.toml`, rule tests), the scripts and the knowledge sources read through
+//! [`read_text`], so they share one set of defences.
+//!
+//! - Only a regular file is read. A named pipe, a socket or a device is refused before it is
+//!   opened, and the open itself never waits (`O_NONBLOCK`: a FIFO swapped in after the check
+//!   cannot block it).
+//! - The read is bounded: at most the limit of its [`FileKind`], checked before the open, on the
+//!   open file and while reading (a file that grows in between is still refused).
+//! - Confined: with a folder given, the file the path leads to, through any link of the file
+//!   or of a folder on the way, must be inside that folder.
+//! - UTF-8 text only.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What kind of file is read: how messages name it, and how large it may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileKind {
+    /// Such files, in the plural (`rule files`), for messages.
+    pub plural: &'static str,
+    /// The folder they must live in (`the rule folder`), for messages.
+    pub folder: &'static str,
+    /// The largest such file, in bytes.
+    pub limit: u64,
+}
+
+impl FileKind {
+    /// Rule, behavior, manifest, modes and test files, and `warden.toml`: at most 1 MiB.
+    pub const RULES: FileKind = FileKind {
+        plural: "rule files",
+        folder: "the rule folder",
+        limit: 1 << 20,
+    };
+}
+
+/// Why a file was not read. Its `Display` is a phrase about the file (the caller names it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// It could not be opened or read (missing, no permission...).
+    #[error("cannot read: {0}")]
+    Unreadable(String),
+    /// It is a link that cannot be followed.
+    #[error("a link that cannot be followed: {0}")]
+    BrokenLink(String),
+    /// It leads out of the folder it must live in.
+    #[error("a link to {}, outside {folder}; {plural} must live in the folder", real.display())]
+    Outside {
+        /// Where the path really leads.
+        real: PathBuf,
+        /// The folder, as [`FileKind::folder`] names it.
+        folder: &'static str,
+        /// The kind of file, as [`FileKind::plural`] names it.
+        plural: &'static str,
+    },
+    /// It is not a regular file (what it is, when that can be told).
+    #[error("not a regular file{}", .0.map(|w| format!(" ({w})")).unwrap_or_default())]
+    NotRegular(Option<&'static str>),
+    /// It is larger than its kind allows.
+    #[error("the file is {len} bytes; {plural} are limited to {limit}")]
+    TooLarge {
+        /// Its size (or as much as was read past the limit).
+        len: u64,
+        /// The limit.
+        limit: u64,
+        /// The kind of file, as [`FileKind::plural`] names it.
+        plural: &'static str,
+    },
+    /// It is not UTF-8 text.
+    #[error("the file is not UTF-8 text")]
+    NotUtf8,
+}
+
+/// Reads the file at `path` as text, within the bounds of `kind`; with `root` (a canonical
+/// folder), the file it leads to must be inside it. See the module documentation.
+pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<String, ReadError> {
+    let is_link = || fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let unreadable = |e: std::io::Error| {
+        if is_link() {
+            ReadError::BrokenLink(e.to_string())
+        } else {
+            ReadError::Unreadable(e.to_string())
+        }
+    };
+    if let Some(root) = root {
+        let real = fs::canonicalize(path).map_err(unreadable)?;
+        if !real.starts_with(root) {
+            return Err(ReadError::Outside {
+                real,
+                folder: kind.folder,
+                plural: kind.plural,
+            });
+        }
+    }
+    let too_large = |len: u64| ReadError::TooLarge {
+        len,
+        limit: kind.limit,
+        plural: kind.plural,
+    };
+    let check = |meta: &fs::Metadata| {
+        if !meta.is_file() {
+            Err(not_regular(meta))
+        } else if meta.len() > kind.limit {
+            Err(too_large(meta.len()))
+        } else {
+            Ok(())
+        }
+    };
+    check(&fs::metadata(path).map_err(unreadable)?)?;
+    let mut options = fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Opening a FIFO waits for a writer: never wait on one put in the file's place since
+        // the check above (on a regular file the flag changes nothing).
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path).map_err(unreadable)?;
+    check(&file.metadata().map_err(unreadable)?)?;
+    let mut bytes = Vec::new();
+    file.by_ref()
+        .take(kind.limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(unreadable)?;
+    if bytes.len() as u64 > kind.limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
+/// Why a file that is not a regular file is refused, naming what it is when that can be told.
+pub fn not_regular(meta: &fs::Metadata) -> ReadError {
+    let kind = meta.file_type();
+    ReadError::NotRegular(if kind.is_dir() {
+        Some("a folder")
+    } else {
+        special_kind(&kind)
+    })
+}
+
+#[cfg(unix)]
+fn special_kind(kind: &fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        Some("a named pipe")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else {
+        None
+    }
+}
+
+#[cfg(not(unix))]
+fn special_kind(_: &fs::FileType) -> Option<&'static str> {
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SMALL: FileKind = FileKind {
+        plural: "test files",
+        folder: "the test folder",
+        limit: 8,
+    };
+
+    #[test]
+    fn bounds_and_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let ok = root.join("ok");
+        fs::write(&ok, "fine").unwrap();
+        assert_eq!(read_text(&ok, Some(&root), &SMALL).unwrap(), "fine");
+        let big = root.join("big");
+        fs::write(&big, "123456789").unwrap();
+        assert_eq!(
+            read_text(&big, None, &SMALL).unwrap_err().to_string(),
+            "the file is 9 bytes; test files are limited to 8"
+        );
+        let bin = root.join("bin");
+        fs::write(&bin, [0xff, 0xfe]).unwrap();
+        assert_eq!(
+            read_text(&bin, None, &SMALL).unwrap_err(),
+            ReadError::NotUtf8
+        );
+        assert_eq!(
+            read_text(&root, None, &SMALL).unwrap_err().to_string(),
+            "not a regular file (a folder)"
+        );
+        assert!(matches!(
+            read_text(&root.join("missing"), None, &SMALL),
+            Err(ReadError::Unreadable(_))
+        ));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_out_and_pipes_are_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret"), "x").unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
+        let e = read_text(&root.join("link"), Some(&root), &SMALL).unwrap_err();
+        assert!(e.to_string().contains("outside the test folder"), "{e}");
+        let fifo = root.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a plain libc call on a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert_eq!(
+            read_text(&fifo, Some(&root), &SMALL)
+                .unwrap_err()
+                .to_string(),
+            "not a regular file (a named pipe)"
+        );
+    }
+}

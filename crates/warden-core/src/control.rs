@@ -14,7 +14,6 @@ use serde_json::Value as Json;
 use warden_store::{ALL_PROJECTS, SettingOverride, StoreError};
 
 use crate::program::Program;
-use crate::warden::Warden;
 use warden_input::closest;
 use warden_load::Hook;
 use warden_load::{SettingDef, SettingValue};
@@ -169,7 +168,7 @@ impl Controls {
         })
     }
 
-    fn choice(&self, user: &str, rule: &str) -> Option<bool> {
+    pub(crate) fn choice(&self, user: &str, rule: &str) -> Option<bool> {
         self.toggles.get(user)?.get(rule).copied()
     }
 
@@ -236,7 +235,7 @@ impl Resolved {
     }
 }
 
-fn effective_enabled(core: bool, default: bool, choice: Option<bool>) -> bool {
+pub(crate) fn effective_enabled(core: bool, default: bool, choice: Option<bool>) -> bool {
     match choice {
         // A core rule cannot be switched off, whatever the store says.
         Some(false) if core => true,
@@ -266,178 +265,8 @@ fn resolve_setting(
     }
 }
 
-impl Warden {
-    /// Every loaded rule as `user` sees it (settings as in `project`), in priority order per
-    /// hook.
-    pub fn rule_list(&self, user: &str, project: &str) -> Vec<RuleInfo> {
-        let program = self.program();
-        let controls = self.controls();
-        let mut order: Vec<usize> = (0..program.rules.len()).collect();
-        order.sort_by(|&a, &b| {
-            let (ra, rb) = (&program.rules[a], &program.rules[b]);
-            (ra.def.trigger, std::cmp::Reverse(ra.def.priority), &ra.key).cmp(&(
-                rb.def.trigger,
-                std::cmp::Reverse(rb.def.priority),
-                &rb.key,
-            ))
-        });
-        order
-            .into_iter()
-            .map(|i| rule_info(&program, &controls, i, user, project))
-            .collect()
-    }
-
-    /// One rule as `user` sees it.
-    pub fn rule_info(
-        &self,
-        user: &str,
-        project: &str,
-        rule: &str,
-    ) -> Result<RuleInfo, ControlError> {
-        let program = self.program();
-        let i = find_rule(&program, rule)?;
-        Ok(rule_info(&program, &self.controls(), i, user, project))
-    }
-
-    /// Switches a rule on or off for `user`, from the next tick. A core rule cannot be
-    /// switched off, and the error says why.
-    pub fn set_rule_enabled(
-        &self,
-        user: &str,
-        rule: &str,
-        enabled: bool,
-    ) -> Result<RuleInfo, ControlError> {
-        let program = self.program();
-        let i = find_rule(&program, rule)?;
-        let r = &program.rules[i];
-        if r.def.core && !enabled {
-            return Err(ControlError::CoreRule {
-                rule: r.key.to_string(),
-                file: r.def.source.path().display().to_string(),
-            });
-        }
-        self.write_toggle(&program, i, user, Some(enabled))
-    }
-
-    /// Forgets `user`'s choice for a rule: its file's `enabled` applies again.
-    pub fn reset_rule(&self, user: &str, rule: &str) -> Result<RuleInfo, ControlError> {
-        let program = self.program();
-        let i = find_rule(&program, rule)?;
-        self.write_toggle(&program, i, user, None)
-    }
-
-    /// Writes `user`'s choice for rule `i` (`None`: forgets it) and returns the rule as the
-    /// user now sees it.
-    fn write_toggle(
-        &self,
-        program: &Program,
-        i: usize,
-        user: &str,
-        enabled: Option<bool>,
-    ) -> Result<RuleInfo, ControlError> {
-        self.store()
-            .set_toggle(user, &program.rules[i].key, enabled)?;
-        self.refresh_controls();
-        Ok(rule_info(
-            program,
-            &self.controls(),
-            i,
-            user,
-            crate::facts::DEFAULT_ID,
-        ))
-    }
-
-    /// Every setting of the loaded plugins, as `user` sees them in `project`.
-    pub fn setting_list(&self, user: &str, project: &str) -> Vec<SettingInfo> {
-        let program = self.program();
-        let controls = self.controls();
-        (0..program.settings.slots.len())
-            .map(|i| setting_info(&program, &controls, i, user, project))
-            .collect()
-    }
-
-    /// Sets `key` (`plugin.name`) to `value` for `user`: in `project` only, or in all of the
-    /// user's projects when `project` is `None`. The value must fit the setting's type and
-    /// bounds; the error names the bound it breaks. Takes effect from the next tick.
-    pub fn set_setting(
-        &self,
-        user: &str,
-        project: Option<&str>,
-        key: &str,
-        value: &Json,
-    ) -> Result<SettingInfo, ControlError> {
-        let program = self.program();
-        let slot = find_setting(&program, key)?;
-        let def = &program.settings.slots[slot].def;
-        let checked = def
-            .check(value)
-            .map_err(|reason| ControlError::InvalidValue {
-                key: key.to_string(),
-                reason,
-            })?;
-        self.write_override(&program, slot, user, project, Some(&checked.to_json()))
-    }
-
-    /// Like [`Warden::set_setting`], with the value written as text (`12`, `0.75`, `true`,
-    /// `brief`), as on a command line.
-    pub fn set_setting_text(
-        &self,
-        user: &str,
-        project: Option<&str>,
-        key: &str,
-        text: &str,
-    ) -> Result<SettingInfo, ControlError> {
-        let program = self.program();
-        let slot = find_setting(&program, key)?;
-        let value = program.settings.slots[slot]
-            .def
-            .parse_text(text)
-            .map_err(|reason| ControlError::InvalidValue {
-                key: key.to_string(),
-                reason,
-            })?;
-        self.set_setting(user, project, key, &value.to_json())
-    }
-
-    /// Forgets `user`'s value for `key` (in `project`, or the all-projects value): the
-    /// default applies again.
-    pub fn reset_setting(
-        &self,
-        user: &str,
-        project: Option<&str>,
-        key: &str,
-    ) -> Result<SettingInfo, ControlError> {
-        let program = self.program();
-        let slot = find_setting(&program, key)?;
-        self.write_override(&program, slot, user, project, None)
-    }
-
-    /// Writes `user`'s value for setting `slot` (`None`: forgets it), in `project` or in all
-    /// the user's projects, and returns the setting as the user now sees it.
-    fn write_override(
-        &self,
-        program: &Program,
-        slot: usize,
-        user: &str,
-        project: Option<&str>,
-        value: Option<&Json>,
-    ) -> Result<SettingInfo, ControlError> {
-        let s = &program.settings.slots[slot];
-        self.store().set_override(
-            user,
-            project.unwrap_or(ALL_PROJECTS),
-            &s.plugin,
-            &s.def.name,
-            value,
-        )?;
-        self.refresh_controls();
-        let project = project.unwrap_or(crate::facts::DEFAULT_ID);
-        Ok(setting_info(program, &self.controls(), slot, user, project))
-    }
-}
-
 /// Finds a rule by `plugin/id`, or by bare id when only one rule has it.
-fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
+pub(crate) fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
     if let Some(i) = program.rules.iter().position(|r| &*r.key == rule) {
         return Ok(i);
     }
@@ -472,7 +301,7 @@ fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
 }
 
 /// Finds a setting by `plugin.name` (or by bare name when only one plugin declares it).
-fn find_setting(program: &Program, key: &str) -> Result<usize, ControlError> {
+pub(crate) fn find_setting(program: &Program, key: &str) -> Result<usize, ControlError> {
     let slots = &program.settings.slots;
     let full = |i: usize| format!("{}.{}", slots[i].plugin, slots[i].def.name);
     if let Some((plugin, name)) = key.split_once('.')
@@ -493,7 +322,7 @@ fn find_setting(program: &Program, key: &str) -> Result<usize, ControlError> {
     })
 }
 
-fn setting_info(
+pub(crate) fn setting_info(
     program: &Program,
     controls: &Controls,
     slot: usize,
@@ -511,7 +340,7 @@ fn setting_info(
     }
 }
 
-fn rule_info(
+pub(crate) fn rule_info(
     program: &Program,
     controls: &Controls,
     i: usize,
@@ -551,7 +380,7 @@ fn rule_info(
 }
 
 /// Whether a rule's file or script mentions `settings.NAME`.
-fn reads_setting(rule: &crate::program::CompiledRule, name: &str) -> bool {
+fn reads_setting(rule: &crate::rule::CompiledRule, name: &str) -> bool {
     let needle = format!("settings.{name}");
     let mentions = |text: &str| {
         text.match_indices(&needle).any(|(at, _)| {
@@ -562,5 +391,5 @@ fn reads_setting(rule: &crate::program::CompiledRule, name: &str) -> bool {
         })
     };
     mentions(rule.def.source.text())
-        || matches!(&rule.condition, crate::program::RuleCondition::Script { script, .. } if mentions(script.source()))
+        || matches!(&rule.condition, crate::rule::RuleCondition::Script { script, .. } if mentions(script.source()))
 }

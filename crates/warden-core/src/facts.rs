@@ -146,9 +146,6 @@ impl Identity {
     }
 }
 
-/// The id used for a user or project no event has named.
-pub const DEFAULT_ID: &str = "default";
-
 impl SessionFacts {
     /// Facts of a session that has seen nothing yet.
     pub fn new(user: &str, project: &str, history_limit: usize) -> Self {
@@ -304,7 +301,7 @@ mod tests {
     use serde_json::json;
 
     fn facts() -> SessionFacts {
-        SessionFacts::new(DEFAULT_ID, DEFAULT_ID, 3)
+        SessionFacts::new(warden_load::DEFAULT_ID, warden_load::DEFAULT_ID, 3)
     }
 
     #[test]

@@ -32,17 +32,22 @@
 
 #![warn(missing_docs)]
 
+mod actions;
 pub mod behavior;
 mod context;
 mod control;
 mod event;
 mod facts;
+mod hooks;
 mod index;
 mod knowledge;
 mod mode;
 mod outcome;
 mod program;
+mod rule;
 mod session;
+mod shared;
+mod slots;
 mod template;
 pub mod trace;
 mod warden;
@@ -58,7 +63,8 @@ pub use facts::{
 pub use outcome::{Effect, Evaluation, Halted, ModeChange, Notification, Outcome, RuleError};
 pub use program::Program;
 pub use session::{Session, SessionOptions};
-pub use warden::{AsyncSession, BusEvent, Error, Reload, Warden, WardenBuilder};
+pub use shared::{BusEvent, Reload};
+pub use warden::{AsyncSession, Error, Warden, WardenBuilder};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 pub use warden_load::{

@@ -30,7 +30,9 @@ use warden_expr::{CompileOptions, Compiler, Condition};
 use warden_input::{Diagnostic, SourceFile};
 use warden_load::{ModeDef, RuleSets, parse_modes};
 
-use crate::program::{CompiledRule, expr_diagnostic};
+use crate::actions::expr_diagnostic;
+use crate::context::Frame;
+use crate::rule::CompiledRule;
 
 pub use warden_load::DEFAULT_MODE;
 
@@ -46,6 +48,8 @@ pub(crate) struct Mode {
 /// A program's modes, in priority order.
 pub(crate) struct Modes {
     pub modes: Vec<Mode>,
+    /// The id of the default mode (none of the modes' conditions holds).
+    pub default: Arc<str>,
 }
 
 /// Why a mode's condition cannot read `tool` or `result`.
@@ -106,7 +110,10 @@ pub(crate) fn compile_modes(
             def,
         });
     }
-    ok.then_some(Modes { modes })
+    ok.then_some(Modes {
+        modes,
+        default: Arc::from(DEFAULT_MODE),
+    })
 }
 
 /// What a session remembers of its mode.
@@ -126,6 +133,50 @@ impl Default for ModeState {
             current: None,
             id: Arc::from(DEFAULT_MODE),
             since_turn: 0,
+        }
+    }
+}
+
+/// The mode a tick runs in, as [`ModeState::next`] detected it.
+pub(crate) struct NextMode<'p> {
+    /// The mode, as an index into the program's modes (`None`: the default mode).
+    pub index: Option<usize>,
+    /// When it is not the session's mode until now: from which mode, to which.
+    pub changed: Option<(Arc<str>, &'p Arc<str>)>,
+    turn: u32,
+}
+
+impl ModeState {
+    /// The mode of this tick, detected on `frame`: the first mode whose condition holds,
+    /// unless the current one must stay a while longer (`min_turns`). Without modes, the
+    /// default mode.
+    pub(crate) fn next<'p>(&self, modes: Option<&'p Modes>, frame: &Frame<'_>) -> NextMode<'p> {
+        let turn = frame.facts.turn.number;
+        let Some(modes) = modes else {
+            return NextMode {
+                index: self.current,
+                changed: None,
+                turn,
+            };
+        };
+        let detected = modes.detect(&mut warden_expr::Frame::new(frame));
+        let index = modes.next(self, detected, turn);
+        let to = index.map_or(&modes.default, |i| &modes.modes[i].id);
+        NextMode {
+            index,
+            // The same mode may have moved in a reload: only the id says whether it changed.
+            changed: (*to != self.id).then(|| (self.id.clone(), to)),
+            turn,
+        }
+    }
+
+    /// Makes `next` the session's mode.
+    pub(crate) fn enter(&mut self, next: &NextMode<'_>, session: &str) {
+        self.current = next.index;
+        if let Some((from, to)) = &next.changed {
+            tracing::info!(session, from = %from, to = %to, "mode changed");
+            self.id = Arc::clone(to);
+            self.since_turn = next.turn;
         }
     }
 }

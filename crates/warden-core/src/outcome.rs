@@ -215,7 +215,7 @@ impl Outcome {
     pub fn node_trace(&self) -> impl Iterator<Item = (&str, &str, crate::behavior::NodeStatus)> {
         self.nodes.iter().map(|(rule, node, status)| {
             let label = match self.program.rules.get(*rule as usize).map(|r| &r.condition) {
-                Some(crate::program::RuleCondition::Tree(t)) => t.label(*node),
+                Some(crate::rule::RuleCondition::Tree(t)) => t.label(*node),
                 _ => "?",
             };
             (self.program.rule_key(*rule), label, *status)

@@ -3,64 +3,26 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
-use serde::Serialize;
 use serde_json::Value as Json;
 use tokio::sync::broadcast;
-use warden_store::Store;
+use warden_input::Diagnostic;
+use warden_load::{Capabilities, DEFAULT_ID, Hook, RuleSource, load};
+use warden_store::{ALL_PROJECTS, Store};
 
-use crate::control::{Controls, POLL_INTERVAL};
+use crate::control::{
+    ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
+};
 use crate::event::Event;
 use crate::facts::DEFAULT_HISTORY_LIMIT;
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
 use crate::outcome::Outcome;
 use crate::program::Program;
 use crate::session::{Session, SessionOptions};
-use warden_input::Diagnostic;
-use warden_load::Hook;
-use warden_load::{Capabilities, RuleSource, load};
-
-/// An event a rule published with `emit_event`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct BusEvent {
-    /// The event type the rule gave.
-    pub event_type: Arc<str>,
-    /// The rendered payload.
-    pub payload: Json,
-    /// The rule that emitted it.
-    pub rule: Arc<str>,
-    /// The rule's plugin.
-    pub plugin: Arc<str>,
-    /// The session it happened in.
-    pub session: String,
-    /// The hook that fired the rule.
-    pub hook: Hook,
-}
-
-/// What [`Warden::reload`] did.
-#[derive(Debug, Clone)]
-pub struct Reload {
-    /// Whether the files as they are now are in force. False when the change introduced an
-    /// error: the previous program then stays in force.
-    pub applied: bool,
-    /// The program generation in force after the reload.
-    pub generation: u64,
-    /// Every problem found in the files as they are now.
-    pub diagnostics: Vec<Diagnostic>,
-    /// The errors the change introduced (empty when it was applied).
-    pub introduced: Vec<Diagnostic>,
-}
-
-/// Settings of a [`Warden`].
-#[derive(Debug, Clone)]
-pub(crate) struct Options {
-    pub history_limit: usize,
-    /// Share of ticks recorded in the execution log (0: off).
-    pub log_sample: f64,
-    pub script_limits: warden_lua::Limits,
-}
+use crate::shared::{BusEvent, Options, Reload, Shared};
+use crate::watch::{Watch, WatchError};
 
 /// Why a [`Warden`] could not be built. Problems in rule files are not errors here: they are
 /// [`Diagnostic`]s, and the rules without problems load.
@@ -72,78 +34,6 @@ pub enum Error {
     /// `strict` was asked for and some rule did not load.
     #[error("{} rule file problem(s); the first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
     Rules(Vec<Diagnostic>),
-}
-
-pub(crate) struct Shared {
-    program: RwLock<Arc<Program>>,
-    pub(crate) store: Store,
-    pub(crate) bus: broadcast::Sender<BusEvent>,
-    pub(crate) config: Options,
-    sources: Vec<RuleSource>,
-    capabilities: Capabilities,
-    modes: Option<warden_load::ModeSource>,
-    next_session: AtomicU64,
-    reload_lock: Mutex<()>,
-    /// The users' choices (rules on or off, setting values), as last read from the store.
-    controls: RwLock<Arc<Controls>>,
-    /// When the store was last polled for changes by other processes (ms since `started`).
-    polled_at: AtomicU64,
-    /// The store's `data_version` at that poll.
-    data_version: AtomicI64,
-    started: Instant,
-    /// Knowledge enrichment, when configured.
-    pub(crate) knowledge_config: Option<KnowledgeConfig>,
-    knowledge: RwLock<Arc<KnowledgeState>>,
-}
-
-/// What `lock` holds now (a writer that panicked left a whole value: it is still in force).
-fn current<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
-    lock.read().unwrap_or_else(PoisonError::into_inner).clone()
-}
-
-impl Shared {
-    pub(crate) fn program(&self) -> Arc<Program> {
-        current(&self.program)
-    }
-
-    /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
-    /// process changed them, and reads them again if so.
-    pub(crate) fn controls(&self) -> Arc<Controls> {
-        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let last = self.polled_at.load(Ordering::Relaxed);
-        let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;
-        if due
-            && self
-                .polled_at
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            match self.store.data_version() {
-                Ok(v) if self.data_version.swap(v, Ordering::Relaxed) != v => {
-                    self.refresh_controls();
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "could not check the store for changes"),
-            }
-        }
-        current(&self.controls)
-    }
-
-    /// The knowledge enrichment in force (loaded or not, registered or not).
-    pub(crate) fn knowledge(&self) -> Arc<KnowledgeState> {
-        current(&self.knowledge)
-    }
-
-    /// Reads the users' choices again. On a store error the previous ones stay in force.
-    pub(crate) fn refresh_controls(&self) {
-        let mut slot = self.controls.write().unwrap_or_else(|p| p.into_inner());
-        match Controls::load(&self.store, slot.generation + 1) {
-            Ok(c) => *slot = Arc::new(c),
-            Err(e) => {
-                tracing::warn!(error = %e, "could not read rule and setting choices; the previous ones stay in force")
-            }
-        }
-    }
 }
 
 /// The supervisor. Cheap to clone (all clones share one program, store and bus); `Send` and
@@ -469,15 +359,33 @@ impl Warden {
     /// Every folder to watch for changes: those of the rules, plugins and scripts, and of the
     /// knowledge sources.
     pub fn watched_folders(&self) -> Vec<PathBuf> {
-        let mut folders = self.program().folders().to_vec();
-        if let Some(config) = &self.shared.knowledge_config {
-            for f in self.shared.knowledge().folders(config) {
-                if !folders.contains(&f) {
-                    folders.push(f);
+        self.shared.watched_folders()
+    }
+
+    /// Watches the files this Warden was built from and reloads when they change, logging
+    /// what each reload did through `tracing`. Keep the returned [`Watch`] alive.
+    pub fn watch(&self) -> Result<Watch, WatchError> {
+        self.watch_with(|report| {
+            if report.applied {
+                tracing::info!(
+                    generation = report.generation,
+                    "rules reloaded after a file change"
+                );
+            } else {
+                for d in &report.introduced {
+                    tracing::error!("{d}");
                 }
             }
-        }
-        folders
+        })
+    }
+
+    /// Like [`Warden::watch`], calling `on_reload` after each reload (from the watching
+    /// thread).
+    pub fn watch_with(
+        &self,
+        on_reload: impl Fn(&Reload) + Send + 'static,
+    ) -> Result<Watch, WatchError> {
+        crate::watch::start(self.shared.clone(), on_reload)
     }
 
     /// The store.
@@ -485,12 +393,186 @@ impl Warden {
         &self.shared.store
     }
 
-    pub(crate) fn controls(&self) -> Arc<Controls> {
-        self.shared.controls()
+    // What users choose without editing files: rules on and off, setting values.
+
+    /// Every loaded rule as `user` sees it (settings as in `project`), in priority order per
+    /// hook.
+    pub fn rule_list(&self, user: &str, project: &str) -> Vec<RuleInfo> {
+        let program = self.program();
+        let controls = self.shared.controls();
+        let mut order: Vec<usize> = (0..program.rules.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (ra, rb) = (&program.rules[a], &program.rules[b]);
+            (ra.def.trigger, std::cmp::Reverse(ra.def.priority), &ra.key).cmp(&(
+                rb.def.trigger,
+                std::cmp::Reverse(rb.def.priority),
+                &rb.key,
+            ))
+        });
+        order
+            .into_iter()
+            .map(|i| rule_info(&program, &controls, i, user, project))
+            .collect()
     }
 
-    pub(crate) fn refresh_controls(&self) {
+    /// One rule as `user` sees it.
+    pub fn rule_info(
+        &self,
+        user: &str,
+        project: &str,
+        rule: &str,
+    ) -> Result<RuleInfo, ControlError> {
+        let program = self.program();
+        let i = find_rule(&program, rule)?;
+        Ok(rule_info(
+            &program,
+            &self.shared.controls(),
+            i,
+            user,
+            project,
+        ))
+    }
+
+    /// Switches a rule on or off for `user`, from the next tick. A core rule cannot be
+    /// switched off, and the error says why.
+    pub fn set_rule_enabled(
+        &self,
+        user: &str,
+        rule: &str,
+        enabled: bool,
+    ) -> Result<RuleInfo, ControlError> {
+        let program = self.program();
+        let i = find_rule(&program, rule)?;
+        let r = &program.rules[i];
+        if r.def.core && !enabled {
+            return Err(ControlError::CoreRule {
+                rule: r.key.to_string(),
+                file: r.def.source.path().display().to_string(),
+            });
+        }
+        self.write_toggle(&program, i, user, Some(enabled))
+    }
+
+    /// Forgets `user`'s choice for a rule: its file's `enabled` applies again.
+    pub fn reset_rule(&self, user: &str, rule: &str) -> Result<RuleInfo, ControlError> {
+        let program = self.program();
+        let i = find_rule(&program, rule)?;
+        self.write_toggle(&program, i, user, None)
+    }
+
+    /// Writes `user`'s choice for rule `i` (`None`: forgets it) and returns the rule as the
+    /// user now sees it.
+    fn write_toggle(
+        &self,
+        program: &Program,
+        i: usize,
+        user: &str,
+        enabled: Option<bool>,
+    ) -> Result<RuleInfo, ControlError> {
+        self.store()
+            .set_toggle(user, &program.rules[i].key, enabled)?;
         self.shared.refresh_controls();
+        Ok(rule_info(
+            program,
+            &self.shared.controls(),
+            i,
+            user,
+            DEFAULT_ID,
+        ))
+    }
+
+    /// Every setting of the loaded plugins, as `user` sees them in `project`.
+    pub fn setting_list(&self, user: &str, project: &str) -> Vec<SettingInfo> {
+        let program = self.program();
+        let controls = self.shared.controls();
+        (0..program.settings.slots.len())
+            .map(|i| setting_info(&program, &controls, i, user, project))
+            .collect()
+    }
+
+    /// Sets `key` (`plugin.name`) to `value` for `user`: in `project` only, or in all of the
+    /// user's projects when `project` is `None`. The value must fit the setting's type and
+    /// bounds; the error names the bound it breaks. Takes effect from the next tick.
+    pub fn set_setting(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        key: &str,
+        value: &Json,
+    ) -> Result<SettingInfo, ControlError> {
+        let program = self.program();
+        let slot = find_setting(&program, key)?;
+        let def = &program.settings.slots[slot].def;
+        let checked = def
+            .check(value)
+            .map_err(|reason| ControlError::InvalidValue {
+                key: key.to_string(),
+                reason,
+            })?;
+        self.write_override(&program, slot, user, project, Some(&checked.to_json()))
+    }
+
+    /// Like [`Warden::set_setting`], with the value written as text (`12`, `0.75`, `true`,
+    /// `brief`), as on a command line.
+    pub fn set_setting_text(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        key: &str,
+        text: &str,
+    ) -> Result<SettingInfo, ControlError> {
+        let program = self.program();
+        let slot = find_setting(&program, key)?;
+        let value = program.settings.slots[slot]
+            .def
+            .parse_text(text)
+            .map_err(|reason| ControlError::InvalidValue {
+                key: key.to_string(),
+                reason,
+            })?;
+        self.set_setting(user, project, key, &value.to_json())
+    }
+
+    /// Forgets `user`'s value for `key` (in `project`, or the all-projects value): the
+    /// default applies again.
+    pub fn reset_setting(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        key: &str,
+    ) -> Result<SettingInfo, ControlError> {
+        let program = self.program();
+        let slot = find_setting(&program, key)?;
+        self.write_override(&program, slot, user, project, None)
+    }
+
+    /// Writes `user`'s value for setting `slot` (`None`: forgets it), in `project` or in all
+    /// the user's projects, and returns the setting as the user now sees it.
+    fn write_override(
+        &self,
+        program: &Program,
+        slot: usize,
+        user: &str,
+        project: Option<&str>,
+        value: Option<&Json>,
+    ) -> Result<SettingInfo, ControlError> {
+        let s = &program.settings.slots[slot];
+        self.store().set_override(
+            user,
+            project.unwrap_or(ALL_PROJECTS),
+            &s.plugin,
+            &s.def.name,
+            value,
+        )?;
+        self.shared.refresh_controls();
+        let project = project.unwrap_or(DEFAULT_ID);
+        Ok(setting_info(
+            program,
+            &self.shared.controls(),
+            slot,
+            user,
+            project,
+        ))
     }
 
     /// Reads and compiles the rule, manifest and script files again and, unless the change
@@ -502,75 +584,7 @@ impl Warden {
     /// is wrong, with file and line. Errors that were already there (a file broken since
     /// startup, skipped then too) do not block other changes.
     pub fn reload(&self) -> Reload {
-        let _guard = self
-            .shared
-            .reload_lock
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        let current = self.shared.program();
-        let knowledge_before = self.shared.knowledge();
-        let knowledge = self
-            .shared
-            .knowledge_config
-            .as_ref()
-            .map(|c| knowledge_before.reload(c));
-        let mut loaded = load(&self.shared.sources, &self.shared.capabilities);
-        if let Some(m) = &self.shared.modes {
-            warden_load::load_modes(m, &mut loaded);
-        }
-        let candidate = Program::compile(loaded, current.generation + 1);
-        let known: std::collections::HashSet<_> = current
-            .diagnostics()
-            .iter()
-            .chain(&knowledge_before.diagnostics)
-            .filter(|d| d.is_error())
-            .map(|d| (d.path().to_path_buf(), d.line(), d.message().to_string()))
-            .collect();
-        let mut all = candidate.diagnostics().to_vec();
-        if let Some(k) = &knowledge {
-            all.extend(k.diagnostics.iter().cloned());
-        }
-        let introduced: Vec<Diagnostic> = all
-            .iter()
-            .filter(|d| {
-                d.is_error()
-                    && !known.contains(&(d.path().to_path_buf(), d.line(), d.message().to_string()))
-            })
-            .cloned()
-            .collect();
-        let diagnostics = all;
-        if !introduced.is_empty() {
-            tracing::error!(
-                problems = introduced.len(),
-                first = %introduced[0],
-                "the changed rule files have errors; the previous rules stay in force"
-            );
-            return Reload {
-                applied: false,
-                generation: current.generation,
-                diagnostics,
-                introduced,
-            };
-        }
-        let generation = candidate.generation;
-        if let Some(k) = knowledge {
-            match self.shared.knowledge.write() {
-                Ok(mut slot) => *slot = Arc::new(k),
-                Err(poisoned) => *poisoned.into_inner() = Arc::new(k),
-            }
-        }
-        let program = Arc::new(candidate);
-        match self.shared.program.write() {
-            Ok(mut p) => *p = program,
-            Err(poisoned) => *poisoned.into_inner() = program,
-        }
-        tracing::info!(generation, "rules reloaded");
-        Reload {
-            applied: true,
-            generation,
-            diagnostics,
-            introduced,
-        }
+        self.shared.reload()
     }
 }
 

@@ -14,7 +14,9 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher as _};
 
-use crate::warden::{Reload, Warden};
+use std::sync::Arc;
+
+use crate::shared::{Reload, Shared};
 
 /// How long the files must be quiet before a reload.
 pub const SETTLE: Duration = Duration::from_millis(100);
@@ -60,76 +62,55 @@ fn relevant(path: &Path) -> bool {
         }
 }
 
-impl Warden {
-    /// Watches the files this Warden was built from and reloads when they change, logging
-    /// what each reload did through `tracing`. Keep the returned [`Watch`] alive.
-    pub fn watch(&self) -> Result<Watch, WatchError> {
-        self.watch_with(|report| {
-            if report.applied {
-                tracing::info!(
-                    generation = report.generation,
-                    "rules reloaded after a file change"
-                );
-            } else {
-                for d in &report.introduced {
-                    tracing::error!("{d}");
+/// Watches the folders of `shared`'s program and knowledge, and reloads when they change,
+/// calling `on_reload` after each reload (from the watching thread).
+pub(crate) fn start(
+    shared: Arc<Shared>,
+    on_reload: impl Fn(&Reload) + Send + 'static,
+) -> Result<Watch, WatchError> {
+    let (tx, rx) = mpsc::channel();
+    let events = tx.clone();
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        let matters = match &res {
+            Ok(e) => !e.kind.is_access() && e.paths.iter().any(|p| relevant(p)),
+            Err(_) => true,
+        };
+        if matters {
+            let _ = events.send(Message::Changed);
+        }
+    })?;
+    let mut watched = BTreeSet::new();
+    sync(&mut watcher, &mut watched, &shared.watched_folders())?;
+    let thread = std::thread::Builder::new()
+        .name("warden-watch".into())
+        .spawn(move || {
+            loop {
+                match rx.recv() {
+                    Ok(Message::Changed) => {}
+                    Ok(Message::Stop) | Err(_) => return,
                 }
+                // Let the burst of events settle.
+                loop {
+                    match rx.recv_timeout(SETTLE) {
+                        Ok(Message::Changed) => continue,
+                        Ok(Message::Stop) => return,
+                        Err(mpsc::RecvTimeoutError::Timeout) => break,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+                let report = shared.reload();
+                let folders = shared.watched_folders();
+                if let Err(e) = sync(&mut watcher, &mut watched, &folders) {
+                    tracing::warn!(error = %e, "a new folder could not be watched");
+                }
+                on_reload(&report);
             }
         })
-    }
-
-    /// Like [`Warden::watch`], calling `on_reload` after each reload (from the watching
-    /// thread).
-    pub fn watch_with(
-        &self,
-        on_reload: impl Fn(&Reload) + Send + 'static,
-    ) -> Result<Watch, WatchError> {
-        let (tx, rx) = mpsc::channel();
-        let events = tx.clone();
-        let mut watcher =
-            notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-                let matters = match &res {
-                    Ok(e) => !e.kind.is_access() && e.paths.iter().any(|p| relevant(p)),
-                    Err(_) => true,
-                };
-                if matters {
-                    let _ = events.send(Message::Changed);
-                }
-            })?;
-        let mut watched = BTreeSet::new();
-        sync(&mut watcher, &mut watched, &self.watched_folders())?;
-        let warden = self.clone();
-        let thread = std::thread::Builder::new()
-            .name("warden-watch".into())
-            .spawn(move || {
-                loop {
-                    match rx.recv() {
-                        Ok(Message::Changed) => {}
-                        Ok(Message::Stop) | Err(_) => return,
-                    }
-                    // Let the burst of events settle.
-                    loop {
-                        match rx.recv_timeout(SETTLE) {
-                            Ok(Message::Changed) => continue,
-                            Ok(Message::Stop) => return,
-                            Err(mpsc::RecvTimeoutError::Timeout) => break,
-                            Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                        }
-                    }
-                    let report = warden.reload();
-                    let folders = warden.watched_folders();
-                    if let Err(e) = sync(&mut watcher, &mut watched, &folders) {
-                        tracing::warn!(error = %e, "a new folder could not be watched");
-                    }
-                    on_reload(&report);
-                }
-            })
-            .map_err(|e| WatchError(notify::Error::io(e)))?;
-        Ok(Watch {
-            tx,
-            thread: Some(thread),
-        })
-    }
+        .map_err(|e| WatchError(notify::Error::io(e)))?;
+    Ok(Watch {
+        tx,
+        thread: Some(thread),
+    })
 }
 
 /// Watches every folder of `folders` not yet watched. A folder that does not exist yet is

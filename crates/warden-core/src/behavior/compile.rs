@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use warden_expr::{CompileOptions, Compiler, Condition};
 
-use crate::program::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
+use crate::actions::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
 use crate::template::Templates;
 use warden_input::Diagnostic;
 use warden_load::Hook;
@@ -216,7 +216,7 @@ fn short(text: &str) -> String {
 /// awaited one), so no hook's roots are refused; `settings` is, outside a plugin.
 fn options(owner: &RuleDef) -> CompileOptions<'static> {
     const OUTSIDE_A_PLUGIN: &[(&str, &str)] =
-        &[(crate::context::SETTINGS_ROOT, crate::program::NO_SETTINGS)];
+        &[(crate::context::SETTINGS_ROOT, crate::context::NO_SETTINGS)];
     CompileOptions {
         unavailable: if &*owner.plugin == warden_load::LOCAL_PLUGIN {
             OUTSIDE_A_PLUGIN

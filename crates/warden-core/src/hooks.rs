@@ -1,0 +1,223 @@
+//! The trees of each hook: a rule compiles into one leaf, an exclusive group of rules into a
+//! `Select` of their leaves (bonsai-bt), in priority order; with a tool-name index and the
+//! threshold index, so a tick visits only the trees that can fire.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use bonsai_bt::Behavior;
+use warden_input::Diagnostic;
+use warden_load::Hook;
+
+use crate::index::ThresholdIndex;
+use crate::rule::{CompiledRule, RuleCondition};
+
+/// A leaf of a hook's trees. Small and `Copy`: bonsai clones leaves as it walks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Node {
+    /// A rule: guard, then actions.
+    Rule(u32),
+}
+
+/// One tree of a hook: a rule, or an exclusive group of rules.
+pub(crate) struct Entry {
+    pub name: Arc<str>,
+    pub behavior: Behavior<Node>,
+    pub rules: Vec<u32>,
+}
+
+#[derive(Default)]
+pub(crate) struct HookTree {
+    pub entries: Vec<Entry>,
+    /// Which entries can fire, by the thresholds their rules need (None: nothing to index).
+    pub index: Option<ThresholdIndex>,
+    /// For tool hooks: the entries that apply to each named tool, in priority order.
+    by_tool: HashMap<String, Vec<u32>>,
+    /// The entries without a tool filter (all of them, for other hooks).
+    untargeted: Vec<u32>,
+}
+
+impl HookTree {
+    /// The entries to tick for an event concerning `tool` (if any), in priority order.
+    pub(crate) fn entries_for(&self, tool: Option<&str>) -> &[u32] {
+        match tool.and_then(|t| self.by_tool.get(t)) {
+            Some(list) => list,
+            None => &self.untargeted,
+        }
+    }
+
+    /// The entries to tick, in priority order, into `out`: those for `tool`, less those the
+    /// threshold index shows cannot fire (unless `every_rule`, which evaluates them all).
+    pub(crate) fn select(
+        &self,
+        tool: Option<&str>,
+        facts: &dyn warden_expr::Facts,
+        every_rule: bool,
+        out: &mut Vec<u32>,
+    ) {
+        let base = self.entries_for(tool);
+        match (&self.index, every_rule) {
+            (Some(index), false) => {
+                index.candidates(facts, out);
+                if base.len() < self.entries.len() {
+                    out.retain(|e| base.binary_search(e).is_ok());
+                }
+            }
+            _ => {
+                out.clear();
+                out.extend_from_slice(base);
+            }
+        }
+    }
+}
+
+/// The trees of `hook`, from the rules that trigger on it.
+pub(crate) fn build_hook(
+    hook: Hook,
+    rules: &[CompiledRule],
+    diagnostics: &mut Vec<Diagnostic>,
+) -> HookTree {
+    let mut members: Vec<u32> = (0..rules.len() as u32)
+        .filter(|&i| rules[i as usize].def.trigger == hook)
+        .collect();
+    members.sort_by(|&a, &b| {
+        let (ra, rb) = (&rules[a as usize].def, &rules[b as usize].def);
+        rb.priority
+            .cmp(&ra.priority)
+            .then_with(|| ra.id.cmp(&rb.id))
+            .then_with(|| ra.plugin.cmp(&rb.plugin))
+    });
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut groups: BTreeMap<String, usize> = BTreeMap::new();
+    for ix in members {
+        let def = &rules[ix as usize].def;
+        match &def.exclusive {
+            Some(group) => {
+                if let Some(&e) = groups.get(group) {
+                    entries[e].rules.push(ix);
+                } else {
+                    groups.insert(group.clone(), entries.len());
+                    entries.push(Entry {
+                        name: Arc::from(group.as_str()),
+                        behavior: Behavior::Action(Node::Rule(ix)),
+                        rules: vec![ix],
+                    });
+                }
+            }
+            None => entries.push(Entry {
+                name: rules[ix as usize].key.clone(),
+                behavior: Behavior::Action(Node::Rule(ix)),
+                rules: vec![ix],
+            }),
+        }
+    }
+    for entry in &mut entries {
+        if entry.rules.len() > 1 {
+            entry.behavior = Behavior::Select(
+                entry
+                    .rules
+                    .iter()
+                    .map(|&r| Behavior::Action(Node::Rule(r)))
+                    .collect(),
+            );
+        }
+    }
+    // In an exclusive group, a rule after one that always matches is never evaluated.
+    for entry in &entries {
+        let always = entry.rules.iter().position(|&r| {
+            let c = &rules[r as usize];
+            let unconditional =
+                matches!(&c.condition, RuleCondition::Expr(e) if e.source().trim() == "true");
+            let gated = c.def.cooldown_turns.is_some()
+                || c.def.once_per_session
+                || c.def.max_fires.is_some()
+                || !c.def.tools.is_empty();
+            unconditional && !gated
+        });
+        if let Some(at) = always {
+            let first = &rules[entry.rules[at] as usize];
+            for &r in &entry.rules[at + 1..] {
+                let d = &rules[r as usize].def;
+                diagnostics.push(
+                    Diagnostic::warning(
+                        &d.source,
+                        Some(d.span.clone()),
+                        Some("rule.exclusive"),
+                        format!(
+                            "`{}` is never evaluated: `{}`, before it in exclusive group `{}`, always matches",
+                            rules[r as usize].key, first.key, entry.name
+                        ),
+                    )
+                    .with_help(format!(
+                        "give `{}` a real condition or a lower priority, or take one of them out of the group",
+                        first.key
+                    )),
+                );
+            }
+        }
+    }
+    // Exclusive groups only exclude within one hook; say so if a group spans hooks.
+    for (group, &e) in &groups {
+        let first = &rules[entries[e].rules[0] as usize].def;
+        if let Some(other) = rules.iter().find(|r| {
+            r.def.exclusive.as_deref() == Some(group)
+                && r.def.trigger != hook
+                && r.def.trigger < hook
+        }) {
+            diagnostics.push(Diagnostic::warning(
+                &first.source,
+                Some(first.span.clone()),
+                Some("rule.exclusive"),
+                format!(
+                    "exclusive group `{group}` has rules on {hook} and on {}; exclusivity applies within one hook only",
+                    other.def.trigger
+                ),
+            ));
+        }
+    }
+    let mut tree = HookTree {
+        entries,
+        ..HookTree::default()
+    };
+    let filters: Vec<Option<Vec<&str>>> = tree
+        .entries
+        .iter()
+        .map(|e| {
+            let mut tools = Vec::new();
+            for &r in &e.rules {
+                let def = &rules[r as usize].def;
+                if def.tools.is_empty() {
+                    return None;
+                }
+                tools.extend(def.tools.iter().map(String::as_str));
+            }
+            Some(tools)
+        })
+        .collect();
+    let names: Vec<&str> = filters.iter().flatten().flatten().copied().collect();
+    for name in names {
+        let list: Vec<u32> = (0..tree.entries.len() as u32)
+            .filter(|&e| {
+                filters[e as usize]
+                    .as_ref()
+                    .is_none_or(|f| f.contains(&name))
+            })
+            .collect();
+        tree.by_tool.insert(name.to_string(), list);
+    }
+    tree.untargeted = (0..tree.entries.len() as u32)
+        .filter(|&e| filters[e as usize].is_none())
+        .collect();
+    let thresholds: Vec<Vec<_>> = tree
+        .entries
+        .iter()
+        .map(|e| {
+            e.rules
+                .iter()
+                .map(|&r| rules[r as usize].condition.necessary_threshold())
+                .collect()
+        })
+        .collect();
+    tree.index = ThresholdIndex::build(&thresholds);
+    tree
+}

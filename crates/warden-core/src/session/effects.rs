@@ -1,0 +1,224 @@
+//! Applying what a step's rules rendered, after all of them ran: state writes (each rule's in
+//! one savepoint: together or not at all, and then none of its effects apply), events on the
+//! bus, log lines, decorator memory; then delivering notifications and recording the step in
+//! the execution log.
+
+use warden_load::{Hook, LogLevel};
+use warden_store::{ExecutionRecord, StateScope, StateWrite, Store};
+
+use crate::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
+use crate::program::Program;
+use crate::session::evaluate::{Fired, RuleMemory};
+use crate::shared::{BusEvent, Shared};
+
+/// Who a step acted for: the session, its user and project, and the turn.
+pub(crate) struct Actor<'a> {
+    pub session: &'a str,
+    pub user: &'a str,
+    pub project: &'a str,
+    pub turn: u32,
+}
+
+/// Applies the effects of the fired rules, in order. Returns the applied ones.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn apply(
+    shared: &Shared,
+    actor: &Actor<'_>,
+    program: &Program,
+    hook: Hook,
+    memory: &mut [RuleMemory],
+    fired: Vec<Fired>,
+    rendered: Vec<Effect>,
+    errors: &mut Vec<RuleError>,
+    trace: &mut [TraceEntry],
+) -> Vec<Effect> {
+    let failures = if rendered
+        .iter()
+        .any(|e| matches!(e, Effect::SetState { .. }))
+    {
+        write_state(&shared.store, actor, &fired, &rendered)
+    } else {
+        Vec::new()
+    };
+    let mut keep = vec![
+        true;
+        if failures.is_empty() {
+            0
+        } else {
+            rendered.len()
+        }
+    ];
+    for (i, f) in fired.iter().enumerate() {
+        let rule = &program.rules[f.rule as usize];
+        if let Some((_, e)) = failures.iter().find(|(at, _)| *at == i) {
+            let error =
+                format!("its state could not be saved, so none of its effects applied: {e}");
+            if let Some(t) = f.trace.and_then(|at| trace.get_mut(at)) {
+                t.evaluation = Evaluation::Failed(error.clone());
+            }
+            errors.push(RuleError {
+                rule: Some(rule.key.clone()),
+                error,
+            });
+            keep[f.effects.clone()].fill(false);
+            continue;
+        }
+        if f.counts {
+            let m = &mut memory[f.rule as usize];
+            m.fires = m.fires.saturating_add(1);
+            m.last_fired_turn = Some(actor.turn);
+        }
+        for effect in &rendered[f.effects.clone()] {
+            match effect {
+                Effect::Log {
+                    rule,
+                    level,
+                    message,
+                } => emit_log(rule, *level, message),
+                Effect::EmitEvent {
+                    rule,
+                    event_type,
+                    payload,
+                } => {
+                    // No subscriber is not an error: the bus is for whoever listens.
+                    let _ = shared.bus.send(BusEvent {
+                        event_type: event_type.clone(),
+                        payload: payload.clone(),
+                        rule: rule.clone(),
+                        plugin: program.rules[f.rule as usize].def.plugin.clone(),
+                        session: actor.session.to_string(),
+                        hook,
+                    });
+                }
+                Effect::NotifySelf(_) | Effect::SetState { .. } | Effect::EnrichContext { .. } => {}
+            }
+        }
+    }
+    if keep.is_empty() {
+        return rendered;
+    }
+    rendered
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(e, k)| k.then_some(e))
+        .collect()
+}
+
+/// Writes the state of every fired rule, each rule's writes in one savepoint. Returns the
+/// rules (by position in `fired`) whose writes failed, with why.
+fn write_state(
+    store: &Store,
+    actor: &Actor<'_>,
+    fired: &[Fired],
+    rendered: &[Effect],
+) -> Vec<(usize, String)> {
+    let groups: Vec<Vec<StateWrite>> = fired
+        .iter()
+        .map(|f| {
+            rendered[f.effects.clone()]
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::SetState {
+                        plugin, key, value, ..
+                    } => Some(StateWrite::set(
+                        StateScope::new(actor.user, actor.project, plugin.as_ref()),
+                        key.as_str(),
+                        value.clone(),
+                    )),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    match store.apply_writes(&groups) {
+        Ok(results) => results
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.err().map(|e| (i, e.to_string())))
+            .collect(),
+        // The transaction itself failed: nothing was written.
+        Err(e) => groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| !g.is_empty())
+            .map(|(i, _)| (i, e.to_string()))
+            .collect(),
+    }
+}
+
+/// The notifications due at `hook`: queued ones whose point has come, then new ones due now;
+/// the rest wait in `mailbox`. Most urgent first.
+pub(crate) fn deliver(
+    mailbox: &mut Vec<Notification>,
+    hook: Hook,
+    effects: &[Effect],
+) -> Vec<Notification> {
+    let mut due = Vec::new();
+    if !mailbox.is_empty() {
+        let (now, later): (Vec<_>, Vec<_>) = mailbox
+            .drain(..)
+            .partition(|n| n.deliver_at.is_due_at(hook));
+        due = now;
+        *mailbox = later;
+    }
+    for e in effects {
+        if let Effect::NotifySelf(n) = e {
+            if n.deliver_at.is_due_at(hook) {
+                due.push(n.clone());
+            } else {
+                mailbox.push(n.clone());
+            }
+        }
+    }
+    due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    due
+}
+
+/// Records a step's evaluations in the execution log. Rules held back before their condition
+/// (switched off, out of mode, a decorator) were not evaluated: they are not recorded.
+pub(crate) fn record_executions(
+    store: &Store,
+    actor: &Actor<'_>,
+    program: &Program,
+    hook: Hook,
+    trace: &[TraceEntry],
+    timings: &[f64],
+) {
+    let records: Vec<ExecutionRecord> = trace
+        .iter()
+        .zip(timings)
+        .filter(|(t, _)| {
+            !matches!(
+                t.evaluation,
+                Evaluation::Disabled | Evaluation::Inactive(_) | Evaluation::Suppressed(_)
+            )
+        })
+        .map(|(t, ms)| ExecutionRecord {
+            user_id: actor.user.to_string(),
+            project_id: actor.project.to_string(),
+            session_id: Some(actor.session.to_string()),
+            rule_id: program.rule_key(t.rule).to_string(),
+            trigger: hook.name().to_string(),
+            condition_result: matches!(t.evaluation, Evaluation::Fired | Evaluation::Running),
+            action_executed: t.evaluation == Evaluation::Fired,
+            execution_time_ms: *ms,
+            error_message: match &t.evaluation {
+                Evaluation::Failed(e) => Some(e.clone()),
+                Evaluation::Undetermined(e) => Some(format!("undetermined: {e}")),
+                _ => None,
+            },
+        })
+        .collect();
+    if let Err(e) = store.record_executions(&records) {
+        tracing::warn!(error = %e, "the rule execution log could not be written");
+    }
+}
+
+fn emit_log(rule: &str, level: LogLevel, message: &str) {
+    match level {
+        LogLevel::Debug => tracing::debug!(target: "warden::rule", rule, "{message}"),
+        LogLevel::Info => tracing::info!(target: "warden::rule", rule, "{message}"),
+        LogLevel::Warning => tracing::warn!(target: "warden::rule", rule, "{message}"),
+        LogLevel::Error => tracing::error!(target: "warden::rule", rule, "{message}"),
+    }
+}

@@ -1,0 +1,687 @@
+//! Evaluating the leaves of a step: a rule's gates (switched off, out of mode, decorators,
+//! tool filter), its condition (an expression, a script, a behavior's tree), and rendering the
+//! actions of the rules that fire. Every leaf reads the same frame; what the leaves render is
+//! collected here and applied after the step.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use bonsai_bt::Status;
+use warden_expr::{Frame as Eval, Verdict};
+use warden_load::Hook;
+
+use crate::actions::CompiledAction;
+use crate::behavior::run::{self as tree_run, NodeStatus, TreeRun};
+use crate::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
+use crate::hooks::Node;
+use crate::outcome::{Effect, Evaluation, Halted, Notification, RuleError, TraceEntry};
+use crate::program::Program;
+use crate::rule::{CompiledRule, RuleCondition};
+use crate::session::keys::HookSet;
+use crate::session::scripts::{ROOT, Scripts, script_effect};
+
+/// What a session remembers about one rule (for its decorators).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RuleMemory {
+    pub(crate) fires: u32,
+    pub(crate) last_fired_turn: Option<u32>,
+}
+
+/// A rule that acted this tick: its rendered effects (not yet applied) are
+/// `Tick::rendered[effects]`. `counts` is whether it fired (its decorators remember it); a
+/// script's actions in a run that did not end in `true` apply without counting as a fire.
+pub(crate) struct Fired {
+    pub(crate) rule: u32,
+    /// The trace entry of the evaluation that recorded it (none for a halt outside one).
+    pub(crate) trace: Option<usize>,
+    pub(crate) effects: std::ops::Range<usize>,
+    pub(crate) counts: bool,
+}
+
+/// The state of one step while the trees run: every rule reads the same frozen frame.
+pub(crate) struct Tick<'a, 'f> {
+    pub(crate) program: &'a Program,
+    pub(crate) facts: &'a Frame<'f>,
+    pub(crate) frame: Eval<'a>,
+    pub(crate) template_values: Option<(Arc<str>, minijinja::Value)>,
+    pub(crate) memory: &'a [RuleMemory],
+    /// Per rule: on for this session's user and in the current mode.
+    pub(crate) enabled: &'a [bool],
+    /// Per rule: on for this session's user (whatever the mode).
+    pub(crate) user_enabled: &'a [bool],
+    /// Knowledge enrichment, for `enrich_context` actions.
+    pub(crate) knowledge: &'a crate::knowledge::KnowledgeState,
+    pub(crate) knowledge_configured: bool,
+    pub(crate) turn: u32,
+    pub(crate) fired: Vec<Fired>,
+    pub(crate) rendered: Vec<Effect>,
+    pub(crate) errors: Vec<RuleError>,
+    pub(crate) trace: Vec<TraceEntry>,
+    /// The trace entry of the rule being evaluated, if one is.
+    pub(crate) at: Option<usize>,
+    pub(crate) timings: Option<Vec<f64>>,
+    pub(crate) scripts: &'a mut Scripts,
+    /// What the nodes left running in the current entry wait for.
+    pub(crate) wake: HookSet,
+    /// The hook whose trees the current entry belongs to.
+    pub(crate) entry_hook: Hook,
+    /// Behavior nodes that ran, and what each came to (explain mode).
+    pub(crate) node_trace: Option<Vec<(u32, u32, NodeStatus)>>,
+    /// The rules of the current entry whose leaf is still running.
+    pub(crate) running_leaves: Vec<u32>,
+    pub(crate) halted: Vec<Halted>,
+    /// While a tree is halted from outside (`Tick::halt_tree`): why, for its scripts' reports.
+    pub(crate) halt_reason: Option<String>,
+}
+
+impl Tick<'_, '_> {
+    /// Runs one leaf; Success means the rule fired (a selector stops there).
+    pub(crate) fn run(&mut self, node: Node) -> Status {
+        let Node::Rule(ix) = node;
+        let start = self.timings.as_ref().map(|_| Instant::now());
+        // What the rule fires is recorded with the trace entry its evaluation gets.
+        self.at = Some(self.trace.len());
+        let evaluation = self.rule(ix);
+        self.at = None;
+        let status = match evaluation {
+            Evaluation::Fired => Status::Success,
+            Evaluation::Running => {
+                self.running_leaves.push(ix);
+                Status::Running
+            }
+            _ => Status::Failure,
+        };
+        if let (Some(t), Some(start)) = (self.timings.as_mut(), start) {
+            t.push(start.elapsed().as_secs_f64() * 1000.0);
+        }
+        if let Evaluation::Failed(error) = &evaluation {
+            self.errors.push(RuleError {
+                rule: Some(self.program.rules[ix as usize].key.clone()),
+                error: error.clone(),
+            });
+        }
+        if let Evaluation::Undetermined(why) = &evaluation {
+            tracing::debug!(rule = %self.program.rule_key(ix), reason = %why, "condition undetermined");
+        }
+        self.trace.push(TraceEntry {
+            rule: ix,
+            evaluation,
+        });
+        status
+    }
+
+    fn rule(&mut self, ix: u32) -> Evaluation {
+        let rule = &self.program.rules[ix as usize];
+        if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
+            let off = !self.user_enabled.get(ix as usize).copied().unwrap_or(true);
+            // Switched off (or out of mode) while it ran: what it ran stops here (a tree's
+            // `on_halted` actions apply with this tick's effects).
+            if self.scripts.waiting(ix) {
+                let why = if off {
+                    "its rule was switched off".to_string()
+                } else {
+                    format!("its rule is not active in mode `{}`", self.facts.mode())
+                };
+                if !self.halt_tree(ix, &why) {
+                    self.halted.extend(self.scripts.halt(ix, &why));
+                }
+            }
+            return if off {
+                Evaluation::Disabled
+            } else {
+                Evaluation::Inactive(self.facts.mode().clone())
+            };
+        }
+        // A waiting script resumes where it stopped: its decorators and filter were checked
+        // when it started.
+        if !self.scripts.tasks.is_empty() && self.scripts.tasks.contains_key(&(ix, ROOT)) {
+            return self.script(ix, None);
+        }
+        if !self.scripts.trees.is_empty()
+            && self.scripts.trees.get(&ix).is_some_and(TreeRun::is_running)
+        {
+            return self.tree(ix);
+        }
+        let gate = rule.gate;
+        let memory = self.memory[ix as usize];
+        if gate.once_per_session && memory.fires > 0 {
+            return Evaluation::Suppressed("once per session");
+        }
+        if gate.max_fires.is_some_and(|max| memory.fires >= max) {
+            return Evaluation::Suppressed("max fires reached");
+        }
+        if let (Some(n), Some(last)) = (gate.cooldown_turns, memory.last_fired_turn)
+            && self.turn < last.saturating_add(n)
+        {
+            return Evaluation::Suppressed("cooling down");
+        }
+        let def = &rule.def;
+        if gate.tool_filter {
+            let tool = self
+                .facts
+                .event()
+                .tool
+                .as_ref()
+                .map(|t| t.name.as_str())
+                .unwrap_or_default();
+            if !def.tools.iter().any(|t| t == tool) {
+                return Evaluation::NotMatched;
+            }
+        }
+        self.select_plugin(&def.plugin);
+        let condition = match &rule.condition {
+            RuleCondition::Expr(c) => c,
+            RuleCondition::Script { script, .. } => return self.script(ix, Some(script.clone())),
+            RuleCondition::Tree(_) => return self.tree(ix),
+        };
+        let verdict = condition.eval(&mut self.frame);
+        if self.facts.state_error.replace(false) {
+            return Evaluation::Failed(self.state_failure(&def.plugin));
+        }
+        match verdict {
+            Verdict::True => match self.render(rule) {
+                Ok(()) => {
+                    self.record_firing(ix, self.rendered.len() - rule.actions.len(), true);
+                    Evaluation::Fired
+                }
+                Err(e) => Evaluation::Failed(e),
+            },
+            Verdict::False => Evaluation::NotMatched,
+            Verdict::Undetermined(why) => Evaluation::Undetermined(why),
+            Verdict::Error(e) => {
+                Evaluation::Failed(format!("condition `{}`: {e}", condition.source()))
+            }
+        }
+    }
+
+    /// Starts the script of task `slot` (`start` given) or resumes it, within `timeout`
+    /// (capped by the host's limit). A task that waits is kept; the wait is recorded.
+    fn drive_script(
+        &mut self,
+        slot: (u32, u32),
+        rule_key: &Arc<str>,
+        start: Option<&Arc<warden_lua::Script>>,
+        timeout: Option<std::time::Duration>,
+    ) -> warden_lua::Step {
+        // A rule may ask for less time than the host allows, never more.
+        let limit = self.scripts.limits.timeout;
+        let timeout = timeout.map_or(limit, |t| t.min(limit));
+        let facts = self.facts;
+        let waiting = if start.is_none() {
+            self.scripts.tasks.remove(&slot)
+        } else {
+            None
+        };
+        let runtime = match self.scripts.runtime() {
+            Ok(rt) => rt,
+            Err(error) => return warden_lua::Step::Failed { error },
+        };
+        let (task, step) = match (start, waiting) {
+            (Some(script), _) => {
+                let (task, step) = runtime.start(script, facts, timeout);
+                (task.map(|t| (t, rule_key.clone())), step)
+            }
+            (None, Some((task, key))) => {
+                let step = runtime.resume(&task, facts, timeout);
+                (Some((task, key)), step)
+            }
+            (None, None) => {
+                return warden_lua::Step::Failed {
+                    error: "internal: no waiting script to resume".into(),
+                };
+            }
+        };
+        if let Some(task) = task
+            && matches!(step, warden_lua::Step::Waiting { .. })
+        {
+            self.scripts.tasks.insert(slot, task);
+        }
+        if let warden_lua::Step::Waiting { wake, .. } = &step {
+            self.wait_for(wake.as_deref());
+        }
+        step
+    }
+
+    /// What the entry just ticked waits for: what its nodes asked for, or else its own hook.
+    pub(crate) fn wake_of(&self, hook: Hook) -> HookSet {
+        if self.wake.is_empty() {
+            HookSet::of(hook)
+        } else {
+            self.wake
+        }
+    }
+
+    /// Records what a waiting node waits for (`None`: the hook of its own tree).
+    fn wait_for(&mut self, hook: Option<&str>) {
+        let hook = hook
+            .and_then(|h| h.parse::<Hook>().ok())
+            .unwrap_or(self.entry_hook);
+        self.wake.insert(hook);
+    }
+
+    /// Starts a rule's script (`start` given) or resumes its waiting task, and turns what the
+    /// run came to into the rule's evaluation. The script's own actions and, when it returns
+    /// true, the rule's actions apply together, or not at all.
+    fn script(&mut self, ix: u32, start: Option<Arc<warden_lua::Script>>) -> Evaluation {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        self.select_plugin(&rule.def.plugin);
+        let RuleCondition::Script { timeout, script } = &rule.condition else {
+            return Evaluation::Failed("internal: not a script rule".into());
+        };
+        let facts = self.facts;
+        let step = self.drive_script((ix, ROOT), &rule.key, start.as_ref(), *timeout);
+        if facts.state_error.replace(false) {
+            return Evaluation::Failed(self.state_failure(&rule.def.plugin));
+        }
+        let (effects, evaluation, holds) = match step {
+            warden_lua::Step::Waiting { effects, .. } => (effects, Evaluation::Running, false),
+            warden_lua::Step::Done {
+                holds: true,
+                effects,
+            } => (effects, Evaluation::Fired, true),
+            warden_lua::Step::Done {
+                holds: false,
+                effects,
+            } => (effects, Evaluation::NotMatched, false),
+            warden_lua::Step::Failed { error } => {
+                return Evaluation::Failed(format!("script {}: {error}", script.name()));
+            }
+        };
+        let mark = self.rendered.len();
+        for e in effects {
+            self.rendered.push(script_effect(rule, facts.hook(), e));
+        }
+        if holds && let Err(e) = self.render(rule) {
+            self.rendered.truncate(mark);
+            return Evaluation::Failed(e);
+        }
+        self.record_firing(ix, mark, holds);
+        evaluation
+    }
+
+    /// Ticks a behavior's tree (starting it, or resuming it where it runs). Its action nodes'
+    /// effects of this tick apply together; it fires when the tree succeeds.
+    fn tree(&mut self, ix: u32) -> Evaluation {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let RuleCondition::Tree(tree) = &rule.condition else {
+            return Evaluation::Failed("internal: not a behavior".into());
+        };
+        self.select_plugin(&rule.def.plugin);
+        let mut run = self
+            .scripts
+            .trees
+            .remove(&ix)
+            .unwrap_or_else(|| TreeRun::new(tree, rule.key.clone()));
+        let mark = self.rendered.len();
+        let status = {
+            let mut env = TreeEnv {
+                tick: self,
+                rule: ix,
+                tree,
+            };
+            tree_run::tick(tree, &mut run, &mut env)
+        };
+        self.scripts.trees.insert(ix, run);
+        let holds = status == tree_run::Status::Success;
+        self.record_firing(ix, mark, holds);
+        match status {
+            tree_run::Status::Success => Evaluation::Fired,
+            tree_run::Status::Failure => Evaluation::NotMatched,
+            tree_run::Status::Running => Evaluation::Running,
+        }
+    }
+
+    /// Halts the running tree of behavior `ix` within this tick, so that its `on_halted`
+    /// actions apply with the tick's effects (they do not count as a firing). False when `ix`
+    /// has no running tree.
+    pub(crate) fn halt_tree(&mut self, ix: u32, reason: &str) -> bool {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let RuleCondition::Tree(tree) = &rule.condition else {
+            return false;
+        };
+        let Some(mut run) = self.scripts.trees.remove(&ix) else {
+            return false;
+        };
+        if !run.is_running() {
+            self.scripts.trees.insert(ix, run);
+            return false;
+        }
+        self.select_plugin(&rule.def.plugin);
+        let mark = self.rendered.len();
+        let reported = self.halted.len();
+        self.halt_reason = Some(reason.to_string());
+        {
+            let mut env = TreeEnv {
+                tick: self,
+                rule: ix,
+                tree,
+            };
+            tree_run::halt_tree(tree, &mut run, &mut env);
+        }
+        self.halt_reason = None;
+        self.scripts.trees.insert(ix, run);
+        // In the trace only when a rule's evaluation halted it.
+        self.record_firing(ix, mark, false);
+        // One report for the behavior: its scripts', if it had any running (with this reason).
+        if self.halted.len() == reported {
+            tracing::info!(rule = %rule.key, reason, "behavior halted");
+            self.halted.push(Halted {
+                rule: rule.key.clone(),
+                reason: reason.to_string(),
+            });
+        }
+        true
+    }
+
+    /// Records what rule `ix` rendered since `mark` as one firing (its effects apply
+    /// together), with the trace entry of the evaluation under way; `counts`: it fired (for
+    /// its decorators), which records it even without effects.
+    fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
+        if self.rendered.len() > mark || counts {
+            self.fired.push(Fired {
+                rule: ix,
+                trace: self.at,
+                effects: mark..self.rendered.len(),
+                counts,
+            });
+        }
+    }
+
+    fn state_failure(&self, plugin: &Arc<str>) -> String {
+        match self.facts.state.get(plugin) {
+            Err(e) => e,
+            Ok(_) => "plugin state could not be read".into(),
+        }
+    }
+
+    /// Points `context.state` at `plugin`'s state for what follows.
+    fn select_plugin(&mut self, plugin: &Arc<str>) {
+        let mut current = self.facts.plugin.borrow_mut();
+        if current
+            .as_ref()
+            .is_none_or(|c| !Arc::ptr_eq(c, plugin) && **c != **plugin)
+        {
+            *current = Some(plugin.clone());
+            drop(current);
+            self.frame.invalidate(STATE_ROOT);
+            self.frame.invalidate(SETTINGS_ROOT);
+        }
+    }
+
+    /// Renders every action of a fired rule into `rendered`; any failure discards them all.
+    fn render(&mut self, rule: &CompiledRule) -> Result<(), String> {
+        self.render_actions(&rule.key, &rule.def.plugin, &rule.actions)
+    }
+
+    /// Renders `actions` (all of a rule's, or an action node's) into `rendered`, for the rule
+    /// `key` of `plugin`; any failure discards them all.
+    fn render_actions(
+        &mut self,
+        key: &Arc<str>,
+        plugin: &Arc<str>,
+        actions: &[CompiledAction],
+    ) -> Result<(), String> {
+        let mark = self.rendered.len();
+        let result = self.render_into(key, plugin, actions);
+        if result.is_err() {
+            self.rendered.truncate(mark);
+        }
+        result
+    }
+
+    fn render_into(
+        &mut self,
+        key: &Arc<str>,
+        plugin: &Arc<str>,
+        actions: &[CompiledAction],
+    ) -> Result<(), String> {
+        let templates = &self.program.templates;
+        let facts = self.facts;
+        let (knowledge, knowledge_configured) = (self.knowledge, self.knowledge_configured);
+        let cache = &mut self.template_values;
+        let mut values = || {
+            if let Some((p, v)) = cache.as_ref()
+                && p == plugin
+            {
+                return v.clone();
+            }
+            let v = facts.template_values();
+            *cache = Some((plugin.clone(), v.clone()));
+            v
+        };
+        let out = &mut self.rendered;
+        for (i, action) in actions.iter().enumerate() {
+            let which = |e: String| {
+                if actions.len() == 1 {
+                    format!("{} action: {e}", action.type_name())
+                } else {
+                    format!("action {} ({}): {e}", i + 1, action.type_name())
+                }
+            };
+            let effect = match action {
+                CompiledAction::Notify {
+                    message,
+                    category,
+                    priority,
+                    deliver_at,
+                } => Effect::NotifySelf(Notification {
+                    rule: key.clone(),
+                    message: templates.render(message, &mut values).map_err(which)?,
+                    category: category.clone(),
+                    priority: *priority,
+                    deliver_at: *deliver_at,
+                    fired_at: facts.hook(),
+                }),
+                CompiledAction::Log { message, level } => Effect::Log {
+                    rule: key.clone(),
+                    level: *level,
+                    message: templates
+                        .render(message, &mut values)
+                        .map_err(which)?
+                        .to_string(),
+                },
+                CompiledAction::SetState {
+                    key: state_key,
+                    value,
+                } => Effect::SetState {
+                    rule: key.clone(),
+                    plugin: plugin.clone(),
+                    key: templates
+                        .render(state_key, &mut values)
+                        .map_err(which)?
+                        .to_string(),
+                    value: templates.render_value(value, &mut values).map_err(which)?,
+                },
+                CompiledAction::Enrich { query } => {
+                    let text = match query {
+                        Some(q) => templates.render(q, &mut values).map_err(which)?.to_string(),
+                        None => facts.facts.query.clone(),
+                    };
+                    let Some(k) = knowledge.registered() else {
+                        return Err(which(if !knowledge_configured {
+                            "knowledge enrichment is not configured (WardenBuilder::knowledge, or [knowledge] in warden.toml)".to_string()
+                        } else if knowledge.knowledge.is_none() {
+                            "the knowledge sources file did not load (see the diagnostics)"
+                                .to_string()
+                        } else {
+                            format!(
+                                "knowledge enrichment is not registered: {}",
+                                knowledge
+                                    .health
+                                    .as_ref()
+                                    .map(|h| h.reasons.join("; "))
+                                    .unwrap_or_default()
+                            )
+                        }));
+                    };
+                    Effect::EnrichContext {
+                        rule: key.clone(),
+                        enrichment: crate::knowledge::enrich(
+                            k,
+                            &text,
+                            facts.facts.turn.context_window,
+                        ),
+                    }
+                }
+                CompiledAction::Emit {
+                    event_type,
+                    payload,
+                } => Effect::EmitEvent {
+                    rule: key.clone(),
+                    event_type: event_type.clone(),
+                    payload: templates
+                        .render_value(payload, &mut values)
+                        .map_err(which)?,
+                },
+            };
+            out.push(effect);
+        }
+        if facts.state_error.replace(false) {
+            return Err(self.state_failure(plugin));
+        }
+        Ok(())
+    }
+}
+
+/// What a behavior's tree reads and does, through the tick it runs in.
+struct TreeEnv<'t, 'a, 'f> {
+    tick: &'t mut Tick<'a, 'f>,
+    rule: u32,
+    tree: &'a crate::behavior::Tree,
+}
+
+impl TreeEnv<'_, '_, '_> {
+    fn key(&self) -> Arc<str> {
+        self.tick.program.rules[self.rule as usize].key.clone()
+    }
+
+    fn error(&mut self, error: String) {
+        let rule = Some(self.key());
+        self.tick.errors.push(RuleError { rule, error });
+    }
+}
+
+impl tree_run::Env for TreeEnv<'_, '_, '_> {
+    fn hook(&self) -> Hook {
+        self.tick.facts.hook()
+    }
+
+    fn turn(&self) -> u32 {
+        self.tick.turn
+    }
+
+    fn now(&self) -> f64 {
+        self.tick.facts.time
+    }
+
+    fn tool(&self) -> Option<&str> {
+        self.tick
+            .facts
+            .event()
+            .tool
+            .as_ref()
+            .map(|t| t.name.as_str())
+    }
+
+    fn condition(&mut self, condition: u32) -> bool {
+        let Some(c) = self.tree.conditions.get(condition as usize) else {
+            return false;
+        };
+        let verdict = c.eval(&mut self.tick.frame);
+        if self.tick.facts.state_error.replace(false) {
+            let plugin = self.tick.program.rules[self.rule as usize]
+                .def
+                .plugin
+                .clone();
+            let e = self.tick.state_failure(&plugin);
+            self.error(e);
+            return false;
+        }
+        match verdict {
+            Verdict::True => true,
+            Verdict::False => false,
+            Verdict::Undetermined(why) => {
+                tracing::debug!(rule = %self.key(), reason = %why, "behavior condition undetermined");
+                false
+            }
+            Verdict::Error(e) => {
+                self.error(format!("condition `{}`: {e}", c.source()));
+                false
+            }
+        }
+    }
+
+    fn act(&mut self, group: u32) -> bool {
+        let Some(actions) = self.tree.actions.get(group as usize) else {
+            return false;
+        };
+        let rule = &self.tick.program.rules[self.rule as usize];
+        let (key, plugin) = (rule.key.clone(), rule.def.plugin.clone());
+        match self.tick.render_actions(&key, &plugin, actions) {
+            Ok(()) => true,
+            Err(e) => {
+                self.error(e);
+                false
+            }
+        }
+    }
+
+    fn script(&mut self, node: u32, script: u32, start: bool) -> tree_run::Status {
+        let Some(leaf) = self.tree.scripts.get(script as usize) else {
+            return tree_run::Status::Failure;
+        };
+        let program = self.tick.program;
+        let rule = &program.rules[self.rule as usize];
+        let step = self.tick.drive_script(
+            (self.rule, node),
+            &rule.key,
+            start.then_some(&leaf.script),
+            leaf.timeout,
+        );
+        let (effects, status) = match step {
+            warden_lua::Step::Waiting { effects, .. } => (effects, tree_run::Status::Running),
+            warden_lua::Step::Done { holds, effects } => (
+                effects,
+                if holds {
+                    tree_run::Status::Success
+                } else {
+                    tree_run::Status::Failure
+                },
+            ),
+            warden_lua::Step::Failed { error } => {
+                self.error(format!("script {}: {error}", leaf.script.name()));
+                return tree_run::Status::Failure;
+            }
+        };
+        let hook = self.tick.facts.hook();
+        for e in effects {
+            self.tick.rendered.push(script_effect(rule, hook, e));
+        }
+        status
+    }
+
+    fn halt_script(&mut self, node: u32) {
+        if let Some((task, key)) = self.tick.scripts.tasks.remove(&(self.rule, node)) {
+            let reason = self
+                .tick
+                .halt_reason
+                .clone()
+                .unwrap_or_else(|| "its node was halted".into());
+            let halted = self.tick.scripts.halt_task(task, key, &reason);
+            self.tick.halted.push(halted);
+        }
+    }
+
+    fn wake(&mut self, hook: Hook) {
+        self.tick.wake.insert(hook);
+    }
+
+    fn trace(&mut self, node: u32, status: NodeStatus) {
+        if let Some(t) = &mut self.tick.node_trace {
+            t.push((self.rule, node, status));
+        }
+    }
+}

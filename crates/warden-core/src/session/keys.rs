@@ -1,0 +1,71 @@
+//! Small keys and sets for the session's tables.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use warden_load::Hook;
+
+/// A hasher for the session's maps keyed by Warden's own small integers (rule, entry and node
+/// indices, hooks). They are never input, so SipHash's protection against chosen keys buys
+/// nothing here, and it was a sixth of the cost of resuming a waiting script.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IndexHasher(u64);
+
+impl IndexHasher {
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for IndexHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, x: u8) {
+        self.add(u64::from(x));
+    }
+    fn write_u32(&mut self, x: u32) {
+        self.add(u64::from(x));
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.add(x);
+    }
+    fn write_usize(&mut self, x: usize) {
+        self.add(x as u64);
+    }
+    fn write_isize(&mut self, x: isize) {
+        self.add(x as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map keyed by Warden's own indices.
+pub(crate) type IndexMap<K, V> = HashMap<K, V, BuildHasherDefault<IndexHasher>>;
+
+/// A set of hooks (what a running tree waits for).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HookSet(u8);
+
+impl HookSet {
+    pub(crate) fn insert(&mut self, hook: Hook) {
+        self.0 |= 1 << hook.index();
+    }
+
+    pub(crate) fn contains(self, hook: Hook) -> bool {
+        self.0 & (1 << hook.index()) != 0
+    }
+
+    pub(crate) fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub(crate) fn of(hook: Hook) -> Self {
+        let mut s = HookSet::default();
+        s.insert(hook);
+        s
+    }
+}

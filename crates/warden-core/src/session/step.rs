@@ -1,0 +1,213 @@
+//! One step of a tick: the trees of one hook (and those of other hooks waiting for it) ticked
+//! on the frame, then what they rendered applied and the notifications due delivered. A tick
+//! runs one step for the hook reported, after one for Warden's own `on_mode_change` when the
+//! mode changed.
+
+use std::sync::Arc;
+
+use warden_expr::Frame as Eval;
+use warden_load::Hook;
+
+use crate::context::Frame;
+use crate::control::Resolved;
+use crate::outcome::{Effect, Halted, Notification, Outcome, RuleError};
+use crate::program::Program;
+use crate::session::bonsai::tick_entry;
+use crate::session::effects::{self, Actor};
+use crate::session::evaluate::Tick;
+use crate::session::keys::HookSet;
+use crate::session::trees::Trees;
+use crate::shared::Shared;
+
+/// What a step reads and the parts of the session it changes.
+pub(crate) struct Step<'s, 'f> {
+    pub shared: &'s Shared,
+    pub program: &'s Arc<Program>,
+    pub frame: &'s Frame<'f>,
+    pub resolved: &'s Resolved,
+    /// The active mode, as an index into the program's modes.
+    pub mode: Option<usize>,
+    pub session: &'s str,
+    pub trees: &'s mut Trees,
+    pub mailbox: &'s mut Vec<Notification>,
+    /// Evaluate every rule and say why each did or did not fire.
+    pub explain: bool,
+    /// Record the step in the execution log.
+    pub logging: bool,
+}
+
+impl Step<'_, '_> {
+    /// Runs the trees of the frame's hook, applies what they decided and delivers the
+    /// notifications due; `errors` and `halted` are what the tick found before the step.
+    pub(crate) fn run(&mut self, errors: Vec<RuleError>, halted: Vec<Halted>) -> Outcome {
+        let program = self.program;
+        let frame = self.frame;
+        let hook = frame.hook();
+        let event = frame.event();
+        let tool = if hook.is_tool_hook() {
+            event.tool.as_ref().map(|t| t.name.as_str())
+        } else {
+            None
+        };
+        self.trees.refresh_active(program, self.resolved, self.mode);
+        let tree = program.hook(hook);
+        let shared = self.shared;
+        let knowledge = shared.knowledge();
+        // Knowledge enrichment, the built-in capability: every query, once it registered.
+        let auto_enrichment = match (&shared.knowledge_config, knowledge.registered()) {
+            (Some(c), Some(k)) if c.at_query_start && hook == Hook::OnQueryStart => Some(
+                crate::knowledge::enrich(k, &frame.facts.query, frame.facts.turn.context_window),
+            ),
+            _ => None,
+        };
+        let trees = &mut *self.trees;
+        let mut tick = Tick {
+            program,
+            facts: frame,
+            frame: Eval::new(frame),
+            template_values: None,
+            memory: &trees.memory,
+            enabled: if program.modes.is_some() {
+                &trees.active
+            } else {
+                &self.resolved.enabled
+            },
+            user_enabled: &self.resolved.enabled,
+            knowledge: &knowledge,
+            knowledge_configured: shared.knowledge_config.is_some(),
+            turn: frame.facts.turn.number,
+            fired: Vec::new(),
+            rendered: Vec::new(),
+            errors,
+            trace: Vec::with_capacity(tree.entries.len()),
+            at: None,
+            timings: self.logging.then(Vec::new),
+            scripts: &mut trees.scripts,
+            wake: HookSet::default(),
+            entry_hook: hook,
+            running_leaves: Vec::new(),
+            node_trace: self.explain.then(Vec::new),
+            halted,
+            halt_reason: None,
+        };
+
+        let bonsai_event = bonsai_bt::Event::zero_dt_args();
+        let running = &mut trees.running;
+        let mut selected = std::mem::take(&mut trees.selected);
+        if hook.is_tool_hook() && event.tool.is_none() {
+            // Reported by the facts; rules of a tool hook need to know which tool.
+            selected.clear();
+        } else {
+            tree.select(tool, frame, self.explain || self.logging, &mut selected);
+            // A running tree resumes at its hook whatever the tool: its filter was checked when
+            // it started (and its rules check theirs when they start).
+            if !running.is_empty() {
+                let before = selected.len();
+                for &(h, e) in running.keys() {
+                    if h == hook && !selected.contains(&e) {
+                        selected.push(e);
+                    }
+                }
+                if selected.len() > before {
+                    selected.sort_unstable();
+                }
+            }
+        }
+        for &e in &selected {
+            let key = (hook, e);
+            // A tree waiting for another hook is not ticked at this one.
+            if running.get(&key).is_some_and(|r| !r.wake.contains(hook)) {
+                continue;
+            }
+            tick_entry(
+                running,
+                key,
+                &tree.entries[e as usize],
+                &mut tick,
+                &bonsai_event,
+            );
+        }
+        trees.selected = selected;
+        // Trees of other hooks waiting for this one (a script's `wait_for`) resume now, after
+        // this hook's own trees.
+        if !running.is_empty() {
+            let mut waiting: Vec<(Hook, u32)> = running
+                .iter()
+                .filter(|(k, r)| k.0 != hook && r.wake.contains(hook))
+                .map(|(k, _)| *k)
+                .collect();
+            waiting.sort();
+            for key in waiting {
+                let entry = &program.hook(key.0).entries[key.1 as usize];
+                tick_entry(running, key, entry, &mut tick, &bonsai_event);
+            }
+        }
+        // The session ends: trees still running are halted in this tick, so that their
+        // `on_halted` actions apply (scripts of plain rules are closed when the session ends).
+        if hook == Hook::OnSessionEnd && !tick.scripts.trees.is_empty() {
+            let mut running: Vec<u32> = tick
+                .scripts
+                .trees
+                .iter()
+                .filter(|(_, r)| r.is_running())
+                .map(|(ix, _)| *ix)
+                .collect();
+            running.sort_unstable();
+            for ix in running {
+                tick.halt_tree(ix, "the session ended");
+            }
+        }
+        let Tick {
+            fired,
+            rendered,
+            mut errors,
+            mut trace,
+            timings,
+            halted,
+            node_trace,
+            ..
+        } = tick;
+        let actor = Actor {
+            session: self.session,
+            user: &frame.facts.user.id,
+            project: &frame.facts.project.id,
+            turn: frame.facts.turn.number,
+        };
+        let effects = effects::apply(
+            shared,
+            &actor,
+            program,
+            hook,
+            &mut trees.memory,
+            fired,
+            rendered,
+            &mut errors,
+            &mut trace,
+        );
+        if let Some(timings) = timings {
+            effects::record_executions(&shared.store, &actor, program, hook, &trace, &timings);
+        }
+        let inject = effects::deliver(self.mailbox, hook, &effects);
+        let enrichment = effects
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Effect::EnrichContext { enrichment, .. } => Some(enrichment.clone()),
+                _ => None,
+            })
+            .or(auto_enrichment);
+        Outcome {
+            hook,
+            effects,
+            inject,
+            errors,
+            halted,
+            enrichment,
+            mode: frame.mode().clone(),
+            mode_change: None,
+            trace,
+            nodes: node_trace.unwrap_or_default(),
+            program: program.clone(),
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The state every clone of a `Warden` shares, and reloading it: the program in force (swapped
+//! whole on reload), the store, the event bus, the users' choices (polled for other processes'
+//! changes), knowledge enrichment.
+
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::Value as Json;
+use tokio::sync::broadcast;
+use warden_input::Diagnostic;
+use warden_load::{Capabilities, Hook, ModeSource, RuleSource, load, load_modes};
+use warden_store::Store;
+
+use crate::control::{Controls, POLL_INTERVAL};
+use crate::knowledge::{KnowledgeConfig, KnowledgeState};
+use crate::program::Program;
+
+/// An event a rule published with `emit_event`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BusEvent {
+    /// The event type the rule gave.
+    pub event_type: Arc<str>,
+    /// The rendered payload.
+    pub payload: Json,
+    /// The rule that emitted it.
+    pub rule: Arc<str>,
+    /// The rule's plugin.
+    pub plugin: Arc<str>,
+    /// The session it happened in.
+    pub session: String,
+    /// The hook that fired the rule.
+    pub hook: Hook,
+}
+
+/// What [`Warden::reload`] did.
+#[derive(Debug, Clone)]
+pub struct Reload {
+    /// Whether the files as they are now are in force. False when the change introduced an
+    /// error: the previous program then stays in force.
+    pub applied: bool,
+    /// The program generation in force after the reload.
+    pub generation: u64,
+    /// Every problem found in the files as they are now.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The errors the change introduced (empty when it was applied).
+    pub introduced: Vec<Diagnostic>,
+}
+
+/// Settings of a [`Warden`].
+#[derive(Debug, Clone)]
+pub(crate) struct Options {
+    pub history_limit: usize,
+    /// Share of ticks recorded in the execution log (0: off).
+    pub log_sample: f64,
+    pub script_limits: warden_lua::Limits,
+}
+
+/// What `lock` holds now (a writer that panicked left a whole value: it is still in force).
+pub(crate) fn current<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// What every clone of a [`Warden`](crate::Warden) shares: the program in force, the store, the
+/// bus, the users' choices, knowledge enrichment, and how to load the files again.
+pub(crate) struct Shared {
+    pub(crate) program: RwLock<Arc<Program>>,
+    pub(crate) store: Store,
+    pub(crate) bus: broadcast::Sender<BusEvent>,
+    pub(crate) config: Options,
+    pub(crate) sources: Vec<RuleSource>,
+    pub(crate) capabilities: Capabilities,
+    pub(crate) modes: Option<ModeSource>,
+    pub(crate) next_session: AtomicU64,
+    pub(crate) reload_lock: Mutex<()>,
+    /// The users' choices (rules on or off, setting values), as last read from the store.
+    pub(crate) controls: RwLock<Arc<Controls>>,
+    /// When the store was last polled for changes by other processes (ms since `started`).
+    pub(crate) polled_at: AtomicU64,
+    /// The store's `data_version` at that poll.
+    pub(crate) data_version: AtomicI64,
+    pub(crate) started: Instant,
+    /// Knowledge enrichment, when configured.
+    pub(crate) knowledge_config: Option<KnowledgeConfig>,
+    pub(crate) knowledge: RwLock<Arc<KnowledgeState>>,
+}
+
+impl Shared {
+    pub(crate) fn program(&self) -> Arc<Program> {
+        current(&self.program)
+    }
+
+    /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
+    /// process changed them, and reads them again if so.
+    pub(crate) fn controls(&self) -> Arc<Controls> {
+        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let last = self.polled_at.load(Ordering::Relaxed);
+        let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;
+        if due
+            && self
+                .polled_at
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            match self.store.data_version() {
+                Ok(v) if self.data_version.swap(v, Ordering::Relaxed) != v => {
+                    self.refresh_controls();
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "could not check the store for changes"),
+            }
+        }
+        current(&self.controls)
+    }
+
+    /// The knowledge enrichment in force (loaded or not, registered or not).
+    pub(crate) fn knowledge(&self) -> Arc<KnowledgeState> {
+        current(&self.knowledge)
+    }
+
+    /// Reads the users' choices again. On a store error the previous ones stay in force.
+    pub(crate) fn refresh_controls(&self) {
+        let mut slot = self.controls.write().unwrap_or_else(|p| p.into_inner());
+        match Controls::load(&self.store, slot.generation + 1) {
+            Ok(c) => *slot = Arc::new(c),
+            Err(e) => {
+                tracing::warn!(error = %e, "could not read rule and setting choices; the previous ones stay in force")
+            }
+        }
+    }
+
+    /// Every folder to watch for changes: those of the rules, plugins and scripts, and of the
+    /// knowledge sources.
+    pub(crate) fn watched_folders(&self) -> Vec<std::path::PathBuf> {
+        let mut folders = self.program().folders().to_vec();
+        if let Some(config) = &self.knowledge_config {
+            for f in self.knowledge().folders(config) {
+                if !folders.contains(&f) {
+                    folders.push(f);
+                }
+            }
+        }
+        folders
+    }
+
+    /// Reads and compiles the rule, manifest and script files again and, unless the change
+    /// broke something, swaps the new program in between ticks. Sessions keep their facts and
+    /// decorator memory (by rule id), and their running trees whose rules did not change.
+    ///
+    /// A change that introduces an error (one the program in force does not have) is not
+    /// applied: the last good program stays in force, and [`Reload::introduced`] says what
+    /// is wrong, with file and line. Errors that were already there (a file broken since
+    /// startup, skipped then too) do not block other changes.
+    pub(crate) fn reload(&self) -> Reload {
+        let _guard = self.reload_lock.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.program();
+        let knowledge_before = self.knowledge();
+        let knowledge = self
+            .knowledge_config
+            .as_ref()
+            .map(|c| knowledge_before.reload(c));
+        let mut loaded = load(&self.sources, &self.capabilities);
+        if let Some(m) = &self.modes {
+            load_modes(m, &mut loaded);
+        }
+        let candidate = Program::compile(loaded, current.generation + 1);
+        let known: std::collections::HashSet<_> = current
+            .diagnostics()
+            .iter()
+            .chain(&knowledge_before.diagnostics)
+            .filter(|d| d.is_error())
+            .map(|d| (d.path().to_path_buf(), d.line(), d.message().to_string()))
+            .collect();
+        let mut all = candidate.diagnostics().to_vec();
+        if let Some(k) = &knowledge {
+            all.extend(k.diagnostics.iter().cloned());
+        }
+        let introduced: Vec<Diagnostic> = all
+            .iter()
+            .filter(|d| {
+                d.is_error()
+                    && !known.contains(&(d.path().to_path_buf(), d.line(), d.message().to_string()))
+            })
+            .cloned()
+            .collect();
+        let diagnostics = all;
+        if !introduced.is_empty() {
+            tracing::error!(
+                problems = introduced.len(),
+                first = %introduced[0],
+                "the changed rule files have errors; the previous rules stay in force"
+            );
+            return Reload {
+                applied: false,
+                generation: current.generation,
+                diagnostics,
+                introduced,
+            };
+        }
+        let generation = candidate.generation;
+        if let Some(k) = knowledge {
+            match self.knowledge.write() {
+                Ok(mut slot) => *slot = Arc::new(k),
+                Err(poisoned) => *poisoned.into_inner() = Arc::new(k),
+            }
+        }
+        let program = Arc::new(candidate);
+        match self.program.write() {
+            Ok(mut p) => *p = program,
+            Err(poisoned) => *poisoned.into_inner() = program,
+        }
+        tracing::info!(generation, "rules reloaded");
+        Reload {
+            applied: true,
+            generation,
+            diagnostics,
+            introduced,
+        }
+    }
+}

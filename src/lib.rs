@@ -25,6 +25,10 @@
 pub use warden_core::*;
 /// The condition language.
 pub use warden_expr as expr;
+/// Reading operator input: files, TOML with spans, diagnostics.
+pub use warden_input as input;
+/// Operator files read into definitions: rules, behaviors, manifests, modes, `warden.toml`.
+pub use warden_load as defs;
 /// Lua scripts: the sandbox and the script runtime.
 pub use warden_lua as lua;
 /// SQLite persistence.

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use warden_core::{CONFIG_FILE, Config, Store, Warden};
+use warden_core::{Config, Store, Warden};
+use warden_load::CONFIG_FILE;
 
 use crate::render_diagnostics;
 

@@ -260,16 +260,35 @@ pub(crate) const TURN_FIELDS: &[&str] = &[
     "context_window",
 ];
 
-/// Reads an event from a JSON object (a trace line without its `hook`, a test case's event),
-/// checking each field first so that a mistake is named by its path with what was expected
-/// (``` `turn.number` must be a whole number from 0 to 4294967295, not 4294967296 ```), not in
-/// serde's terms; and refusing an array where an object is expected (serde would read it by
-/// position).
-pub fn from_json(map: Map<String, Value>) -> Result<Event, String> {
-    for (key, value) in &map {
-        check_field(key, value)?;
+/// A field of an event that is not what it must be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct EventError {
+    /// The field's dotted path (`turn.number`, `tool.name`), or the unknown field's name.
+    pub field: String,
+    /// What is wrong and what it must be (it names the field too).
+    pub message: String,
+}
+
+fn bad(field: &str, message: String) -> EventError {
+    EventError {
+        field: field.to_string(),
+        message,
     }
-    serde_json::from_value(Value::Object(map)).map_err(|e| e.to_string())
+}
+
+impl Event {
+    /// Reads an event from a JSON object (a trace line without its `hook`, the body of a
+    /// request), checking each field first so that a mistake is named by its path with what
+    /// was expected (``` `turn.number` must be a whole number from 0 to 4294967295, not
+    /// 4294967296 ```), not in serde's terms; and refusing an array where an object is
+    /// expected (serde would read it by position).
+    pub fn from_json(map: Map<String, Value>) -> Result<Event, EventError> {
+        for (key, value) in &map {
+            check_field(key, value)?;
+        }
+        serde_json::from_value(Value::Object(map)).map_err(|e| bad("", e.to_string()))
+    }
 }
 
 fn describe(v: &Value) -> String {
@@ -284,55 +303,71 @@ fn describe(v: &Value) -> String {
     }
 }
 
-fn unknown(path: &str, key: &str, known: &[&str]) -> String {
+fn unknown(path: &str, key: &str, known: &[&str]) -> EventError {
     let hint = warden_input::closest(key, known.iter().copied())
         .map(|c| format!("did you mean `{c}`?"))
         .unwrap_or_else(|| format!("the fields are {}", known.join(", ")));
     if path.is_empty() {
-        format!("unknown field `{key}`; {hint}")
+        bad(key, format!("unknown field `{key}`; {hint}"))
     } else {
-        format!("unknown field `{key}` in `{path}`; {hint}")
+        bad(
+            &format!("{path}.{key}"),
+            format!("unknown field `{key}` in `{path}`; {hint}"),
+        )
     }
 }
 
-fn object<'v>(path: &str, v: &'v Value, example: &str) -> Result<&'v Map<String, Value>, String> {
+fn object<'v>(
+    path: &str,
+    v: &'v Value,
+    example: &str,
+) -> Result<&'v Map<String, Value>, EventError> {
     match v {
         Value::Object(m) => Ok(m),
-        other => Err(format!(
-            "`{path}` must be an object such as {example}, not {}",
-            describe(other)
+        other => Err(bad(
+            path,
+            format!(
+                "`{path}` must be an object such as {example}, not {}",
+                describe(other)
+            ),
         )),
     }
 }
 
-fn string(path: &str, v: &Value) -> Result<(), String> {
+fn string(path: &str, v: &Value) -> Result<(), EventError> {
     match v {
         Value::String(_) => Ok(()),
-        other => Err(format!(
-            "`{path}` must be a string, not {}",
-            describe(other)
+        other => Err(bad(
+            path,
+            format!("`{path}` must be a string, not {}", describe(other)),
         )),
     }
 }
 
-fn whole(path: &str, v: &Value, max: u64) -> Result<(), String> {
+fn whole(path: &str, v: &Value, max: u64) -> Result<(), EventError> {
     match v.as_u64() {
         Some(n) if n <= max => Ok(()),
-        _ => Err(format!(
-            "`{path}` must be a whole number from 0 to {max}, not {}",
-            describe(v)
+        _ => Err(bad(
+            path,
+            format!(
+                "`{path}` must be a whole number from 0 to {max}, not {}",
+                describe(v)
+            ),
         )),
     }
 }
 
-fn number(path: &str, v: &Value) -> Result<(), String> {
+fn number(path: &str, v: &Value) -> Result<(), EventError> {
     match v.as_f64() {
         Some(x) if x.is_finite() && x.abs() < 1e15 => Ok(()),
-        _ => Err(format!("`{path}` must be a number, not {}", describe(v))),
+        _ => Err(bad(
+            path,
+            format!("`{path}` must be a number, not {}", describe(v)),
+        )),
     }
 }
 
-fn check_field(key: &str, v: &Value) -> Result<(), String> {
+fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
     // `null` is an absent value, as serde reads it (an agent loop may write `None` so).
     if v.is_null() {
         return Ok(());
@@ -359,11 +394,17 @@ fn check_field(key: &str, v: &Value) -> Result<(), String> {
             Value::String(_) => Ok(()),
             Value::Object(m) => match m.get("text") {
                 Some(t) => string("query.text", t),
-                None => Err("`query` as an object needs `text` (the question itself)".into()),
+                None => Err(bad(
+                    "query.text",
+                    "`query` as an object needs `text` (the question itself)".into(),
+                )),
             },
-            other => Err(format!(
-                "`query` must be a string, or an object with `text`, not {}",
-                describe(other)
+            other => Err(bad(
+                "query",
+                format!(
+                    "`query` must be a string, or an object with `text`, not {}",
+                    describe(other)
+                ),
             )),
         },
         "tool" => {
@@ -371,12 +412,15 @@ fn check_field(key: &str, v: &Value) -> Result<(), String> {
             match m.get("name") {
                 Some(Value::String(s)) if !s.is_empty() => {}
                 Some(other) => {
-                    return Err(format!(
-                        "`tool.name` must be the tool's name, not {}",
-                        describe(other)
+                    return Err(bad(
+                        "tool.name",
+                        format!(
+                            "`tool.name` must be the tool's name, not {}",
+                            describe(other)
+                        ),
                     ));
                 }
-                None => return Err("`tool` has no `name`".into()),
+                None => return Err(bad("tool.name", "`tool` has no `name`".into())),
             }
             match m
                 .keys()
@@ -391,7 +435,12 @@ fn check_field(key: &str, v: &Value) -> Result<(), String> {
             for k in ["role", "content"] {
                 match m.get(k) {
                     Some(x) => string(&format!("message.{k}"), x)?,
-                    None => return Err(format!("`message` has no `{k}`")),
+                    None => {
+                        return Err(bad(
+                            &format!("message.{k}"),
+                            format!("`message` has no `{k}`"),
+                        ));
+                    }
                 }
             }
             match m.keys().find(|k| !matches!(k.as_str(), "role" | "content")) {
@@ -428,7 +477,7 @@ mod tests {
 
     fn read(v: Value) -> Result<Event, String> {
         match v {
-            Value::Object(m) => from_json(m),
+            Value::Object(m) => Event::from_json(m).map_err(|e| e.message),
             _ => unreachable!(),
         }
     }

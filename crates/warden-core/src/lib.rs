@@ -33,7 +33,7 @@
 #![warn(missing_docs)]
 
 mod actions;
-pub mod behavior;
+mod behavior;
 mod context;
 mod control;
 mod event;
@@ -53,12 +53,12 @@ pub mod trace;
 mod warden;
 mod watch;
 
+pub use behavior::NodeStatus;
 pub use context::schema;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
-pub use event::{Event, Message, Party, Query, ToolCall, TurnUpdate};
+pub use event::{Event, EventError, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
-    Counts, DEFAULT_HISTORY_LIMIT, History, Identity, MessageRecord, SessionFacts, ToolRecord,
-    ToolStatus, TurnState,
+    Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
 };
 pub use outcome::{Effect, Evaluation, Halted, ModeChange, Notification, Outcome, RuleError};
 pub use program::Program;
@@ -67,17 +67,12 @@ pub use shared::{BusEvent, Reload};
 pub use warden::{AsyncSession, Error, Warden, WardenBuilder};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
+// The definitions the engine's interface hands out or takes.
 pub use warden_load::{
-    ACTION_TYPES, Abort, ActionDef, BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_PLUGIN, BUILTIN_RULES,
-    CONFIG_FIELDS, CONFIG_FILE, Capabilities, ConditionDef, Config, DEFAULT_ID, DEFAULT_INCLUDE,
-    DEFAULT_MODE, DEFAULT_PRIORITY, DeliverAt, Hook, LOCAL_PLUGIN, Loaded, Located, LogLevel,
-    MANIFEST_FILE, MODE_FIELDS, Manifest, ModeDef, ModeSource, NODE_TYPES, NodeDef, NodeKind,
-    PluginDef, PluginInfo, Policy, Priority, RULE_FIELDS, RuleDef, RuleSets, RuleSource,
-    SettingDef, SettingKind, SettingValue, UnknownHook, load,
+    Capabilities, ConditionDef, Config, DEFAULT_ID, DeliverAt, Hook, Loaded, LogLevel,
+    MANIFEST_FILE, ModeDef, ModeSource, PluginInfo, Priority, RuleDef, RuleSource, SettingDef,
+    SettingKind, SettingValue, UnknownHook, load,
 };
 pub use warden_lua::Limits as ScriptLimits;
-pub use warden_store::{
-    ALL_PROJECTS, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle, SettingOverride,
-    StateScope, Store,
-};
-pub use watch::{SETTLE, Watch, WatchError};
+pub use warden_store::{ExecutionFilter, StateScope, Store};
+pub use watch::{Watch, WatchError};

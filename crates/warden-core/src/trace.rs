@@ -57,7 +57,7 @@ pub fn parse_value(line_no: usize, value: Value) -> Result<TraceEvent, TraceErro
         }
         None => return Err(err("the line has no `hook`".into())),
     };
-    let event: Event = crate::event::from_json(value).map_err(err)?;
+    let event = Event::from_json(value).map_err(|e| err(e.message))?;
     Ok(TraceEvent { hook, event })
 }
 

@@ -507,7 +507,7 @@ impl Warden {
             .check(value)
             .map_err(|reason| ControlError::InvalidValue {
                 key: key.to_string(),
-                reason,
+                reason: reason.0,
             })?;
         self.write_override(&program, slot, user, project, Some(&checked.to_json()))
     }
@@ -528,7 +528,7 @@ impl Warden {
             .parse_text(text)
             .map_err(|reason| ControlError::InvalidValue {
                 key: key.to_string(),
-                reason,
+                reason: reason.0,
             })?;
         self.set_setting(user, project, key, &value.to_json())
     }

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::json;
-use warden_core::behavior::NodeStatus;
+use warden_core::NodeStatus;
 use warden_core::{Effect, Event, Hook, Outcome, Session, SessionOptions, Warden};
 
 /// A Warden with one behavior `b` (trigger `trigger`) whose `[tree]` is `tree`, plus `extra`

@@ -53,8 +53,8 @@ pub use hook::{Hook, UnknownHook};
 pub use ids::{BUILTIN_PLUGIN, DEFAULT_ID, LOCAL_PLUGIN, is_kebab, kebab_id, rule_key, to_kebab};
 pub use load::{Capabilities, Loaded, PluginDef, RuleSource, load, load_modes};
 pub use manifest::{
-    DEFAULT_INCLUDE, MANIFEST_FILE, Manifest, PluginInfo, SettingDef, SettingKind, SettingValue,
-    parse_manifest,
+    DEFAULT_INCLUDE, InvalidSetting, MANIFEST_FILE, Manifest, PluginInfo, SettingDef, SettingKind,
+    SettingValue, parse_manifest,
 };
 pub use modes::{DEFAULT_MODE, MODE_FIELDS, ModeDef, ModeSource, RuleSets, parse_modes};
 pub use rule::{

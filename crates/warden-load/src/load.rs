@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use warden_input::{Diagnostic, FileKind, SourceFile, read_text, sort_and_cap};
+use warden_input::{Diagnostic, FileKind, ReadError, SourceFile, read_text, sort_and_cap};
 
 use crate::builtin::{BUILTIN_MANIFEST, BUILTIN_RULES};
 use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN};
@@ -118,7 +118,7 @@ pub fn load_modes(source: &ModeSource, out: &mut Loaded) {
                 .unwrap_or_default();
             match read_rule_file(path, &root) {
                 Ok(text) => out.modes = Some(SourceFile::new(path, text)),
-                Err(message) => out.diagnostics.push(Diagnostic::io(path, message)),
+                Err(e) => out.diagnostics.push(Diagnostic::io(path, e.to_string())),
             }
         }
     }
@@ -282,8 +282,8 @@ fn read_plugin(
     let path = dir.join(MANIFEST_FILE);
     let text = match read_rule_file(&path, &root) {
         Ok(t) => t,
-        Err(message) => {
-            out.diagnostics.push(Diagnostic::io(&path, message));
+        Err(e) => {
+            out.diagnostics.push(Diagnostic::io(&path, e.to_string()));
             return None;
         }
     };
@@ -384,7 +384,7 @@ fn include_files(
             }
             match read_rule_file(&path, root) {
                 Ok(text) => files.push(SourceFile::new(path, text)),
-                Err(message) => diagnostics.push(Diagnostic::io(&path, message)),
+                Err(e) => diagnostics.push(Diagnostic::io(&path, e.to_string())),
             }
         }
     }
@@ -463,14 +463,14 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
     for path in paths {
         match read_rule_file(&path, &root) {
             Ok(text) => files.push(SourceFile::new(path, text)),
-            Err(message) => diagnostics.push(Diagnostic::io(&path, message)),
+            Err(e) => diagnostics.push(Diagnostic::io(&path, e.to_string())),
         }
     }
     files
 }
 
-fn read_rule_file(path: &Path, root: &Path) -> Result<String, String> {
-    read_text(path, Some(root), &FileKind::RULES).map_err(|e| e.to_string())
+fn read_rule_file(path: &Path, root: &Path) -> Result<String, ReadError> {
+    read_text(path, Some(root), &FileKind::RULES)
 }
 
 #[cfg(test)]

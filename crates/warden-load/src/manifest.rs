@@ -190,10 +190,25 @@ impl Serialize for SettingDef {
     }
 }
 
+/// A value that does not fit a setting: which rule of the manifest it breaks (its type, its
+/// bounds, its options), in a sentence that names the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidSetting(pub String);
+
 impl SettingDef {
     /// Checks that `value` is a valid value of this setting; the error names the rule it
     /// breaks (`must be at most 50 (the manifest's max)`).
-    pub fn check(&self, value: &Json) -> Result<SettingValue, String> {
+    pub fn check(&self, value: &Json) -> Result<SettingValue, InvalidSetting> {
+        self.fits(value).map_err(InvalidSetting)
+    }
+
+    /// Reads a value written as text (from a command line): `12`, `0.75`, `true`, `brief`.
+    pub fn parse_text(&self, text: &str) -> Result<SettingValue, InvalidSetting> {
+        self.read_text(text).map_err(InvalidSetting)
+    }
+
+    fn fits(&self, value: &Json) -> Result<SettingValue, String> {
         let wrong = || {
             format!(
                 "`{}` is {} {} setting, and {value} is not {}",
@@ -223,8 +238,7 @@ impl SettingDef {
         Ok(v)
     }
 
-    /// Reads a value written as text (from a command line): `12`, `0.75`, `true`, `brief`.
-    pub fn parse_text(&self, text: &str) -> Result<SettingValue, String> {
+    fn read_text(&self, text: &str) -> Result<SettingValue, String> {
         let t = text.trim();
         let json = match self.kind {
             SettingKind::Integer => t.parse::<i64>().map(Json::from).map_err(|_| {
@@ -257,7 +271,7 @@ impl SettingDef {
             },
             SettingKind::String => Json::from(text),
         };
-        self.check(&json)
+        self.fits(&json)
     }
 
     fn check_bounds(&self, v: &SettingValue) -> Result<(), String> {
@@ -851,16 +865,16 @@ description = "Automatically summarize large result sets"
         let m = m.unwrap();
         let max_sources = &m.settings[0];
         assert_eq!(max_sources.check(&json!(20)), Ok(SettingValue::Integer(20)));
-        let e = max_sources.check(&json!(80)).unwrap_err();
+        let e = max_sources.check(&json!(80)).unwrap_err().0;
         assert_eq!(
             e,
             "`max_sources` must be at most 50 (the manifest's max), not 80"
         );
-        let e = max_sources.check(&json!(0)).unwrap_err();
+        let e = max_sources.check(&json!(0)).unwrap_err().0;
         assert!(e.contains("at least 1 (the manifest's min)"), "{e}");
-        let e = max_sources.check(&json!(2.5)).unwrap_err();
+        let e = max_sources.check(&json!(2.5)).unwrap_err().0;
         assert!(e.contains("whole number"), "{e}");
-        let e = max_sources.check(&json!("ten")).unwrap_err();
+        let e = max_sources.check(&json!("ten")).unwrap_err().0;
         assert!(e.contains("integer setting"), "{e}");
         assert_eq!(max_sources.parse_text("12"), Ok(SettingValue::Integer(12)));
         assert!(max_sources.parse_text("12x").is_err());
@@ -869,6 +883,7 @@ description = "Automatically summarize large result sets"
         assert!(
             flag.parse_text("yes")
                 .unwrap_err()
+                .0
                 .contains("true or false")
         );
     }
@@ -883,7 +898,8 @@ description = "Automatically summarize large result sets"
         assert!(s.check(&json!("detailed")).is_ok());
         let e = s.check(&json!("detaild")).unwrap_err();
         assert!(
-            e.contains("one of \"brief\", \"detailed\"") && e.contains("did you mean \"detailed\""),
+            e.0.contains("one of \"brief\", \"detailed\"")
+                && e.0.contains("did you mean \"detailed\""),
             "{e}"
         );
     }

@@ -30,7 +30,7 @@
 //! }
 //!
 //! let script = Script::new(1, "turns.lua", "notify('turn ' .. context.turn.number); return context.turn.number > 2");
-//! let mut rt = Runtime::new(Limits::default(), Vocabulary::default()).unwrap();
+//! let mut rt = Runtime::new(Limits::default(), Vocabulary::NONE).unwrap();
 //! let (task, step) = rt.start(&script, &Turn(3), Duration::from_secs(1));
 //! assert!(task.is_none());
 //! assert!(matches!(step, Step::Done { holds: true, ref effects } if effects.len() == 1));
@@ -83,23 +83,15 @@ pub struct Vocabulary {
     pub log_levels: &'static [&'static str],
 }
 
-impl Default for Vocabulary {
-    fn default() -> Self {
-        Vocabulary {
-            hooks: &[
-                "on_query_start",
-                "on_turn_start",
-                "on_turn_end",
-                "on_tool_call",
-                "on_tool_complete",
-                "on_tool_failure",
-                "on_session_end",
-            ],
-            priorities: &["low", "normal", "high", "critical"],
-            delivery_points: &["immediate", "turn_start", "turn_end"],
-            log_levels: &["debug", "info", "warning", "warn", "error"],
-        }
-    }
+impl Vocabulary {
+    /// A vocabulary that accepts no names: `wait_for`, and the options of `notify` and `log`,
+    /// are refused (the embedder supplies the names it uses).
+    pub const NONE: Vocabulary = Vocabulary {
+        hooks: &[],
+        priorities: &[],
+        delivery_points: &[],
+        log_levels: &[],
+    };
 }
 
 /// A script: its source, and a key that identifies it within a program.

@@ -13,6 +13,8 @@
 //! without a callback. Rules still compile into bonsai-bt trees; a behavior is one leaf of
 //! those, run by this executor.
 
+use warden_load::Abort;
+
 use crate::behavior::compile::{CKind, Tree};
 use warden_load::Hook;
 
@@ -192,150 +194,33 @@ fn node(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) -> Status {
         }
         return finish(tree, run, env, n, Status::Failure);
     }
+    let cx = &mut Cx {
+        tree,
+        run,
+        env,
+        n,
+        started,
+    };
+    // The node kinds, one line each: what each does is in its function.
     let status = match &cn.kind {
-        CKind::Sequence { children, reactive } => {
-            let from = if started {
-                0
-            } else {
-                run.nodes[n as usize].cursor as usize
-            };
-            if *reactive && !started {
-                // Conditions before the running child are checked again; a false one halts it.
-                for &c in &children[..from] {
-                    if matches!(tree.nodes[c as usize].kind, CKind::Condition(_))
-                        && node(tree, run, env, c) == Status::Failure
-                    {
-                        halt(tree, run, env, children[from]);
-                        return finish(tree, run, env, n, Status::Failure);
-                    }
-                }
-            }
-            walk(tree, run, env, n, children, from, Status::Failure)
-        }
-        CKind::Selector { children, reactive } => {
-            let mut from = if started {
-                0
-            } else {
-                run.nodes[n as usize].cursor as usize
-            };
-            if !started && from > 0 {
-                // Earlier children that may preempt the running one: all of them in a
-                // reactive selector, guards that abort lower priorities in any selector.
-                for i in 0..from {
-                    let c = children[i];
-                    let preempts = if *reactive {
-                        node(tree, run, env, c) != Status::Failure
-                    } else {
-                        match &tree.nodes[c as usize].kind {
-                            CKind::Guard {
-                                condition, abort, ..
-                            } if abort.aborts_lower() => env.condition(*condition),
-                            _ => false,
-                        }
-                    };
-                    if preempts {
-                        halt(tree, run, env, children[from]);
-                        if *reactive {
-                            // Child i already ran this tick: it decides.
-                            let s = if run.nodes[c as usize].running {
-                                run.nodes[n as usize].cursor = i as u32;
-                                Status::Running
-                            } else {
-                                Status::Success
-                            };
-                            return finish(tree, run, env, n, s);
-                        }
-                        from = i;
-                        break;
-                    }
-                }
-            }
-            walk(tree, run, env, n, children, from, Status::Success)
-        }
-        CKind::Parallel { children, any } => {
-            let mut state = run.nodes[n as usize];
-            if started {
-                state.done = 0;
-                state.ok = 0;
-            }
-            for (i, &c) in children.iter().enumerate() {
-                let bit = 1u64 << i;
-                if state.done & bit != 0 {
-                    continue;
-                }
-                match node(tree, run, env, c) {
-                    Status::Running => {}
-                    Status::Success => {
-                        state.done |= bit;
-                        state.ok |= bit;
-                    }
-                    Status::Failure => state.done |= bit,
-                }
-            }
-            let all = if children.len() == 64 {
-                u64::MAX
-            } else {
-                (1u64 << children.len()) - 1
-            };
-            let decided = if *any {
-                if state.ok != 0 {
-                    Some(Status::Success)
-                } else if state.done == all {
-                    Some(Status::Failure)
-                } else {
-                    None
-                }
-            } else if state.done & !state.ok != 0 {
-                Some(Status::Failure)
-            } else if state.ok == all {
-                Some(Status::Success)
-            } else {
-                None
-            };
-            match decided {
-                Some(s) => {
-                    for (i, &c) in children.iter().enumerate() {
-                        if state.done & (1 << i) == 0 {
-                            halt(tree, run, env, c);
-                        }
-                    }
-                    s
-                }
-                None => {
-                    run.nodes[n as usize].done = state.done;
-                    run.nodes[n as usize].ok = state.ok;
-                    Status::Running
-                }
-            }
-        }
+        CKind::Sequence { children, reactive } => sequence(cx, children, *reactive),
+        CKind::Selector { children, reactive } => selector(cx, children, *reactive),
+        CKind::Parallel { children, any } => parallel(cx, children, *any),
         CKind::Guard {
             condition,
             abort,
             child,
-        } => {
-            if started || abort.aborts_self() {
-                if env.condition(*condition) {
-                    node(tree, run, env, *child)
-                } else {
-                    if !started {
-                        halt(tree, run, env, *child);
-                    }
-                    Status::Failure
-                }
-            } else {
-                node(tree, run, env, *child)
-            }
-        }
-        CKind::Invert(c) => match node(tree, run, env, *c) {
+        } => guard(cx, *condition, *abort, *child),
+        CKind::Invert(c) => match cx.tick(*c) {
             Status::Success => Status::Failure,
             Status::Failure => Status::Success,
             Status::Running => Status::Running,
         },
-        CKind::ForceSuccess(c) => match node(tree, run, env, *c) {
+        CKind::ForceSuccess(c) => match cx.tick(*c) {
             Status::Running => Status::Running,
             _ => Status::Success,
         },
-        CKind::ForceFailure(c) => match node(tree, run, env, *c) {
+        CKind::ForceFailure(c) => match cx.tick(*c) {
             Status::Running => Status::Running,
             _ => Status::Failure,
         },
@@ -343,114 +228,274 @@ fn node(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env, n: u32) -> Status {
             turns,
             seconds,
             child,
-        } => {
-            let m = run.memory[n as usize];
-            let cooling = started
-                && (turns
-                    .zip(m.last_turn)
-                    .is_some_and(|(t, last)| env.turn() < last.saturating_add(t))
-                    || seconds
-                        .zip(m.last_time)
-                        .is_some_and(|(s, last)| env.now() < last + s));
-            if cooling {
-                Status::Failure
-            } else {
-                let s = node(tree, run, env, *child);
-                if s == Status::Success {
-                    let m = &mut run.memory[n as usize];
-                    m.last_turn = Some(env.turn());
-                    m.last_time = Some(env.now());
-                }
-                s
-            }
-        }
-        CKind::Once(c) => counted(tree, run, env, n, *c, 1, started),
-        CKind::MaxFires { max, child } => counted(tree, run, env, n, *child, *max, started),
-        CKind::Timeout { turns, child } => {
-            if started {
-                run.nodes[n as usize].turn = env.turn();
-            }
-            let since = run.nodes[n as usize].turn;
-            if !started && env.turn() >= since.saturating_add(*turns) {
-                halt(tree, run, env, *child);
-                Status::Failure
-            } else {
-                let s = node(tree, run, env, *child);
-                if s == Status::Running {
-                    // Checked at every turn start, whatever the child waits for.
-                    env.wake(Hook::OnTurnStart);
-                }
-                s
-            }
-        }
+        } => cooldown(cx, *turns, *seconds, *child),
+        CKind::Once(c) => counted(cx, *c, 1),
+        CKind::MaxFires { max, child } => counted(cx, *child, *max),
+        CKind::Timeout { turns, child } => timeout(cx, *turns, *child),
         // Retry runs a failed child again; repeat runs a successful one again. Either way the
         // next run starts at once, in the same tick, until the count is reached.
-        CKind::Retry { attempts, child } => again(
-            tree,
-            run,
-            env,
-            n,
-            *child,
-            *attempts,
-            Status::Failure,
-            started,
-        ),
-        CKind::Repeat { times, child } => {
-            again(tree, run, env, n, *child, *times, Status::Success, started)
-        }
-        CKind::Condition(c) => Status::of(env.condition(*c)),
-        CKind::Action(g) => Status::of(env.act(*g)),
-        CKind::Script(s) => env.script(n, *s, started),
-        CKind::WaitTurns(k) => {
-            if started {
-                run.nodes[n as usize].turn = env.turn().saturating_add(*k);
-            }
-            if !started
-                && env.hook() == Hook::OnTurnStart
-                && env.turn() >= run.nodes[n as usize].turn
-            {
-                Status::Success
-            } else {
-                env.wake(Hook::OnTurnStart);
-                Status::Running
-            }
-        }
+        CKind::Retry { attempts, child } => again(cx, *child, *attempts, Status::Failure),
+        CKind::Repeat { times, child } => again(cx, *child, *times, Status::Success),
+        CKind::Condition(c) => Status::of(cx.env.condition(*c)),
+        CKind::Action(g) => Status::of(cx.env.act(*g)),
+        CKind::Script(s) => cx.env.script(n, *s, started),
+        CKind::WaitTurns(k) => wait_turns(cx, *k),
         CKind::WaitFor {
             hook,
             tools,
             condition,
-        } => {
-            // The event that starts the wait does not count: it waits for a later one.
-            let arrived = !started
-                && env.hook() == *hook
-                && (tools.is_empty() || env.tool().is_some_and(|t| tools.iter().any(|x| x == t)))
-                && condition.is_none_or(|c| env.condition(c));
-            if arrived {
-                Status::Success
-            } else {
-                env.wake(*hook);
-                Status::Running
-            }
-        }
+        } => wait_for(cx, *hook, tools, *condition),
     };
     finish(tree, run, env, n, status)
 }
 
+/// The node being ticked, for the functions of its kind.
+struct Cx<'c> {
+    tree: &'c Tree,
+    run: &'c mut TreeRun,
+    env: &'c mut dyn Env,
+    /// The node.
+    n: u32,
+    /// Whether it starts at this tick (it was not running).
+    started: bool,
+}
+
+impl Cx<'_> {
+    /// Ticks child `c`.
+    fn tick(&mut self, c: u32) -> Status {
+        node(self.tree, self.run, self.env, c)
+    }
+
+    /// Halts child `c` (and what runs below it).
+    fn halt(&mut self, c: u32) {
+        halt(self.tree, self.run, self.env, c);
+    }
+
+    /// The node's run state.
+    fn state(&mut self) -> &mut NodeRun {
+        &mut self.run.nodes[self.n as usize]
+    }
+
+    /// Where a composite resumes: its running child, or the first when it starts.
+    fn cursor(&mut self) -> usize {
+        if self.started {
+            0
+        } else {
+            self.state().cursor as usize
+        }
+    }
+}
+
+/// Children in order until one fails. A reactive sequence checks the conditions before its
+/// running child again, and a false one halts the child.
+fn sequence(cx: &mut Cx<'_>, children: &[u32], reactive: bool) -> Status {
+    let from = cx.cursor();
+    if reactive && !cx.started {
+        for &c in &children[..from] {
+            if matches!(cx.tree.nodes[c as usize].kind, CKind::Condition(_))
+                && cx.tick(c) == Status::Failure
+            {
+                cx.halt(children[from]);
+                return Status::Failure;
+            }
+        }
+    }
+    walk(cx, children, from, Status::Failure)
+}
+
+/// Children in order until one succeeds. Earlier children may preempt the running one: all of
+/// them in a reactive selector, guards that abort lower priorities in any selector.
+fn selector(cx: &mut Cx<'_>, children: &[u32], reactive: bool) -> Status {
+    let mut from = cx.cursor();
+    if !cx.started && from > 0 {
+        for i in 0..from {
+            let c = children[i];
+            let preempts = if reactive {
+                cx.tick(c) != Status::Failure
+            } else {
+                match &cx.tree.nodes[c as usize].kind {
+                    CKind::Guard {
+                        condition, abort, ..
+                    } if abort.aborts_lower() => cx.env.condition(*condition),
+                    _ => false,
+                }
+            };
+            if preempts {
+                cx.halt(children[from]);
+                if reactive {
+                    // Child i already ran this tick: it decides.
+                    return if cx.run.nodes[c as usize].running {
+                        cx.state().cursor = i as u32;
+                        Status::Running
+                    } else {
+                        Status::Success
+                    };
+                }
+                from = i;
+                break;
+            }
+        }
+    }
+    walk(cx, children, from, Status::Success)
+}
+
+/// Every child ticked at each tick until the policy decides (all must succeed, or any); the
+/// children still running then are halted.
+fn parallel(cx: &mut Cx<'_>, children: &[u32], any: bool) -> Status {
+    let mut state = cx.run.nodes[cx.n as usize];
+    if cx.started {
+        state.done = 0;
+        state.ok = 0;
+    }
+    for (i, &c) in children.iter().enumerate() {
+        let bit = 1u64 << i;
+        if state.done & bit != 0 {
+            continue;
+        }
+        match cx.tick(c) {
+            Status::Running => {}
+            Status::Success => {
+                state.done |= bit;
+                state.ok |= bit;
+            }
+            Status::Failure => state.done |= bit,
+        }
+    }
+    let all = if children.len() == 64 {
+        u64::MAX
+    } else {
+        (1u64 << children.len()) - 1
+    };
+    let decided = if any {
+        if state.ok != 0 {
+            Some(Status::Success)
+        } else if state.done == all {
+            Some(Status::Failure)
+        } else {
+            None
+        }
+    } else if state.done & !state.ok != 0 {
+        Some(Status::Failure)
+    } else if state.ok == all {
+        Some(Status::Success)
+    } else {
+        None
+    };
+    match decided {
+        Some(s) => {
+            for (i, &c) in children.iter().enumerate() {
+                if state.done & (1 << i) == 0 {
+                    cx.halt(c);
+                }
+            }
+            s
+        }
+        None => {
+            let node = cx.state();
+            node.done = state.done;
+            node.ok = state.ok;
+            Status::Running
+        }
+    }
+}
+
+/// The child runs only when the condition holds: checked when the guard starts, and at every
+/// tick with `abort = "self"` (false halts the running child).
+fn guard(cx: &mut Cx<'_>, condition: u32, abort: Abort, child: u32) -> Status {
+    if cx.started || abort.aborts_self() {
+        if cx.env.condition(condition) {
+            cx.tick(child)
+        } else {
+            if !cx.started {
+                cx.halt(child);
+            }
+            Status::Failure
+        }
+    } else {
+        cx.tick(child)
+    }
+}
+
+/// After the child succeeds, the node fails without running it for a number of turns or
+/// seconds.
+fn cooldown(cx: &mut Cx<'_>, turns: Option<u32>, seconds: Option<f64>, child: u32) -> Status {
+    let m = cx.run.memory[cx.n as usize];
+    let cooling = cx.started
+        && (turns
+            .zip(m.last_turn)
+            .is_some_and(|(t, last)| cx.env.turn() < last.saturating_add(t))
+            || seconds
+                .zip(m.last_time)
+                .is_some_and(|(s, last)| cx.env.now() < last + s));
+    if cooling {
+        return Status::Failure;
+    }
+    let s = cx.tick(child);
+    if s == Status::Success {
+        let (turn, now) = (cx.env.turn(), cx.env.now());
+        let m = &mut cx.run.memory[cx.n as usize];
+        m.last_turn = Some(turn);
+        m.last_time = Some(now);
+    }
+    s
+}
+
+/// The child is halted, and the node fails, when it runs `turns` turns or more.
+fn timeout(cx: &mut Cx<'_>, turns: u32, child: u32) -> Status {
+    if cx.started {
+        let turn = cx.env.turn();
+        cx.state().turn = turn;
+    }
+    let since = cx.state().turn;
+    if !cx.started && cx.env.turn() >= since.saturating_add(turns) {
+        cx.halt(child);
+        return Status::Failure;
+    }
+    let s = cx.tick(child);
+    if s == Status::Running {
+        // Checked at every turn start, whatever the child waits for.
+        cx.env.wake(Hook::OnTurnStart);
+    }
+    s
+}
+
+/// Runs until `k` more turns have started.
+fn wait_turns(cx: &mut Cx<'_>, k: u32) -> Status {
+    if cx.started {
+        let until = cx.env.turn().saturating_add(k);
+        cx.state().turn = until;
+    }
+    if !cx.started && cx.env.hook() == Hook::OnTurnStart && cx.env.turn() >= cx.state().turn {
+        Status::Success
+    } else {
+        cx.env.wake(Hook::OnTurnStart);
+        Status::Running
+    }
+}
+
+/// Runs until a later event of `hook` (about one of `tools`, and for which `condition` holds,
+/// when given). The event that starts the wait does not count.
+fn wait_for(cx: &mut Cx<'_>, hook: Hook, tools: &[String], condition: Option<u32>) -> Status {
+    let env = &mut *cx.env;
+    let arrived = !cx.started
+        && env.hook() == hook
+        && (tools.is_empty() || env.tool().is_some_and(|t| tools.iter().any(|x| x == t)))
+        && condition.is_none_or(|c| env.condition(c));
+    if arrived {
+        Status::Success
+    } else {
+        env.wake(hook);
+        Status::Running
+    }
+}
+
 /// Runs `children` from `from`, in order, until one does not return `pass` (a sequence
 /// passes on success, a selector on failure).
-fn walk(
-    tree: &Tree,
-    run: &mut TreeRun,
-    env: &mut dyn Env,
-    n: u32,
-    children: &[u32],
-    from: usize,
-    stop_on: Status,
-) -> Status {
+fn walk(cx: &mut Cx<'_>, children: &[u32], from: usize, stop_on: Status) -> Status {
     for (i, &c) in children.iter().enumerate().skip(from) {
-        match node(tree, run, env, c) {
+        match cx.tick(c) {
             Status::Running => {
-                run.nodes[n as usize].cursor = i as u32;
+                cx.state().cursor = i as u32;
                 return Status::Running;
             }
             s if s == stop_on => return s,
@@ -466,26 +511,12 @@ fn walk(
 
 /// `retry` and `repeat`: runs `child` again while it ends in `rerun_on`, `limit` runs in all;
 /// the count survives a run that waits.
-#[allow(clippy::too_many_arguments)]
-fn again(
-    tree: &Tree,
-    run: &mut TreeRun,
-    env: &mut dyn Env,
-    n: u32,
-    child: u32,
-    limit: u32,
-    rerun_on: Status,
-    started: bool,
-) -> Status {
-    let mut runs = if started {
-        0
-    } else {
-        run.nodes[n as usize].cursor
-    };
+fn again(cx: &mut Cx<'_>, child: u32, limit: u32, rerun_on: Status) -> Status {
+    let mut runs = if cx.started { 0 } else { cx.state().cursor };
     loop {
-        match node(tree, run, env, child) {
+        match cx.tick(child) {
             Status::Running => {
-                run.nodes[n as usize].cursor = runs;
+                cx.state().cursor = runs;
                 return Status::Running;
             }
             s if s == rerun_on => {
@@ -501,21 +532,13 @@ fn again(
 
 /// `once` and `max_fires`: the child runs while it has succeeded fewer than `max` times in
 /// the session.
-fn counted(
-    tree: &Tree,
-    run: &mut TreeRun,
-    env: &mut dyn Env,
-    n: u32,
-    child: u32,
-    max: u32,
-    started: bool,
-) -> Status {
-    if started && run.memory[n as usize].fires >= max {
+fn counted(cx: &mut Cx<'_>, child: u32, max: u32) -> Status {
+    if cx.started && cx.run.memory[cx.n as usize].fires >= max {
         return Status::Failure;
     }
-    let s = node(tree, run, env, child);
+    let s = cx.tick(child);
     if s == Status::Success {
-        run.memory[n as usize].fires += 1;
+        cx.run.memory[cx.n as usize].fires += 1;
     }
     s
 }

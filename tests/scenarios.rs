@@ -1,5 +1,8 @@
 //! End-to-end scenarios, as data: each folder of `tests/scenarios/` holds rules, one or more
 //! session traces, and the output expected from replaying them. Adding a case needs no code.
+//! The folders of `tests/nodes/` are cases of the same form, one per semantic point of the
+//! behavior nodes (what runs, resumes, halts, and what each node returns); the node reference
+//! of the book shows them.
 //!
 //! A scenario folder may hold:
 //! - `rules/`: rule files (the built-in rules are used when there is no `rules/` folder, or
@@ -10,6 +13,9 @@
 //!   per error, as `warden replay` prints it);
 //! - `NAME.explain.jsonl` (optional): the evaluation of every rule at every event, as
 //!   `warden replay --explain` prints it, to pin "false" apart from "could not evaluate";
+//! - `NAME.nodes.jsonl` (optional in `tests/scenarios/`, required in `tests/nodes/`): the nodes
+//!   of behaviors that ran at every event and what each returned, as `warden replay --trace`
+//!   prints them before the evaluations;
 //! - `diagnostics.txt` (optional): the load diagnostics, one per line (paths relative to the
 //!   scenario folder). Without it, the rules must load cleanly.
 //!
@@ -20,7 +26,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use warden::trace::{explain_lines, outcome_lines, parse_trace};
+use warden::trace::{explain_lines, node_lines, outcome_lines, parse_trace};
 use warden::{Store, Warden};
 
 fn jsonl(values: &[Value]) -> String {
@@ -59,7 +65,9 @@ fn compare(path: &Path, actual: &str, bless: bool, failures: &mut Vec<String>) {
     }
 }
 
-fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
+/// Replays one case folder. `nodes_required`: every session must have its node trace (a node
+/// case is about what its nodes did); blessing writes a missing one.
+fn run_scenario(dir: &Path, nodes_required: bool, bless: bool, failures: &mut Vec<String>) {
     let config: toml::Table = fs::read_to_string(dir.join("scenario.toml"))
         .ok()
         .map(|t| {
@@ -186,6 +194,7 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
             name.ends_with(".jsonl")
                 && !name.ends_with(".expected.jsonl")
                 && !name.ends_with(".explain.jsonl")
+                && !name.ends_with(".nodes.jsonl")
         })
         .collect();
     traces.sort();
@@ -204,13 +213,15 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
             explain: true,
             ..Default::default()
         });
-        let (mut output, mut explain) = (Vec::new(), Vec::new());
+        let (mut output, mut explain, mut nodes) = (Vec::new(), Vec::new(), Vec::new());
         for (index, parsed) in parse_trace(&fs::read_to_string(&trace).unwrap()) {
             let e = parsed.unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
             let outcome = session.tick(e.hook, e.event.clone());
             let full = explained.tick(e.hook, e.event);
             output.extend(outcome_lines(index, &outcome));
             explain.extend(explain_lines(index, &full));
+            // Nodes are recorded in explain mode only.
+            nodes.extend(node_lines(index, &full));
             if outcome_lines(index, &full) != outcome_lines(index, &outcome) {
                 failures.push(format!(
                     "{}: event {index} decided differently in explain mode",
@@ -228,12 +239,18 @@ fn run_scenario(dir: &Path, bless: bool, failures: &mut Vec<String>) {
         if explain_file.exists() {
             compare(&explain_file, &jsonl(&explain), bless, failures);
         }
+        let nodes_file = dir.join(format!("{stem}.nodes.jsonl"));
+        if nodes_file.exists() || (nodes_required && bless) {
+            compare(&nodes_file, &jsonl(&nodes), bless, failures);
+        } else if nodes_required {
+            failures.push(format!("{}: no node trace", nodes_file.display()));
+        }
     }
 }
 
-#[test]
-fn scenarios() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
+/// Replays every case folder of `folder`, which must hold at least `min_cases`.
+fn run_suite(folder: &str, min_cases: usize, nodes_required: bool) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(folder);
     let bless = std::env::var_os("WARDEN_BLESS").is_some();
     let mut dirs: Vec<PathBuf> = fs::read_dir(&root)
         .unwrap()
@@ -241,15 +258,25 @@ fn scenarios() {
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
-    assert!(dirs.len() >= 10, "the scenarios folder lost cases");
+    assert!(dirs.len() >= min_cases, "{folder} lost cases");
     let mut failures = Vec::new();
     for dir in &dirs {
-        run_scenario(dir, bless, &mut failures);
+        run_scenario(dir, nodes_required, bless, &mut failures);
     }
     assert!(
         failures.is_empty(),
-        "{} scenario mismatch(es):\n{}",
+        "{} mismatch(es) in {folder}:\n{}",
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn scenarios() {
+    run_suite("tests/scenarios", 10, false);
+}
+
+#[test]
+fn nodes() {
+    run_suite("tests/nodes", 30, true);
 }

@@ -1,0 +1,3 @@
+-- Waits for the next tick of its trigger, then returns true.
+coroutine.yield()
+return true

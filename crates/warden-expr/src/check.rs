@@ -76,6 +76,7 @@ pub(crate) enum Builtin {
     Contains,
     StartsWith,
     EndsWith,
+    Matches,
     Abs,
     Min,
     Max,
@@ -135,6 +136,10 @@ pub(crate) const BUILTINS: &[(&str, &str)] = &[
         "contains(haystack, needle): substring, list item, or map key",
     ),
     ("starts_with", "starts_with(s, prefix)"),
+    (
+        "matches",
+        "matches(s, 'regex'): whether the regular expression (a literal; Rust `regex` syntax, matched in linear time) finds a match in s",
+    ),
     ("ends_with", "ends_with(s, suffix)"),
     (
         "get",
@@ -599,6 +604,29 @@ impl<'a> Checker<'a> {
                     Builtin::EndsWith
                 };
                 (b, Type::Bool)
+            }
+            "matches" => {
+                arity(2, 2, "matches(s, 'regex')")?;
+                self.expect(&args[0], &["string"], |t| {
+                    matches!(t, Type::Str | Type::Any)
+                })?;
+                let IrKind::Const(Lit::Str(pattern)) = &args[1].kind else {
+                    return Err(ExprError::new(
+                        ErrorKind::Type,
+                        args[1].span,
+                        "the pattern of `matches` must be written in the condition, as a string",
+                        Some("write matches(tool.arguments.command, 'rm\\s+-rf')"),
+                    ));
+                };
+                crate::regex::compile(pattern).map_err(|why| {
+                    ExprError::new(
+                        ErrorKind::Type,
+                        args[1].span,
+                        format!("this is not a regular expression Warden can use: {why}"),
+                        Some("the syntax is Rust's `regex` crate's: no look-around or back-references"),
+                    )
+                })?;
+                (Builtin::Matches, Type::Bool)
             }
             "abs" => {
                 arity(1, 1, "abs(n)")?;

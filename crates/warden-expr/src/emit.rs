@@ -109,6 +109,7 @@ impl Emitter {
                     Builtin::Contains => "w_contains",
                     Builtin::StartsWith => "w_starts_with",
                     Builtin::EndsWith => "w_ends_with",
+                    Builtin::Matches => "w_matches",
                     Builtin::Abs => "w_abs",
                     Builtin::ToInt => "w_int",
                     Builtin::ToFloat => "w_float",

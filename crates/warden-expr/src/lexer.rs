@@ -235,13 +235,11 @@ fn lex_string(src: &str, start: usize) -> Result<(String, usize), ExprError> {
                 Some((_, '\\')) => out.push('\\'),
                 Some((_, '\'')) => out.push('\''),
                 Some((_, '"')) => out.push('"'),
-                Some((o, other)) => {
-                    let at = start + 1 + o;
-                    return Err(ExprError::syntax(
-                        Span::new(pos, at + other.len_utf8()),
-                        format!("unknown escape `\\{other}` in a string"),
-                        Some("the escapes are \\n \\t \\r \\\\ \\' \\\""),
-                    ));
+                // Any other backslash is kept, as Python keeps it: `'\d+'` is the regular
+                // expression `\d+`.
+                Some((_, other)) => {
+                    out.push('\\');
+                    out.push(other);
                 }
                 None => break,
             },

@@ -48,6 +48,7 @@ mod error;
 mod lexer;
 mod native;
 mod parser;
+mod regex;
 mod runtime;
 mod schema;
 

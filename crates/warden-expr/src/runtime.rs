@@ -376,6 +376,15 @@ pub(crate) fn engine() -> Engine {
             Ok(string_arg(&a, t)?.ends_with(string_arg(&b, t)?.as_str()))
         },
     );
+    e.register_fn(
+        "w_matches",
+        |a: Dynamic, p: Dynamic, t: &str| -> Res<bool> {
+            let pattern = string_arg(&p, t)?;
+            let re =
+                crate::regex::compile(&pattern).or_else(|e| undetermined(format!("`{t}`: {e}")))?;
+            Ok(re.is_match(&string_arg(&a, t)?))
+        },
+    );
     e.register_fn("w_abs", |v: Dynamic, t: &str| -> Res<Dynamic> {
         match num(&v) {
             Some(Num::I(i)) => match i.checked_abs() {

@@ -375,6 +375,43 @@ fn generators_lists_and_functions() {
 }
 
 #[test]
+fn regular_expressions_are_checked_at_load_and_match_in_linear_time() {
+    assert_eq!(eval("matches(context.mode, '^fu(ll)?$')"), Verdict::True);
+    // A backslash the language does not use is kept, so patterns read as written.
+    assert_eq!(
+        eval(r"matches('rm  -r -f /', 'rm\s+(-\w+\s+)*-\w*f')"),
+        Verdict::True
+    );
+    assert_eq!(eval(r"'\d' == '\\d'"), Verdict::True);
+    assert_eq!(eval("matches(result.label, 'six')"), Verdict::False);
+    // Free-form data that is not a string: undetermined, as for other string functions.
+    assert!(matches!(
+        eval("matches(result.count, 'x')"),
+        Verdict::Undetermined(_)
+    ));
+    let e = compile_err("matches(context.mode, '(unclosed')");
+    assert!(e.message().contains("not a regular expression"), "{e}");
+    assert_eq!(e.span().start, 22, "the error points at the pattern");
+    let e = compile_err("matches(context.mode, context.mode)");
+    assert!(
+        e.message().contains("must be written in the condition"),
+        "{e}"
+    );
+    let e = compile_err("matches(context.mode, '(?=look)ahead')");
+    assert!(e.message().contains("not a regular expression"), "{e}");
+    // A pattern made to backtrack catastrophically in other engines is linear here (in a
+    // backtracking engine this would not finish).
+    let facts = TestFacts {
+        mode: "a".repeat(10_000),
+        ..TestFacts::default()
+    };
+    assert_eq!(
+        eval_with("matches(context.mode, '^(a+)+$')", &facts),
+        Verdict::True
+    );
+}
+
+#[test]
 fn unknown_fields_name_the_nearest_valid_one() {
     let e = compile_err("context.turn.tokn_usage > 0.8");
     assert_eq!(e.kind(), ErrorKind::UnknownField);

@@ -28,6 +28,7 @@ fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Result<T> {
 pub fn run(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
     let (ticks, rounds) = (ticks.max(1), rounds.max(1));
     threshold_rules(out, ticks, rounds)?;
+    decisions(out, ticks, rounds)?;
     scripts(out, ticks, rounds)?;
     behaviors(out, ticks, rounds)
 }
@@ -89,10 +90,49 @@ fn threshold_rules(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<(
     )
 }
 
+/// 100 rules at `on_tool_call`, 10 of them (all firing) decisions, against the same rules
+/// without decisions.
+fn decisions(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+    let m = measure_sessions_with(
+        &[&|d| bench::decision_warden(d, 0), &|d| {
+            bench::decision_warden(d, 10)
+        }],
+        bench::tick_tool_call,
+        ticks,
+        rounds,
+    )?;
+    writeln!(
+        out,
+        "\none on_tool_call tick, {} threshold rules, 10 firing (median of {rounds} rounds of {ticks} ticks):",
+        bench::RULES
+    )?;
+    writeln!(
+        out,
+        "  every firing rule notifies                   {:>8.0} ns",
+        m[0]
+    )?;
+    writeln!(
+        out,
+        "  the 10 firing rules decide deny instead      {:>8.0} ns  {:>5.2}x",
+        m[1],
+        m[1] / m[0]
+    )
+}
+
 /// Builds one session per scenario, warms them up, then measures them in alternation: the
 /// median ns per tick of each.
 fn measure_sessions(
     scenarios: &[&dyn Fn(&Path) -> Warden],
+    ticks: u32,
+    rounds: u32,
+) -> io::Result<Vec<f64>> {
+    measure_sessions_with(scenarios, bench::tick, ticks, rounds)
+}
+
+/// Like `measure_sessions`, ticking each session with `tick`.
+fn measure_sessions_with(
+    scenarios: &[&dyn Fn(&Path) -> Warden],
+    tick: fn(&mut warden_core::Session) -> usize,
     ticks: u32,
     rounds: u32,
 ) -> io::Result<Vec<f64>> {
@@ -103,7 +143,7 @@ fn measure_sessions(
     let mut sink = 0usize;
     for s in &mut sessions {
         for _ in 0..ticks.min(2000) {
-            sink += bench::tick(s);
+            sink += tick(s);
         }
     }
     let mut times = vec![Vec::new(); sessions.len()];
@@ -111,7 +151,7 @@ fn measure_sessions(
         for (s, t) in sessions.iter_mut().zip(&mut times) {
             let start = Instant::now();
             for _ in 0..ticks {
-                sink += bench::tick(s);
+                sink += tick(s);
             }
             t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
         }

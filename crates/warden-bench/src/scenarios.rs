@@ -32,6 +32,52 @@ pub fn rule_files() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The rules of the decisions scenario: the same 100 threshold rules at `on_tool_call`, the
+/// first `decisions` of them (which fire) deciding `deny` instead of notifying.
+pub fn decision_rule_files(decisions: usize) -> Vec<(String, String)> {
+    (0..RULES)
+        .map(|i| {
+            let action = if i < decisions {
+                "type = \"decide\"\ndecision = \"deny\"\nreason = \"Token usage passed {t:.2}.\""
+            } else {
+                // Delivered at once: a tool call is not a turn start.
+                "type = \"notify_self\"\nmessage = \"Token usage passed {t:.2}.\"\ndeliver_at = \"immediate\""
+            };
+            let toml = format!(
+                "[rule]\nid = \"threshold-{i:03}\"\ntrigger = \"on_tool_call\"\npriority = {p}\n\n\
+                 [condition]\nexpression = \"context.turn.token_usage > {t:.2}\"\n\n[action]\n{action}\n",
+                p = 1000 - i,
+                t = threshold(i),
+                action = action.replace("{t:.2}", &format!("{:.2}", threshold(i))),
+            );
+            (format!("threshold-{i:03}.toml"), toml)
+        })
+        .collect()
+}
+
+/// A supervisor with the decisions scenario's rules (written to `dir`).
+pub fn decision_warden(dir: &std::path::Path, decisions: usize) -> Warden {
+    for (name, toml) in decision_rule_files(decisions) {
+        std::fs::write(dir.join(name), toml)
+            .expect("the benchmark writes its rules to a temporary folder");
+    }
+    Warden::builder()
+        .rules_dir(dir)
+        .build()
+        .expect("the benchmark rules load")
+}
+
+/// One tick of the decisions scenario: a tool call.
+pub fn tick_tool_call(session: &mut Session) -> usize {
+    let outcome = session.tick(
+        Hook::OnToolCall,
+        Event::tool_call("Bash", serde_json::Value::Null)
+            .with_token_usage(TOKEN_USAGE)
+            .at(0.0),
+    );
+    outcome.effects.len() + usize::from(outcome.ruling.is_some())
+}
+
 /// A supervisor loaded with the scenario's rules (written to `dir`).
 pub fn warden(dir: &std::path::Path) -> Warden {
     for (name, toml) in rule_files() {
@@ -179,6 +225,18 @@ pub fn one_rule_with_modes(dir: &std::path::Path) -> Warden {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ten_decision_rules_deny_and_the_others_notify() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = decision_warden(dir.path(), 10);
+        assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
+        let mut s = w.session();
+        assert_eq!(tick_tool_call(&mut s), 11, "10 decisions and the ruling");
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = decision_warden(dir.path(), 0).session();
+        assert_eq!(tick_tool_call(&mut s), 10, "10 notifications, no ruling");
+    }
 
     #[test]
     fn the_one_rule_scenarios_load_and_run() {

@@ -187,6 +187,7 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
                     "acted": r.record.action_executed,
                     "ms": r.record.execution_time_ms,
                     "error": r.record.error_message,
+                    "decision": r.record.decision,
                 })
             })
             .collect();
@@ -216,7 +217,10 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
             rec.condition_result,
         ) {
             (Some(e), _, _) => format!("error: {e}"),
-            (None, true, _) => "fired".to_string(),
+            (None, true, _) => match &rec.decision {
+                Some(d) => format!("fired, decided {d}"),
+                None => "fired".to_string(),
+            },
             (None, false, true) => "matched".to_string(),
             (None, false, false) => "not matched".to_string(),
         };

@@ -182,8 +182,19 @@ fn decisions(outcome: &Outcome) -> String {
             } => {
                 let _ = writeln!(s, "       event {event_type} {payload}");
             }
-            Effect::NotifySelf(_) | Effect::EnrichContext { .. } => {}
+            Effect::NotifySelf(_)
+            | Effect::EnrichContext { .. }
+            | Effect::Decide { .. }
+            | Effect::Rewrite { .. } => {}
         }
+    }
+    if let Some(r) = &outcome.ruling {
+        let input = r
+            .input
+            .as_ref()
+            .map(|i| format!(" with {i}"))
+            .unwrap_or_default();
+        let _ = writeln!(s, "   ==> {} by {}{input}: {}", r.name(), r.rule, r.reason);
     }
     if let Some(e) = &outcome.enrichment {
         let ids = e.selected_ids();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use warden_expr::{CompileOptions, Compiler, ExprError};
 use warden_input::{Diagnostic, SourceFile};
-use warden_load::{ActionDef, BUILTIN_PLUGIN, DeliverAt, LogLevel, Priority, RuleDef};
+use warden_load::{ActionDef, BUILTIN_PLUGIN, Decision, DeliverAt, LogLevel, Priority, RuleDef};
 
 use crate::template::{TemplateError, Templates, Text, ValueTemplate};
 
@@ -35,6 +35,14 @@ pub(crate) enum CompiledAction {
     Enrich {
         query: Option<Text>,
     },
+    Decide {
+        decision: Decision,
+        reason: Text,
+    },
+    Rewrite {
+        /// Paths below `arguments`, each with its value.
+        set: Vec<(Vec<String>, ValueTemplate)>,
+    },
 }
 
 impl CompiledAction {
@@ -46,6 +54,8 @@ impl CompiledAction {
             CompiledAction::SetState { .. } => "set_state",
             CompiledAction::Emit { .. } => "emit_event",
             CompiledAction::Enrich { .. } => "enrich_context",
+            CompiledAction::Decide { .. } => "decide",
+            CompiledAction::Rewrite { .. } => "rewrite",
         }
     }
 }
@@ -137,6 +147,34 @@ pub(crate) fn compile_actions(
                 Some(q) => text(q).map(|t| CompiledAction::Enrich { query: Some(t) }),
                 None => Some(CompiledAction::Enrich { query: None }),
             },
+            ActionDef::Decide {
+                decision, reason, ..
+            } => text(reason).map(|reason| CompiledAction::Decide {
+                decision: *decision,
+                reason,
+            }),
+            ActionDef::Rewrite { set, .. } => {
+                let compiled: Vec<_> = set
+                    .iter()
+                    .map(|s| {
+                        value_template(
+                            templates,
+                            compiler,
+                            opts,
+                            &s.value,
+                            file,
+                            &s.span,
+                            &s.field,
+                            diagnostics,
+                        )
+                        .map(|v| (s.path.clone(), v))
+                    })
+                    .collect();
+                compiled
+                    .into_iter()
+                    .collect::<Option<Vec<_>>>()
+                    .map(|set| CompiledAction::Rewrite { set })
+            }
         };
         actions.extend(compiled);
     }

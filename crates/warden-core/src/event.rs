@@ -63,6 +63,9 @@ pub struct TurnUpdate {
     /// The model's context window, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
+    /// The agent is about to stop: this turn gave its final answer (`"final": true`).
+    #[serde(default, rename = "final", skip_serializing_if = "Option::is_none")]
+    pub is_final: Option<bool>,
 }
 
 /// A user query: its text, and anything else the loop knows about it.
@@ -130,6 +133,9 @@ pub struct Party {
     /// Its settings, visible to rules as `context.user.settings` (or `project`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub settings: Option<Map<String, Value>>,
+    /// A project's folder, visible to rules as `context.project.root` (projects only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 impl Event {
@@ -212,6 +218,13 @@ impl Event {
         self
     }
 
+    /// Marks the turn final: the agent gave its final answer and is about to stop (at
+    /// `on_turn_end`; a `continue` decision then keeps it working).
+    pub fn final_turn(mut self) -> Self {
+        self.turn_mut().is_final = Some(true);
+        self
+    }
+
     /// Sets the user id.
     pub fn with_user(mut self, id: impl Into<String>) -> Self {
         self.user.get_or_insert_with(Party::default).id = Some(id.into());
@@ -221,6 +234,12 @@ impl Event {
     /// Sets the project id.
     pub fn with_project(mut self, id: impl Into<String>) -> Self {
         self.project.get_or_insert_with(Party::default).id = Some(id.into());
+        self
+    }
+
+    /// Sets the project's folder, which rules read as `context.project.root`.
+    pub fn with_project_root(mut self, root: impl Into<String>) -> Self {
+        self.project.get_or_insert_with(Party::default).root = Some(root.into());
         self
     }
 
@@ -258,6 +277,7 @@ pub(crate) const TURN_FIELDS: &[&str] = &[
     "iteration_count",
     "max_iterations",
     "context_window",
+    "final",
 ];
 
 /// A field of an event that is not what it must be.
@@ -357,6 +377,16 @@ fn whole(path: &str, v: &Value, max: u64) -> Result<(), EventError> {
     }
 }
 
+fn boolean(path: &str, v: &Value) -> Result<(), EventError> {
+    match v {
+        Value::Bool(_) => Ok(()),
+        other => Err(bad(
+            path,
+            format!("`{path}` must be true or false, not {}", describe(other)),
+        )),
+    }
+}
+
 fn number(path: &str, v: &Value) -> Result<(), EventError> {
     match v.as_f64() {
         Some(x) if x.is_finite() && x.abs() < 1e15 => Ok(()),
@@ -385,6 +415,7 @@ fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
                     }
                     "context_window" => whole(&path, x, u64::MAX)?,
                     "token_usage" | "context_usage" => number(&path, x)?,
+                    "final" => boolean(&path, x)?,
                     _ => return Err(unknown("turn", k, TURN_FIELDS)),
                 }
             }
@@ -449,8 +480,13 @@ fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
             }
         }
         "user" | "project" => {
+            let fields: &[&str] = if key == "project" {
+                &["id", "settings", "root"]
+            } else {
+                &["id", "settings"]
+            };
             for (k, x) in object(key, v, r#"{"id": "ada"}"#)? {
-                if x.is_null() && matches!(k.as_str(), "id" | "settings") {
+                if x.is_null() && fields.contains(&k.as_str()) {
                     continue;
                 }
                 match k.as_str() {
@@ -458,7 +494,8 @@ fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
                     "settings" => {
                         object(&format!("{key}.settings"), x, r#"{"language": "en"}"#)?;
                     }
-                    _ => return Err(unknown(key, k, &["id", "settings"])),
+                    "root" if key == "project" => string("project.root", x)?,
+                    _ => return Err(unknown(key, k, fields)),
                 }
             }
             Ok(())

@@ -52,6 +52,10 @@ pub struct TurnState {
     pub max_iterations: u32,
     /// The model's context window in tokens (0 when the agent loop has not said).
     pub context_window: u64,
+    /// The agent is about to stop: this turn gave its final answer. Reported by the agent
+    /// loop; false again at the next turn or query.
+    #[serde(rename = "final")]
+    pub is_final: bool,
 }
 
 /// What happened so far (`context.history`).
@@ -135,6 +139,9 @@ pub struct Identity {
     pub id: String,
     /// A snapshot of its settings.
     pub settings: Map<String, Value>,
+    /// A project's folder, as the agent loop reported it (empty when it has not; always
+    /// empty for a user).
+    pub root: String,
 }
 
 impl Identity {
@@ -142,6 +149,7 @@ impl Identity {
         Identity {
             id: id.to_string(),
             settings: Map::new(),
+            root: String::new(),
         }
     }
 }
@@ -171,6 +179,9 @@ impl SessionFacts {
         if let Some(project) = &event.project {
             apply_party(&mut self.project, project);
         }
+        if matches!(hook, Hook::OnTurnStart | Hook::OnQueryStart) {
+            self.turn.is_final = false;
+        }
         if let Some(t) = &event.turn {
             if let Some(n) = t.number {
                 self.turn.number = n;
@@ -181,6 +192,7 @@ impl SessionFacts {
             set(&mut self.turn.iteration_count, t.iteration_count);
             set(&mut self.turn.max_iterations, t.max_iterations);
             set(&mut self.turn.context_window, t.context_window);
+            set(&mut self.turn.is_final, t.is_final);
         }
         match hook {
             Hook::OnQueryStart => {
@@ -292,6 +304,9 @@ fn apply_party(target: &mut Identity, update: &crate::event::Party) {
     }
     if let Some(settings) = &update.settings {
         target.settings.clone_from(settings);
+    }
+    if let Some(root) = &update.root {
+        target.root.clone_from(root);
     }
 }
 

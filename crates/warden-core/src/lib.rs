@@ -60,7 +60,10 @@ pub use event::{Event, EventError, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
     Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
 };
-pub use outcome::{Effect, Evaluation, Halted, ModeChange, Notification, Outcome, RuleError};
+pub use outcome::{
+    Effect, Evaluation, Halted, Lost, ModeChange, Notification, Outcome, Overridden, Proceed,
+    RuleError, Ruling,
+};
 pub use program::Program;
 pub use session::{Session, SessionOptions};
 pub use shared::{BusEvent, Reload};
@@ -69,7 +72,7 @@ pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 // The definitions the engine's interface hands out or takes.
 pub use warden_load::{
-    Capabilities, ConditionDef, Config, DEFAULT_ID, DeliverAt, Hook, Loaded, LogLevel,
+    Capabilities, ConditionDef, Config, DEFAULT_ID, Decision, DeliverAt, Hook, Loaded, LogLevel,
     MANIFEST_FILE, ModeDef, ModeSource, PluginInfo, Priority, RuleDef, RuleSource, SettingDef,
     SettingKind, SettingValue, UnknownHook, load,
 };

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value as Json;
 
+use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
+
 use crate::program::Program;
-use warden_load::Hook;
-use warden_load::{DeliverAt, LogLevel, Priority};
 
 /// A notification for the agent's context.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -68,6 +68,24 @@ pub enum Effect {
         /// The result: mode, selected sources, the `<reference_material>` section.
         enrichment: Arc<warden_knowledge::Enrichment>,
     },
+    /// `decide`: the rule decided about the event (merged with the others' into
+    /// [`Outcome::ruling`]).
+    Decide {
+        /// The rule.
+        rule: Arc<str>,
+        /// What it decided.
+        decision: Decision,
+        /// The rendered reason.
+        reason: Arc<str>,
+    },
+    /// `rewrite`: the rule set paths of the tool call's arguments (merged into
+    /// [`Outcome::ruling`]).
+    Rewrite {
+        /// The rule.
+        rule: Arc<str>,
+        /// The paths below `arguments` and their rendered values, in order.
+        set: Vec<(Vec<String>, Json)>,
+    },
 }
 
 impl Effect {
@@ -78,7 +96,9 @@ impl Effect {
             Effect::Log { rule, .. }
             | Effect::SetState { rule, .. }
             | Effect::EmitEvent { rule, .. }
-            | Effect::EnrichContext { rule, .. } => rule,
+            | Effect::EnrichContext { rule, .. }
+            | Effect::Decide { rule, .. }
+            | Effect::Rewrite { rule, .. } => rule,
         }
     }
 
@@ -90,8 +110,141 @@ impl Effect {
             Effect::SetState { .. } => "set_state",
             Effect::EmitEvent { .. } => "emit_event",
             Effect::EnrichContext { .. } => "enrich_context",
+            Effect::Decide { .. } => "decide",
+            Effect::Rewrite { .. } => "rewrite",
         }
     }
+
+    /// Why this effect means nothing at `hook`, if it does not: a decision or a rewrite made
+    /// where the host cannot act on it.
+    pub(crate) fn misplaced_at(&self, hook: Hook) -> Option<String> {
+        match self {
+            Effect::Decide { decision, .. } => decision.misplaced_at(hook),
+            Effect::Rewrite { .. } => warden_load::rewrite_misplaced_at(hook),
+            _ => None,
+        }
+    }
+}
+
+/// What the rules decided about an event, merged: the most restrictive decision wins (`stop`
+/// over `deny` over `ask` over `allow`; `continue` is made at `on_turn_end`, where only `stop`
+/// beats it), ties go to the higher priority, and rewrites apply in priority order when the
+/// call may run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ruling {
+    /// The decision; `None` when the rules only rewrote the call's arguments (it runs, with
+    /// [`Ruling::input`]).
+    pub decision: Option<Decision>,
+    /// The rule that decided (for a rewrite alone, the first rule that rewrote).
+    pub rule: Arc<str>,
+    /// What the agent (or the person asked) is told; empty for a rewrite alone.
+    pub reason: Arc<str>,
+    /// The whole rewritten arguments, when a rewrite applies (the call runs, or is asked
+    /// about, with them).
+    pub input: Option<Json>,
+}
+
+impl Ruling {
+    /// The word replay prints: the decision's name, or `rewrite`.
+    pub fn name(&self) -> &'static str {
+        self.decision.map_or("rewrite", Decision::name)
+    }
+
+    /// How restrictive it is (a rewrite alone lets the call run, as `allow` does).
+    pub(crate) fn rank(&self) -> u8 {
+        self.decision.map_or(0, Decision::rank)
+    }
+}
+
+/// A decision or rewrite that did not make it into the ruling ([`Overridden::why`] says why).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overridden {
+    /// The rule whose decision or rewrite was overridden.
+    pub rule: Arc<str>,
+    /// What it lost.
+    pub lost: Lost,
+    /// The rule that won.
+    pub by: Arc<str>,
+    /// The decision that won (none when a rewrite won a path).
+    pub won: Option<Decision>,
+}
+
+/// What an overridden rule had decided.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lost {
+    /// Its decision: a more restrictive one won, or the same one made by a rule of higher
+    /// priority.
+    Decision(Decision),
+    /// Its rewrite: the call does not run.
+    Rewrite,
+    /// Its rewrite of this path (below `arguments`): a rule of higher priority set it first.
+    Path(Vec<String>),
+}
+
+impl Overridden {
+    /// What it decided, in words (`deny`, `rewrite`, `rewrite arguments.limit`).
+    pub fn what(&self) -> String {
+        match &self.lost {
+            Lost::Decision(d) => d.name().to_string(),
+            Lost::Rewrite => "rewrite".into(),
+            Lost::Path(p) => format!("rewrite arguments.{}", p.join(".")),
+        }
+    }
+
+    /// Why it lost, in words.
+    pub fn why(&self) -> String {
+        let by = &self.by;
+        match (&self.lost, self.won) {
+            (Lost::Decision(d), Some(w)) if *d == w => {
+                format!(
+                    "`{by}` decided {} first (it has the higher priority)",
+                    w.name()
+                )
+            }
+            (Lost::Decision(d), Some(w)) => format!("{} beats {}", w.name(), d.name()),
+            (Lost::Rewrite, Some(w)) => format!(
+                "the call does not run ({}), so its arguments are not rewritten",
+                w.name()
+            ),
+            (Lost::Path(p), _) => format!(
+                "`{by}` set arguments.{} first (it has the higher priority)",
+                p.join(".")
+            ),
+            (_, None) => format!("`{by}` decided first"),
+        }
+    }
+}
+
+/// Whether the event may go on, as the host must act on it ([`Outcome::proceed`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Proceed<'a> {
+    /// Nothing stops it: run the call (or go on) as reported.
+    Yes,
+    /// Run the call, with these arguments instead of the reported ones.
+    WithInput(&'a Json),
+    /// Ask a person first; run the call (with `input` when given) only if they agree.
+    Ask {
+        /// Why, for the person asked.
+        reason: &'a str,
+        /// The arguments to run it with, when a rewrite applies.
+        input: Option<&'a Json>,
+    },
+    /// Do not run the call; refuse the prompt. Tell the agent why.
+    No {
+        /// Why, for the agent.
+        reason: &'a str,
+    },
+    /// The agent wanted to stop: it must keep working, with this as its next instruction.
+    KeepWorking {
+        /// Its next instruction.
+        reason: &'a str,
+    },
+    /// End the session now.
+    Stop {
+        /// Why.
+        reason: &'a str,
+    },
 }
 
 /// A failure isolated to one rule (or to the event itself, when `rule` is `None`).
@@ -178,6 +331,11 @@ pub struct Outcome {
     /// Set when this event changed the mode: from what, to what, and the `on_mode_change`
     /// tick that ran first.
     pub mode_change: Option<ModeChange>,
+    /// What the rules decided about the event, merged (none: the host's default applies, the
+    /// agent proceeds). See [`Outcome::proceed`].
+    pub ruling: Option<Ruling>,
+    /// Decisions and rewrites the ruling overrode, and why.
+    pub overridden: Vec<Overridden>,
     pub(crate) trace: Vec<TraceEntry>,
     /// Behavior nodes that ran (explain mode): rule, node, what it came to.
     pub(crate) nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,
@@ -220,6 +378,54 @@ impl Outcome {
             };
             (self.program.rule_key(*rule), label, *status)
         })
+    }
+
+    /// Whether the event may go on, and how: the one question a host must answer after every
+    /// tick. A tool call runs only on [`Proceed::Yes`] or [`Proceed::WithInput`] (or on a
+    /// person's yes to [`Proceed::Ask`]).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use warden_core::{Event, Hook, Proceed, Warden};
+    ///
+    /// let plugins = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/plugins");
+    /// let warden = Warden::builder().plugins_dir(plugins).build()?;
+    /// let mut session = warden.session();
+    /// let outcome = session.tick(
+    ///     Hook::OnToolCall,
+    ///     Event::tool_call("Bash", json!({ "command": "rm -rf /" })),
+    /// );
+    /// match outcome.proceed() {
+    ///     Proceed::Yes => { /* run the call as the agent wrote it */ }
+    ///     Proceed::WithInput(arguments) => { /* run it with these arguments */ let _ = arguments; }
+    ///     Proceed::Ask { reason, input } => { /* ask a person; run it only on yes */ let _ = (reason, input); }
+    ///     Proceed::No { reason } => {
+    ///         // Do not run it: the agent reads the reason as the call's result.
+    ///         assert!(reason.contains("outside the project"));
+    ///     }
+    ///     Proceed::KeepWorking { reason } => { /* at a final turn: give the agent this instruction */ let _ = reason; }
+    ///     Proceed::Stop { reason } => { /* end the session */ let _ = reason; }
+    /// }
+    /// # assert!(matches!(outcome.proceed(), Proceed::No { .. }));
+    /// # Ok::<(), warden_core::Error>(())
+    /// ```
+    pub fn proceed(&self) -> Proceed<'_> {
+        let Some(r) = &self.ruling else {
+            return Proceed::Yes;
+        };
+        let reason = &*r.reason;
+        match r.decision {
+            None | Some(Decision::Allow) => {
+                r.input.as_ref().map_or(Proceed::Yes, Proceed::WithInput)
+            }
+            Some(Decision::Ask) => Proceed::Ask {
+                reason,
+                input: r.input.as_ref(),
+            },
+            Some(Decision::Deny) => Proceed::No { reason },
+            Some(Decision::Continue) => Proceed::KeepWorking { reason },
+            Some(Decision::Stop) => Proceed::Stop { reason },
+        }
     }
 
     /// Whether nothing fired and nothing failed.

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use bonsai_bt::Behavior;
 use warden_expr::Compiler;
 use warden_input::{Diagnostic, Severity};
-use warden_load::{ActionDef, ConditionDef, Hook, Loaded, PluginInfo, RuleDef, rule_key};
+use warden_load::{
+    ActionDef, ConditionDef, Decision, Hook, Loaded, OnError, PluginInfo, RuleDef, rule_key,
+};
 
 use crate::context::{SETTINGS_BASE, plugin_schema};
 use crate::hooks::{HookTree, build_hook};
@@ -91,6 +93,10 @@ impl Program {
                 .insert(id.clone(), start..settings.slots.len());
             compilers.insert(id, base.with_schema(plugin_schema(&typed)));
         }
+        let plugin_on_error: HashMap<&str, Option<OnError>> = plugins
+            .iter()
+            .map(|p| (p.manifest.id.as_str(), p.manifest.on_error))
+            .collect();
         let mut templates = Templates::new();
         let mut rules = Vec::new();
         let mut loaded = Vec::new();
@@ -120,7 +126,7 @@ impl Program {
             // valid rules that compile take part.
             let key = rules.len() as u64;
             let compiler = compilers.get(&def.plugin).unwrap_or(&base);
-            let Some(rule) = compile_rule(
+            let Some(mut rule) = compile_rule(
                 &def,
                 key,
                 compiler,
@@ -134,6 +140,12 @@ impl Program {
             if !def.valid {
                 continue;
             }
+            // A plugin's default applies where a deny means something.
+            rule.on_error = def
+                .on_error
+                .or_else(|| plugin_on_error.get(&*def.plugin).copied().flatten())
+                .filter(|_| Decision::Deny.valid_at(def.trigger))
+                .unwrap_or_default();
             loaded.push(def.clone());
             rules.push(rule);
         }

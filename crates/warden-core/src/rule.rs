@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use warden_expr::{CompileOptions, Compiler, Condition};
 use warden_input::Diagnostic;
-use warden_load::{ConditionDef, LOCAL_PLUGIN, RuleDef};
+use warden_load::{ConditionDef, LOCAL_PLUGIN, OnError, RuleDef};
 
 use crate::actions::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
 use crate::context::{NO_SETTINGS, SETTINGS_ROOT, unavailable};
@@ -22,6 +22,9 @@ pub(crate) struct CompiledRule {
     pub def: Arc<RuleDef>,
     pub condition: RuleCondition,
     pub actions: Vec<CompiledAction>,
+    /// What its failing guard decides: the rule's `on_error`, else its plugin's, where a
+    /// deny means something (its trigger).
+    pub on_error: OnError,
 }
 
 /// How a rule decides.
@@ -136,5 +139,6 @@ pub(crate) fn compile_rule(
         def: def.clone(),
         condition: condition?,
         actions,
+        on_error: OnError::Ignore,
     })
 }

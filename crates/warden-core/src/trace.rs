@@ -239,6 +239,11 @@ pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
         out.extend(outcome_lines(event, &change.outcome));
     }
     for effect in &outcome.effects {
+        // Decisions and rewrites are printed once, merged (below); the overridden ones are in
+        // `explain_lines`.
+        if matches!(effect, Effect::Decide { .. } | Effect::Rewrite { .. }) {
+            continue;
+        }
         let mut line = json!({
             "event": event,
             "hook": outcome.hook.name(),
@@ -272,6 +277,7 @@ pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
             Effect::EnrichContext { enrichment, .. } => {
                 fields.insert("knowledge".into(), knowledge_summary(enrichment));
             }
+            Effect::Decide { .. } | Effect::Rewrite { .. } => {}
         }
         out.push(line);
     }
@@ -289,6 +295,23 @@ pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
             "action": "enrich_context",
             "knowledge": knowledge_summary(e),
         }));
+    }
+    if let Some(r) = &outcome.ruling {
+        let mut line = json!({
+            "event": event,
+            "hook": outcome.hook.name(),
+            "decision": r.name(),
+            "rule": &*r.rule,
+        });
+        if let Some(fields) = line.as_object_mut() {
+            if !r.reason.is_empty() || r.decision.is_some() {
+                fields.insert("reason".into(), json!(r.reason));
+            }
+            if let Some(input) = &r.input {
+                fields.insert("input".into(), input.clone());
+            }
+        }
+        out.push(line);
     }
     for e in &outcome.errors {
         out.push(json!({"event": event, "rule": e.rule, "error": e.error}));
@@ -328,7 +351,15 @@ pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
         }
         line
     });
-    before.into_iter().chain(lines).chain(halted).collect()
+    let overridden = outcome.overridden.iter().map(|o| {
+        json!({"event": event, "hook": outcome.hook.name(), "rule": &*o.rule, "overridden": o.what(), "by": &*o.by, "why": o.why()})
+    });
+    before
+        .into_iter()
+        .chain(lines)
+        .chain(overridden)
+        .chain(halted)
+        .collect()
 }
 
 /// The nodes of behaviors that ran at one event, one line each, in the order they finished

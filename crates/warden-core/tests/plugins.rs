@@ -153,7 +153,11 @@ fn us5_1_every_rule_is_listed_with_its_state() {
     let w = research_host();
     let list = w.rule_list("ann", "default");
     let keys: Vec<&str> = list.iter().map(|r| r.key.as_str()).collect();
-    assert_eq!(list.len(), 8, "{keys:?}");
+    assert_eq!(
+        list.len(),
+        17,
+        "{keys:?}: 5 built-in, 3 research-assistant, 9 guardrails"
+    );
     for r in &list {
         // The built-in behavior is off unless switched on.
         assert_eq!(r.enabled, r.key != "research-then-synthesize", "{}", r.key);

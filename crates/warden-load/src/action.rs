@@ -134,6 +134,138 @@ impl LogLevel {
     }
 }
 
+/// What a rule can decide about the event it sees. The host must honour it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// The tool call may run (the host's permission prompts still apply).
+    Allow,
+    /// Ask a person before the tool call runs.
+    Ask,
+    /// The tool call does not run, or the prompt is refused.
+    Deny,
+    /// The agent must not stop: it goes on working, with the reason as its next instruction.
+    Continue,
+    /// The session ends now.
+    Stop,
+}
+
+impl Decision {
+    /// The names a rule file may use.
+    pub const NAMES: &[&str] = &["allow", "ask", "deny", "continue", "stop"];
+
+    /// The value a file writes as `s`, if it is one of [`Self::NAMES`].
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "allow" => Decision::Allow,
+            "ask" => Decision::Ask,
+            "deny" => Decision::Deny,
+            "continue" => Decision::Continue,
+            "stop" => Decision::Stop,
+            _ => return None,
+        })
+    }
+
+    /// The name as written in rule files.
+    pub fn name(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// Whether the decision means something at `hook`.
+    pub fn valid_at(self, hook: Hook) -> bool {
+        match self {
+            Decision::Allow | Decision::Ask => hook == Hook::OnToolCall,
+            Decision::Deny => matches!(hook, Hook::OnToolCall | Hook::OnQueryStart),
+            Decision::Continue => hook == Hook::OnTurnEnd,
+            Decision::Stop => true,
+        }
+    }
+
+    /// Where the decision means something, in words.
+    pub fn where_valid(self) -> &'static str {
+        match self {
+            Decision::Allow | Decision::Ask => "on_tool_call (before the call runs)",
+            Decision::Deny => {
+                "on_tool_call (refuse the call) and on_query_start (refuse the prompt)"
+            }
+            Decision::Continue => "on_turn_end (the agent wants to stop; it must go on)",
+            Decision::Stop => "every hook",
+        }
+    }
+
+    /// Why the decision means nothing at `hook`, if it does not.
+    pub fn misplaced_at(self, hook: Hook) -> Option<String> {
+        (!self.valid_at(hook)).then(|| {
+            format!(
+                "`{}` means nothing at {hook}: it is made at {}",
+                self.name(),
+                self.where_valid()
+            )
+        })
+    }
+
+    /// How restrictive it is: the most restrictive decision of an event wins (`stop` over
+    /// `deny` over `ask` over `allow`; `continue` is only made at `on_turn_end`, where only
+    /// `stop` can beat it).
+    pub fn rank(self) -> u8 {
+        match self {
+            Decision::Allow => 0,
+            Decision::Ask => 1,
+            Decision::Continue => 2,
+            Decision::Deny => 3,
+            Decision::Stop => 4,
+        }
+    }
+}
+
+/// What to do when a decision rule's guard fails (its condition errors, its script times out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnError {
+    /// Make no decision (the error is reported; the host's default applies).
+    #[default]
+    Ignore,
+    /// Deny, with a reason that says the guard failed (fail closed).
+    Deny,
+}
+
+impl OnError {
+    /// The names a rule file or manifest may use.
+    pub const NAMES: &[&str] = &["ignore", "deny"];
+
+    /// The value a file writes as `s`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ignore" => Some(OnError::Ignore),
+            "deny" => Some(OnError::Deny),
+            _ => None,
+        }
+    }
+}
+
+/// Why a rewrite means nothing at `hook`, if it does not: it changes a tool call's arguments
+/// before the call runs.
+pub fn rewrite_misplaced_at(hook: Hook) -> Option<String> {
+    (hook != Hook::OnToolCall).then(|| {
+        format!(
+            "a rewrite changes a tool call's arguments before it runs, so it is made at on_tool_call, not at {hook}"
+        )
+    })
+}
+
+/// One path a rewrite sets in a tool call's arguments.
+#[derive(Debug, Clone)]
+pub struct RewriteSet {
+    /// The path below `arguments` (`["limit"]` for `arguments.limit`).
+    pub path: Vec<String>,
+    /// The value: strings are templates; `"{{ expr }}"` alone keeps the expression's type.
+    pub value: Json,
+    /// Where the entry was written.
+    pub span: Range<usize>,
+    /// Its field (`action.set."arguments.limit"`).
+    pub field: String,
+}
+
 /// One action of a rule, as the file defines it. Strings are templates, compiled later.
 #[derive(Debug, Clone)]
 pub enum ActionDef {
@@ -178,6 +310,23 @@ pub enum ActionDef {
         /// The text to classify (a template); the session's latest query when absent.
         query: Option<Located>,
     },
+    /// Decide about the event: allow, ask or deny a tool call, deny a prompt, keep the agent
+    /// working, or stop the session.
+    Decide {
+        /// The decision.
+        decision: Decision,
+        /// Where it was written.
+        decision_span: Range<usize>,
+        /// What the agent (or the person asked) is told: a template.
+        reason: Located,
+    },
+    /// Rewrite the tool call's arguments before it runs.
+    Rewrite {
+        /// The paths set, in the order written.
+        set: Vec<RewriteSet>,
+        /// Where the action was written.
+        span: Range<usize>,
+    },
 }
 
 impl ActionDef {
@@ -189,6 +338,18 @@ impl ActionDef {
             ActionDef::SetState { .. } => "set_state",
             ActionDef::EmitEvent { .. } => "emit_event",
             ActionDef::EnrichContext { .. } => "enrich_context",
+            ActionDef::Decide { .. } => "decide",
+            ActionDef::Rewrite { .. } => "rewrite",
+        }
+    }
+
+    /// Why this action means nothing at `hook`, if it does not (a decision or rewrite that
+    /// has no effect there).
+    pub fn misplaced_at(&self, hook: Hook) -> Option<String> {
+        match self {
+            ActionDef::Decide { decision, .. } => decision.misplaced_at(hook),
+            ActionDef::Rewrite { .. } => rewrite_misplaced_at(hook),
+            _ => None,
         }
     }
 }
@@ -203,6 +364,8 @@ pub const ACTION_TYPES: &[(&str, &[&str])] = &[
     ("set_state", &["type", "key", "value"]),
     ("emit_event", &["type", "event_type", "payload"]),
     ("enrich_context", &["type", "query"]),
+    ("decide", &["type", "decision", "reason"]),
+    ("rewrite", &["type", "set"]),
 ];
 
 pub(crate) fn read_actions(
@@ -428,6 +591,50 @@ pub(crate) fn read_action_fields(
                 value_span: value.span,
             }
         }
+        "decide" => {
+            let decision = t.string(doc, "decision");
+            let reason = required(doc, t, "reason", "decide", "\"what the agent is told\"");
+            let decision = match decision {
+                Some(at) => match Decision::parse(&at.value) {
+                    Some(d) => Some((d, at.span)),
+                    None => {
+                        let help = closest(&at.value, Decision::NAMES.iter().copied())
+                            .map(|s| format!("did you mean `{s}`?"))
+                            .unwrap_or_else(|| {
+                                format!("the decisions are {}", Decision::NAMES.join(", "))
+                            });
+                        doc.error(
+                            at.span,
+                            &t.field("decision"),
+                            format!("unknown decision `{}`", at.value),
+                            Some(help),
+                        );
+                        None
+                    }
+                },
+                None => {
+                    if !t.has("decision") {
+                        doc.error(
+                            t.span.clone(),
+                            &t.field("decision"),
+                            "a decide action needs `decision`",
+                            Some(format!(
+                                "add `decision = \"deny\"` ({})",
+                                Decision::NAMES.join(", ")
+                            )),
+                        );
+                    }
+                    None
+                }
+            };
+            let (decision, decision_span) = decision?;
+            ActionDef::Decide {
+                decision,
+                decision_span,
+                reason: reason?,
+            }
+        }
+        "rewrite" => read_rewrite(doc, t)?,
         "enrich_context" => ActionDef::EnrichContext {
             query: t
                 .string(doc, "query")
@@ -457,5 +664,71 @@ pub(crate) fn read_action_fields(
                 payload_span,
             }
         }
+    })
+}
+
+/// `[action.set]`: paths inside the tool's arguments (`"arguments.limit"`), each to a value.
+fn read_rewrite(doc: &mut Doc, t: &mut Table<'_>) -> Option<ActionDef> {
+    let field = t.field("set");
+    let Some(mut set) = t.table(doc, "set") else {
+        if !t.has("set") {
+            doc.error(
+                t.span.clone(),
+                &field,
+                "a rewrite action needs `set`, the arguments to change",
+                Some("add `set = { \"arguments.limit\" = 50 }` (or an [action.set] table)".into()),
+            );
+        }
+        return None;
+    };
+    let mut out = Vec::new();
+    let mut ok = true;
+    let entries: Vec<_> = set.entries().collect();
+    for (key, value) in entries {
+        let entry = format!("{field}.\"{}\"", key.value);
+        let path: Vec<&str> = key.value.split('.').collect();
+        let inside =
+            path.len() >= 2 && path[0] == "arguments" && path.iter().all(|p| !p.trim().is_empty());
+        if !inside {
+            doc.error(
+                key.span.clone(),
+                &entry,
+                format!(
+                    "`{}` is not a path inside the tool's arguments",
+                    key.value
+                ),
+                Some("a rewrite sets paths that start with `arguments.`, such as \"arguments.limit\" or \"arguments.options.dry_run\"".into()),
+            );
+            // Marked as read: reported here, not again as an unknown key.
+            set.raw(key.value);
+            ok = false;
+            continue;
+        }
+        let Some(json) = set.json(doc, key.value) else {
+            ok = false;
+            continue;
+        };
+        out.push(RewriteSet {
+            path: path[1..].iter().map(|p| p.to_string()).collect(),
+            value: json.value,
+            span: key.span.start..value.span().end,
+            field: entry,
+        });
+    }
+    let set_span = set.span.clone();
+    // Every key was read above (or reported): nothing is left for `finish` to report.
+    set.finish(doc, &[]);
+    if out.is_empty() && ok {
+        doc.error(
+            set_span,
+            &field,
+            "`set` is empty: a rewrite needs at least one argument to change",
+            Some("write `set = { \"arguments.limit\" = 50 }`".into()),
+        );
+        return None;
+    }
+    ok.then_some(ActionDef::Rewrite {
+        set: out,
+        span: t.span.clone(),
     })
 }

@@ -46,7 +46,10 @@ mod rule;
 pub mod scripts;
 mod tree;
 
-pub use action::{ACTION_TYPES, ActionDef, DeliverAt, LogLevel, Priority};
+pub use action::{
+    ACTION_TYPES, ActionDef, Decision, DeliverAt, LogLevel, OnError, Priority, RewriteSet,
+    rewrite_misplaced_at,
+};
 pub use builtin::{BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_RULES, BUILTIN_SCRIPTS};
 pub use config::{CONFIG_FIELDS, CONFIG_FILE, Config};
 pub use hook::{Hook, UnknownHook};

@@ -37,13 +37,14 @@ use toml::de::DeValue;
 
 use warden_input::{Diagnostic, Doc, SourceFile, Table, closest, to_json};
 
+use crate::action::OnError;
 use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN, kebab_id, to_kebab};
 
 /// The name of a plugin's manifest file.
 pub const MANIFEST_FILE: &str = "manifest.toml";
 
 /// The fields of `[plugin]`.
-pub const PLUGIN_FIELDS: &[&str] = &["id", "name", "version", "description"];
+pub const PLUGIN_FIELDS: &[&str] = &["id", "name", "version", "description", "on_error"];
 
 /// The fields of a `[settings.NAME]` table.
 pub const SETTING_FIELDS: &[&str] = &["type", "default", "min", "max", "options", "description"];
@@ -355,6 +356,8 @@ pub struct Manifest {
     pub include_span: Range<usize>,
     /// Its settings, in the order declared.
     pub settings: Vec<Arc<SettingDef>>,
+    /// What a failing guard of its rules decides, unless a rule says (`[plugin] on_error`).
+    pub on_error: Option<OnError>,
     /// The manifest file.
     pub source: Arc<SourceFile>,
     /// Where `[plugin]` starts.
@@ -438,6 +441,21 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
         .string(doc, "description")
         .map(|a| a.value)
         .unwrap_or_default();
+    let on_error = plugin.string(doc, "on_error").and_then(|at| {
+        let parsed = OnError::parse(&at.value);
+        if parsed.is_none() {
+            doc.error(
+                at.span,
+                "plugin.on_error",
+                format!("unknown `on_error` value `{}`", at.value),
+                Some(
+                    "`deny` (a failing guard of a rule at on_tool_call or on_query_start denies) or `ignore` (the default)"
+                        .into(),
+                ),
+            );
+        }
+        parsed
+    });
     plugin.finish(doc, PLUGIN_FIELDS);
 
     let (requires, requires_span) = match top.table(doc, "capabilities") {
@@ -518,6 +536,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
         include,
         include_span,
         settings,
+        on_error,
         source: doc.file.clone(),
         span,
     })

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use warden_input::{At, Diagnostic, Doc, Located, SourceFile, Table};
 
-use crate::action::{ActionDef, read_actions};
+use crate::action::{ActionDef, Decision, OnError, read_actions};
 use crate::hook::Hook;
 use crate::ids::{kebab_id, rule_key};
 use crate::tree::{NodeDef, read_tree};
@@ -41,6 +41,7 @@ pub const RULE_FIELDS: &[&str] = &[
     "cooldown_turns",
     "once_per_session",
     "max_fires",
+    "on_error",
     "condition",
 ];
 
@@ -82,6 +83,8 @@ pub struct RuleDef {
     pub once_per_session: bool,
     /// Fire at most this many times per session.
     pub max_fires: Option<u32>,
+    /// What its failing guard decides (`None`: the plugin's default, else nothing).
+    pub on_error: Option<OnError>,
     /// When it fires.
     pub condition: ConditionDef,
     /// What it does, applied together or not at all.
@@ -315,6 +318,37 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
     let once_per_session = rule
         .boolean(doc, "once_per_session")
         .is_some_and(|a| a.value);
+    let on_error = match rule.string(doc, "on_error") {
+        Some(at) => match OnError::parse(&at.value) {
+            Some(OnError::Deny) if trigger.is_some_and(|h| !Decision::Deny.valid_at(h)) => {
+                doc.error(
+                    at.span,
+                    &format!("{kind}.on_error"),
+                    format!(
+                        "`on_error = \"deny\"` means nothing at {}: a deny is made at {}",
+                        trigger.map_or("this hook", Hook::name),
+                        Decision::Deny.where_valid()
+                    ),
+                    Some("remove `on_error`, or trigger the rule at on_tool_call".into()),
+                );
+                None
+            }
+            Some(v) => Some(v),
+            None => {
+                doc.error(
+                    at.span,
+                    &format!("{kind}.on_error"),
+                    format!("unknown `on_error` value `{}`", at.value),
+                    Some(
+                        "`deny` (a failing guard denies: fail closed) or `ignore` (it decides nothing, the default)"
+                            .into(),
+                    ),
+                );
+                None
+            }
+        },
+        None => None,
+    };
     let (condition, actions) = if kind == "behavior" {
         rule.finish(doc, BEHAVIOR_FIELDS);
         let tree = read_tree(doc, &mut top, &rule_span);
@@ -330,6 +364,9 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         let scripted = matches!(condition, Some(ConditionDef::Script { .. }));
         let actions = read_actions(doc, &mut top, &rule_span, scripted);
         top.finish(doc, &["rule", "condition", "action"]);
+        if let (Some(hook), Some(list)) = (trigger, &actions) {
+            check_placement(doc, hook, list);
+        }
         (condition, actions)
     };
 
@@ -348,6 +385,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         cooldown_turns,
         once_per_session,
         max_fires,
+        on_error,
         condition: condition?,
         actions: actions?,
         plugin: plugin.clone(),
@@ -355,6 +393,39 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         span: rule_span,
         valid: true,
     })
+}
+
+/// Reports every decision or rewrite that means nothing at the rule's hook.
+fn check_placement(doc: &mut Doc, hook: Hook, actions: &[ActionDef]) {
+    for (i, action) in actions.iter().enumerate() {
+        let Some(why) = action.misplaced_at(hook) else {
+            continue;
+        };
+        let name = if actions.len() == 1 {
+            "action".to_string()
+        } else {
+            format!("action[{i}]")
+        };
+        let (span, field) = match action {
+            ActionDef::Decide { decision_span, .. } => (decision_span.clone(), "decision"),
+            ActionDef::Rewrite { span, .. } => (span.clone(), "type"),
+            _ => continue,
+        };
+        let valid: Vec<&str> = Decision::NAMES
+            .iter()
+            .copied()
+            .filter(|d| Decision::parse(d).is_some_and(|d| d.valid_at(hook)))
+            .collect();
+        doc.error(
+            span,
+            &format!("{name}.{field}"),
+            why,
+            Some(format!(
+                "at {hook} a rule can decide {}; or give the rule the trigger where the decision means something",
+                valid.join(" or ")
+            )),
+        );
+    }
 }
 
 fn read_condition(

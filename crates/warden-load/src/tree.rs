@@ -287,6 +287,8 @@ pub const NODE_TYPES: &[NodeType] = &[
     node("set_state", &["key", "value"], lone_action),
     node("emit_event", &["event_type", "payload"], lone_action),
     node("enrich_context", &["query"], lone_action),
+    node("decide", &["decision", "reason"], lone_action),
+    node("rewrite", &["set"], lone_action),
 ];
 
 const fn node(

@@ -81,6 +81,8 @@ pub struct Vocabulary {
     pub delivery_points: &'static [&'static str],
     /// Log levels, for `log`.
     pub log_levels: &'static [&'static str],
+    /// Decisions, for `decide` (and `allow`, `ask`, `deny`, `stop`).
+    pub decisions: &'static [&'static str],
 }
 
 impl Vocabulary {
@@ -91,6 +93,7 @@ impl Vocabulary {
         priorities: &[],
         delivery_points: &[],
         log_levels: &[],
+        decisions: &[],
     };
 }
 
@@ -321,6 +324,19 @@ pub enum Effect {
         key: String,
         /// The value.
         value: serde_json::Value,
+    },
+    /// `decide(decision, reason)` (or `allow`, `ask`, `deny`, `stop`).
+    Decide {
+        /// The decision, one of the vocabulary's.
+        decision: String,
+        /// What the agent (or the person asked) is told.
+        reason: String,
+    },
+    /// `rewrite({ limit = 50 })`: set arguments of the tool call (a key may be a dotted path,
+    /// `["options.dry_run"] = true`).
+    Rewrite {
+        /// The arguments to set, by path below `arguments`.
+        set: serde_json::Map<String, serde_json::Value>,
     },
     /// `emit_event(type, payload)`
     EmitEvent {
@@ -599,6 +615,32 @@ fn effect(
                 message: first,
             }
         }
+        "decide" => {
+            let reason: String = lua.unpack(second)?;
+            check_name(
+                "decide: the decision",
+                &Some(first.clone()),
+                vocab.decisions,
+            )?;
+            Effect::Decide {
+                decision: first,
+                reason,
+            }
+        }
+        "rewrite" => match to_json(&second, 0) {
+            Ok(serde_json::Value::Object(set)) if !set.is_empty() => Effect::Rewrite { set },
+            Ok(_) => {
+                return Err(mlua::Error::RuntimeError(
+                    "rewrite(arguments): give the arguments to set by name, such as { limit = 50 }"
+                        .into(),
+                ));
+            }
+            Err(e) => {
+                return Err(mlua::Error::RuntimeError(format!(
+                    "rewrite: the arguments cannot be used: {e}"
+                )));
+            }
+        },
         "set_state" => Effect::SetState {
             key: first,
             value: to_json(&second, 0).map_err(|e| {

@@ -348,6 +348,24 @@ local function emit_event(event_type, payload)
   effect("emit_event", text(event_type, "emit_event: the event type"), thaw(payload))
 end
 
+-- Decisions return true, so that `return deny("...")` both decides and makes the condition
+-- hold (the rule fires).
+local function decide(decision, reason)
+  if reason == nil then
+    reason = ""
+  end
+  effect("decide", text(decision, "decide: the decision"), text(reason, "decide: the reason"))
+  return true
+end
+
+local function rewrite(set)
+  if type(set) ~= "table" then
+    error("rewrite(arguments): give a table of the arguments to set, such as { limit = 50 }", 2)
+  end
+  effect("rewrite", "arguments", thaw(set))
+  return true
+end
+
 local function turn_number()
   return base.context.turn.number
 end
@@ -469,6 +487,12 @@ fill({
   log = log,
   set_state = set_state,
   emit_event = emit_event,
+  decide = decide,
+  allow = function(reason) return decide("allow", reason) end,
+  ask = function(reason) return decide("ask", reason) end,
+  deny = function(reason) return decide("deny", reason) end,
+  stop = function(reason) return decide("stop", reason) end,
+  rewrite = rewrite,
   wait_turns = wait_turns,
   wait_for = wait_for,
   failure_count = failure_count,

@@ -18,6 +18,7 @@ const VOCABULARY: Vocabulary = Vocabulary {
     priorities: &["low", "normal", "high", "critical"],
     delivery_points: &["immediate", "turn_start", "turn_end"],
     log_levels: &["debug", "info", "warning", "warn", "error"],
+    decisions: &["allow", "ask", "deny", "continue", "stop"],
 };
 
 /// A host with a turn number, an event, and a tool result.

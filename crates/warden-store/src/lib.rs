@@ -144,6 +144,9 @@ pub struct ExecutionRecord {
     pub execution_time_ms: f64,
     /// The error the evaluation ended with, if any; a record with one is a failure.
     pub error_message: Option<String>,
+    /// What the rule decided about the event (`deny`, `rewrite`...), whether or not its
+    /// decision won.
+    pub decision: Option<String>,
 }
 
 /// Filter for reading the execution log back (all fields optional; newest first;
@@ -214,8 +217,8 @@ WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3";
 
 const INSERT_EXECUTION: &str = "
 INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
-    condition_result, action_executed, execution_time_ms, error_message)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+    condition_result, action_executed, execution_time_ms, error_message, decision)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 impl Store {
     /// Opens (creating it and its parent directories if missing) the database at
@@ -427,6 +430,7 @@ impl Store {
                         r.action_executed,
                         r.execution_time_ms,
                         r.error_message,
+                        r.decision,
                     ])?;
                 }
             }
@@ -439,7 +443,7 @@ impl Store {
     pub fn executions(&self, filter: &ExecutionFilter) -> Result<Vec<ExecutionRow>, StoreError> {
         let mut sql = String::from(
             "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message \
+             condition_result, action_executed, execution_time_ms, error_message, decision \
              FROM rule_execution_log",
         );
         let mut conditions: Vec<&str> = Vec::new();
@@ -494,6 +498,7 @@ impl Store {
                         action_executed: row.get::<_, i64>(8)? != 0,
                         execution_time_ms: row.get(9)?,
                         error_message: row.get(10)?,
+                        decision: row.get(11)?,
                     },
                 })
             })?;

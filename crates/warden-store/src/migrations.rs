@@ -64,8 +64,13 @@ CREATE TABLE IF NOT EXISTS setting_override (
 );
 ";
 
+/// Migration 3: the decision a rule made, in the execution log (`deny`, `rewrite`...).
+const MIGRATION_3: &str = "
+ALTER TABLE rule_execution_log ADD COLUMN decision TEXT;
+";
+
 /// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> u32 {

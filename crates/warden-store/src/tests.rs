@@ -30,6 +30,7 @@ fn record(rule: &str, session: Option<&str>, error: Option<&str>) -> ExecutionRe
         action_executed: error.is_none(),
         execution_time_ms: 1.25,
         error_message: error.map(str::to_owned),
+        decision: error.is_none().then(|| "deny".to_string()),
     }
 }
 

@@ -56,10 +56,27 @@ pub const TEST_FIELDS: &[&str] = &[
     "not_fires",
     "messages",
     "errors",
+    "decision",
+    "reason",
+    "input",
     "expect",
 ];
 
-const EXPECT_FIELDS: &[&str] = &["event", "fires", "not_fires", "messages", "errors"];
+const EXPECT_FIELDS: &[&str] = &[
+    "event",
+    "fires",
+    "not_fires",
+    "messages",
+    "errors",
+    "decision",
+    "reason",
+    "input",
+];
+
+/// What `decision` may expect: a decision, `rewrite` (the arguments only), or `none`.
+const DECISION_WORDS: &[&str] = &[
+    "allow", "ask", "deny", "continue", "stop", "rewrite", "none",
+];
 
 /// What a case expects of one event's outcome.
 #[derive(Debug, Clone, Default)]
@@ -70,6 +87,12 @@ struct Expectation {
     messages: Vec<String>,
     /// Substrings of the rule errors the event must report (none expected when empty).
     errors: Vec<String>,
+    /// The ruling's word (`deny`, `rewrite`, `none`...).
+    decision: Option<String>,
+    /// The ruling's reason, exactly.
+    reason: Option<String>,
+    /// The rewritten arguments, whole.
+    input: Option<Json>,
 }
 
 /// One test case, read.
@@ -408,6 +431,39 @@ fn check(event: usize, outcome: &Outcome, expected: &[&Expectation], failures: &
             }
         }
     }
+    let ruling = outcome.ruling.as_ref();
+    let decided = ruling.map_or("none", |r| r.name());
+    for x in expected {
+        if let Some(want) = &x.decision
+            && want != decided
+        {
+            let by = ruling
+                .map(|r| format!(" by `{}`", r.rule))
+                .unwrap_or_default();
+            failures.push(format!(
+                "{at}: expected the decision `{want}`, got `{decided}`{by}"
+            ));
+        }
+        if let Some(want) = &x.reason {
+            let got = ruling.map_or("", |r| &*r.reason);
+            if want != got {
+                failures.push(format!(
+                    "{at}: the decision's reason differs\n  - {want}\n  + {got}"
+                ));
+            }
+        }
+        if let Some(want) = &x.input {
+            match ruling.and_then(|r| r.input.as_ref()) {
+                Some(got) if got == want => {}
+                Some(got) => failures.push(format!(
+                    "{at}: the rewritten arguments differ\n  - {want}\n  + {got}"
+                )),
+                None => failures.push(format!(
+                    "{at}: expected the arguments rewritten to {want}, but they were not rewritten"
+                )),
+            }
+        }
+    }
     if !errors_expected {
         for e in &errors {
             failures.push(format!("{at}: {e}"));
@@ -613,6 +669,23 @@ fn read_expectation(
             .strings(doc, "errors")
             .map(|a| a.value)
             .unwrap_or_default(),
+        decision: t.string(doc, "decision").and_then(|at| {
+            if DECISION_WORDS.contains(&at.value.as_str()) {
+                return Some(at.value);
+            }
+            let help = closest(&at.value, DECISION_WORDS.iter().copied())
+                .map(|c| format!("did you mean `{c}`?"))
+                .unwrap_or_else(|| format!("expect one of {}", DECISION_WORDS.join(", ")));
+            doc.error(
+                at.span,
+                &t.field("decision"),
+                format!("`{}` is not a decision", at.value),
+                Some(help),
+            );
+            None
+        }),
+        reason: t.string(doc, "reason").map(|a| a.value),
+        input: t.json(doc, "input").map(|a| a.value),
     }
 }
 

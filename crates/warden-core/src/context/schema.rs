@@ -29,6 +29,8 @@ pub(crate) mod id {
     pub const EVENT_TIME: ScalarId = ScalarId(16);
     pub const TOOL_NAME: ScalarId = ScalarId(17);
     pub const CONTEXT_WINDOW: ScalarId = ScalarId(18);
+    pub const TURN_FINAL: ScalarId = ScalarId(19);
+    pub const PROJECT_ROOT: ScalarId = ScalarId(20);
     pub const FAILURES: MapId = MapId(0);
     pub const CALLS: MapId = MapId(1);
 }
@@ -155,6 +157,12 @@ const RECORDS: &[(&str, &[F])] = &[
                 Ty::Int,
                 id::CONTEXT_WINDOW,
                 "The model's context window in tokens, as the agent loop reported it; 0 when it has not.",
+            ),
+            scalar(
+                "final",
+                Ty::Bool,
+                id::TURN_FINAL,
+                "True when the agent is about to stop: this turn gave its final answer (reported by the agent loop as `\"turn\": {\"final\": true}`; false again at the next turn or query).",
             ),
         ],
     ),
@@ -287,6 +295,12 @@ const RECORDS: &[(&str, &[F])] = &[
                 "settings",
                 Ty::MapOfAny,
                 "A snapshot of its settings, as the agent loop reported them.",
+            ),
+            scalar(
+                "root",
+                Ty::Str,
+                id::PROJECT_ROOT,
+                "The project's folder, as the agent loop reported it (`\"project\": {\"root\": \"/src/app\"}`); empty until it does. Tells paths inside the project from paths outside.",
             ),
         ],
     ),

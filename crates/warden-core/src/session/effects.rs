@@ -90,7 +90,12 @@ pub(crate) fn apply(
                         hook,
                     });
                 }
-                Effect::NotifySelf(_) | Effect::SetState { .. } | Effect::EnrichContext { .. } => {}
+                // Delivered, written, merged into the ruling, or returned: nothing to do here.
+                Effect::NotifySelf(_)
+                | Effect::SetState { .. }
+                | Effect::EnrichContext { .. }
+                | Effect::Decide { .. }
+                | Effect::Rewrite { .. } => {}
             }
         }
     }
@@ -183,7 +188,17 @@ pub(crate) fn record_executions(
     hook: Hook,
     trace: &[TraceEntry],
     timings: &[f64],
+    effects: &[Effect],
 ) {
+    // What each rule decided (applied, whether or not its decision won).
+    let decided: Vec<(&str, &str)> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Decide { rule, decision, .. } => Some((&**rule, decision.name())),
+            Effect::Rewrite { rule, .. } => Some((&**rule, "rewrite")),
+            _ => None,
+        })
+        .collect();
     let records: Vec<ExecutionRecord> = trace
         .iter()
         .zip(timings)
@@ -207,6 +222,10 @@ pub(crate) fn record_executions(
                 Evaluation::Undetermined(e) => Some(format!("undetermined: {e}")),
                 _ => None,
             },
+            decision: decided
+                .iter()
+                .find(|(r, _)| *r == program.rule_key(t.rule))
+                .map(|(_, d)| d.to_string()),
         })
         .collect();
     if let Err(e) = store.record_executions(&records) {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use bonsai_bt::Status;
 use warden_expr::{Frame as Eval, Verdict};
-use warden_load::Hook;
+use warden_load::{Decision, Hook, OnError};
 
 use crate::actions::CompiledAction;
 use crate::behavior::run::{self as tree_run, NodeStatus, TreeRun};
@@ -82,6 +82,9 @@ impl Tick<'_, '_> {
         // What the rule fires is recorded with the trace entry its evaluation gets.
         self.at = Some(self.trace.len());
         let evaluation = self.rule(ix);
+        if let Evaluation::Failed(error) = &evaluation {
+            self.fail_closed(ix, error);
+        }
         self.at = None;
         let status = match evaluation {
             Evaluation::Fired => Status::Success,
@@ -290,7 +293,16 @@ impl Tick<'_, '_> {
         };
         let mark = self.rendered.len();
         for e in effects {
-            self.rendered.push(script_effect(rule, facts.hook(), e));
+            match script_effect(rule, facts.hook(), e) {
+                Ok(effect) => self.rendered.push(effect),
+                Err(why) => {
+                    self.rendered.truncate(mark);
+                    let error = format!("script {}: {why}", script.name());
+                    // A run that failed does not wait on.
+                    self.halted.extend(self.scripts.halt(ix, &error));
+                    return Evaluation::Failed(error);
+                }
+            }
         }
         if holds && let Err(e) = self.render(rule) {
             self.rendered.truncate(mark);
@@ -374,6 +386,24 @@ impl Tick<'_, '_> {
             });
         }
         true
+    }
+
+    /// A guard that failed decides deny when its rule says `on_error = "deny"` (fail closed).
+    fn fail_closed(&mut self, ix: u32, error: &str) {
+        let rule = &self.program.rules[ix as usize];
+        if rule.on_error != OnError::Deny {
+            return;
+        }
+        let mark = self.rendered.len();
+        self.rendered.push(Effect::Decide {
+            rule: rule.key.clone(),
+            decision: Decision::Deny,
+            reason: Arc::from(format!(
+                "denied because the guard `{}` failed and is set to fail closed: {error}",
+                rule.key
+            )),
+        });
+        self.record_firing(ix, mark, false);
     }
 
     /// Records what rule `ix` rendered since `mark` as one firing (its effects apply
@@ -536,7 +566,28 @@ impl Tick<'_, '_> {
                         .render_value(payload, &mut values)
                         .map_err(which)?,
                 },
+                CompiledAction::Decide { decision, reason } => Effect::Decide {
+                    rule: key.clone(),
+                    decision: *decision,
+                    reason: templates.render(reason, &mut values).map_err(which)?,
+                },
+                CompiledAction::Rewrite { set } => {
+                    let mut rendered = Vec::with_capacity(set.len());
+                    for (path, value) in set {
+                        let v = templates.render_value(value, &mut values).map_err(which)?;
+                        rendered.push((path.clone(), v));
+                    }
+                    Effect::Rewrite {
+                        rule: key.clone(),
+                        set: rendered,
+                    }
+                }
             };
+            // Rule files are checked at load; a behavior's action node may run at any hook
+            // its tree waits for, so its decisions are checked where they are made.
+            if let Some(why) = effect.misplaced_at(facts.hook()) {
+                return Err(which(why));
+            }
             out.push(effect);
         }
         if facts.state_error.replace(false) {
@@ -657,8 +708,17 @@ impl tree_run::Env for TreeEnv<'_, '_, '_> {
             }
         };
         let hook = self.tick.facts.hook();
+        let mark = self.tick.rendered.len();
         for e in effects {
-            self.tick.rendered.push(script_effect(rule, hook, e));
+            match script_effect(rule, hook, e) {
+                Ok(effect) => self.tick.rendered.push(effect),
+                Err(why) => {
+                    self.tick.rendered.truncate(mark);
+                    self.error(format!("script {}: {why}", leaf.script.name()));
+                    self.halt_script(node);
+                    return tree_run::Status::Failure;
+                }
+            }
         }
         status
     }

@@ -7,6 +7,7 @@
 //! - `evaluate.rs`: a rule's leaf: gates, condition, script or behavior, rendering.
 //! - `bonsai.rs`: the bridge to bonsai-bt; trees left running, resumed where they stand.
 //! - `effects.rs`: state writes, events, log lines, delivery, the execution log.
+//! - `ruling.rs`: the decisions and rewrites of a step, merged into one ruling.
 //! - `trees.rs`: what the trees keep between ticks, and how it moves to a new program.
 //! - `scripts.rs`: the Lua side: the runtime, waiting scripts, behavior runs.
 //! - `keys.rs`: small keys and sets for the tables above.
@@ -15,6 +16,7 @@ mod bonsai;
 mod effects;
 mod evaluate;
 mod keys;
+mod ruling;
 mod scripts;
 mod step;
 mod trees;
@@ -30,7 +32,7 @@ use crate::control::Resolved;
 use crate::event::Event;
 use crate::facts::SessionFacts;
 use crate::mode::ModeState;
-use crate::outcome::{Halted, ModeChange, Notification, Outcome, RuleError};
+use crate::outcome::{Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError};
 use crate::program::Program;
 use crate::shared::Shared;
 use step::Step;
@@ -213,7 +215,24 @@ impl Session {
         if hook == Hook::OnSessionEnd {
             outcome.halted.extend(self.end());
         }
-        if let Some(change) = change {
+        if let Some(mut change) = change {
+            // One ruling per event: the mode change's (a `stop`) is merged into this hook's as
+            // the one evaluated first (it wins a tie), and the loser is reported overridden.
+            if let Some(earlier) = change.outcome.ruling.take() {
+                let (won, lost) = match outcome.ruling.take() {
+                    Some(now) if now.rank() > earlier.rank() => (now, Some(earlier)),
+                    now => (earlier, now),
+                };
+                if let Some(lost) = lost {
+                    outcome.overridden.push(Overridden {
+                        lost: lost.decision.map_or(Lost::Rewrite, Lost::Decision),
+                        rule: lost.rule,
+                        by: won.rule.clone(),
+                        won: won.decision,
+                    });
+                }
+                outcome.ruling = Some(won);
+            }
             // The agent gets the mode change's notifications with this hook's.
             let mut inject = change.outcome.inject.clone();
             inject.append(&mut outcome.inject);

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use warden_load::{DeliverAt, Hook, LogLevel, Priority};
+use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
 
 use crate::behavior::run::TreeRun;
 use crate::outcome::{Effect, Halted, Notification};
@@ -31,6 +31,7 @@ const VOCABULARY: warden_lua::Vocabulary = warden_lua::Vocabulary {
     priorities: Priority::NAMES,
     delivery_points: DeliverAt::NAMES,
     log_levels: &["debug", "info", "warning", "warn", "error"],
+    decisions: Decision::NAMES,
 };
 
 impl Scripts {
@@ -133,9 +134,14 @@ impl Scripts {
     }
 }
 
-/// A script's action as the rule's effect (defaults as in rule files).
-pub(crate) fn script_effect(rule: &CompiledRule, hook: Hook, e: warden_lua::Effect) -> Effect {
-    match e {
+/// A script's action as the rule's effect (defaults as in rule files); an error when it
+/// means nothing at `hook` (a decision made where the host cannot act on it).
+pub(crate) fn script_effect(
+    rule: &CompiledRule,
+    hook: Hook,
+    e: warden_lua::Effect,
+) -> Result<Effect, String> {
+    let effect = match e {
         warden_lua::Effect::Notify {
             message,
             category,
@@ -177,5 +183,22 @@ pub(crate) fn script_effect(rule: &CompiledRule, hook: Hook, e: warden_lua::Effe
             event_type: Arc::from(event_type),
             payload,
         },
+        warden_lua::Effect::Decide { decision, reason } => Effect::Decide {
+            rule: rule.key.clone(),
+            // Checked against the vocabulary when the script called it.
+            decision: Decision::parse(&decision).ok_or("decide: unknown decision")?,
+            reason: Arc::from(reason),
+        },
+        warden_lua::Effect::Rewrite { set } => Effect::Rewrite {
+            rule: rule.key.clone(),
+            set: set
+                .into_iter()
+                .map(|(path, value)| (path.split('.').map(str::to_string).collect(), value))
+                .collect(),
+        },
+    };
+    match effect.misplaced_at(hook) {
+        Some(why) => Err(why),
+        None => Ok(effect),
     }
 }

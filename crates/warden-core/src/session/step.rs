@@ -16,6 +16,7 @@ use crate::session::bonsai::tick_entry;
 use crate::session::effects::{self, Actor};
 use crate::session::evaluate::Tick;
 use crate::session::keys::HookSet;
+use crate::session::ruling;
 use crate::session::trees::Trees;
 use crate::shared::Shared;
 
@@ -185,8 +186,21 @@ impl Step<'_, '_> {
             &mut trace,
         );
         if let Some(timings) = timings {
-            effects::record_executions(&shared.store, &actor, program, hook, &trace, &timings);
+            effects::record_executions(
+                &shared.store,
+                &actor,
+                program,
+                hook,
+                &trace,
+                &timings,
+                &effects,
+            );
         }
+        let merged = ruling::merge(
+            &effects,
+            event.tool.as_ref().map(|t| &t.arguments),
+            &mut errors,
+        );
         let inject = effects::deliver(self.mailbox, hook, &effects);
         let enrichment = effects
             .iter()
@@ -205,6 +219,8 @@ impl Step<'_, '_> {
             enrichment,
             mode: frame.mode().clone(),
             mode_change: None,
+            ruling: merged.ruling,
+            overridden: merged.overridden,
             trace,
             nodes: node_trace.unwrap_or_default(),
             program: program.clone(),

@@ -52,8 +52,8 @@ fn rules_are_listed_switched_and_configured_per_user() {
     let rules: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(
         rules.len(),
-        8,
-        "4 built-in rules, a built-in behavior, 3 plugin rules"
+        17,
+        "4 built-in rules, a built-in behavior, 3 research-assistant rules, 9 guardrails rules"
     );
     assert!(
         rules
@@ -168,7 +168,8 @@ fn rule_tests_run_like_a_test_runner() {
     assert!(o.status.success(), "{out}\n{err}");
     assert!(out.contains("ok   token budget: warns above 80%"), "{out}");
     assert!(out.contains("research-assistant.test.toml"), "{out}");
-    assert!(out.trim_end().ends_with("15 passed, 0 failed"), "{out}");
+    assert!(out.contains("guardrails.test.toml"), "{out}");
+    assert!(out.trim_end().ends_with("28 passed, 0 failed"), "{out}");
 
     fs::write(
         dir.path().join("wrong.test.toml"),
@@ -192,7 +193,7 @@ fn check_validates_a_folder_of_plugins_away_from_its_host() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert!(
-        out.contains("4 rules loaded (4 active), 2 plugins, 0 errors"),
+        out.contains("13 rules loaded (13 active), 3 plugins, 0 errors"),
         "{out}"
     );
 

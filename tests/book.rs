@@ -1,7 +1,7 @@
 //! The book cannot drift from the code: every rule it shows must load (or, when marked
 //! `toml,invalid`, must be refused; `toml,excerpt` marks a rule that needs a file the chapter
 //! does not show, such as its script), and the context API chapter must document every field
-//! of the context schema.
+//! of the context schema. Every link between chapters must reach its page and heading.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -220,4 +220,154 @@ fn every_lua_example_in_the_book_runs() {
         checked >= 10,
         "only {checked} Lua examples found in the book"
     );
+}
+
+/// mdBook's id for a heading: its text (without markup) lowercased, spaces as hyphens, only
+/// letters, digits, `_` and `-` kept.
+fn heading_id(heading: &str) -> String {
+    let mut text = String::new();
+    let mut rest = heading;
+    // `[text](url)` reads as `text`.
+    while let Some(open) = rest.find('[') {
+        text.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match (after.find("]("), after.find(')')) {
+            (Some(close), Some(end)) if close < end => {
+                text.push_str(&after[..close]);
+                rest = &after[end + 1..];
+            }
+            _ => {
+                text.push('[');
+                rest = after;
+            }
+        }
+    }
+    text.push_str(rest);
+    text.chars()
+        .filter_map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                Some(c.to_ascii_lowercase())
+            } else if c.is_whitespace() {
+                Some('-')
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The ids a chapter defines: its headings' (outside code blocks) and `<a id="...">`.
+fn ids(text: &str) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('#') {
+            let id = heading_id(h.trim_start_matches('#').trim());
+            let mut unique = id.clone();
+            let mut n = 1;
+            while out.contains(&unique) {
+                unique = format!("{id}-{n}");
+                n += 1;
+            }
+            out.insert(unique);
+        }
+        let mut rest = line;
+        while let Some(at) = rest.find("<a id=\"") {
+            let after = &rest[at + 7..];
+            let end = after.find('"').unwrap_or(after.len());
+            out.insert(after[..end].to_string());
+            rest = &after[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_link_between_chapters_reaches_its_page_and_heading() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src");
+    let chapters = chapters();
+    let defined: std::collections::HashMap<PathBuf, _> = chapters
+        .iter()
+        .map(|c| (c.clone(), ids(&fs::read_to_string(c).unwrap())))
+        .collect();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for chapter in &chapters {
+        let text = fs::read_to_string(chapter).unwrap();
+        let mut fenced = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            let mut rest = line;
+            while let Some(at) = rest.find("](") {
+                let after = &rest[at + 2..];
+                let end = after.find(')').unwrap_or(after.len());
+                let target = &after[..end];
+                rest = &after[end..];
+                if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                    continue;
+                }
+                let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+                let page = if path.is_empty() {
+                    chapter.clone()
+                } else if path.ends_with(".md") {
+                    let joined = chapter.parent().unwrap().join(path);
+                    match joined.canonicalize() {
+                        Ok(p) => p,
+                        Err(_) => {
+                            failures.push(format!(
+                                "{}:{}: `{target}`: no such chapter",
+                                chapter.strip_prefix(&root).unwrap().display(),
+                                n + 1
+                            ));
+                            continue;
+                        }
+                    }
+                } else {
+                    // A file of the repository (an example, a script): it must exist.
+                    if !chapter.parent().unwrap().join(path).exists() {
+                        failures.push(format!(
+                            "{}:{}: `{target}`: no such file",
+                            chapter.strip_prefix(&root).unwrap().display(),
+                            n + 1
+                        ));
+                    }
+                    continue;
+                };
+                checked += 1;
+                if anchor.is_empty() {
+                    continue;
+                }
+                let page = defined
+                    .keys()
+                    .find(|k| k.canonicalize().ok().as_ref() == Some(&page))
+                    .cloned()
+                    .unwrap_or(page);
+                if !defined.get(&page).is_some_and(|ids| ids.contains(anchor)) {
+                    failures.push(format!(
+                        "{}:{}: `{target}`: {} has no heading with the id `{anchor}`",
+                        chapter.strip_prefix(&root).unwrap().display(),
+                        n + 1,
+                        page.strip_prefix(&root).unwrap_or(&page).display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} links found: is the book there?"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

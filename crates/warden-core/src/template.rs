@@ -44,6 +44,25 @@ const TEMPLATE_GLOBALS: &[&str] = &[
     "caller",
 ];
 
+/// What templates render with.
+pub(crate) trait Values {
+    /// The values (`context`, `event`, ...); asked for at every render, so they may be cached.
+    fn values(&mut self) -> Value;
+    /// Asked after each render: true when the render read something the values did not have
+    /// yet (plugin state not read yet in this tick), which they now have, so that the template
+    /// must be rendered again. Must turn false after a few renders.
+    fn again(&mut self) -> bool {
+        false
+    }
+}
+
+/// Values made by a function, with nothing to read again (tests).
+impl<F: FnMut() -> Value> Values for F {
+    fn values(&mut self) -> Value {
+        self()
+    }
+}
+
 /// A string that may be a template.
 #[derive(Debug, Clone)]
 pub(crate) enum Text {
@@ -228,34 +247,35 @@ impl Templates {
         })
     }
 
-    /// Renders a text with `values` (built lazily: only templates need them).
-    pub(crate) fn render(
-        &self,
-        text: &Text,
-        values: &mut dyn FnMut() -> Value,
-    ) -> Result<Arc<str>, String> {
+    /// Renders a text with `values` (asked for only when the text is a template).
+    pub(crate) fn render(&self, text: &Text, values: &mut dyn Values) -> Result<Arc<str>, String> {
         match text {
             Text::Static(s) => Ok(s.clone()),
-            Text::Template(name) => self.render_named(name, values()).map(Arc::from),
+            Text::Template(name) => self.render_named(name, values).map(Arc::from),
         }
     }
 
-    fn render_named(&self, name: &str, values: Value) -> Result<String, String> {
+    fn render_named(&self, name: &str, values: &mut dyn Values) -> Result<String, String> {
         let template = self.env.get_template(name).map_err(|e| describe(&e))?;
-        template.render(values).map_err(|e| describe(&e))
+        loop {
+            let rendered = template.render(values.values());
+            if !values.again() {
+                return rendered.map_err(|e| describe(&e));
+            }
+        }
     }
 
     /// Renders a value template.
     pub(crate) fn render_value(
         &self,
         v: &ValueTemplate,
-        values: &mut dyn FnMut() -> Value,
+        values: &mut dyn Values,
     ) -> Result<Json, String> {
         Ok(match v {
             ValueTemplate::Literal(j) => j.clone(),
             ValueTemplate::Text(t) => Json::String(self.render(t, values)?.to_string()),
             ValueTemplate::Typed(name) => {
-                let json = self.render_named(name, values())?;
+                let json = self.render_named(name, values)?;
                 serde_json::from_str(&json)
                     .map_err(|e| format!("the value did not render to JSON: {e}"))?
             }

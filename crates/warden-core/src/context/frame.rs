@@ -1,9 +1,11 @@
 //! The frame a tick reads: the bridge from a session's facts to the expression engine, to
-//! templates and to Lua scripts.
+//! templates and to Lua scripts. Each reads what it needs where it stands, and nothing else:
+//! conditions the paths they name (`Facts::value`), templates through views that fetch a field
+//! when it is read (`views.rs`), scripts one field at a time; plugin state by key.
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -12,19 +14,20 @@ use warden_expr::{MapId, ScalarId};
 use warden_load::{Hook, SettingValue};
 
 use crate::context::schema::{SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id};
-use crate::context::state::StateReader;
+use crate::context::state::{Snapshot, StateReader};
+use crate::context::views;
 use crate::event::Event;
 use crate::facts::SessionFacts;
 use crate::slots::SettingSlots;
 
 /// The frozen frame of one tick, as conditions, templates and scripts read it. A tick builds
-/// one: the session's facts after the event, the mode, the plugin state read once per plugin,
-/// the settings in force. The mode is set once detected; the hook and the event are those of
-/// the step that runs (Warden's own `on_mode_change`, then the hook reported).
+/// one: the session's facts after the event, the mode, the plugin state read by key, the
+/// settings in force. The mode is set once detected; the hook and the event are those of the
+/// step that runs (Warden's own `on_mode_change`, then the hook reported).
 pub(crate) struct Frame<'a> {
-    pub facts: &'a SessionFacts,
+    pub facts: &'a Arc<SessionFacts>,
     hook: Cell<Hook>,
-    event: Cell<&'a Event>,
+    event: Cell<&'a Arc<Event>>,
     mode: Cell<&'a Arc<str>>,
     pub time: f64,
     pub state: StateReader<'a>,
@@ -36,8 +39,12 @@ pub(crate) struct Frame<'a> {
     /// The program's setting slots, and their values for this session.
     pub slots: &'a SettingSlots,
     pub settings: &'a [SettingValue],
+    /// The values templates render with, for the plugin they were made for (made once per
+    /// plugin per step: they are views, which read the frame when a template reads them).
+    template: RefCell<Option<(Arc<str>, minijinja::Value)>>,
 }
 
+/// `context` as a whole, for a condition that reads it whole.
 #[derive(Serialize)]
 struct ContextView<'a> {
     turn: &'a crate::facts::TurnState,
@@ -46,8 +53,6 @@ struct ContextView<'a> {
     project: &'a crate::facts::Identity,
     query: &'a str,
     mode: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    state: Option<&'a BTreeMap<String, Value>>,
     /// The shorthand, so templates can read it as conditions do.
     token_usage: f64,
 }
@@ -83,9 +88,9 @@ impl<'a> Frame<'a> {
     /// The frame of a tick at `hook`, on `event`, in `mode` until the mode is detected.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        facts: &'a SessionFacts,
+        facts: &'a Arc<SessionFacts>,
         hook: Hook,
-        event: &'a Event,
+        event: &'a Arc<Event>,
         mode: &'a Arc<str>,
         time: f64,
         store: &'a warden_store::Store,
@@ -103,6 +108,7 @@ impl<'a> Frame<'a> {
             state_error: Cell::new(false),
             slots,
             settings,
+            template: RefCell::new(None),
         }
     }
 
@@ -124,32 +130,37 @@ impl<'a> Frame<'a> {
     /// The mode detected for this tick.
     pub(crate) fn set_mode(&self, mode: &'a Arc<str>) {
         self.mode.set(mode);
+        self.template.take();
     }
 
     /// Runs what follows as the step of `hook` on `event` (Warden's own `on_mode_change`).
-    pub(crate) fn set_step(&self, hook: Hook, event: &'a Event) {
+    pub(crate) fn set_step(&self, hook: Hook, event: &'a Arc<Event>) {
         self.hook.set(hook);
         self.event.set(event);
+        self.template.take();
     }
 
     fn tool_name(&self) -> &str {
         self.event().tool.as_ref().map_or("", |t| t.name.as_str())
     }
 
-    fn context_view<'s>(&'s self, state: Option<&'s BTreeMap<String, Value>>) -> ContextView<'s> {
-        let f = self.facts;
+    fn context_view(&self) -> ContextView<'_> {
+        let f = &**self.facts;
         ContextView {
             turn: &f.turn,
-            history: HistoryView {
-                history: &f.history,
-                tool_count: f.history.counts.tool_calls,
-            },
+            history: self.history_view(),
             user: &f.user,
             project: &f.project,
             query: &f.query,
             mode: self.mode(),
-            state,
             token_usage: f.turn.token_usage,
+        }
+    }
+
+    fn history_view(&self) -> HistoryView<'_> {
+        HistoryView {
+            history: &self.facts.history,
+            tool_count: self.facts.history.counts.tool_calls,
         }
     }
 
@@ -165,37 +176,47 @@ impl<'a> Frame<'a> {
         }
     }
 
-    /// The tool of this event. Its arguments are the event's, or, when this event did not
-    /// repeat them (a completion reported after its call), those of the call it completes.
     fn tool_view(&self) -> ToolView<'_> {
-        let name = self.tool_name();
-        let arguments = match self.event().tool.as_ref().map(|t| &t.arguments) {
-            Some(args) if !args.is_null() => args,
-            _ => self
-                .facts
-                .history
-                .tools
-                .iter()
-                .rev()
-                .find(|t| t.name == name)
-                .map_or(&NULL, |t| &t.arguments),
-        };
-        ToolView { name, arguments }
+        ToolView {
+            name: self.tool_name(),
+            arguments: views::tool_arguments(self.facts, self.event()),
+        }
     }
 
-    /// The current plugin's state, or an empty map when it could not be read (the failure is
-    /// remembered so the rule reports it).
-    fn current_state(&self) -> Arc<BTreeMap<String, Value>> {
-        let Some(plugin) = self.plugin.borrow().clone() else {
-            return Arc::default();
+    /// The plugin of the rule being evaluated.
+    fn current_plugin(&self) -> Option<Arc<str>> {
+        self.plugin.borrow().clone()
+    }
+
+    /// Reads `key` of the current plugin's state into `f` (`None`: not set, or no plugin); a
+    /// failure is remembered so the rule reports it, and reads as not set.
+    fn state_key<R>(&self, key: &str, f: impl FnOnce(Option<&Value>) -> R) -> R {
+        let Some(plugin) = self.current_plugin() else {
+            return f(None);
         };
-        match self.state.get(&plugin) {
-            Ok(s) => s,
+        self.state.key(&plugin, key, |read| match read {
+            Ok(v) => f(v),
             Err(_) => {
                 self.state_error.set(true);
-                Arc::default()
+                f(None)
             }
-        }
+        })
+    }
+
+    /// Reads the whole of the current plugin's state into `f` (empty when there is no plugin,
+    /// or when it could not be read: the failure is remembered so the rule reports it).
+    fn state_all<R>(&self, f: impl FnOnce(&BTreeMap<String, Value>) -> R) -> R {
+        static EMPTY: BTreeMap<String, Value> = BTreeMap::new();
+        let Some(plugin) = self.current_plugin() else {
+            return f(&EMPTY);
+        };
+        self.state.all(&plugin, |read| match read {
+            Ok(all) => f(all),
+            Err(_) => {
+                self.state_error.set(true);
+                f(&EMPTY)
+            }
+        })
     }
 
     /// The current plugin's settings, by name.
@@ -208,19 +229,59 @@ impl<'a> Frame<'a> {
     }
 
     /// The values a template renders with: `context` (with `state`), `event`, `tool`,
-    /// `result`, `settings`.
+    /// `result`, `settings`, as views that read the frame when the template reads them. Made
+    /// once per plugin per step.
     pub(crate) fn template_values(&self) -> minijinja::Value {
-        let state = self.current_state();
-        use minijinja::value::Serde;
-        minijinja::context! {
-            settings => minijinja::Value::from(Serde(self.current_settings())),
-            context => minijinja::Value::from(Serde(self.context_view(Some(&state)))),
-            event => minijinja::Value::from(Serde(self.event_view())),
-            tool => minijinja::Value::from(Serde(self.tool_view())),
-            result => minijinja::Value::from(Serde(self.event().result.as_ref().unwrap_or(&NULL))),
-            token_usage => self.facts.turn.token_usage,
-            turn_number => self.facts.turn.number,
+        let plugin = self.current_plugin();
+        let key: Arc<str> = plugin.clone().unwrap_or_else(|| Arc::from(""));
+        if let Some((p, v)) = &*self.template.borrow()
+            && *p == key
+        {
+            return v.clone();
         }
+        let state = match &plugin {
+            Some(p) => self.state.snapshot(p),
+            None => Arc::new(Mutex::new(Snapshot::empty())),
+        };
+        let values = views::root(views::Root {
+            facts: self.facts.clone(),
+            event: self.event.get().clone(),
+            hook: self.hook(),
+            mode: self.mode().clone(),
+            time: self.time,
+            settings: minijinja::Value::from(minijinja::value::Serde(self.current_settings())),
+            state,
+        });
+        *self.template.borrow_mut() = Some((key, values.clone()));
+        values
+    }
+
+    /// What templates render with, in this frame (see [`crate::template::Values`]).
+    pub(crate) fn template_context(&self) -> TemplateContext<'_, 'a> {
+        TemplateContext { frame: self }
+    }
+}
+
+/// What templates render with: the frame's views; after a render that read plugin state the
+/// tick had not read yet, that state is read and the template rendered again.
+pub(crate) struct TemplateContext<'f, 'a> {
+    frame: &'f Frame<'a>,
+}
+
+impl crate::template::Values for TemplateContext<'_, '_> {
+    fn values(&mut self) -> minijinja::Value {
+        self.frame.template_values()
+    }
+
+    fn again(&mut self) -> bool {
+        let Some(plugin) = self.frame.current_plugin() else {
+            return false;
+        };
+        let again = self.frame.state.refetch(&plugin);
+        if self.frame.state.failed(&plugin) {
+            self.frame.state_error.set(true);
+        }
+        again
     }
 }
 
@@ -243,7 +304,7 @@ fn dynamic<T: Serialize>(value: &T) -> Dynamic {
 impl warden_expr::Facts for Frame<'_> {
     fn scalar(&self, sid: ScalarId) -> warden_expr::Scalar<'_> {
         use warden_expr::Scalar as S;
-        let f = self.facts;
+        let f = &**self.facts;
         match sid {
             id::TURN_NUMBER => S::Int(f.turn.number.into()),
             id::TOKEN_USAGE => S::Float(f.turn.token_usage),
@@ -286,11 +347,11 @@ impl warden_expr::Facts for Frame<'_> {
 
     fn root(&self, name: &str) -> Dynamic {
         match name {
-            "context" => dynamic(&self.context_view(None)),
+            "context" => dynamic(&self.context_view()),
             "event" => dynamic(&self.event_view()),
             "tool" => dynamic(&self.tool_view()),
             "result" => dynamic(self.event().result.as_ref().unwrap_or(&NULL)),
-            STATE_ROOT => dynamic(&*self.current_state()),
+            STATE_ROOT => self.state_all(dynamic),
             SETTINGS_ROOT => dynamic(&self.current_settings()),
             _ => Dynamic::UNIT,
         }
@@ -309,7 +370,7 @@ impl warden_lua::Host for Frame<'_> {
                 "`{root}` has no field `{key}`{help}"
             )))
         };
-        let f = self.facts;
+        let f = &**self.facts;
         match root {
             "context" => match key {
                 "turn" => out.record(
@@ -324,10 +385,10 @@ impl warden_lua::Host for Frame<'_> {
                         Value::Boolean(f.turn.is_final),
                     ],
                 ),
-                "history" => out.serialize(&self.context_view(None).history),
+                "history" => out.serialize(&self.history_view()),
                 "user" => out.serialize(&f.user),
                 "project" => out.serialize(&f.project),
-                "state" => out.serialize(&*self.current_state()),
+                "state" => self.state_all(|all| out.serialize(all)),
                 "query" => out.value(f.query.as_str()),
                 "mode" => out.value(&**self.mode()),
                 "token_usage" => out.value(f.turn.token_usage),

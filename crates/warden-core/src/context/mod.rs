@@ -4,14 +4,20 @@
 //!   which roots each hook may read. The book's reference is checked against it.
 //! - `frame.rs`: the frame one tick reads, and how the expression engine, templates and Lua
 //!   read it.
-//! - `state.rs`: plugin state, read once per plugin per tick.
+//! - `views.rs`: what templates read: the frame as minijinja objects that fetch a field when
+//!   the template reads it.
+//! - `state.rs`: plugin state, read by key when a rule reads it, kept for the tick.
 
 mod frame;
 mod schema;
 mod state;
+mod views;
 
 pub(crate) use frame::Frame;
 pub use schema::schema;
 pub(crate) use schema::{
     NO_SETTINGS, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, plugin_schema, unavailable,
 };
+
+#[cfg(test)]
+mod tests;

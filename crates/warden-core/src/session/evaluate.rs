@@ -43,7 +43,6 @@ pub(crate) struct Tick<'a, 'f> {
     pub(crate) program: &'a Program,
     pub(crate) facts: &'a Frame<'f>,
     pub(crate) frame: Eval<'a>,
-    pub(crate) template_values: Option<(Arc<str>, minijinja::Value)>,
     pub(crate) memory: &'a [RuleMemory],
     /// Per rule: on for this session's user and in the current mode.
     pub(crate) enabled: &'a [bool],
@@ -421,10 +420,7 @@ impl Tick<'_, '_> {
     }
 
     fn state_failure(&self, plugin: &Arc<str>) -> String {
-        match self.facts.state.get(plugin) {
-            Err(e) => e,
-            Ok(_) => "plugin state could not be read".into(),
-        }
+        self.facts.state.failure(plugin)
     }
 
     /// Points `context.state` at `plugin`'s state for what follows.
@@ -471,17 +467,7 @@ impl Tick<'_, '_> {
         let templates = &self.program.templates;
         let facts = self.facts;
         let (knowledge, knowledge_configured) = (self.knowledge, self.knowledge_configured);
-        let cache = &mut self.template_values;
-        let mut values = || {
-            if let Some((p, v)) = cache.as_ref()
-                && p == plugin
-            {
-                return v.clone();
-            }
-            let v = facts.template_values();
-            *cache = Some((plugin.clone(), v.clone()));
-            v
-        };
+        let mut values = facts.template_context();
         let out = &mut self.rendered;
         for (i, action) in actions.iter().enumerate() {
             let which = |e: String| {

@@ -58,7 +58,8 @@ pub struct SessionOptions {
 pub struct Session {
     shared: Arc<Shared>,
     id: String,
-    facts: SessionFacts,
+    /// Shared with the template views of a tick (never beyond it), so updated in place.
+    facts: Arc<SessionFacts>,
     /// The program the session last ran (its running trees and scripts belong to it).
     program: Option<Arc<Program>>,
     /// The rules on and the settings in force for the session's user and project.
@@ -92,11 +93,11 @@ fn now() -> f64 {
 
 impl Session {
     pub(crate) fn new(shared: Arc<Shared>, id: String, opts: &SessionOptions) -> Self {
-        let facts = SessionFacts::new(
+        let facts = Arc::new(SessionFacts::new(
             opts.user.as_deref().unwrap_or(DEFAULT_ID),
             opts.project.as_deref().unwrap_or(DEFAULT_ID),
             shared.config.history_limit,
-        );
+        ));
         let trees = Trees::new(shared.config.script_limits);
         Session {
             shared,
@@ -156,6 +157,8 @@ impl Session {
         let halted = self.adopt(&program);
         let time = event.time.unwrap_or_else(now);
         let errors = self.fold(hook, &event, time);
+        // Shared with the template views of the tick.
+        let event = Arc::new(event);
         self.resolved.refresh(
             &program,
             &self.shared.controls(),
@@ -195,7 +198,7 @@ impl Session {
             let data = serde_json::json!({ "from": &*from, "to": &**to });
             frame.set_step(
                 Hook::OnModeChange,
-                mode_event.get_or_init(|| Event::new().with_data(data)),
+                mode_event.get_or_init(|| Arc::new(Event::new().with_data(data))),
             );
             let outcome = step.run(Vec::new(), Vec::new());
             frame.set_step(hook, &event);
@@ -210,7 +213,7 @@ impl Session {
 
         self.mode.enter(&next, &self.id);
         if next.changed.is_some() {
-            self.facts.mode = self.mode.id.to_string();
+            Arc::make_mut(&mut self.facts).mode = self.mode.id.to_string();
         }
         if hook == Hook::OnSessionEnd {
             outcome.halted.extend(self.end());
@@ -266,7 +269,7 @@ impl Session {
                 error: format!("{hook} arrived after on_session_end; the session had ended"),
             });
         }
-        if let Some(complaint) = self.facts.update(hook, event, time) {
+        if let Some(complaint) = Arc::make_mut(&mut self.facts).update(hook, event, time) {
             errors.push(RuleError {
                 rule: None,
                 error: complaint,

@@ -66,7 +66,6 @@ impl Step<'_, '_> {
             program,
             facts: frame,
             frame: Eval::new(frame),
-            template_values: None,
             memory: &trees.memory,
             enabled: if program.modes.is_some() {
                 &trees.active

@@ -1,0 +1,318 @@
+//! The frame's views answer templates exactly as the values they replaced did: the old values
+//! (serde's conversion of the whole context, made at every render) are rebuilt here, and a
+//! battery of templates that read, iterate, print and serialize every part of the context must
+//! render the same with both, errors included.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use warden_expr::{CompileOptions, Compiler};
+use warden_load::Hook;
+use warden_store::{StateScope, StateWrite, Store};
+
+use crate::context::Frame;
+use crate::context::schema::schema;
+use crate::event::Event;
+use crate::facts::{History, Identity, SessionFacts, TurnState};
+use crate::slots::SettingSlots;
+use crate::template::{Templates, Text};
+
+/// The values templates rendered with before the views: everything converted at every render.
+fn legacy_values(
+    facts: &SessionFacts,
+    event: &Event,
+    hook: Hook,
+    mode: &str,
+    time: f64,
+    state: &BTreeMap<String, Value>,
+) -> minijinja::Value {
+    #[derive(Serialize)]
+    struct ContextView<'a> {
+        turn: &'a TurnState,
+        history: HistoryView<'a>,
+        user: &'a Identity,
+        project: &'a Identity,
+        query: &'a str,
+        mode: &'a str,
+        state: Option<&'a BTreeMap<String, Value>>,
+        token_usage: f64,
+    }
+    #[derive(Serialize)]
+    struct HistoryView<'a> {
+        #[serde(flatten)]
+        history: &'a History,
+        tool_count: u32,
+    }
+    #[derive(Serialize)]
+    struct EventView<'a> {
+        hook: &'static str,
+        tool_name: &'a str,
+        query: Option<&'a crate::event::Query>,
+        message: Option<&'a crate::event::Message>,
+        error: Option<&'a str>,
+        data: Option<&'a Value>,
+        time: f64,
+    }
+    #[derive(Serialize)]
+    struct ToolView<'a> {
+        name: &'a str,
+        arguments: &'a Value,
+    }
+    use minijinja::value::Serde;
+    let tool_name = event.tool.as_ref().map_or("", |t| t.name.as_str());
+    let settings: BTreeMap<&str, &warden_load::SettingValue> = BTreeMap::new();
+    minijinja::context! {
+        settings => minijinja::Value::from(Serde(settings)),
+        context => minijinja::Value::from(Serde(ContextView {
+            turn: &facts.turn,
+            history: HistoryView { history: &facts.history, tool_count: facts.history.counts.tool_calls },
+            user: &facts.user,
+            project: &facts.project,
+            query: &facts.query,
+            mode,
+            state: Some(state),
+            token_usage: facts.turn.token_usage,
+        })),
+        event => minijinja::Value::from(Serde(EventView {
+            hook: hook.name(),
+            tool_name,
+            query: event.query.as_ref(),
+            message: event.message.as_ref(),
+            error: event.error.as_deref(),
+            data: event.data.as_ref(),
+            time,
+        })),
+        tool => minijinja::Value::from(Serde(ToolView {
+            name: tool_name,
+            arguments: crate::context::views::tool_arguments(facts, event),
+        })),
+        result => minijinja::Value::from(Serde(event.result.as_ref().unwrap_or(&Value::Null))),
+        token_usage => facts.turn.token_usage,
+        turn_number => facts.turn.number,
+    }
+}
+
+/// Templates that read every part of the context in the ways templates read values.
+const TEMPLATES: &[&str] = &[
+    "{{ context }}",
+    "{{ context | tojson }}",
+    "{{ context.turn }} {{ context.turn | tojson }} {{ context.turn | list }}",
+    "{{ context.history }}",
+    "{{ context.history | tojson }}",
+    "{{ context.history | dictsort }}",
+    "{{ context.history.tools }}",
+    "{{ context.history.tools[0] }} {{ context.history.tools[-1].result }}",
+    "{{ context.history.tools[0] | items | list }}",
+    "{{ context.history.tools[99] }}",
+    "{{ context.history.tools | length }} {{ context.history.messages | length }}",
+    "{% for t in context.history.tools %}{{ t.name }}:{{ t.status }}:{{ t.error }}:{{ t.success }}:{{ t.turn }};{% endfor %}",
+    "{% for t in context.history.tools %}{{ loop.index }}={{ t | tojson }}{% endfor %}",
+    "{{ context.history.tools | map(attribute='name') | join(',') }}",
+    "{{ context.history.tools | selectattr('success') | list | length }}",
+    "{{ context.history.tools | reverse | map(attribute='turn') | list }}",
+    "{{ context.history.tools | first | tojson }} {{ context.history.tools | last }}",
+    "{% if context.history.tools %}some{% else %}none{% endif %}",
+    "{{ context.history.messages }} {{ context.history.messages[0].content }}",
+    "{{ context.history.failures }} {{ context.history.calls | tojson }}",
+    "{% for k, v in context.history.failures | items %}{{ k }}={{ v }} {% endfor %}",
+    "{{ context.history.failures['web'] }} {{ context.history.failures[tool.name] }}",
+    "{{ 'web' in context.history.calls }} {{ 'nope' in context.history.calls }}",
+    "{{ context.history.counts }} {{ context.history.tool_count }}",
+    "{{ context.user }} {{ context.user.settings | tojson }} {{ context.project.root }}",
+    "{{ context.query }} {{ context.mode }} {{ context.token_usage }}",
+    "{{ event }} {{ event | tojson }}",
+    "{{ event.query }} {{ event.query.text }} {{ event.message }} {{ event.error }} {{ event.data.x }}",
+    "{{ event.hook }} {{ event.tool_name }} {{ event.time }}",
+    "{{ tool }} {{ tool.name }} {{ tool.arguments | tojson }} {{ tool.arguments.q }}",
+    "{{ result }} {{ result | tojson }} {{ result | length }}",
+    "{{ result.count }} {{ result.items }} {{ result.nested }} {{ result['count'] + 1 }}",
+    "{% for k, v in result | items %}{{ k }}:{{ v }};{% endfor %}",
+    "{{ result.missing }}",
+    "{{ result.count.deeper }}",
+    "{{ settings }} {{ settings | tojson }}",
+    "{{ token_usage }} {{ turn_number }} {{ (context.turn.token_usage * 100) | int }}%",
+    "{{ context.turn.number + 1 }} {{ context.turn.iteration_count / context.turn.max_iterations }}",
+    "{{ context.turn == context.turn }} {{ context.history.tools[0] == context.history.tools[0] }}",
+    "{{ context.state }} {{ context.state | tojson }} {{ context.state | length }}",
+    "{{ context.state.get('a', 0) + 1 }} {{ context.state.get('zz', 'none') }} {{ context.state.get('c') }}",
+    "{{ context.state.a }} {{ context.state['b'] }}",
+    "{% for k in context.state %}{{ k }},{% endfor %}",
+    "{% if context.state %}stateful{% endif %}",
+    "{{ context.state.zz }}",
+];
+
+fn facts() -> SessionFacts {
+    let mut f = SessionFacts::new("ada", "proj", 4);
+    let steps = [
+        (
+            Hook::OnQueryStart,
+            Event::query("find the bug")
+                .with_user("ada")
+                .with_token_usage(0.25)
+                .with_iterations(3, 10),
+        ),
+        (Hook::OnTurnStart, Event::new().with_turn(2)),
+        (
+            Hook::OnToolCall,
+            Event::tool_call("web", json!({"q": "x", "n": 2})),
+        ),
+        (Hook::OnToolFailure, Event::tool_failure("web", "timeout")),
+        (
+            Hook::OnToolCall,
+            Event::tool_call("read", json!({"path": "a.rs"})),
+        ),
+        (
+            Hook::OnToolComplete,
+            Event::tool_complete("read", json!({"count": 3, "lines": [1, 2]})),
+        ),
+        (Hook::OnToolFailure, Event::tool_failure("web", "HTTP 503")),
+        (Hook::OnToolCall, Event::tool_call("grep", Value::Null)),
+        (
+            Hook::OnTurnEnd,
+            Event::new().with_message("assistant", "thinking"),
+        ),
+    ];
+    for (i, (hook, event)) in steps.iter().enumerate() {
+        f.update(*hook, event, i as f64);
+    }
+    f.user.settings.insert("theme".into(), json!("dark"));
+    f.user
+        .settings
+        .insert("a_first".into(), json!([1, {"z": 1, "b": 2}]));
+    f.project.root = "/src/app".into();
+    f
+}
+
+fn store() -> Store {
+    let store = Store::in_memory().unwrap();
+    let scope = StateScope::new("ada", "proj", "plug");
+    let writes = vec![
+        StateWrite::set(scope.clone(), "b", json!("x")),
+        StateWrite::set(scope.clone(), "a", json!(1)),
+        StateWrite::set(scope, "c", json!([1, {"k": null}])),
+    ];
+    store.apply_writes(&[writes]).unwrap();
+    store
+}
+
+#[test]
+fn views_render_as_the_values_they_replace() {
+    let facts = Arc::new(facts());
+    let store = store();
+    let mut state = BTreeMap::new();
+    state.insert("a".to_string(), json!(1));
+    state.insert("b".to_string(), json!("x"));
+    state.insert("c".to_string(), json!([1, {"k": null}]));
+    let compiler = Compiler::new(schema().clone());
+    let mut templates = Templates::new();
+    let events = [
+        (
+            Hook::OnToolComplete,
+            Event::tool_complete(
+                "web",
+                json!({"count": 8, "text": "x".repeat(50), "items": [3, 1], "nested": {"b": 1, "a": [true]}}),
+            )
+            .with_data(json!({"x": 1, "y": [null]})),
+        ),
+        (
+            Hook::OnQueryStart,
+            Event::query("q").with_message("user", "hello"),
+        ),
+        (Hook::OnToolComplete, Event::tool_complete("web", json!([1, 2]))),
+        (Hook::OnToolFailure, Event::tool_failure("grep", "boom")),
+    ];
+    let mode: Arc<str> = Arc::from("full");
+    let slots = SettingSlots::default();
+    for (hook, event) in events {
+        let event = Arc::new(event);
+        let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &[]);
+        *frame.plugin.borrow_mut() = Some(Arc::from("plug"));
+        for src in TEMPLATES {
+            let text = match templates.text(src, &compiler, &CompileOptions::default()) {
+                Ok(t @ Text::Template(_)) => t,
+                _ => panic!("{src} does not compile"),
+            };
+            let old = legacy_values(&facts, &event, hook, &mode, 12.5, &state);
+            let want = templates.render(&text, &mut || old.clone());
+            let got = templates.render(&text, &mut frame.template_context());
+            assert_eq!(got, want, "{hook}: {src}");
+        }
+    }
+}
+
+#[test]
+fn templates_read_plugin_state_by_key() {
+    let facts = Arc::new(facts());
+    let store = store();
+    let compiler = Compiler::new(schema().clone());
+    let mut templates = Templates::new();
+    let event = Arc::new(Event::new());
+    let mode: Arc<str> = Arc::from("default");
+    let slots = SettingSlots::default();
+    let frame = Frame::new(
+        &facts,
+        Hook::OnTurnEnd,
+        &event,
+        &mode,
+        0.0,
+        &store,
+        &slots,
+        &[],
+    );
+    let plugin: Arc<str> = Arc::from("plug");
+    *frame.plugin.borrow_mut() = Some(plugin.clone());
+    let text = templates
+        .text(
+            "{{ context.state.get('a', 0) + 1 }}/{{ context.state.b }}/{{ context.state.get('zz', '-') }}",
+            &compiler,
+            &CompileOptions::default(),
+        )
+        .ok()
+        .unwrap();
+    assert_eq!(
+        templates
+            .render(&text, &mut frame.template_context())
+            .as_deref(),
+        Ok("2/x/-")
+    );
+    let snapshot = frame.state.snapshot(&plugin);
+    assert!(
+        crate::context::state::lock(&snapshot).all().is_none(),
+        "reading three keys reads three keys, not the whole state"
+    );
+    // A template that does not read the state does not read it at all.
+    let frame = Frame::new(
+        &facts,
+        Hook::OnTurnEnd,
+        &event,
+        &mode,
+        0.0,
+        &store,
+        &slots,
+        &[],
+    );
+    *frame.plugin.borrow_mut() = Some(plugin.clone());
+    let text = templates
+        .text(
+            "{{ context.turn.number }}",
+            &compiler,
+            &CompileOptions::default(),
+        )
+        .ok()
+        .unwrap();
+    assert_eq!(
+        templates
+            .render(&text, &mut frame.template_context())
+            .as_deref(),
+        Ok("2")
+    );
+    let snapshot = frame.state.snapshot(&plugin);
+    let snap = crate::context::state::lock(&snapshot);
+    assert!(snap.all().is_none());
+    assert!(matches!(
+        snap.key("a"),
+        crate::context::state::Known::Unknown
+    ));
+}

@@ -48,6 +48,7 @@ mod error;
 mod lexer;
 mod native;
 mod parser;
+mod reads;
 mod regex;
 mod runtime;
 mod schema;
@@ -59,7 +60,7 @@ pub use rhai;
 pub use runtime::MAX_OPERATIONS;
 pub use schema::{FieldDef, MacroDef, MapId, RecordDef, RecordId, RootDef, ScalarId, Schema, Type};
 
-use check::{Checker, Ir, IrKind};
+use check::{Checker, Ir};
 use native::Native;
 
 /// How a [`Threshold`] compares the fact with its bound.
@@ -131,15 +132,57 @@ pub enum Scalar<'a> {
     Str(&'a str),
 }
 
+/// What [`Facts::data`] found.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Data<'a> {
+    /// A scalar.
+    Scalar(Scalar<'a>),
+    /// The last key is not in its map (every earlier one was).
+    Missing,
+    /// Anything else: a list or a map, a key of something that is not a map, or data the
+    /// embedder does not read this way. The condition is then evaluated by the script engine.
+    Other,
+}
+
 /// Where a condition's data comes from. The embedder implements it over its own state.
 pub trait Facts {
     /// The value of a scalar field declared with [`FieldDef::scalar`].
     fn scalar(&self, id: ScalarId) -> Scalar<'_>;
     /// An entry of a map declared with [`FieldDef::direct_map`]; `None` if the key is absent.
     fn map_get(&self, id: MapId, key: &str) -> Option<Scalar<'_>>;
-    /// The whole value of a root, as a script value. Called at most once per root per
-    /// [`Frame`], and only by conditions that need the script engine.
+    /// The whole value of a root, as a script value (the default [`Facts::value`] reads it).
     fn root(&self, name: &str) -> rhai::Dynamic;
+
+    /// The value at `path` (a root's name, then names of fields the schema declares below
+    /// it, such as `["context", "history", "tools"]`), as a script value, for a condition that
+    /// needs the script engine. With `keys`, the condition reads only those keys of it: a map
+    /// may be given with just those of them it has (any other value must be given whole).
+    ///
+    /// A frame asks only for what its conditions read; the default reads the whole root and
+    /// walks down to the value.
+    fn value(&self, path: &[&str], keys: Option<&[&str]>) -> rhai::Dynamic {
+        let _ = keys;
+        let Some((root, fields)) = path.split_first() else {
+            return rhai::Dynamic::UNIT;
+        };
+        let mut v = self.root(root);
+        for f in fields {
+            let next = v
+                .read_lock::<rhai::Map>()
+                .and_then(|m| m.get(*f).cloned())
+                .unwrap_or(rhai::Dynamic::UNIT);
+            v = next;
+        }
+        v
+    }
+
+    /// For the fast path: the scalar at `keys` (keys of maps, in turn) within the free-form
+    /// value at `path` (as in [`Facts::value`]), such as `result.count`. The default gives
+    /// [`Data::Other`]: such conditions then always use the script engine.
+    fn data(&self, path: &[&str], keys: &[&str]) -> Data<'_> {
+        let _ = (path, keys);
+        Data::Other
+    }
 }
 
 /// The result of evaluating a condition.
@@ -158,12 +201,13 @@ pub enum Verdict {
 }
 
 /// One evaluation context: the facts of a moment, plus the script values built from them so
-/// far. Reuse one frame for every condition evaluated against the same facts; each root is
-/// then converted once.
+/// far. Reuse one frame for every condition evaluated against the same facts: a condition that
+/// reads what the one before read (the same fields of a root) reuses its values.
 pub struct Frame<'a> {
     facts: &'a dyn Facts,
     scope: rhai::Scope<'static>,
-    loaded: Vec<String>,
+    /// Each root in the scope, with what of it was built (see `reads::RootRead::id`).
+    built: Vec<(String, String)>,
 }
 
 impl<'a> Frame<'a> {
@@ -172,14 +216,14 @@ impl<'a> Frame<'a> {
         Frame {
             facts,
             scope: rhai::Scope::new(),
-            loaded: Vec::new(),
+            built: Vec::new(),
         }
     }
 
     /// Forgets the script value of `root`, so the next condition that needs it asks the facts
     /// again (for a root whose value depends on who asks, such as per-plugin state).
     pub fn invalidate(&mut self, root: &str) {
-        self.loaded.retain(|r| r != root);
+        self.built.retain(|(r, _)| r != root);
     }
 
     /// The facts this frame reads.
@@ -187,13 +231,16 @@ impl<'a> Frame<'a> {
         self.facts
     }
 
-    fn ensure(&mut self, roots: &[String]) {
-        for root in roots {
-            if !self.loaded.iter().any(|r| r == root) {
-                let value = self.facts.root(root);
-                self.scope.set_or_push(root.as_str(), value);
-                self.loaded.push(root.clone());
+    fn ensure(&mut self, reads: &[reads::RootRead]) {
+        for r in reads {
+            match self.built.iter_mut().find(|(root, _)| *root == r.root) {
+                Some((_, id)) if *id == r.id => continue,
+                Some((_, id)) => id.clone_from(&r.id),
+                None => self.built.push((r.root.clone(), r.id.clone())),
             }
+            let mut path = vec![r.root.as_str()];
+            let value = reads::build(self.facts, &mut path, &r.read);
+            self.scope.set_or_push(r.root.as_str(), value);
         }
     }
 }
@@ -273,26 +320,11 @@ impl Compiler {
             native::compile(&ir)
         };
         let program = match native {
-            Some(n) => Program::Native(n),
-            None => {
-                let text = emit::emit(&ir);
-                let text = if ir.ty == Type::Bool {
-                    text
-                } else {
-                    format!("w_bool({text}, {:?})", src)
-                };
-                let ast = self.engine.compile(&text).map_err(|e| {
-                    ExprError::new(
-                        ErrorKind::Limit,
-                        Span::new(0, src.len()),
-                        format!("the condition could not be compiled ({e}); this is a bug in Warden, please report it"),
-                        None,
-                    )
-                })?;
-                let mut roots = Vec::new();
-                collect_roots(&ir, &mut roots);
-                Program::Script { ast, text, roots }
-            }
+            Some(n) if !n.reads_data() => Program::Native(n),
+            // Free-form data takes the fast path when it is what the fast path mirrors, and
+            // the script engine otherwise (which then says what was wrong with it).
+            Some(n) => Program::Hybrid(n, self.script(&ir, src)?),
+            None => Program::Script(self.script(&ir, src)?),
         };
         Ok(Condition {
             source: src.to_string(),
@@ -302,13 +334,57 @@ impl Compiler {
     }
 }
 
+impl Compiler {
+    fn script(&self, ir: &Ir, src: &str) -> Result<Script, ExprError> {
+        let text = emit::emit(ir);
+        let text = if ir.ty == Type::Bool {
+            text
+        } else {
+            format!("w_bool({text}, {:?})", src)
+        };
+        let ast = self.engine.compile(&text).map_err(|e| {
+            ExprError::new(
+                ErrorKind::Limit,
+                Span::new(0, src.len()),
+                format!("the condition could not be compiled ({e}); this is a bug in Warden, please report it"),
+                None,
+            )
+        })?;
+        let reads = reads::collect(ir);
+        let roots = reads.iter().map(|r| r.root.clone()).collect();
+        Ok(Script {
+            ast,
+            text,
+            reads,
+            roots,
+        })
+    }
+}
+
+/// A condition as the script engine runs it.
+struct Script {
+    ast: rhai::AST,
+    text: String,
+    /// What it reads of each root.
+    reads: Vec<reads::RootRead>,
+    roots: Vec<String>,
+}
+
 enum Program {
     Native(Native),
-    Script {
-        ast: rhai::AST,
-        text: String,
-        roots: Vec<String>,
-    },
+    /// The fast path, which hands over to the script when free-form data is not what it
+    /// mirrors.
+    Hybrid(Native, Script),
+    Script(Script),
+}
+
+impl Program {
+    fn script(&self) -> Option<&Script> {
+        match self {
+            Program::Native(_) => None,
+            Program::Hybrid(_, s) | Program::Script(s) => Some(s),
+        }
+    }
 }
 
 /// A compiled condition. Immutable, shareable between threads, evaluated many times.
@@ -338,20 +414,14 @@ impl Condition {
         matches!(self.program, Program::Native(_))
     }
 
-    /// The rhai text it compiled to, when it runs in the script engine.
+    /// The rhai text it compiled to, when it may run in the script engine.
     pub fn script_text(&self) -> Option<&str> {
-        match &self.program {
-            Program::Script { text, .. } => Some(text),
-            Program::Native(_) => None,
-        }
+        self.program.script().map(|s| s.text.as_str())
     }
 
     /// The roots it reads through the script engine (empty on the fast path).
     pub fn roots(&self) -> &[String] {
-        match &self.program {
-            Program::Script { roots, .. } => roots,
-            Program::Native(_) => &[],
-        }
+        self.program.script().map_or(&[], |s| &s.roots)
     }
 
     /// A threshold on one scalar fact that must hold for the condition to be true, if the
@@ -359,75 +429,44 @@ impl Condition {
     /// `and` chain). An embedder can index rules by it and skip those that cannot fire.
     pub fn necessary_threshold(&self) -> Option<Threshold> {
         match &self.program {
-            Program::Native(n) => n.necessary_threshold(),
-            Program::Script { .. } => None,
+            Program::Native(n) | Program::Hybrid(n, _) => n.necessary_threshold(),
+            Program::Script(_) => None,
         }
     }
 
     /// Evaluates the condition against `frame`. Never panics; every failure is a verdict.
     pub fn eval(&self, frame: &mut Frame<'_>) -> Verdict {
-        match &self.program {
-            Program::Native(n) => match n.test(frame.facts) {
+        let script = match &self.program {
+            Program::Native(n) | Program::Hybrid(n, _) => match n.test(frame.facts) {
+                Ok(true) => return Verdict::True,
+                Ok(false) => return Verdict::False,
+                Err(native::Fail::Error(e)) => return Verdict::Error(e),
+                Err(native::Fail::Script) => match &self.program {
+                    Program::Hybrid(_, s) => s,
+                    _ => {
+                        return Verdict::Error(
+                            "internal: the fast path needs the script engine".into(),
+                        );
+                    }
+                },
+            },
+            Program::Script(s) => s,
+        };
+        frame.ensure(&script.reads);
+        match self
+            .engine
+            .eval_ast_with_scope::<rhai::Dynamic>(&mut frame.scope, &script.ast)
+        {
+            Ok(v) => match v.as_bool() {
                 Ok(true) => Verdict::True,
                 Ok(false) => Verdict::False,
-                Err(e) => Verdict::Error(e),
+                Err(_) => Verdict::Undetermined(format!(
+                    "`{}` produced {}, not true or false",
+                    self.source,
+                    runtime::kind_of(&v)
+                )),
             },
-            Program::Script { ast, roots, .. } => {
-                frame.ensure(roots);
-                match self
-                    .engine
-                    .eval_ast_with_scope::<rhai::Dynamic>(&mut frame.scope, ast)
-                {
-                    Ok(v) => match v.as_bool() {
-                        Ok(true) => Verdict::True,
-                        Ok(false) => Verdict::False,
-                        Err(_) => Verdict::Undetermined(format!(
-                            "`{}` produced {}, not true or false",
-                            self.source,
-                            runtime::kind_of(&v)
-                        )),
-                    },
-                    Err(e) => runtime::classify(&e),
-                }
-            }
-        }
-    }
-}
-
-fn collect_roots(ir: &Ir, out: &mut Vec<String>) {
-    let mut visit = |child: &Ir| collect_roots(child, out);
-    match &ir.kind {
-        IrKind::Root(name) => {
-            if !out.contains(name) {
-                out.push(name.clone());
-            }
-        }
-        IrKind::Const(_) | IrKind::Var(_) => {}
-        IrKind::List(items) | IrKind::Call(_, items) => items.iter().for_each(visit),
-        IrKind::Field { base, .. } | IrKind::Unary(_, base) => visit(base),
-        IrKind::Key { base, key } => {
-            visit(base);
-            visit(key);
-        }
-        IrKind::Get {
-            base, key, default, ..
-        } => {
-            visit(base);
-            visit(key);
-            visit(default);
-        }
-        IrKind::Gen {
-            iter, elem, filter, ..
-        } => {
-            visit(iter);
-            visit(elem);
-            if let Some(f) = filter {
-                visit(f);
-            }
-        }
-        IrKind::Binary(_, a, b) => {
-            visit(a);
-            visit(b);
+            Err(e) => runtime::classify(&e),
         }
     }
 }

@@ -12,7 +12,29 @@ use crate::check::{Ir, IrKind, Lit};
 use crate::parser::{BinOp, UnOp};
 use crate::runtime::divide;
 use crate::schema::{MapId, ScalarId, Type};
-use crate::{Bound, Comparison, Facts, Scalar, Threshold};
+use crate::{Bound, Comparison, Data, Facts, Scalar, Threshold};
+
+/// Why the fast path did not give an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Fail {
+    /// The condition is broken (the verdict is an error).
+    Error(String),
+    /// Free-form data was not what the fast path mirrors (missing, a list or map, values of
+    /// kinds that do not compare): the script engine evaluates the condition and says why.
+    Script,
+}
+
+impl From<String> for Fail {
+    fn from(e: String) -> Self {
+        Fail::Error(e)
+    }
+}
+
+impl From<&str> for Fail {
+    fn from(e: &str) -> Self {
+        Fail::Error(e.to_string())
+    }
+}
 
 #[derive(Debug, Clone)]
 pub(crate) enum Native {
@@ -30,6 +52,18 @@ pub(crate) enum Native {
     Arith(BinOp, Box<Native>, Box<Native>, Box<str>),
     Div(Box<Native>, Box<Native>, Box<str>),
     Cmp(BinOp, Box<Native>, Box<Native>),
+    /// A scalar inside free-form data (`result.count`, `get(context.state, 'n', 0)`): the value
+    /// at `path` (a root, then fields the schema declares), then its map `keys`; with a default
+    /// when the last key is absent (`get`). Anything else ends the fast path ([`Fail::Script`]).
+    Data {
+        path: Box<[String]>,
+        keys: Box<[String]>,
+        default: Option<Box<Native>>,
+    },
+    /// `a op b` where one side is free-form, with the script engine's rules (`w_lt`...): two
+    /// numbers or two strings compare; `==` and `!=` also take any two scalars; anything else
+    /// ends the fast path.
+    DynCmp(BinOp, Box<Native>, Box<Native>),
 }
 
 /// Compiles `ir` to the fast path, or `None` if any part of it needs the script engine.
@@ -37,6 +71,9 @@ pub(crate) fn compile(ir: &Ir) -> Option<Native> {
     let scalar_type = |t: &Type| matches!(t, Type::Bool | Type::Int | Type::Float | Type::Str);
     if !scalar_type(&ir.ty) {
         return None;
+    }
+    if let Some(n) = dynamic_comparison(ir) {
+        return Some(n);
     }
     Some(match &ir.kind {
         IrKind::Const(lit) => Native::Const(lit.clone()),
@@ -75,6 +112,84 @@ pub(crate) fn compile(ir: &Ir) -> Option<Native> {
         }
         _ => return None,
     })
+}
+
+/// `a op b` with a side that is free-form data read by keys (see [`Native::Data`]); `None` when
+/// it is not that, or a side is not on the fast path.
+fn dynamic_comparison(ir: &Ir) -> Option<Native> {
+    let IrKind::Binary(
+        op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+        a,
+        b,
+    ) = &ir.kind
+    else {
+        return None;
+    };
+    let free = |t: &Type| matches!(t, Type::Any);
+    if !free(&a.ty) && !free(&b.ty) {
+        return None;
+    }
+    let operand = |x: &Ir| data(x).or_else(|| compile(x));
+    Some(Native::DynCmp(
+        *op,
+        Box::new(operand(a)?),
+        Box::new(operand(b)?),
+    ))
+}
+
+/// A read of free-form data by constant keys (`result.count`, `result['a'].b`,
+/// `get(context.state, 'n', 0)`) below a chain of declared fields.
+fn data(ir: &Ir) -> Option<Native> {
+    let (mut base, mut keys, default) = match &ir.kind {
+        IrKind::Key { base, key } => (base, vec![const_key(key)?], None),
+        IrKind::Get {
+            base,
+            key,
+            default,
+            direct: None,
+        } => (
+            base,
+            vec![const_key(key)?],
+            Some(Box::new(compile(default)?)),
+        ),
+        _ => return None,
+    };
+    while let IrKind::Key { base: inner, key } = &base.kind {
+        keys.push(const_key(key)?);
+        base = inner;
+    }
+    if !matches!(base.ty.strip_null(), Type::Any | Type::Map(_)) {
+        return None;
+    }
+    keys.reverse();
+    let mut path = Vec::new();
+    let mut at = &**base;
+    loop {
+        match &at.kind {
+            IrKind::Root(name) => {
+                path.push(name.clone());
+                break;
+            }
+            IrKind::Field { base, name, .. } => {
+                path.push(name.clone());
+                at = base;
+            }
+            _ => return None,
+        }
+    }
+    path.reverse();
+    Some(Native::Data {
+        path: path.into(),
+        keys: keys.into(),
+        default,
+    })
+}
+
+fn const_key(key: &Ir) -> Option<String> {
+    match &key.kind {
+        IrKind::Const(Lit::Str(k)) => Some(k.clone()),
+        _ => None,
+    }
 }
 
 /// The threshold form of `a op b`, when one side is a scalar fact and the other a number.
@@ -135,8 +250,26 @@ impl Native {
         })
     }
 
+    /// Whether it reads free-form data (so it may need the script engine after all).
+    pub(crate) fn reads_data(&self) -> bool {
+        match self {
+            Native::Data { .. } | Native::DynCmp(..) => true,
+            Native::MapGet(_, a, b)
+            | Native::And(a, b)
+            | Native::Or(a, b)
+            | Native::Arith(_, a, b, _)
+            | Native::Div(a, b, _)
+            | Native::Cmp(_, a, b) => a.reads_data() || b.reads_data(),
+            Native::Neg(a) | Native::Not(a) => a.reads_data(),
+            Native::FloatThreshold(..)
+            | Native::IntThreshold(..)
+            | Native::Const(_)
+            | Native::Scalar(_) => false,
+        }
+    }
+
     /// Evaluates a boolean tree (the root of a fast-path condition).
-    pub(crate) fn test(&self, facts: &dyn Facts) -> Result<bool, String> {
+    pub(crate) fn test(&self, facts: &dyn Facts) -> Result<bool, Fail> {
         match self {
             Native::FloatThreshold(id, op, k) => Ok(match facts.scalar(*id) {
                 Scalar::Float(x) => ordered(*op, x.partial_cmp(k)),
@@ -154,7 +287,7 @@ impl Native {
         }
     }
 
-    pub(crate) fn eval<'a>(&'a self, facts: &'a dyn Facts) -> Result<Scalar<'a>, String> {
+    pub(crate) fn eval<'a>(&'a self, facts: &'a dyn Facts) -> Result<Scalar<'a>, Fail> {
         Ok(match self {
             Native::FloatThreshold(..) | Native::IntThreshold(..) => {
                 Scalar::Bool(self.test(facts)?)
@@ -182,7 +315,7 @@ impl Native {
                         .ok_or("negation overflows a 64-bit integer")?,
                 ),
                 Scalar::Float(f) => Scalar::Float(0.0 - f),
-                other => return Err(format!("cannot negate {other:?}")),
+                other => return Err(format!("cannot negate {other:?}").into()),
             },
             Native::Not(_) | Native::And(..) | Native::Or(..) => Scalar::Bool(self.test(facts)?),
             Native::Arith(op, a, b, text) => arith(*op, a.eval(facts)?, b.eval(facts)?, text)?,
@@ -191,14 +324,39 @@ impl Native {
                 Scalar::Float(divide(x, y, text)?)
             }
             Native::Cmp(op, a, b) => Scalar::Bool(compare(*op, &a.eval(facts)?, &b.eval(facts)?)),
+            Native::Data {
+                path,
+                keys,
+                default,
+            } => {
+                let path: Vec<&str> = path.iter().map(String::as_str).collect();
+                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                match (facts.data(&path, &keys), default) {
+                    (Data::Scalar(s), _) => s,
+                    (Data::Missing, Some(d)) => d.eval(facts)?,
+                    _ => return Err(Fail::Script),
+                }
+            }
+            Native::DynCmp(op, a, b) => {
+                let (x, y) = (a.eval(facts)?, b.eval(facts)?);
+                let comparable = match (&x, &y) {
+                    (Scalar::Int(_) | Scalar::Float(_), Scalar::Int(_) | Scalar::Float(_))
+                    | (Scalar::Str(_), Scalar::Str(_)) => true,
+                    _ => matches!(op, BinOp::Eq | BinOp::Ne),
+                };
+                if !comparable {
+                    return Err(Fail::Script);
+                }
+                Scalar::Bool(compare(*op, &x, &y))
+            }
         })
     }
 }
 
-fn truth(s: Scalar<'_>) -> Result<bool, String> {
+fn truth(s: Scalar<'_>) -> Result<bool, Fail> {
     match s {
         Scalar::Bool(b) => Ok(b),
-        other => Err(format!("expected true or false, got {other:?}")),
+        other => Err(format!("expected true or false, got {other:?}").into()),
     }
 }
 

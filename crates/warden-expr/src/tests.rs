@@ -715,3 +715,272 @@ fn thresholds_are_found_in_and_chains() {
         );
     }
 }
+
+// ---- free-form data on the fast path, and partial reads ----
+
+/// A free-form value, as JSON holds it.
+#[derive(Debug, Clone)]
+enum V {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    List(Vec<V>),
+    Map(Vec<(String, V)>),
+}
+
+impl V {
+    fn dynamic(&self) -> Dynamic {
+        match self {
+            V::Null => Dynamic::UNIT,
+            V::Bool(b) => (*b).into(),
+            V::Int(n) => (*n).into(),
+            V::Float(f) => (*f).into(),
+            V::Str(s) => s.as_str().into(),
+            V::List(items) => items.iter().map(V::dynamic).collect::<Array>().into(),
+            V::Map(entries) => {
+                let mut m = Map::new();
+                for (k, v) in entries {
+                    m.insert(k.as_str().into(), v.dynamic());
+                }
+                m.into()
+            }
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&V> {
+        match self {
+            V::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+}
+
+/// Facts whose `result` is free-form, read by key on both paths; records what the script
+/// engine asked for.
+struct DataFacts {
+    base: TestFacts,
+    result: V,
+    asked: std::cell::RefCell<Vec<String>>,
+}
+
+impl Facts for DataFacts {
+    fn scalar(&self, id: ScalarId) -> Scalar<'_> {
+        self.base.scalar(id)
+    }
+
+    fn map_get(&self, id: MapId, key: &str) -> Option<Scalar<'_>> {
+        self.base.map_get(id, key)
+    }
+
+    fn root(&self, name: &str) -> Dynamic {
+        match name {
+            "result" => self.result.dynamic(),
+            other => self.base.root(other),
+        }
+    }
+
+    fn value(&self, path: &[&str], keys: Option<&[&str]>) -> Dynamic {
+        self.asked.borrow_mut().push(format!(
+            "{}{}",
+            path.join("."),
+            keys.map(|k| format!("{k:?}")).unwrap_or_default()
+        ));
+        if path == ["result"]
+            && let (Some(keys), V::Map(_)) = (keys, &self.result)
+        {
+            let mut m = Map::new();
+            for k in keys {
+                if let Some(v) = self.result.get(k) {
+                    m.insert((*k).into(), v.dynamic());
+                }
+            }
+            return m.into();
+        }
+        let mut v = self.root(path[0]);
+        for f in &path[1..] {
+            let next = v
+                .read_lock::<Map>()
+                .and_then(|m| m.get(*f).cloned())
+                .unwrap_or(Dynamic::UNIT);
+            v = next;
+        }
+        v
+    }
+
+    fn data(&self, path: &[&str], keys: &[&str]) -> Data<'_> {
+        if path != ["result"] {
+            return Data::Other;
+        }
+        let mut at = &self.result;
+        for (i, k) in keys.iter().enumerate() {
+            match (at, at.get(k)) {
+                (_, Some(v)) => at = v,
+                (V::Map(_), None) if i + 1 == keys.len() => return Data::Missing,
+                _ => return Data::Other,
+            }
+        }
+        Data::Scalar(match at {
+            V::Null => Scalar::Null,
+            V::Bool(b) => Scalar::Bool(*b),
+            V::Int(n) => Scalar::Int(*n),
+            V::Float(f) => Scalar::Float(*f),
+            V::Str(s) => Scalar::Str(s),
+            V::List(_) | V::Map(_) => return Data::Other,
+        })
+    }
+}
+
+fn data_facts(result: V) -> DataFacts {
+    DataFacts {
+        base: TestFacts::default(),
+        result,
+        asked: Default::default(),
+    }
+}
+
+fn leaf() -> impl Strategy<Value = V> {
+    prop_oneof![
+        Just(V::Null),
+        any::<bool>().prop_map(V::Bool),
+        prop_oneof![Just(0i64), Just(6), Just(7), Just(-3), Just(i64::MAX)].prop_map(V::Int),
+        prop_oneof![Just(0.5f64), Just(6.0), Just(7.25), Just(-1e300)].prop_map(V::Float),
+        prop_oneof![Just(""), Just("seven"), Just("z")].prop_map(|s| V::Str(s.into())),
+        Just(V::List(vec![V::Int(1)])),
+        Just(V::Map(vec![("count".into(), V::Int(9))])),
+    ]
+}
+
+fn free_result() -> impl Strategy<Value = V> {
+    prop_oneof![
+        4 => proptest::collection::vec(
+            (prop_oneof![Just("count"), Just("label"), Just("items"), Just("n")], leaf()),
+            0..4,
+        )
+        .prop_map(|entries| {
+            let mut seen = Vec::new();
+            V::Map(
+                entries
+                    .into_iter()
+                    .filter(|(k, _)| {
+                        let new = !seen.contains(k);
+                        seen.push(*k);
+                        new
+                    })
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            )
+        }),
+        1 => leaf(),
+    ]
+}
+
+const DATA_CONDITIONS: &[&str] = &[
+    "result.count > 6",
+    "6 < result.count",
+    "result.count == 'seven'",
+    "result.label < 'z'",
+    "result.count != None",
+    "result.count == result.n",
+    "result['count'] >= 0.5",
+    "get(result, 'count', 0) >= 3",
+    "get(result, 'count', 'none') == 'none'",
+    "result.items.count > 1",
+    "result.count > 6 and context.turn.number > 1",
+    "not (result.count > 6)",
+    "result.count >= 0.5 or result.label == 'x'",
+    "result.count == true",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A condition on free-form data answers exactly as the script engine does, messages
+    /// included: the fast path answers only what it mirrors and hands the rest over.
+    #[test]
+    fn free_form_data_answers_as_the_script_engine(
+        which in 0..DATA_CONDITIONS.len(),
+        result in free_result(),
+    ) {
+        let src = DATA_CONDITIONS[which];
+        let c = compiler();
+        let facts = data_facts(result);
+        let fast = c.compile(src, &CompileOptions::default()).unwrap();
+        let slow = c.compile(src, &CompileOptions { force_script: true, ..Default::default() }).unwrap();
+        let (a, b) = (fast.eval(&mut Frame::new(&facts)), slow.eval(&mut Frame::new(&facts)));
+        prop_assert_eq!(a, b, "{} on {:?}", src, facts.result);
+    }
+}
+
+#[test]
+fn free_form_comparisons_take_the_fast_path_when_they_can() {
+    let c = compiler();
+    let cond = c
+        .compile("result.count > 6", &CompileOptions::default())
+        .unwrap();
+    assert!(!cond.is_native(), "it may need the script engine");
+    let facts = data_facts(V::Map(vec![("count".into(), V::Int(8))]));
+    assert_eq!(cond.eval(&mut Frame::new(&facts)), Verdict::True);
+    assert!(facts.asked.borrow().is_empty(), "answered on the fast path");
+    let facts = data_facts(V::Map(vec![("label".into(), V::Int(8))]));
+    assert!(
+        matches!(cond.eval(&mut Frame::new(&facts)), Verdict::Undetermined(m) if m.contains("is missing"))
+    );
+    assert_eq!(
+        *facts.asked.borrow(),
+        ["result[\"count\"]"],
+        "the script reads one key"
+    );
+}
+
+#[test]
+fn the_script_engine_gets_only_what_a_condition_reads() {
+    let c = compiler();
+    let facts = data_facts(V::Null);
+    let cond = c
+        .compile(
+            "len(context.history.tools) > 1 and context.turn.number > 0 and get(context.history.failures, 'web_search', 0) > 1 and result == None",
+            &CompileOptions::default(),
+        )
+        .unwrap();
+    let mut frame = Frame::new(&facts);
+    assert_eq!(cond.eval(&mut frame), Verdict::True);
+    assert_eq!(
+        *facts.asked.borrow(),
+        [
+            "context.history.tools",
+            "context.history.failures[\"web_search\"]",
+            "context.turn.number",
+            "result"
+        ]
+    );
+    // A second condition that reads the same reuses what was built; one that reads more of
+    // `context` rebuilds it.
+    assert_eq!(cond.eval(&mut frame), Verdict::True);
+    assert_eq!(facts.asked.borrow().len(), 4);
+    let other = c
+        .compile(
+            "context.mode == 'full' and len(context.history.tools) > 1",
+            &CompileOptions::default(),
+        )
+        .unwrap();
+    assert_eq!(other.eval(&mut frame), Verdict::True);
+    assert_eq!(
+        facts.asked.borrow()[4..],
+        ["context.mode", "context.history.tools"]
+    );
+    // A key computed from scalar facts is read as that key.
+    let facts = data_facts(V::Null);
+    let cond = c
+        .compile(
+            "context.history.failures[context.mode] == 0 or len(context.history.tools) > 0",
+            &CompileOptions::default(),
+        )
+        .unwrap();
+    cond.eval(&mut Frame::new(&facts));
+    assert_eq!(
+        facts.asked.borrow()[0],
+        "context.history.failures[\"full\"]"
+    );
+}

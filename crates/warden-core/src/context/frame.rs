@@ -297,7 +297,7 @@ fn setting_scalar(value: &SettingValue) -> warden_expr::Scalar<'_> {
     }
 }
 
-fn dynamic<T: Serialize>(value: &T) -> Dynamic {
+fn dynamic<T: Serialize + ?Sized>(value: &T) -> Dynamic {
     warden_expr::rhai::serde::to_dynamic(value).unwrap_or(Dynamic::UNIT)
 }
 
@@ -356,6 +356,242 @@ impl warden_expr::Facts for Frame<'_> {
             _ => Dynamic::UNIT,
         }
     }
+
+    /// The value a condition reads, converted where it stands: each part exactly as it is
+    /// within the whole root (`root`), and maps read by key hold just those keys.
+    fn value(&self, path: &[&str], keys: Option<&[&str]>) -> Dynamic {
+        let f = &**self.facts;
+        match path {
+            ["context", "turn", field] => {
+                let t = &f.turn;
+                match *field {
+                    "number" => dynamic(&t.number),
+                    "token_usage" => dynamic(&t.token_usage),
+                    "context_usage" => dynamic(&t.context_usage),
+                    "iteration_count" => dynamic(&t.iteration_count),
+                    "max_iterations" => dynamic(&t.max_iterations),
+                    "context_window" => dynamic(&t.context_window),
+                    "final" => dynamic(&t.is_final),
+                    _ => self.walk(path),
+                }
+            }
+            ["context", "turn"] => dynamic(&f.turn),
+            ["context", "history", "tools"] => dynamic(&f.history.tools),
+            ["context", "history", "messages"] => dynamic(&f.history.messages),
+            ["context", "history", "failures"] => keyed_counts(&f.history.failures, keys),
+            ["context", "history", "calls"] => keyed_counts(&f.history.calls, keys),
+            ["context", "history", "counts", field] => {
+                let c = &f.history.counts;
+                match *field {
+                    "turns" => dynamic(&c.turns),
+                    "queries" => dynamic(&c.queries),
+                    "tool_calls" => dynamic(&c.tool_calls),
+                    "tool_failures" => dynamic(&c.tool_failures),
+                    "messages" => dynamic(&c.messages),
+                    _ => self.walk(path),
+                }
+            }
+            ["context", "history", "counts"] => dynamic(&f.history.counts),
+            ["context", "history"] => dynamic(&self.history_view()),
+            ["context", who @ ("user" | "project"), rest @ ..] => {
+                let who = if *who == "user" { &f.user } else { &f.project };
+                match rest {
+                    [] => dynamic(who),
+                    ["id"] => dynamic(&who.id),
+                    ["root"] => dynamic(&who.root),
+                    ["settings"] => keyed_map(&who.settings, keys),
+                    _ => self.walk(path),
+                }
+            }
+            ["context", "query"] => dynamic(&f.query),
+            ["context", "mode"] => dynamic(&**self.mode()),
+            ["context"] => dynamic(&self.context_view()),
+            ["event", field] => {
+                let e = self.event_view();
+                match *field {
+                    "hook" => dynamic(&e.hook),
+                    "tool_name" => dynamic(&e.tool_name),
+                    "query" => dynamic(&e.query),
+                    "message" => dynamic(&e.message),
+                    "error" => dynamic(&e.error),
+                    "data" => keyed(e.data.unwrap_or(&NULL), keys),
+                    "time" => dynamic(&e.time),
+                    _ => self.walk(path),
+                }
+            }
+            ["tool", "name"] => dynamic(&self.tool_name()),
+            ["tool", "arguments"] => keyed(views::tool_arguments(self.facts, self.event()), keys),
+            ["result"] => keyed(self.event().result.as_ref().unwrap_or(&NULL), keys),
+            [STATE_ROOT] => match keys {
+                Some(keys) => {
+                    let mut out = warden_expr::rhai::Map::new();
+                    for k in keys {
+                        if let Some(v) = self.state_key(k, |v| v.map(dynamic)) {
+                            out.insert((*k).into(), v);
+                        }
+                    }
+                    Dynamic::from_map(out)
+                }
+                None => self.state_all(dynamic),
+            },
+            [SETTINGS_ROOT] => match keys {
+                Some(keys) => {
+                    let mut settings = self.current_settings();
+                    settings.retain(|name, _| keys.contains(name));
+                    dynamic(&settings)
+                }
+                None => dynamic(&self.current_settings()),
+            },
+            [SETTINGS_ROOT, name] => self
+                .current_settings()
+                .get(name)
+                .map_or(Dynamic::UNIT, |v| dynamic(v)),
+            _ => self.walk(path),
+        }
+    }
+
+    /// Scalars of free-form data for the fast path: the tool result, the tool's arguments,
+    /// the event's data, users' and projects' settings, plugin state.
+    fn data(&self, path: &[&str], keys: &[&str]) -> warden_expr::Data<'_> {
+        use warden_expr::Data;
+        match path {
+            ["result"] => json_data_at(self.event().result.as_ref().unwrap_or(&NULL), keys),
+            ["tool", "arguments"] => {
+                json_data_at(views::tool_arguments(self.facts, self.event()), keys)
+            }
+            ["event", "data"] => json_data_at(self.event().data.as_ref().unwrap_or(&NULL), keys),
+            ["context", "user", "settings"] => map_data(&self.facts.user.settings, keys),
+            ["context", "project", "settings"] => map_data(&self.facts.project.settings, keys),
+            [STATE_ROOT] => {
+                let Some((first, rest)) = keys.split_first() else {
+                    return Data::Other;
+                };
+                // Read from the tick's snapshot, which cannot lend text out: numbers, booleans
+                // and null take the fast path, text the script engine.
+                self.state_key(first, |v| match v {
+                    None if rest.is_empty() => Data::Missing,
+                    None => Data::Other,
+                    Some(v) => match (json_data_at(v, rest), rest.is_empty()) {
+                        (Data::Scalar(s), _) => match s {
+                            warden_expr::Scalar::Str(_) => Data::Other,
+                            warden_expr::Scalar::Null => Data::Scalar(warden_expr::Scalar::Null),
+                            warden_expr::Scalar::Bool(b) => {
+                                Data::Scalar(warden_expr::Scalar::Bool(b))
+                            }
+                            warden_expr::Scalar::Int(n) => {
+                                Data::Scalar(warden_expr::Scalar::Int(n))
+                            }
+                            warden_expr::Scalar::Float(x) => {
+                                Data::Scalar(warden_expr::Scalar::Float(x))
+                            }
+                        },
+                        (Data::Missing, false) => Data::Missing,
+                        _ => Data::Other,
+                    },
+                })
+            }
+            _ => Data::Other,
+        }
+    }
+}
+
+impl Frame<'_> {
+    /// The value at `path`, walked down from its whole root (for paths `value` does not know).
+    fn walk(&self, path: &[&str]) -> Dynamic {
+        let Some((root, fields)) = path.split_first() else {
+            return Dynamic::UNIT;
+        };
+        let mut v = warden_expr::Facts::root(self, root);
+        for f in fields {
+            let next = v
+                .read_lock::<warden_expr::rhai::Map>()
+                .and_then(|m| m.get(*f).cloned())
+                .unwrap_or(Dynamic::UNIT);
+            v = next;
+        }
+        v
+    }
+}
+
+/// A free-form value for a condition that reads `keys` of it (all when `None`).
+fn keyed(v: &Value, keys: Option<&[&str]>) -> Dynamic {
+    match (keys, v) {
+        (Some(keys), Value::Object(m)) => keyed_map(m, Some(keys)),
+        _ => dynamic(v),
+    }
+}
+
+fn keyed_map(m: &serde_json::Map<String, Value>, keys: Option<&[&str]>) -> Dynamic {
+    let Some(keys) = keys else {
+        return dynamic(m);
+    };
+    let mut out = warden_expr::rhai::Map::new();
+    for k in keys {
+        if let Some(v) = m.get(*k) {
+            out.insert((*k).into(), dynamic(v));
+        }
+    }
+    Dynamic::from_map(out)
+}
+
+/// Counts per tool name, for a condition that reads `keys` of them (all when `None`): a
+/// session that has seen many tools costs such a condition nothing more.
+fn keyed_counts(m: &BTreeMap<String, u32>, keys: Option<&[&str]>) -> Dynamic {
+    let Some(keys) = keys else {
+        return dynamic(m);
+    };
+    let mut out = warden_expr::rhai::Map::new();
+    for k in keys {
+        if let Some(v) = m.get(*k) {
+            out.insert((*k).into(), dynamic(v));
+        }
+    }
+    Dynamic::from_map(out)
+}
+
+fn map_data<'v>(m: &'v serde_json::Map<String, Value>, keys: &[&str]) -> warden_expr::Data<'v> {
+    use warden_expr::Data;
+    match keys.split_first() {
+        Some((first, rest)) => match m.get(*first) {
+            Some(v) => json_data_at(v, rest),
+            None if rest.is_empty() => Data::Missing,
+            None => Data::Other,
+        },
+        None => Data::Other,
+    }
+}
+
+/// The scalar at `keys` within `v` (see [`warden_expr::Facts::data`]).
+fn json_data_at<'v>(mut v: &'v Value, keys: &[&str]) -> warden_expr::Data<'v> {
+    use warden_expr::{Data, Scalar as S};
+    if let Some((last, init)) = keys.split_last() {
+        for k in init {
+            match v.as_object().and_then(|m| m.get(*k)) {
+                Some(x) => v = x,
+                None => return Data::Other,
+            }
+        }
+        v = match v.as_object() {
+            Some(m) => match m.get(*last) {
+                Some(x) => x,
+                None => return Data::Missing,
+            },
+            None => return Data::Other,
+        };
+    }
+    // As the script engine converts JSON: integers beyond i64 become floats.
+    Data::Scalar(match v {
+        Value::Null => S::Null,
+        Value::Bool(b) => S::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => S::Int(i),
+            (None, Some(u), _) => S::Float(u as f64),
+            (_, _, Some(x)) => S::Float(x),
+            _ => return Data::Other,
+        },
+        Value::String(s) => S::Str(s),
+        Value::Array(_) | Value::Object(_) => return Data::Other,
+    })
 }
 
 /// What a script reads: the same frame, handed to Lua one field at a time.

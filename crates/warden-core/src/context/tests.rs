@@ -316,3 +316,119 @@ fn templates_read_plugin_state_by_key() {
         crate::context::state::Known::Unknown
     ));
 }
+
+/// The frame's facts seen only through whole roots, as conditions read them before partial
+/// reads and the free-form fast path.
+struct WholeRoots<'f, 'a>(&'f Frame<'a>);
+
+impl warden_expr::Facts for WholeRoots<'_, '_> {
+    fn scalar(&self, id: warden_expr::ScalarId) -> warden_expr::Scalar<'_> {
+        self.0.scalar(id)
+    }
+    fn map_get(&self, id: warden_expr::MapId, key: &str) -> Option<warden_expr::Scalar<'_>> {
+        self.0.map_get(id, key)
+    }
+    fn root(&self, name: &str) -> warden_expr::rhai::Dynamic {
+        self.0.root(name)
+    }
+}
+
+/// Conditions that read every part of the context, free-form data by key, and state.
+const CONDITIONS: &[&str] = &[
+    "result.count > 6",
+    "result.count == 8 and result.text != 'x'",
+    "get(result, 'count', 0) > 1",
+    "result.nested.b == 1",
+    "result.items[0] == 3",
+    "len(result) > 1",
+    "tool.arguments.q == 'x'",
+    "get(tool.arguments, 'n', 0) >= 2",
+    "event.data.x == 1",
+    "event.data.y == None",
+    "event.error == 'boom'",
+    "event.query.text == 'q'",
+    "event.message.role == 'user'",
+    "context.user.settings.theme == 'dark'",
+    "get(context.project.settings, 'x', 'none') == 'none'",
+    "context.state.a == 1",
+    "context.state.get('b', '') == 'x'",
+    "context.state.get('zz', 3) > 2",
+    "len(context.state) == 3",
+    "context.state.c[0] == 1",
+    "any(t.name == 'web' and not t.success for t in context.history.tools)",
+    "len(context.history.messages) > 0 and context.turn.number == 2",
+    "context.history.failures[tool.name] >= 1 and result.count > 0",
+    "get(context.history.calls, 'read', 0) == 1 and event.hook != ''",
+    "context.history.counts.tool_calls > 1 and context.history.tools[-1].status == 'pending'",
+    "context.user.id == 'ada' and context.project.root == '/src/app' and context.mode == 'full'",
+    "context.turn.context_window == 0 and context.turn.final == false and len(context.query) > 0",
+    "event.time > 1 and tool.name != 'x' and result.count * 2 > 1",
+    "result.count / 0 > 1",
+];
+
+#[test]
+fn conditions_read_as_they_did_with_whole_roots() {
+    let facts = Arc::new(facts());
+    let store = store();
+    let compiler = Compiler::new(schema().clone());
+    let events = [
+        (
+            Hook::OnToolComplete,
+            Event::tool_complete(
+                "web",
+                json!({"count": 8, "text": "t", "items": [3, 1], "nested": {"b": 1}}),
+            )
+            .with_data(json!({"x": 1, "y": null})),
+        ),
+        (
+            Hook::OnToolComplete,
+            Event::tool_complete("web", json!({"count": "8"})),
+        ),
+        (
+            Hook::OnToolComplete,
+            Event::tool_complete("read", json!([1, 2])),
+        ),
+        (Hook::OnToolFailure, Event::tool_failure("grep", "boom")),
+        (
+            Hook::OnQueryStart,
+            Event::query("q").with_message("user", "hello"),
+        ),
+    ];
+    let mode: Arc<str> = Arc::from("full");
+    let slots = SettingSlots::default();
+    let mut seen = BTreeMap::new();
+    for (hook, event) in events {
+        let event = Arc::new(event);
+        for src in CONDITIONS {
+            let opts = CompileOptions::default();
+            let cond = compiler
+                .compile(src, &opts)
+                .unwrap_or_else(|e| panic!("{src}: {e}"));
+            let script = compiler
+                .compile(
+                    src,
+                    &CompileOptions {
+                        force_script: true,
+                        ..opts
+                    },
+                )
+                .unwrap();
+            let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &[]);
+            *frame.plugin.borrow_mut() = Some(Arc::from("plug"));
+            let got = cond.eval(&mut warden_expr::Frame::new(&frame));
+            let whole = WholeRoots(&frame);
+            let want = script.eval(&mut warden_expr::Frame::new(&whole));
+            assert_eq!(got, want, "{hook}: {src}");
+            let kind = format!("{got:?}");
+            *seen
+                .entry(kind.split('(').next().unwrap_or_default().to_string())
+                .or_insert(0) += 1;
+        }
+    }
+    // The battery reaches every kind of verdict.
+    assert_eq!(
+        seen.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["Error", "False", "True", "Undetermined"],
+        "{seen:?}"
+    );
+}

@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use miette::{GraphicalReportHandler, GraphicalTheme};
-use warden_core::trace::{explain_lines, node_lines, outcome_lines, read_trace};
+use warden_core::trace::{
+    read_trace, write_bad_line, write_explain_lines, write_node_lines, write_outcome_lines,
+};
 use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden};
 
 mod check;
@@ -345,35 +347,37 @@ fn replay(
         user: Some(config.user.clone()),
         project: Some(config.project.clone()),
     });
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Buffered: a long trace makes many lines, each written straight from the outcome. A trace
+    // read from a pipe is answered event by event, as it arrives.
+    let streaming = !file.metadata().is_ok_and(|m| m.is_file());
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut bad_lines = 0;
+    let file_name = trace.display().to_string();
     for (index, parsed) in read_trace(std::io::BufReader::new(file)) {
-        let lines = match parsed {
+        let written = match parsed {
             Ok(e) => {
                 let outcome = session.tick(e.hook, e.event);
-                let mut lines = if nodes {
-                    node_lines(index, &outcome)
-                } else {
-                    Vec::new()
-                };
-                if explain {
-                    lines.extend(explain_lines(index, &outcome));
-                }
-                lines.extend(outcome_lines(index, &outcome));
-                lines
+                (|| {
+                    if nodes {
+                        write_node_lines(&mut out, index, &outcome)?;
+                    }
+                    if explain {
+                        write_explain_lines(&mut out, index, &outcome)?;
+                    }
+                    write_outcome_lines(&mut out, index, &outcome)
+                })()
             }
             Err(e) => {
                 bad_lines += 1;
-                vec![
-                    serde_json::json!({"event": index, "rule": null, "error": format!("{}: {e}", trace.display())}),
-                ]
+                write_bad_line(&mut out, index, &format!("{file_name}: {e}"))
             }
         };
-        for line in lines {
-            writeln!(out, "{line}").map_err(|e| e.to_string())?;
+        written.map_err(|e| e.to_string())?;
+        if streaming {
+            out.flush().map_err(|e| e.to_string())?;
         }
     }
+    out.flush().map_err(|e| e.to_string())?;
     Ok(if bad_lines > 0 {
         ExitCode::FAILURE
     } else {

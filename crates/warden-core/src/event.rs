@@ -397,7 +397,7 @@ fn number(path: &str, v: &Value) -> Result<(), EventError> {
     }
 }
 
-fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
+pub(crate) fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
     // `null` is an absent value, as serde reads it (an agent loop may write `None` so).
     if v.is_null() {
         return Ok(());

@@ -1,14 +1,23 @@
 //! Session traces: a session written as JSON Lines, one event per line (`{"hook": ...,
-//! "turn": {...}, "tool": {...}, ...}`), and the replay output contract: one line per applied
-//! action and one per error, each naming the event (its 0-based line) it belongs to.
+//! "turn": {...}, "tool": {...}, ...}`), and the replay output contract (`output.rs`): one line
+//! per applied action and one per error, each naming the event (its 0-based line) it belongs
+//! to. A line is read straight into its event when it is an ordinary one (`fast.rs`), and
+//! checked field by field otherwise, so that a mistake is named by its field.
 
 use std::io::{BufRead, Read};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::event::Event;
-use crate::outcome::{Effect, Evaluation, Outcome};
 use warden_load::Hook;
+
+mod fast;
+mod output;
+
+pub use output::{
+    explain_lines, node_lines, outcome_lines, write_bad_line, write_explain_lines,
+    write_node_lines, write_outcome_lines,
+};
 
 /// One event of a trace.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,6 +40,15 @@ pub struct TraceError {
 
 /// Reads one trace line (not blank).
 pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
+    match fast::parse(line) {
+        Some((hook, event)) => Ok(TraceEvent { hook, event }),
+        None => parse_line_checked(line_no, line),
+    }
+}
+
+/// Reads one trace line the checked way: as a JSON value, then field by field, so that a
+/// mistake is named by its field.
+fn parse_line_checked(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
     let value = serde_json::from_str(line).map_err(|e| TraceError {
         line: line_no,
         message: format!("not valid JSON: {e}"),
@@ -214,168 +232,6 @@ fn read_line<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>) -> std::io::Result<O
         }
     }
     Ok(Some(Cut::Long { rest_blank }))
-}
-
-/// What a replay line says of an enrichment: the mode, the budget and what went in (the
-/// section itself is for the agent; `warden enrich` shows it).
-fn knowledge_summary(e: &warden_knowledge::Enrichment) -> Value {
-    json!({
-        "mode": e.mode,
-        "context_window": e.context_window,
-        "budget": e.budget,
-        "tokens": e.tokens_used,
-        "tags": e.classification.tags,
-        "selected": e.selected_ids(),
-        "truncated": e.selected.iter().filter(|s| s.truncated).map(|s| s.id.as_str()).collect::<Vec<_>>(),
-    })
-}
-
-/// The replay output of one event's outcome: a line per applied action (and one for the
-/// query's knowledge enrichment), then a line per error.
-pub fn outcome_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
-    let mut out = Vec::new();
-    if let Some(change) = &outcome.mode_change {
-        out.push(json!({"event": event, "hook": "on_mode_change", "mode": {"from": &*change.from, "to": &*change.to}}));
-        out.extend(outcome_lines(event, &change.outcome));
-    }
-    for effect in &outcome.effects {
-        // Decisions and rewrites are printed once, merged (below); the overridden ones are in
-        // `explain_lines`.
-        if matches!(effect, Effect::Decide { .. } | Effect::Rewrite { .. }) {
-            continue;
-        }
-        let mut line = json!({
-            "event": event,
-            "hook": outcome.hook.name(),
-            "rule": effect.rule(),
-            "action": effect.action(),
-        });
-        let fields = line.as_object_mut().expect("a json! object is an object");
-        match effect {
-            Effect::NotifySelf(n) => {
-                fields.insert("message".into(), json!(n.message));
-                fields.insert("category".into(), json!(n.category));
-                fields.insert("priority".into(), json!(n.priority.name()));
-                fields.insert("deliver_at".into(), json!(n.deliver_at.name()));
-            }
-            Effect::Log { level, message, .. } => {
-                fields.insert("level".into(), json!(level.name()));
-                fields.insert("message".into(), json!(message));
-            }
-            Effect::SetState { key, value, .. } => {
-                fields.insert("key".into(), json!(key));
-                fields.insert("value".into(), value.clone());
-            }
-            Effect::EmitEvent {
-                event_type,
-                payload,
-                ..
-            } => {
-                fields.insert("event_type".into(), json!(event_type));
-                fields.insert("payload".into(), payload.clone());
-            }
-            Effect::EnrichContext { enrichment, .. } => {
-                fields.insert("knowledge".into(), knowledge_summary(enrichment));
-            }
-            Effect::Decide { .. } | Effect::Rewrite { .. } => {}
-        }
-        out.push(line);
-    }
-    // The built-in enrichment at on_query_start, when no rule's action made one.
-    if let Some(e) = &outcome.enrichment
-        && !outcome
-            .effects
-            .iter()
-            .any(|x| matches!(x, Effect::EnrichContext { .. }))
-    {
-        out.push(json!({
-            "event": event,
-            "hook": outcome.hook.name(),
-            "rule": null,
-            "action": "enrich_context",
-            "knowledge": knowledge_summary(e),
-        }));
-    }
-    if let Some(r) = &outcome.ruling {
-        let mut line = json!({
-            "event": event,
-            "hook": outcome.hook.name(),
-            "decision": r.name(),
-            "rule": &*r.rule,
-        });
-        if let Some(fields) = line.as_object_mut() {
-            if !r.reason.is_empty() || r.decision.is_some() {
-                fields.insert("reason".into(), json!(r.reason));
-            }
-            if let Some(input) = &r.input {
-                fields.insert("input".into(), input.clone());
-            }
-        }
-        out.push(line);
-    }
-    for e in &outcome.errors {
-        out.push(json!({"event": event, "rule": e.rule, "error": e.error}));
-    }
-    out
-}
-
-/// Why each rule did or did not fire at one event (for `replay --explain`), and the scripts
-/// halted at it.
-pub fn explain_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
-    let before = outcome
-        .mode_change
-        .as_ref()
-        .map(|c| explain_lines(event, &c.outcome))
-        .unwrap_or_default();
-    let halted = outcome
-        .halted
-        .iter()
-        .map(|h| json!({"event": event, "hook": outcome.hook.name(), "rule": h.rule, "halted": h.reason}));
-    let lines = outcome.trace().map(|(rule, evaluation)| {
-        let (result, reason) = match evaluation {
-            Evaluation::Fired => ("fired", None),
-            Evaluation::NotMatched => ("not_matched", None),
-            Evaluation::Undetermined(r) => ("undetermined", Some(r.clone())),
-            Evaluation::Failed(r) => ("failed", Some(r.clone())),
-            Evaluation::Suppressed(r) => ("suppressed", Some(r.to_string())),
-            Evaluation::Running => ("running", None),
-            Evaluation::Disabled => (
-                "disabled",
-                Some("switched off (by the user, or `enabled = false` in its file)".to_string()),
-            ),
-            Evaluation::Inactive(mode) => ("inactive", Some(format!("not active in mode `{mode}`"))),
-        };
-        let mut line = json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "evaluation": result});
-        if let (Some(reason), Some(fields)) = (reason, line.as_object_mut()) {
-            fields.insert("reason".into(), json!(reason));
-        }
-        line
-    });
-    let overridden = outcome.overridden.iter().map(|o| {
-        json!({"event": event, "hook": outcome.hook.name(), "rule": &*o.rule, "overridden": o.what(), "by": &*o.by, "why": o.why()})
-    });
-    before
-        .into_iter()
-        .chain(lines)
-        .chain(overridden)
-        .chain(halted)
-        .collect()
-}
-
-/// The nodes of behaviors that ran at one event, one line each, in the order they finished
-/// (children before their parents): what `warden replay --trace` prints.
-pub fn node_lines(event: usize, outcome: &Outcome) -> Vec<Value> {
-    let before = outcome
-        .mode_change
-        .as_ref()
-        .map(|c| node_lines(event, &c.outcome))
-        .unwrap_or_default();
-    before
-        .into_iter()
-        .chain(outcome.node_trace().map(|(rule, node, status)| {
-            json!({"event": event, "hook": outcome.hook.name(), "rule": rule, "node": node, "status": status.name()})
-        }))
-        .collect()
 }
 
 #[cfg(test)]

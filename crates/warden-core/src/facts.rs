@@ -251,7 +251,7 @@ impl SessionFacts {
         let index = match (hook, pending) {
             (Hook::OnToolCall, _) | (_, None) => {
                 h.counts.tool_calls += 1;
-                *h.calls.entry(name.to_string()).or_default() += 1;
+                tally(&mut h.calls, name);
                 h.tools.push_back(ToolRecord {
                     name: name.to_string(),
                     arguments: arguments.clone(),
@@ -279,7 +279,7 @@ impl SessionFacts {
                 record.success = false;
                 record.error = Some(event.error.clone().unwrap_or_default());
                 h.counts.tool_failures += 1;
-                *h.failures.entry(name.to_string()).or_default() += 1;
+                tally(&mut h.failures, name);
             }
             _ => {}
         }
@@ -288,6 +288,16 @@ impl SessionFacts {
         }
         while h.tools.len() > self.limit {
             h.tools.pop_front();
+        }
+    }
+}
+
+/// Counts one more for `name` (its key is allocated only the first time).
+fn tally(counts: &mut BTreeMap<String, u32>, name: &str) {
+    match counts.get_mut(name) {
+        Some(n) => *n += 1,
+        None => {
+            counts.insert(name.to_string(), 1);
         }
     }
 }

@@ -329,9 +329,8 @@ impl Native {
                 keys,
                 default,
             } => {
-                let path: Vec<&str> = path.iter().map(String::as_str).collect();
-                let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
-                match (facts.data(&path, &keys), default) {
+                let found = strs(path, |path| strs(keys, |keys| facts.data(path, keys)));
+                match (found, default) {
                     (Data::Scalar(s), _) => s,
                     (Data::Missing, Some(d)) => d.eval(facts)?,
                     _ => return Err(Fail::Script),
@@ -350,6 +349,20 @@ impl Native {
                 Scalar::Bool(compare(*op, &x, &y))
             }
         })
+    }
+}
+
+/// `items` as `&str`s, without allocating for a short list (paths and keys are short).
+fn strs<R>(items: &[String], f: impl FnOnce(&[&str]) -> R) -> R {
+    const SHORT: usize = 8;
+    if items.len() <= SHORT {
+        let mut buf = [""; SHORT];
+        for (b, s) in buf.iter_mut().zip(items) {
+            *b = s;
+        }
+        f(&buf[..items.len()])
+    } else {
+        f(&items.iter().map(String::as_str).collect::<Vec<_>>())
     }
 }
 

@@ -228,6 +228,23 @@ impl<'a> Frame<'a> {
             .collect()
     }
 
+    /// The current plugin's settings with their definitions, sorted by name.
+    fn plugin_settings(&self) -> Vec<(Arc<warden_load::SettingDef>, SettingValue)> {
+        let plugin = self.plugin.borrow();
+        let mut settings: Vec<_> = self
+            .slots
+            .of(plugin.as_deref().unwrap_or_default())
+            .filter_map(|i| {
+                Some((
+                    self.slots.slots[i].def.clone(),
+                    self.settings.get(i)?.clone(),
+                ))
+            })
+            .collect();
+        settings.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+        settings
+    }
+
     /// The values a template renders with: `context` (with `state`), `event`, `tool`,
     /// `result`, `settings`, as views that read the frame when the template reads them. Made
     /// once per plugin per step.
@@ -249,7 +266,7 @@ impl<'a> Frame<'a> {
             hook: self.hook(),
             mode: self.mode().clone(),
             time: self.time,
-            settings: minijinja::Value::from(minijinja::value::Serde(self.current_settings())),
+            settings: self.plugin_settings(),
             state,
         });
         *self.template.borrow_mut() = Some((key, values.clone()));

@@ -99,7 +99,9 @@ pub(crate) fn lock(snapshot: &Mutex<Snapshot>) -> MutexGuard<'_, Snapshot> {
 }
 
 struct PluginState {
-    scope: StateScope,
+    plugin: Arc<str>,
+    /// Made when the store is first read (a tick that reads no state makes none).
+    scope: Option<StateScope>,
     snapshot: Arc<Mutex<Snapshot>>,
     /// Renders of this tick that read what they missed and rendered again.
     passes: u32,
@@ -129,11 +131,20 @@ impl<'a> StateReader<'a> {
         let state = plugins
             .entry(plugin.clone())
             .or_insert_with(|| PluginState {
-                scope: StateScope::new(self.user, self.project, plugin.as_ref()),
+                plugin: plugin.clone(),
+                scope: None,
                 snapshot: Arc::default(),
                 passes: 0,
             });
         f(state)
+    }
+
+    /// The store's scope of a plugin's state.
+    fn scope<'s>(&self, state: &'s mut PluginState) -> &'s StateScope {
+        let (user, project) = (self.user, self.project);
+        state
+            .scope
+            .get_or_insert_with(|| StateScope::new(user, project, state.plugin.as_ref()))
     }
 
     /// The snapshot of `plugin`'s state that template views read.
@@ -151,8 +162,11 @@ impl<'a> StateReader<'a> {
     ) -> R {
         let source = self.source;
         self.with(plugin, |s| {
-            let mut snap = lock(&s.snapshot);
-            read_key(source, &s.scope, &mut snap, key);
+            let snapshot = s.snapshot.clone();
+            let mut snap = lock(&snapshot);
+            if matches!(snap.key(key), Known::Unknown) {
+                read_key(source, self.scope(s), &mut snap, key);
+            }
             match snap.key(key) {
                 Known::Read(v) => f(Ok(v)),
                 _ => f(Err(failure(&snap))),
@@ -169,8 +183,11 @@ impl<'a> StateReader<'a> {
     ) -> R {
         let source = self.source;
         self.with(plugin, |s| {
-            let mut snap = lock(&s.snapshot);
-            read_all(source, &s.scope, &mut snap);
+            let snapshot = s.snapshot.clone();
+            let mut snap = lock(&snapshot);
+            if snap.all().is_none() && !snap.failed() {
+                read_all(source, self.scope(s), &mut snap);
+            }
             match snap.all() {
                 Some(all) => f(Ok(all)),
                 None => f(Err(failure(&snap))),
@@ -184,17 +201,20 @@ impl<'a> StateReader<'a> {
     pub(crate) fn refetch(&self, plugin: &Arc<str>) -> bool {
         let source = self.source;
         self.with(plugin, |s| {
-            let mut snap = lock(&s.snapshot);
+            let snapshot = s.snapshot.clone();
+            let mut snap = lock(&snapshot);
             if snap.wanted.is_empty() && !snap.wants_all {
                 return false;
             }
             s.passes += 1;
-            if snap.wants_all || s.passes > KEYED_PASSES {
+            let whole = snap.wants_all || s.passes > KEYED_PASSES;
+            let scope = self.scope(s);
+            if whole {
                 snap.wanted.clear();
-                read_all(source, &s.scope, &mut snap);
+                read_all(source, scope, &mut snap);
             } else {
                 for key in std::mem::take(&mut snap.wanted) {
-                    read_key(source, &s.scope, &mut snap, &key);
+                    read_key(source, scope, &mut snap, &key);
                 }
             }
             !snap.failed()

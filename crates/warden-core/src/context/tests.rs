@@ -27,6 +27,7 @@ fn legacy_values(
     mode: &str,
     time: f64,
     state: &BTreeMap<String, Value>,
+    settings: BTreeMap<&str, &warden_load::SettingValue>,
 ) -> minijinja::Value {
     #[derive(Serialize)]
     struct ContextView<'a> {
@@ -62,7 +63,6 @@ fn legacy_values(
     }
     use minijinja::value::Serde;
     let tool_name = event.tool.as_ref().map_or("", |t| t.name.as_str());
-    let settings: BTreeMap<&str, &warden_load::SettingValue> = BTreeMap::new();
     minijinja::context! {
         settings => minijinja::Value::from(Serde(settings)),
         context => minijinja::Value::from(Serde(ContextView {
@@ -131,7 +131,8 @@ const TEMPLATES: &[&str] = &[
     "{% for k, v in result | items %}{{ k }}:{{ v }};{% endfor %}",
     "{{ result.missing }}",
     "{{ result.count.deeper }}",
-    "{{ settings }} {{ settings | tojson }}",
+    "{{ settings }} {{ settings | tojson }} {{ settings.zeta + 1 }} {{ settings['alpha'] }}",
+    "{% for k, v in settings | items %}{{ k }}={{ v }};{% endfor %} {{ settings | length }}",
     "{{ token_usage }} {{ turn_number }} {{ (context.turn.token_usage * 100) | int }}%",
     "{{ context.turn.number + 1 }} {{ context.turn.iteration_count / context.turn.max_iterations }}",
     "{{ context.turn == context.turn }} {{ context.history.tools[0] == context.history.tools[0] }}",
@@ -185,6 +186,39 @@ fn facts() -> SessionFacts {
     f
 }
 
+/// Settings of the plugin `plug`, declared out of order.
+fn slots() -> (SettingSlots, Vec<warden_load::SettingValue>) {
+    use warden_load::{SettingDef, SettingKind, SettingValue};
+    let defs = [
+        ("zeta", SettingKind::Integer, SettingValue::Integer(3)),
+        (
+            "alpha",
+            SettingKind::String,
+            SettingValue::String(Arc::from("x")),
+        ),
+        ("mid", SettingKind::Float, SettingValue::Float(0.5)),
+    ];
+    let mut slots = SettingSlots::default();
+    let mut values = Vec::new();
+    for (name, kind, value) in defs {
+        slots.slots.push(crate::slots::Slot {
+            plugin: Arc::from("plug"),
+            def: Arc::new(SettingDef {
+                name: name.into(),
+                kind,
+                default: value.clone(),
+                min: None,
+                max: None,
+                options: Vec::new(),
+                description: String::new(),
+            }),
+        });
+        values.push(value);
+    }
+    slots.by_plugin.insert(Arc::from("plug"), 0..3);
+    (slots, values)
+}
+
 fn store() -> Store {
     let store = Store::in_memory().unwrap();
     let scope = StateScope::new("ada", "proj", "plug");
@@ -224,17 +258,23 @@ fn views_render_as_the_values_they_replace() {
         (Hook::OnToolFailure, Event::tool_failure("grep", "boom")),
     ];
     let mode: Arc<str> = Arc::from("full");
-    let slots = SettingSlots::default();
+    let (slots, values) = slots();
+    let settings: BTreeMap<&str, &warden_load::SettingValue> = slots
+        .slots
+        .iter()
+        .zip(&values)
+        .map(|(s, v)| (s.def.name.as_str(), v))
+        .collect();
     for (hook, event) in events {
         let event = Arc::new(event);
-        let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &[]);
+        let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &values);
         *frame.plugin.borrow_mut() = Some(Arc::from("plug"));
         for src in TEMPLATES {
             let text = match templates.text(src, &compiler, &CompileOptions::default()) {
                 Ok(t @ Text::Template(_)) => t,
                 _ => panic!("{src} does not compile"),
             };
-            let old = legacy_values(&facts, &event, hook, &mode, 12.5, &state);
+            let old = legacy_values(&facts, &event, hook, &mode, 12.5, &state, settings.clone());
             let want = templates.render(&text, &mut || old.clone());
             let got = templates.render(&text, &mut frame.template_context());
             assert_eq!(got, want, "{hook}: {src}");
@@ -364,6 +404,7 @@ const CONDITIONS: &[&str] = &[
     "context.turn.context_window == 0 and context.turn.final == false and len(context.query) > 0",
     "event.time > 1 and tool.name != 'x' and result.count * 2 > 1",
     "result.count / 0 > 1",
+    "settings.zeta > 2 and settings['alpha'] == 'x' and len(settings) == 3",
 ];
 
 #[test]
@@ -395,7 +436,7 @@ fn conditions_read_as_they_did_with_whole_roots() {
         ),
     ];
     let mode: Arc<str> = Arc::from("full");
-    let slots = SettingSlots::default();
+    let (slots, values) = slots();
     let mut seen = BTreeMap::new();
     for (hook, event) in events {
         let event = Arc::new(event);
@@ -413,7 +454,7 @@ fn conditions_read_as_they_did_with_whole_roots() {
                     },
                 )
                 .unwrap();
-            let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &[]);
+            let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &values);
             *frame.plugin.borrow_mut() = Some(Arc::from("plug"));
             let got = cond.eval(&mut warden_expr::Frame::new(&frame));
             let whole = WholeRoots(&frame);

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use minijinja::value::{Enumerator, Object, ObjectExt, ObjectRepr, Serde, Value};
 use serde_json::Value as Json;
-use warden_load::Hook;
+use warden_load::{Hook, SettingDef, SettingValue};
 
 use crate::context::state::{Known, Snapshot, lock};
 use crate::event::Event;
@@ -79,8 +79,8 @@ pub(crate) struct Root {
     pub hook: Hook,
     pub mode: Arc<str>,
     pub time: f64,
-    /// The rule's plugin settings, by name (converted whole: a few values).
-    pub settings: Value,
+    /// The rule's plugin settings: each one's definition and value, sorted by name.
+    pub settings: Vec<(Arc<SettingDef>, SettingValue)>,
     /// The rule's plugin state, as the tick has read it.
     pub state: Arc<Mutex<Snapshot>>,
 }
@@ -105,7 +105,7 @@ impl Fields for Arc<Root> {
 
     fn field(&self, key: &str) -> Option<Value> {
         Some(match key {
-            "settings" => self.settings.clone(),
+            "settings" => Value::from_object(Settings(self.clone())),
             "context" => record(Context(self.clone())),
             "event" => record(EventView(self.clone())),
             "tool" => record(ToolView(self.clone())),
@@ -124,6 +124,38 @@ impl Fields for Arc<Root> {
 /// Builds the root value of a template render.
 pub(crate) fn root(root: Root) -> Value {
     record(Arc::new(root))
+}
+
+/// `settings`: the rule's plugin settings, by name (a map, its keys sorted).
+struct Settings(Arc<Root>);
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("settings")
+    }
+}
+
+impl Object for Settings {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let key = key.as_str()?;
+        let (_, value) = self.0.settings.iter().find(|(def, _)| def.name == key)?;
+        Some(ser(value))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        self.mapped_enumerator(|this| {
+            Box::new(
+                this.0
+                    .settings
+                    .iter()
+                    .map(|(def, _)| Value::from(def.name.as_str())),
+            )
+        })
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(self.0.settings.len())
+    }
 }
 
 /// `context`.

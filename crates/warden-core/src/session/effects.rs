@@ -158,12 +158,12 @@ pub(crate) fn deliver(
     hook: Hook,
     effects: &[Effect],
 ) -> Vec<Notification> {
-    let mut due = Vec::new();
+    let mut due = Vec::with_capacity(effects.len() + mailbox.len());
     if !mailbox.is_empty() {
         let (now, later): (Vec<_>, Vec<_>) = mailbox
             .drain(..)
             .partition(|n| n.deliver_at.is_due_at(hook));
-        due = now;
+        due.extend(now);
         *mailbox = later;
     }
     for e in effects {

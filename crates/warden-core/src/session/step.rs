@@ -79,7 +79,7 @@ impl Step<'_, '_> {
             fired: Vec::new(),
             rendered: Vec::new(),
             errors,
-            trace: Vec::with_capacity(tree.entries.len()),
+            trace: Vec::new(),
             at: None,
             timings: self.logging.then(Vec::new),
             scripts: &mut trees.scripts,
@@ -113,6 +113,11 @@ impl Step<'_, '_> {
                 }
             }
         }
+        // Room for what the selected trees fire, made once (growing it a push at a time costs
+        // more than the rules' own work).
+        tick.fired.reserve(selected.len());
+        tick.rendered.reserve(selected.len());
+        tick.trace.reserve(selected.len());
         for &e in &selected {
             let key = (hook, e);
             // A tree waiting for another hook is not ticked at this one.

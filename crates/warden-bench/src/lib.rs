@@ -1,19 +1,25 @@
 //! Warden's benchmarks: the scenarios, each measured against a floor in the same run, because
 //! the machines Warden is measured on are shared and noisy and only ratios carry over.
 //!
-//! `warden bench` prints [`run`]'s report; `cargo bench --bench tick` measures the same
-//! scenarios with criterion.
+//! `warden bench` prints [`run`]'s report: the tick scenarios ([`run_ticks`]) and the
+//! realistic ones ([`run_realistic`]: a long session, many sessions, plugin state that grows,
+//! loading rules cold); `cargo bench --bench tick` measures the tick scenarios with criterion.
 //!
 //! ```
 //! let mut out = Vec::new();
-//! warden_bench::run(&mut out, 50, 1).unwrap();
+//! warden_bench::run_ticks(&mut out, 50, 1).unwrap();
+//! warden_bench::run_realistic(&mut out, 1, warden_bench::Sizes::SMALL).unwrap();
 //! assert!(String::from_utf8(out).unwrap().contains("x the floor"));
 //! ```
 
 #![warn(missing_docs)]
 
+mod long_session;
 mod measure;
+mod realistic;
 mod scenarios;
 
-pub use measure::run;
+pub use long_session::long_session;
+pub use measure::{run, run_ticks};
+pub use realistic::{Sizes, run_realistic};
 pub use scenarios::*;

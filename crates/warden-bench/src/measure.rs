@@ -9,13 +9,17 @@ use warden_core::{SessionOptions, Warden};
 
 use crate::scenarios::{self as bench, Floor, OneRule};
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (NaN when it is empty).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
 
 /// A temporary folder for one scenario's rule files, removed once the rules are loaded.
-fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Result<T> {
+pub(crate) fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Result<T> {
     let dir = std::env::temp_dir().join(format!("warden-bench-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let made = make(&dir);
@@ -23,9 +27,17 @@ fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Result<T> {
     Ok(made)
 }
 
-/// Measures every scenario and writes the report to `out`: `ticks` ticks per round, the median
-/// of `rounds` rounds.
+/// Measures every scenario and writes the report to `out`: the ticks ([`run_ticks`]: `ticks`
+/// ticks per round, the median of `rounds` rounds), then the realistic scenarios at full size
+/// ([`crate::run_realistic`], the median of `rounds` rounds).
 pub fn run(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+    run_ticks(out, ticks, rounds)?;
+    crate::realistic::run_realistic(out, rounds, crate::realistic::Sizes::FULL)
+}
+
+/// Measures the tick scenarios and writes their report to `out`: `ticks` ticks per round, the
+/// median of `rounds` rounds.
+pub fn run_ticks(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
     let (ticks, rounds) = (ticks.max(1), rounds.max(1));
     threshold_rules(out, ticks, rounds)?;
     decisions(out, ticks, rounds)?;
@@ -121,7 +133,7 @@ fn decisions(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
 
 /// Builds one session per scenario, warms them up, then measures them in alternation: the
 /// median ns per tick of each.
-fn measure_sessions(
+pub(crate) fn measure_sessions(
     scenarios: &[&dyn Fn(&Path) -> Warden],
     ticks: u32,
     rounds: u32,

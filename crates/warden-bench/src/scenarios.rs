@@ -152,15 +152,26 @@ pub enum OneRule {
     ScriptCondition,
     /// A script that yields at every tick (`while true do coroutine.yield() end`).
     Coroutine,
+    /// A condition reading three context fields, as an expression.
+    ExpressionThreeFields,
+    /// The same, as a script.
+    ScriptThreeFields,
 }
+
+/// The condition of [`OneRule::ExpressionThreeFields`] and [`OneRule::ScriptThreeFields`].
+const THREE_FIELDS: &str =
+    "context.turn.token_usage > 0.9 and context.turn.number >= 0 and context.mode != ''";
 
 /// A supervisor with the one rule of `kind` (written to `dir`).
 pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {
+    let three = format!("return {}", THREE_FIELDS.replace("!=", "~="));
     let condition = match kind {
         OneRule::Expression => "expression = \"context.turn.token_usage > 0.9\"".to_string(),
-        OneRule::ScriptCondition | OneRule::Coroutine => {
+        OneRule::ExpressionThreeFields => format!("expression = \"{THREE_FIELDS}\""),
+        OneRule::ScriptCondition | OneRule::Coroutine | OneRule::ScriptThreeFields => {
             let (name, body) = match kind {
                 OneRule::ScriptCondition => ("usage.lua", "return context.turn.token_usage > 0.9"),
+                OneRule::ScriptThreeFields => ("three.lua", three.as_str()),
                 _ => ("wait.lua", "while true do coroutine.yield() end"),
             };
             std::fs::write(dir.join(name), body)
@@ -178,6 +189,73 @@ pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {
         .rules_dir(dir)
         .build()
         .expect("the benchmark rule loads")
+}
+
+/// `n` rule files of the kinds operators write (a threshold, a tool filter, a template that
+/// reads the context, a set_state), for loading cold.
+pub fn many_rule_files(n: usize) -> Vec<(String, String)> {
+    (0..n)
+        .map(|i| {
+            let body = match i % 4 {
+                0 => format!(
+                    "trigger = \"on_turn_start\"\npriority = {p}\n\n[condition]\nexpression = \"context.turn.token_usage > {t:.3}\"\n\n\
+                     [action]\ntype = \"notify_self\"\nmessage = \"Token usage is {{{{ context.turn.token_usage | percent }}}} (rule {i}).\"\n",
+                    p = 1 + i % 200,
+                    t = (i % 100) as f64 / 100.0
+                ),
+                1 => format!(
+                    "trigger = \"on_tool_complete\"\ntool = [\"web_search\", \"tool_{i}\"]\n\n[condition]\nexpression = \"result.count > {k}\"\n\n\
+                     [action]\ntype = \"notify_self\"\nmessage = \"{{{{ tool.name }}}} returned {{{{ result.count }}}} results.\"\ndeliver_at = \"immediate\"\n",
+                    k = i % 20
+                ),
+                2 => format!(
+                    "trigger = \"on_tool_failure\"\n\n[condition]\nexpression = \"failure_count(tool.name) >= {k} and context.turn.number > 1\"\n\n\
+                     [action]\ntype = \"log\"\nlevel = \"warn\"\nmessage = \"{{{{ tool.name }}}} failed {{{{ context.history.failures[tool.name] }}}} times: {{{{ event.error }}}}\"\n",
+                    k = 2 + i % 5
+                ),
+                _ => "trigger = \"on_turn_end\"\n\n[condition]\nexpression = \"any(t.success for t in context.history.tools)\"\n\n\
+                      [action]\ntype = \"set_state\"\nkey = \"last_turn\"\nvalue = \"{{ context.turn.number }}\"\n"
+                    .to_string(),
+            };
+            (
+                format!("rule-{i:04}.toml"),
+                format!("[rule]\nid = \"rule-{i:04}\"\n{body}"),
+            )
+        })
+        .collect()
+}
+
+/// A rule that reads one key of its plugin state at every `on_turn_start` (its condition and
+/// its message), written to `dir`.
+pub fn state_reader_rule(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::write(
+        dir.join("state-reader.toml"),
+        "[rule]\nid = \"state-reader\"\ntrigger = \"on_turn_start\"\n\n\
+         [condition]\nexpression = \"context.state.get('k1', 0) >= 0\"\n\n\
+         [action]\ntype = \"log\"\nmessage = \"k1 is {{ context.state.get('k1', 'unset') }}\"\n",
+    )
+}
+
+/// A rule that writes a new key of its plugin state at every `on_turn_start` and reads one,
+/// written to `dir`.
+pub fn state_writer_rule(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::write(
+        dir.join("state-writer.toml"),
+        "[rule]\nid = \"state-writer\"\ntrigger = \"on_turn_start\"\n\n\
+         [condition]\nexpression = \"true\"\n\n\
+         [[action]]\ntype = \"set_state\"\nkey = \"turn-{{ context.turn.number }}\"\nvalue = \"{{ context.turn.token_usage }}\"\n\n\
+         [[action]]\ntype = \"log\"\nmessage = \"first turn: {{ context.state.get('turn-1', 'unset') }}\"\n",
+    )
+}
+
+/// A rule that names the tool of each call and how often it was called, written to `dir`.
+pub fn tool_counter_rule(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::write(
+        dir.join("tool-counter.toml"),
+        "[rule]\nid = \"tool-counter\"\ntrigger = \"on_tool_call\"\n\n\
+         [condition]\nexpression = \"tool_calls(tool.name) >= 1\"\n\n\
+         [action]\ntype = \"log\"\nmessage = \"{{ tool.name }}: {{ context.history.calls[tool.name] }} calls\"\n",
+    )
 }
 
 /// A behavior whose running node sits `depth` sequences down, after `siblings` conditions
@@ -244,6 +322,8 @@ mod tests {
             OneRule::Expression,
             OneRule::ScriptCondition,
             OneRule::Coroutine,
+            OneRule::ExpressionThreeFields,
+            OneRule::ScriptThreeFields,
         ] {
             let dir = tempfile::tempdir().unwrap();
             let w = one_rule(dir.path(), kind);
@@ -289,6 +369,32 @@ mod tests {
             .session()
             .tick(Hook::OnTurnStart, Event::new().with_context_window(200_000));
         assert_eq!(&*o.mode, "full");
+    }
+
+    #[test]
+    fn the_generated_rules_load_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, toml) in many_rule_files(8) {
+            std::fs::write(dir.path().join(name), toml).unwrap();
+        }
+        state_reader_rule(dir.path()).unwrap();
+        state_writer_rule(dir.path()).unwrap();
+        tool_counter_rule(dir.path()).unwrap();
+        let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
+        assert!(w.diagnostics().is_empty(), "{:?}", w.diagnostics());
+        let mut s = w.session();
+        let o = s.tick(
+            Hook::OnToolCall,
+            Event::tool_call("web", serde_json::Value::Null),
+        );
+        assert!(o.errors.is_empty(), "{:?}", o.errors);
+        let o = s.tick(
+            Hook::OnTurnStart,
+            Event::new().with_turn(1).with_token_usage(0.5),
+        );
+        assert!(o.errors.is_empty(), "{:?}", o.errors);
+        // The two threshold rules, the reader, the writer's set_state and log.
+        assert_eq!(o.effects.len(), 5, "{:?}", o.effects);
     }
 
     #[test]

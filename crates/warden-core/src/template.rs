@@ -5,6 +5,7 @@
 //! A template sees `context` (with `state`), `event`, `tool` and `result`, and has the filter
 //! `percent` (`0.85 | percent` is `85%`) on top of minijinja's built-ins.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use minijinja::value::ValueKind;
@@ -97,6 +98,10 @@ pub(crate) enum TemplateError {
 pub(crate) struct Templates {
     env: Environment<'static>,
     next: usize,
+    /// Paths already checked, per compiler (kept alive here, so that its schema is told apart
+    /// by address) and per set of roots unavailable (by name): the same paths recur in many
+    /// templates.
+    checked: Vec<(Compiler, String, HashSet<String>)>,
 }
 
 impl std::fmt::Debug for Templates {
@@ -135,7 +140,11 @@ impl Templates {
             }
             Err(Error::from(ErrorKind::UnknownMethod))
         });
-        Templates { env, next: 0 }
+        Templates {
+            env,
+            next: 0,
+            checked: Vec::new(),
+        }
     }
 
     /// Compiles `src`, checking the paths it reads with `compiler` under `opts`.
@@ -189,9 +198,43 @@ impl Templates {
                     None,
                 ));
             }
-            compiler.check(&path, opts).map_err(TemplateError::Path)?;
+            self.check_path(&path, compiler, opts)?;
         }
         Ok(Text::Template(name))
+    }
+
+    /// Checks one path a template reads, once per compiler and hook (see `checked`).
+    fn check_path(
+        &mut self,
+        path: &str,
+        compiler: &Compiler,
+        opts: &CompileOptions<'_>,
+    ) -> Result<(), TemplateError> {
+        let mut unavailable = String::new();
+        for (root, _) in opts.unavailable {
+            unavailable.push_str(root);
+            unavailable.push(',');
+        }
+        let at = self
+            .checked
+            .iter()
+            .position(|(c, u, _)| std::ptr::eq(c.schema(), compiler.schema()) && *u == unavailable);
+        if let Some(i) = at
+            && self.checked[i].2.contains(path)
+        {
+            return Ok(());
+        }
+        compiler.check(path, opts).map_err(TemplateError::Path)?;
+        let i = match at {
+            Some(i) => i,
+            None => {
+                self.checked
+                    .push((compiler.clone(), unavailable, HashSet::new()));
+                self.checked.len() - 1
+            }
+        };
+        self.checked[i].2.insert(path.to_string());
+        Ok(())
     }
 
     /// Compiles a value: strings become templates; `"{{ expr }}"` alone keeps the type.

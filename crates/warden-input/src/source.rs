@@ -25,17 +25,26 @@ impl SourceFile {
         // What is shown on a terminal carries no control characters from the file or its name
         // (an escape sequence in either could rewrite the operator's screen); the shown text
         // keeps every byte offset.
-        let mut shown = String::with_capacity(text.len());
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            // A line break stays (`\r` only before `\n`: alone, it would rewrite the line).
-            let keep = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
-            if c.is_control() && !keep {
-                shown.extend(std::iter::repeat_n('?', c.len_utf8()));
-            } else {
-                shown.push(c);
+        let plain = text
+            .bytes()
+            .all(|b| (b' '..b'\x7f').contains(&b) || b == b'\n' || b == b'\t');
+        let shown = if plain {
+            // Printable ASCII, tabs and line feeds (most files): shown as they are.
+            text.clone()
+        } else {
+            let mut shown = String::with_capacity(text.len());
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                // A line break stays (`\r` only before `\n`: alone, it would rewrite the line).
+                let keep = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
+                if c.is_control() && !keep {
+                    shown.extend(std::iter::repeat_n('?', c.len_utf8()));
+                } else {
+                    shown.push(c);
+                }
             }
-        }
+            shown
+        };
         let named = NamedSource::new(printable_name(&path.display().to_string()), shown);
         Arc::new(SourceFile {
             path,

@@ -158,9 +158,10 @@ pub enum OneRule {
     ScriptThreeFields,
 }
 
-/// The condition of [`OneRule::ExpressionThreeFields`] and [`OneRule::ScriptThreeFields`].
+/// The condition of [`OneRule::ExpressionThreeFields`] and [`OneRule::ScriptThreeFields`]: the
+/// two parts that hold come first, so that both ways read all three fields.
 const THREE_FIELDS: &str =
-    "context.turn.token_usage > 0.9 and context.turn.number >= 0 and context.mode != ''";
+    "context.turn.number >= 0 and context.mode != '' and context.turn.token_usage > 0.9";
 
 /// A supervisor with the one rule of `kind` (written to `dir`).
 pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {

@@ -21,7 +21,7 @@ use crate::session::keys::HookSet;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
 
 /// What a session remembers about one rule (for its decorators).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RuleMemory {
     pub(crate) fires: u32,
     pub(crate) last_fired_turn: Option<u32>,

@@ -8,8 +8,16 @@ use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
 
 use crate::behavior::run::TreeRun;
 use crate::outcome::{Effect, Halted, Notification};
+use crate::program::Program;
 use crate::rule::CompiledRule;
-use crate::session::keys::IndexMap;
+use crate::session::keys::{IndexMap, RuleId};
+
+/// The Lua side of a saved session: waiting scripts as replay journals, and scripts' globals.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SavedScripts {
+    /// The rules whose scripts were waiting.
+    waiting: Vec<RuleId>,
+}
 
 /// The node of a rule's own script (not a behavior node) in the table of waiting scripts.
 pub(crate) const ROOT: u32 = u32::MAX;
@@ -35,6 +43,39 @@ const VOCABULARY: warden_lua::Vocabulary = warden_lua::Vocabulary {
 };
 
 impl Scripts {
+    /// What of the Lua side a saved session keeps.
+    pub(crate) fn save(&self, program: Option<&Program>) -> SavedScripts {
+        let mut waiting: Vec<RuleId> = match program {
+            Some(p) => self
+                .tasks
+                .keys()
+                .filter_map(|(rule, _)| RuleId::of(p, *rule))
+                .collect(),
+            None => Vec::new(),
+        };
+        waiting.sort_by(|a, b| a.key.cmp(&b.key));
+        waiting.dedup();
+        SavedScripts { waiting }
+    }
+
+    /// Puts back what a saved session kept of the Lua side, under `program`; what could not
+    /// be put back is halted.
+    pub(crate) fn restore(
+        &mut self,
+        saved: SavedScripts,
+        _program: &Program,
+        _session: &str,
+    ) -> Vec<Halted> {
+        saved
+            .waiting
+            .into_iter()
+            .map(|r| Halted {
+                rule: r.key,
+                reason: "its waiting script could not be resumed in this process".to_string(),
+            })
+            .collect()
+    }
+
     pub(crate) fn new(limits: warden_lua::Limits) -> Self {
         Scripts {
             runtime: None,

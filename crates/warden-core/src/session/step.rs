@@ -13,7 +13,7 @@ use crate::control::Resolved;
 use crate::outcome::{Effect, Halted, Notification, Outcome, RuleError};
 use crate::program::Program;
 use crate::session::bonsai::tick_entry;
-use crate::session::effects::{self, Actor};
+use crate::session::effects::{self, Actor, AfterCommit};
 use crate::session::evaluate::Tick;
 use crate::session::keys::HookSet;
 use crate::session::ruling;
@@ -21,7 +21,7 @@ use crate::session::trees::Trees;
 use crate::shared::Shared;
 
 /// What a step reads and the parts of the session it changes.
-pub(crate) struct Step<'s, 'f> {
+pub(crate) struct Step<'s, 'f, 't> {
     pub shared: &'s Shared,
     pub program: &'s Arc<Program>,
     pub frame: &'s Frame<'f>,
@@ -35,9 +35,13 @@ pub(crate) struct Step<'s, 'f> {
     pub explain: bool,
     /// Record the step in the execution log.
     pub logging: bool,
+    /// The tick's transaction.
+    pub tx: &'s warden_store::TickTransaction<'t>,
+    /// What the tick does once it has committed.
+    pub after_commit: &'s mut Vec<AfterCommit>,
 }
 
-impl Step<'_, '_> {
+impl Step<'_, '_, '_> {
     /// Runs the trees of the frame's hook, applies what they decided and delivers the
     /// notifications due; `errors` and `halted` are what the tick found before the step.
     pub(crate) fn run(&mut self, errors: Vec<RuleError>, halted: Vec<Halted>) -> Outcome {
@@ -175,7 +179,8 @@ impl Step<'_, '_> {
             turn: frame.facts.turn.number,
         };
         let effects = effects::apply(
-            shared,
+            self.tx,
+            self.after_commit,
             &actor,
             program,
             hook,
@@ -186,15 +191,7 @@ impl Step<'_, '_> {
             &mut trace,
         );
         if let Some(timings) = timings {
-            effects::record_executions(
-                &shared.store,
-                &actor,
-                program,
-                hook,
-                &trace,
-                &timings,
-                &effects,
-            );
+            effects::record_executions(self.tx, &actor, program, hook, &trace, &timings, &effects);
         }
         let merged = ruling::merge(
             &effects,

@@ -63,6 +63,7 @@ pub struct WardenBuilder {
     strict: bool,
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
+    journal_limit: Option<usize>,
     knowledge: Option<KnowledgeConfig>,
     modes: Option<warden_load::ModeSource>,
 }
@@ -225,6 +226,14 @@ impl WardenBuilder {
         self
     }
 
+    /// Most values a waiting script's replay record may hold in a durable session (see
+    /// [`Warden::open_session`]); past it the script is stopped with an error (default
+    /// 100 000).
+    pub fn journal_limit(mut self, values: usize) -> Self {
+        self.journal_limit = Some(values.max(1));
+        self
+    }
+
     /// How many emitted events the bus buffers for a slow subscriber (default 1024).
     pub fn bus_capacity(mut self, capacity: usize) -> Self {
         self.bus_capacity = Some(capacity.max(1));
@@ -283,6 +292,9 @@ impl WardenBuilder {
                     history_limit: self.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT),
                     log_sample: self.log_sample,
                     script_limits: self.script_limits.unwrap_or_default(),
+                    journal_limit: self
+                        .journal_limit
+                        .unwrap_or(crate::session::DEFAULT_JOURNAL_LIMIT),
                 },
                 sources: self.sources,
                 capabilities,

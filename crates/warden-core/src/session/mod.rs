@@ -42,6 +42,8 @@ use effects::AfterCommit;
 use step::Step;
 use trees::Trees;
 
+pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;
+
 /// Options for a new session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
@@ -143,10 +145,7 @@ impl Session {
         opts: &SessionOptions,
     ) -> Result<Self, crate::error::Error> {
         let mut session = Session::new(shared, id, opts);
-        session.durable = Some(Durable {
-            version: None,
-            stale: false,
-        });
+        session.make_durable();
         let stored = session.shared.store.load_session(&session.id)?;
         if let Some(stored) = stored {
             session
@@ -157,6 +156,17 @@ impl Session {
                 })?;
         }
         Ok(session)
+    }
+
+    /// From now on, the session is saved after every tick, and its waiting scripts keep the
+    /// record that brings them back in another process.
+    fn make_durable(&mut self) {
+        self.durable = Some(Durable {
+            version: None,
+            stale: false,
+        });
+        self.trees.scripts.recording = true;
+        self.trees.scripts.journal_limit = self.shared.config.journal_limit;
     }
 
     /// Whether the session is saved in the store after every tick.
@@ -200,12 +210,22 @@ impl Session {
         self.events = snapshot.events;
         self.mailbox = std::mem::take(&mut snapshot.mailbox);
         let mut trees = Trees::new(config.script_limits);
-        let mut halted = snapshot.restore_trees(&program, &mut trees);
-        halted.extend(trees.scripts.restore(
-            std::mem::take(&mut snapshot.scripts),
-            &program,
-            &self.id,
-        ));
+        trees.scripts.recording = true;
+        trees.scripts.journal_limit = config.journal_limit;
+        let halted = snapshot.restore_trees(&program, &mut trees);
+        trees
+            .scripts
+            .restore(std::mem::take(&mut snapshot.scripts), &program);
+        // A tree of a hook left running on a script that could not be brought back would start
+        // it again from scratch: it is dropped, and the rule halted at the next tick.
+        let lost: Vec<u32> = trees.scripts.lost.iter().map(|(ix, _)| *ix).collect();
+        trees.running.retain(|(hook, e), _| {
+            program
+                .hook(*hook)
+                .entries
+                .get(*e as usize)
+                .is_none_or(|entry| !entry.rules.iter().any(|r| lost.contains(r)))
+        });
         self.trees = trees;
         self.program = Some(program);
         self.restored_halted = halted;
@@ -241,10 +261,7 @@ impl Session {
                 };
                 let id = std::mem::take(&mut self.id);
                 *self = Session::new(self.shared.clone(), id, &opts);
-                self.durable = Some(Durable {
-                    version: None,
-                    stale: false,
-                });
+                self.make_durable();
                 Ok(())
             }
         }

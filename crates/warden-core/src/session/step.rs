@@ -94,8 +94,21 @@ impl Step<'_, '_, '_> {
             node_trace: self.explain.then(Vec::new),
             halted,
             halt_reason: None,
+            seed: seed_of(self.session, frame.facts.turn.number, hook),
         };
 
+        // Waiting scripts a saved session could not bring back: their rules halt now, a
+        // behavior through its `on_halted` path.
+        if !tick.scripts.lost.is_empty() {
+            for (ix, why) in std::mem::take(&mut tick.scripts.lost) {
+                if !tick.halt_tree(ix, &why) {
+                    tick.halted.push(crate::outcome::Halted {
+                        rule: program.rules[ix as usize].key.clone(),
+                        reason: why,
+                    });
+                }
+            }
+        }
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
         let running = &mut trees.running;
         let mut selected = std::mem::take(&mut trees.selected);
@@ -223,4 +236,19 @@ impl Step<'_, '_, '_> {
             program: program.clone(),
         }
     }
+}
+
+/// The seed of the random numbers of the scripts a step starts: the same for the same session,
+/// turn and hook, in this process or another (so a session read back from the store draws the
+/// numbers it would have drawn).
+fn seed_of(session: &str, turn: u32, hook: Hook) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in session
+        .bytes()
+        .chain(turn.to_le_bytes())
+        .chain([hook.index() as u8])
+    {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }

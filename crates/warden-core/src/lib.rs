@@ -45,6 +45,7 @@ mod knowledge;
 mod mode;
 mod outcome;
 mod program;
+mod render;
 mod rule;
 mod session;
 mod shared;

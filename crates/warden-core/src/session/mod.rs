@@ -411,6 +411,11 @@ impl Session {
             outcome.inject = inject;
             outcome.mode_change = Some(change);
         }
+        let (rendered, error) = shared.renderer.render(&outcome.inject);
+        outcome.rendered = rendered;
+        if let Some(error) = error {
+            outcome.errors.push(RuleError { rule: None, error });
+        }
         self.events += 1;
         self.commit(tx, &mut outcome, after_commit);
         outcome

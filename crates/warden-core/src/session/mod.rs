@@ -85,6 +85,8 @@ pub struct Session {
     durable: Option<Durable>,
     /// What reading the session back could not keep, reported by its next tick.
     restored_halted: Vec<Halted>,
+    /// What the embedding host keeps with the session (saved with it).
+    host: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A session saved in the store after every tick.
@@ -134,6 +136,7 @@ impl Session {
             events: 0,
             durable: None,
             restored_halted: Vec::new(),
+            host: serde_json::Map::new(),
         }
     }
 
@@ -179,6 +182,18 @@ impl Session {
         self.events
     }
 
+    /// What the embedding host keeps with the session: an adapter's own memory of it (the last
+    /// model call it saw, how many times in a row it sent the agent back). Saved with the
+    /// session at its next tick; rules do not see it.
+    pub fn host_data(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.host
+    }
+
+    /// The host's data, to change (see [`Session::host_data`]).
+    pub fn host_data_mut(&mut self) -> &mut serde_json::Map<String, serde_json::Value> {
+        &mut self.host
+    }
+
     /// The session as saved in the store: plain data, JSON.
     pub fn snapshot(&self) -> String {
         let snapshot = Snapshot::take(
@@ -192,6 +207,7 @@ impl Session {
                 events: self.events,
                 trees: &self.trees,
                 scripts: self.trees.scripts.save(self.program.as_deref()),
+                host: &self.host,
             },
         );
         // Plain data of strings, numbers and maps: it always serializes.
@@ -209,6 +225,7 @@ impl Session {
         self.log_credit = snapshot.log_credit;
         self.events = snapshot.events;
         self.mailbox = std::mem::take(&mut snapshot.mailbox);
+        self.host = std::mem::take(&mut snapshot.host);
         let mut trees = Trees::new(config.script_limits);
         trees.scripts.recording = true;
         trees.scripts.journal_limit = config.journal_limit;

@@ -86,8 +86,10 @@ pub struct Answer {
     pub log: Vec<String>,
 }
 
-/// The session's memory of Claude Code, in its host data.
-const LAST_CALL: &str = "claude_code.last_model_call";
+/// The session's memory of Claude Code, in its host data: the model call the current turn is
+/// bound to (`null` after a prompt: the turn it started has no call yet), and how many times in
+/// a row the agent was sent back to work.
+const TURN_CALL: &str = "claude_code.turn_model_call";
 const CONTINUES: &str = "claude_code.continues";
 
 /// Answers one hook payload (see the crate docs). Never fails: a failure of Warden itself is
@@ -161,46 +163,32 @@ impl Handler<'_> {
         match event {
             HookEvent::SessionStart => None,
             HookEvent::UserPromptSubmit => {
-                self.session
-                    .host_data_mut()
-                    .insert(CONTINUES.into(), json!(0));
+                let host = self.session.host_data_mut();
+                host.insert(CONTINUES.into(), json!(0));
+                host.insert(TURN_CALL.into(), Value::Null);
+                let usage = self.usage();
                 let query = self.tick(
                     Hook::OnQueryStart,
                     Event::query(p.prompt.clone().unwrap_or_default()),
                 );
                 let refused = matches!(query.proceed(), Proceed::No { .. } | Proceed::Stop { .. });
-                let turn = (!refused).then(|| {
-                    let usage = self.usage();
-                    self.remember_call(usage.as_ref());
-                    self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref()))
-                });
+                let turn = (!refused)
+                    .then(|| self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref())));
                 let outcomes: Vec<&Outcome> =
                     std::iter::once(&query).chain(turn.as_ref()).collect();
                 self.prompt_answer(&outcomes)
             }
             HookEvent::PreToolUse => {
                 let usage = self.usage();
-                let new_call = usage.as_ref().is_some_and(|u| {
-                    !u.message_id.is_empty()
-                        && self
-                            .session
-                            .host_data()
-                            .get(LAST_CALL)
-                            .and_then(Value::as_str)
-                            != Some(u.message_id.as_str())
-                });
-                let turn = new_call.then(|| {
-                    self.remember_call(usage.as_ref());
-                    self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref()))
-                });
-                let call = self.tick(
-                    Hook::OnToolCall,
-                    Event::tool_call(
-                        p.tool_name.clone().unwrap_or_default(),
-                        p.tool_input.clone().unwrap_or(Value::Null),
-                    ),
+                let turn = self.enter_turn(usage.as_ref());
+                let mut event = Event::tool_call(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.tool_input.clone().unwrap_or(Value::Null),
                 );
-                Some(self.tool_call_answer(turn.as_ref(), &call))
+                // The call sees the context as the model call that made it left it.
+                event.turn = self.turn_event(usage.as_ref()).turn;
+                let call = self.tick(Hook::OnToolCall, event);
+                self.tool_call_answer(turn.as_ref(), &call)
             }
             HookEvent::PostToolUse => {
                 let mut e = Event::tool_complete(
@@ -226,11 +214,12 @@ impl Handler<'_> {
             }
             HookEvent::Stop => {
                 let usage = self.usage();
+                let turn = self.enter_turn(usage.as_ref());
                 let o = self.tick(
                     Hook::OnTurnEnd,
                     self.turn_event(usage.as_ref()).final_turn(),
                 );
-                Some(self.stop_answer(&o))
+                self.stop_answer(turn.as_ref(), &o)
             }
             HookEvent::SubagentStop => {
                 self.record_subagent();
@@ -284,11 +273,22 @@ impl Handler<'_> {
         }
     }
 
-    fn remember_call(&mut self, usage: Option<&transcript::Usage>) {
-        if let Some(u) = usage.filter(|u| !u.message_id.is_empty()) {
-            self.session
-                .host_data_mut()
-                .insert(LAST_CALL.into(), json!(u.message_id));
+    /// A model call the transcript shows and no turn was bound to yet starts a turn
+    /// (`on_turn_start`), unless the turn a prompt started has no call yet: then the call is
+    /// that turn's. Parallel tool calls of one model call are one turn.
+    fn enter_turn(&mut self, usage: Option<&transcript::Usage>) -> Option<Outcome> {
+        let id = usage
+            .map(|u| u.message_id.as_str())
+            .filter(|id| !id.is_empty())?;
+        let bound = self.session.host_data().get(TURN_CALL).cloned();
+        self.session
+            .host_data_mut()
+            .insert(TURN_CALL.into(), json!(id));
+        match bound {
+            Some(Value::String(prev)) if prev == id => None,
+            // The turn the prompt started: this is its model call.
+            Some(Value::Null) => None,
+            _ => Some(self.tick(Hook::OnTurnStart, self.turn_event(usage))),
         }
     }
 
@@ -355,7 +355,7 @@ impl Handler<'_> {
         (!out.is_empty()).then_some(Value::Object(out))
     }
 
-    fn tool_call_answer(&self, turn: Option<&Outcome>, call: &Outcome) -> Value {
+    fn tool_call_answer(&self, turn: Option<&Outcome>, call: &Outcome) -> Option<Value> {
         let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(call)).collect();
         let mut out = Map::new();
         self.common(&all, &mut out);
@@ -407,12 +407,14 @@ impl Handler<'_> {
         if specific.len() > 1 {
             out.insert("hookSpecificOutput".into(), Value::Object(specific));
         }
-        Value::Object(out)
+        (!out.is_empty()).then_some(Value::Object(out))
     }
 
-    fn stop_answer(&mut self, o: &Outcome) -> Value {
+    fn stop_answer(&mut self, turn: Option<&Outcome>, o: &Outcome) -> Option<Value> {
         let mut out = Map::new();
-        self.common(&[o], &mut out);
+        let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(o)).collect();
+        self.common(&all, &mut out);
+        let context = Self::context_of(&all);
         let continues = self
             .session
             .host_data()
@@ -435,7 +437,7 @@ impl Handler<'_> {
                         .insert(CONTINUES.into(), json!(0));
                 } else {
                     let mut why = reason.to_string();
-                    if let Some(context) = &o.rendered {
+                    if let Some(context) = &context {
                         why.push_str("\n\n");
                         why.push_str(context);
                     }
@@ -450,12 +452,12 @@ impl Handler<'_> {
                 self.session
                     .host_data_mut()
                     .insert(CONTINUES.into(), json!(0));
-                if let Some(context) = &o.rendered {
+                if let Some(context) = &context {
                     append_message(&mut out, context);
                 }
             }
         }
-        Value::Object(out)
+        (!out.is_empty()).then_some(Value::Object(out))
     }
 
     /// A subagent finished: a row in the execution log, not a turn of the main session.

@@ -13,7 +13,9 @@ use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warde
 
 mod check;
 mod demo;
+mod hook;
 mod manage;
+mod sessions;
 mod setup;
 
 use setup::{Setup, build};
@@ -93,6 +95,22 @@ enum Command {
     Enrich(check::EnrichQuery),
     /// Watch the rule, plugin and script files and report each reload (until interrupted).
     Watch,
+    /// Answer a hook of an agent (`warden hook claude-code`: Claude Code's payload on stdin,
+    /// its answer on stdout).
+    Hook {
+        #[command(subcommand)]
+        target: hook::HookTarget,
+    },
+    /// Set up supervision of an agent (`warden init claude-code`).
+    Init {
+        #[command(subcommand)]
+        target: hook::InitTarget,
+    },
+    /// List, show or delete saved sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: sessions::SessionsCommand,
+    },
     /// Run a simulated research session supervised by the built-in rules, and show each hook,
     /// the rules that fired and the notifications.
     Demo {
@@ -132,10 +150,21 @@ pub fn main() -> ExitCode {
     }
     init_logging();
     let cli = Cli::parse();
-    let result = cli
-        .setup
-        .config()
-        .and_then(|config| run(&config, cli.command));
+    // A hook answers whatever happens, even when the configuration is broken.
+    let command = match cli.command {
+        Command::Hook { target } => return hook::run(cli.setup.config(), target),
+        Command::Init { target } => {
+            return match hook::init(target) {
+                Ok(code) => code,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        other => other,
+    };
+    let result = cli.setup.config().and_then(|config| run(&config, command));
     match result {
         Ok(code) => code,
         Err(message) => {
@@ -169,6 +198,9 @@ fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
         Command::Watch => watch(config),
         Command::Demo { trace } => demo::run(trace.as_deref(), config),
         Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
+        Command::Sessions { command } => sessions::run(config, command),
+        // Answered before the configuration is read (see `main`).
+        Command::Hook { .. } | Command::Init { .. } => Ok(ExitCode::SUCCESS),
     }
 }
 

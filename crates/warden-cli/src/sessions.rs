@@ -98,7 +98,7 @@ pub(crate) fn run(config: &Config, command: SessionsCommand) -> Result<ExitCode,
                 "say how old: `--days 30`, or `[sessions] retention_days` in warden.toml"
                     .to_string()
             })?;
-            if !(days >= 0.0) {
+            if days.is_nan() || days < 0.0 {
                 return Err("--days must be 0 or more".into());
             }
             let now = std::time::SystemTime::now()

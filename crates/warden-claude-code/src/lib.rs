@@ -48,7 +48,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 use warden_core::{
-    ClaudeCodeConfig, Decision, Event, Hook, Outcome, Proceed, Session, SessionOptions, Warden,
+    ClaudeCodeConfig, Decision, Event, Hook, Notification, Outcome, Proceed, Session,
+    SessionOptions, Warden,
 };
 
 pub use init::{InitError, InitOptions, InitReport, init};
@@ -219,7 +220,13 @@ impl Handler<'_> {
                     Hook::OnTurnEnd,
                     self.turn_event(usage.as_ref()).final_turn(),
                 );
-                self.stop_answer(turn.as_ref(), &o)
+                let answer = self.stop_answer(turn.as_ref(), &o);
+                // How many times in a row the agent was sent back changed after the tick.
+                if let Err(e) = self.session.save() {
+                    self.log
+                        .push(format!("warden: the session could not be saved: {e}"));
+                }
+                answer
             }
             HookEvent::SubagentStop => {
                 self.record_subagent();
@@ -320,18 +327,24 @@ impl Handler<'_> {
         }
     }
 
-    fn context_of(outcomes: &[&Outcome]) -> Option<String> {
-        let parts: Vec<&str> = outcomes
-            .iter()
-            .filter_map(|o| o.rendered.as_deref())
-            .collect();
-        (!parts.is_empty()).then(|| parts.join("\n"))
+    /// The notifications of an event's ticks, written as one block.
+    fn context_of(&self, outcomes: &[&Outcome]) -> Option<String> {
+        match outcomes {
+            [one] => one.rendered.clone(),
+            _ => {
+                let all: Vec<Notification> = outcomes
+                    .iter()
+                    .flat_map(|o| o.inject.iter().cloned())
+                    .collect();
+                self.warden.render(&all)
+            }
+        }
     }
 
     fn context_answer(&self, event: HookEvent, outcomes: &[&Outcome]) -> Option<Value> {
         let mut out = Map::new();
         self.common(outcomes, &mut out);
-        if let Some(context) = Self::context_of(outcomes) {
+        if let Some(context) = self.context_of(outcomes) {
             out.insert(
                 "hookSpecificOutput".into(),
                 json!({ "hookEventName": event.name(), "additionalContext": context }),
@@ -346,7 +359,7 @@ impl Handler<'_> {
         if let Proceed::No { reason } = outcomes[0].proceed() {
             out.insert("decision".into(), json!("block"));
             out.insert("reason".into(), json!(reason));
-        } else if let Some(context) = Self::context_of(outcomes) {
+        } else if let Some(context) = self.context_of(outcomes) {
             out.insert(
                 "hookSpecificOutput".into(),
                 json!({ "hookEventName": "UserPromptSubmit", "additionalContext": context }),
@@ -401,7 +414,7 @@ impl Handler<'_> {
             }
             Proceed::Yes | Proceed::KeepWorking { .. } | Proceed::Stop { .. } => {}
         }
-        if let Some(context) = Self::context_of(&all) {
+        if let Some(context) = self.context_of(&all) {
             specific.insert("additionalContext".into(), json!(context));
         }
         if specific.len() > 1 {
@@ -414,7 +427,7 @@ impl Handler<'_> {
         let mut out = Map::new();
         let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(o)).collect();
         self.common(&all, &mut out);
-        let context = Self::context_of(&all);
+        let context = self.context_of(&all);
         let continues = self
             .session
             .host_data()
@@ -432,6 +445,9 @@ impl Handler<'_> {
                             "Warden let the agent stop: it had sent it back {continues} times in a row (`[claude_code] max_continues`). It asked: {reason}"
                         ),
                     );
+                    if let Some(context) = &context {
+                        append_message(&mut out, context);
+                    }
                     self.session
                         .host_data_mut()
                         .insert(CONTINUES.into(), json!(0));

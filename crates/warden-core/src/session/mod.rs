@@ -172,6 +172,41 @@ impl Session {
         self.trees.scripts.journal_limit = self.shared.config.journal_limit;
     }
 
+    /// Saves a durable session now, without a tick: after the host changed its data
+    /// ([`Session::host_data_mut`]) once the last tick of an event was over. Does nothing for
+    /// a session that is not saved ([`Warden::session`](crate::Warden::session)).
+    pub fn save(&mut self) -> Result<(), crate::error::Error> {
+        let Some(durable) = self.durable else {
+            return Ok(());
+        };
+        let snapshot = self.snapshot();
+        let tx = self.shared.store.tick();
+        let saved = tx.commit(Some(warden_store::SessionWrite {
+            id: &self.id,
+            user: &self.facts.user.id,
+            project: &self.facts.project.id,
+            loaded: durable.version,
+            snapshot: &snapshot,
+            events: self.events,
+            ended: self.ended,
+            updated_at: now(),
+        }));
+        match saved {
+            Ok(version) => {
+                if let Some(d) = &mut self.durable {
+                    d.version = version.or(d.version);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(d) = &mut self.durable {
+                    d.stale = true;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
     /// Whether the session is saved in the store after every tick.
     pub fn is_durable(&self) -> bool {
         self.durable.is_some()

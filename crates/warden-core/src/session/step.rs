@@ -266,6 +266,7 @@ impl Step<'_, '_, '_> {
             mode_change: None,
             ruling: merged.ruling,
             overridden: merged.overridden,
+            unsaved: None,
             trace,
             nodes: node_trace.unwrap_or_default(),
             program: program.clone(),

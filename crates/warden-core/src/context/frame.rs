@@ -14,10 +14,10 @@ use warden_expr::{MapId, ScalarId};
 use warden_load::{Hook, SettingValue};
 
 use crate::context::schema::{SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id};
-use crate::context::state::{Snapshot, StateReader};
+use crate::context::state::{Snapshot, StateReader, StateSource};
 use crate::context::views;
 use crate::event::Event;
-use crate::facts::SessionFacts;
+use crate::facts::{SessionFacts, ToolRecord};
 use crate::slots::SettingSlots;
 
 /// The frozen frame of one tick, as conditions, templates and scripts read it. A tick builds
@@ -57,12 +57,44 @@ struct ContextView<'a> {
     token_usage: f64,
 }
 
-/// The history, with the specification's `tool_count` shorthand.
+/// The history, with the specification's `tool_count` shorthand, and each tool record with
+/// `timestamp`, the data model's name for its `time`.
 #[derive(Serialize)]
 struct HistoryView<'a> {
-    #[serde(flatten)]
-    history: &'a crate::facts::History,
+    messages: &'a std::collections::VecDeque<crate::facts::MessageRecord>,
+    #[serde(serialize_with = "tool_records")]
+    tools: &'a std::collections::VecDeque<ToolRecord>,
+    failures: &'a BTreeMap<String, u32>,
+    calls: &'a BTreeMap<String, u32>,
+    counts: &'a crate::facts::Counts,
     tool_count: u32,
+}
+
+/// A tool record as rules read it: its fields, and `timestamp` (the same as `time`).
+#[derive(Serialize)]
+struct ToolRecordView<'a> {
+    #[serde(flatten)]
+    record: &'a ToolRecord,
+    timestamp: f64,
+}
+
+fn tool_records<S: serde::Serializer>(
+    tools: &&std::collections::VecDeque<ToolRecord>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(tools.iter().map(|record| ToolRecordView {
+        record,
+        timestamp: record.time,
+    }))
+}
+
+/// The tool records alone, as rules read them.
+struct ToolList<'a>(&'a std::collections::VecDeque<ToolRecord>);
+
+impl Serialize for ToolList<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        tool_records(&self.0, s)
+    }
 }
 
 #[derive(Serialize)]
@@ -93,7 +125,7 @@ impl<'a> Frame<'a> {
         event: &'a Arc<Event>,
         mode: &'a Arc<str>,
         time: f64,
-        store: &'a warden_store::Store,
+        store: &'a dyn StateSource,
         slots: &'a SettingSlots,
         settings: &'a [SettingValue],
     ) -> Self {
@@ -158,9 +190,14 @@ impl<'a> Frame<'a> {
     }
 
     fn history_view(&self) -> HistoryView<'_> {
+        let h = &self.facts.history;
         HistoryView {
-            history: &self.facts.history,
-            tool_count: self.facts.history.counts.tool_calls,
+            messages: &h.messages,
+            tools: &h.tools,
+            failures: &h.failures,
+            calls: &h.calls,
+            counts: &h.counts,
+            tool_count: h.counts.tool_calls,
         }
     }
 
@@ -393,7 +430,7 @@ impl warden_expr::Facts for Frame<'_> {
                 }
             }
             ["context", "turn"] => dynamic(&f.turn),
-            ["context", "history", "tools"] => dynamic(&f.history.tools),
+            ["context", "history", "tools"] => dynamic(&ToolList(&f.history.tools)),
             ["context", "history", "messages"] => dynamic(&f.history.messages),
             ["context", "history", "failures"] => keyed_counts(&f.history.failures, keys),
             ["context", "history", "calls"] => keyed_counts(&f.history.calls, keys),

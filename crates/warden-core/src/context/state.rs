@@ -12,10 +12,28 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
-use warden_store::{StateScope, Store};
+use warden_store::{StateScope, StoreError, TickTransaction};
+
+/// Where a tick reads plugin state from: its transaction, so that what it reads cannot change
+/// before what it writes is committed.
+pub(crate) trait StateSource {
+    /// One key of `scope`.
+    fn get(&self, scope: &StateScope, key: &str) -> Result<Option<Value>, StoreError>;
+    /// Every key of `scope`.
+    fn all(&self, scope: &StateScope) -> Result<BTreeMap<String, Value>, StoreError>;
+}
+
+impl StateSource for TickTransaction<'_> {
+    fn get(&self, scope: &StateScope, key: &str) -> Result<Option<Value>, StoreError> {
+        self.state_get(scope, key)
+    }
+    fn all(&self, scope: &StateScope) -> Result<BTreeMap<String, Value>, StoreError> {
+        self.state_all(scope)
+    }
+}
 
 /// Where a tick's plugin state comes from: the one thing to change to read it elsewhere.
-type Source<'a> = &'a Store;
+type Source<'a> = &'a dyn StateSource;
 
 /// A render reads what it misses and renders again at most this many times; then the whole of
 /// the plugin's state is read, so the next render misses nothing.
@@ -245,7 +263,7 @@ fn read_key(source: Source<'_>, scope: &StateScope, snap: &mut Snapshot, key: &s
     if !matches!(snap.key(key), Known::Unknown) {
         return;
     }
-    match source.state_get(scope, key) {
+    match source.get(scope, key) {
         Ok(v) => {
             snap.keys.insert(key.to_string(), v);
         }
@@ -258,7 +276,7 @@ fn read_all(source: Source<'_>, scope: &StateScope, snap: &mut Snapshot) {
     if snap.all.is_some() || snap.failed() {
         return;
     }
-    match source.state_all(scope) {
+    match source.all(scope) {
         Ok(all) => {
             snap.keys.clear();
             snap.all = Some(all);
@@ -270,22 +288,40 @@ fn read_all(source: Source<'_>, scope: &StateScope, snap: &mut Snapshot) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use warden_store::StateWrite;
+    use std::cell::Cell;
 
-    fn store_with(keys: usize) -> Store {
-        let store = Store::in_memory().unwrap();
-        let scope = StateScope::new("u", "p", "plug");
-        let writes = (0..keys)
-            .map(|i| StateWrite::set(scope.clone(), format!("k{i}"), Value::from(i)))
-            .collect();
-        store.apply_writes(&[writes]).unwrap();
-        store
+    /// A source over a map of keys, counting what is asked of it.
+    #[derive(Default)]
+    struct Counting {
+        keys: BTreeMap<String, Value>,
+        gets: Cell<u32>,
+        alls: Cell<u32>,
+    }
+
+    impl StateSource for Counting {
+        fn get(&self, _: &StateScope, key: &str) -> Result<Option<Value>, StoreError> {
+            self.gets.set(self.gets.get() + 1);
+            Ok(self.keys.get(key).cloned())
+        }
+        fn all(&self, _: &StateScope) -> Result<BTreeMap<String, Value>, StoreError> {
+            self.alls.set(self.alls.get() + 1);
+            Ok(self.keys.clone())
+        }
+    }
+
+    fn source(keys: usize) -> Counting {
+        Counting {
+            keys: (0..keys)
+                .map(|i| (format!("k{i}"), Value::from(i)))
+                .collect(),
+            ..Counting::default()
+        }
     }
 
     #[test]
     fn keys_are_read_one_by_one_and_kept_for_the_tick() {
-        let store = store_with(3);
-        let reader = StateReader::new(&store, "u", "p");
+        let source = source(3);
+        let reader = StateReader::new(&source, "u", "p");
         let plugin: Arc<str> = Arc::from("plug");
         let read = |key: &str| {
             reader.key(&plugin, key, |v| {
@@ -294,27 +330,35 @@ mod tests {
         };
         assert_eq!(read("k1"), Ok(Some(1.into())));
         assert_eq!(read("nope"), Ok(None));
-        // Kept: a write after the first read is not seen within the tick.
-        let scope = StateScope::new("u", "p", "plug");
-        store
-            .apply_writes(&[vec![StateWrite::set(scope, "k1", 9.into())]])
-            .unwrap();
         assert_eq!(read("k1"), Ok(Some(1.into())));
+        assert_eq!(read("nope"), Ok(None));
+        assert_eq!(
+            (source.gets.get(), source.alls.get()),
+            (2, 0),
+            "each key read once"
+        );
         assert_eq!(
             reader.all(&plugin, |all| all.map(BTreeMap::len).ok()),
             Some(3)
         );
+        assert_eq!(read("k2"), Ok(Some(2.into())));
+        assert_eq!(
+            (source.gets.get(), source.alls.get()),
+            (2, 1),
+            "the whole state answers keys"
+        );
         let other: Arc<str> = Arc::from("other");
         assert_eq!(
             reader.all(&other, |all| all.map(BTreeMap::len).ok()),
-            Some(0)
+            Some(3)
         );
+        assert_eq!(source.alls.get(), 2, "per plugin");
     }
 
     #[test]
     fn views_record_what_they_miss_and_the_render_goes_again() {
-        let store = store_with(2);
-        let reader = StateReader::new(&store, "u", "p");
+        let source = source(2);
+        let reader = StateReader::new(&source, "u", "p");
         let plugin: Arc<str> = Arc::from("plug");
         let snap = reader.snapshot(&plugin);
         assert!(matches!(lock(&snap).key("k0"), Known::Unknown));
@@ -326,7 +370,7 @@ mod tests {
         assert!(reader.refetch(&plugin));
         assert_eq!(lock(&snap).all().map(BTreeMap::len), Some(2));
         // A template that keeps missing keys ends up with the whole state.
-        let reader = StateReader::new(&store, "u", "p");
+        let reader = StateReader::new(&source, "u", "p");
         let snap = reader.snapshot(&plugin);
         for i in 0..=KEYED_PASSES {
             lock(&snap).want(&format!("missing{i}"));

@@ -15,7 +15,7 @@ use warden_store::{StateScope, StateWrite, Store};
 use crate::context::Frame;
 use crate::context::schema::schema;
 use crate::event::Event;
-use crate::facts::{History, Identity, SessionFacts, TurnState};
+use crate::facts::{Identity, SessionFacts, ToolRecord, TurnState};
 use crate::slots::SettingSlots;
 use crate::template::{Templates, Text};
 
@@ -42,9 +42,28 @@ fn legacy_values(
     }
     #[derive(Serialize)]
     struct HistoryView<'a> {
-        #[serde(flatten)]
-        history: &'a History,
+        messages: &'a std::collections::VecDeque<crate::facts::MessageRecord>,
+        #[serde(serialize_with = "tool_records")]
+        tools: &'a std::collections::VecDeque<ToolRecord>,
+        failures: &'a BTreeMap<String, u32>,
+        calls: &'a BTreeMap<String, u32>,
+        counts: &'a crate::facts::Counts,
         tool_count: u32,
+    }
+    #[derive(Serialize)]
+    struct ToolRecordView<'a> {
+        #[serde(flatten)]
+        record: &'a ToolRecord,
+        timestamp: f64,
+    }
+    fn tool_records<S: serde::Serializer>(
+        tools: &&std::collections::VecDeque<ToolRecord>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(tools.iter().map(|record| ToolRecordView {
+            record,
+            timestamp: record.time,
+        }))
     }
     #[derive(Serialize)]
     struct EventView<'a> {
@@ -67,7 +86,14 @@ fn legacy_values(
         settings => minijinja::Value::from(Serde(settings)),
         context => minijinja::Value::from(Serde(ContextView {
             turn: &facts.turn,
-            history: HistoryView { history: &facts.history, tool_count: facts.history.counts.tool_calls },
+            history: HistoryView {
+                messages: &facts.history.messages,
+                tools: &facts.history.tools,
+                failures: &facts.history.failures,
+                calls: &facts.history.calls,
+                counts: &facts.history.counts,
+                tool_count: facts.history.counts.tool_calls,
+            },
             user: &facts.user,
             project: &facts.project,
             query: &facts.query,
@@ -107,7 +133,7 @@ const TEMPLATES: &[&str] = &[
     "{{ context.history.tools[0] | items | list }}",
     "{{ context.history.tools[99] }}",
     "{{ context.history.tools | length }} {{ context.history.messages | length }}",
-    "{% for t in context.history.tools %}{{ t.name }}:{{ t.status }}:{{ t.error }}:{{ t.success }}:{{ t.turn }};{% endfor %}",
+    "{% for t in context.history.tools %}{{ t.name }}:{{ t.status }}:{{ t.error }}:{{ t.success }}:{{ t.turn }}:{{ t.timestamp }};{% endfor %}",
     "{% for t in context.history.tools %}{{ loop.index }}={{ t | tojson }}{% endfor %}",
     "{{ context.history.tools | map(attribute='name') | join(',') }}",
     "{{ context.history.tools | selectattr('success') | list | length }}",
@@ -267,7 +293,8 @@ fn views_render_as_the_values_they_replace() {
         .collect();
     for (hook, event) in events {
         let event = Arc::new(event);
-        let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &values);
+        let tx = store.tick();
+        let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &tx, &slots, &values);
         *frame.plugin.borrow_mut() = Some(Arc::from("plug"));
         for src in TEMPLATES {
             let text = match templates.text(src, &compiler, &CompileOptions::default()) {
@@ -291,13 +318,14 @@ fn templates_read_plugin_state_by_key() {
     let event = Arc::new(Event::new());
     let mode: Arc<str> = Arc::from("default");
     let slots = SettingSlots::default();
+    let tx = store.tick();
     let frame = Frame::new(
         &facts,
         Hook::OnTurnEnd,
         &event,
         &mode,
         0.0,
-        &store,
+        &tx,
         &slots,
         &[],
     );
@@ -323,13 +351,16 @@ fn templates_read_plugin_state_by_key() {
         "reading three keys reads three keys, not the whole state"
     );
     // A template that does not read the state does not read it at all.
+    drop(frame);
+    drop(tx);
+    let tx = store.tick();
     let frame = Frame::new(
         &facts,
         Hook::OnTurnEnd,
         &event,
         &mode,
         0.0,
-        &store,
+        &tx,
         &slots,
         &[],
     );
@@ -454,7 +485,8 @@ fn conditions_read_as_they_did_with_whole_roots() {
                     },
                 )
                 .unwrap();
-            let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &store, &slots, &values);
+            let tx = store.tick();
+            let frame = Frame::new(&facts, hook, &event, &mode, 12.5, &tx, &slots, &values);
             *frame.plugin.borrow_mut() = Some(Arc::from("plug"));
             let got = cond.eval(&mut warden_expr::Frame::new(&frame));
             let whole = WholeRoots(&frame);

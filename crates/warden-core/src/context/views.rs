@@ -220,17 +220,17 @@ impl Fields for Turn {
     }
 }
 
-/// `context.history`: a map (its keys sorted), as the flattened struct it replaces was.
+/// `context.history`.
 struct HistoryView(Arc<SessionFacts>);
 
 impl Fields for HistoryView {
     const KEYS: &'static [&'static str] = &[
+        "messages",
+        "tools",
+        "failures",
         "calls",
         "counts",
-        "failures",
-        "messages",
         "tool_count",
-        "tools",
     ];
     const NAME: &'static str = "context.history";
 
@@ -378,19 +378,21 @@ impl Object for Tools {
     }
 }
 
-/// A tool call of the history.
+/// A tool call of the history: a map (its keys sorted), as the flattened struct it replaces
+/// was, with `timestamp`, the data model's name for `time`.
 struct ToolRecordView(Arc<SessionFacts>, usize);
 
 impl Fields for ToolRecordView {
     const KEYS: &'static [&'static str] = &[
-        "name",
         "arguments",
-        "result",
         "error",
-        "success",
+        "name",
+        "result",
         "status",
-        "turn",
+        "success",
         "time",
+        "timestamp",
+        "turn",
     ];
     const NAME: &'static str = "tool record";
 
@@ -404,7 +406,7 @@ impl Fields for ToolRecordView {
             "success" => Value::from(t.success),
             "status" => ser(t.status),
             "turn" => uint(t.turn),
-            "time" => Value::from(t.time),
+            "time" | "timestamp" => Value::from(t.time),
             _ => return None,
         })
     }

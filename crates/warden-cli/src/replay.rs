@@ -1,0 +1,170 @@
+//! `warden replay`: a session trace through a fresh session, from a file or standard input,
+//! printed as JSON lines or as text for a person. Lines are written straight from each
+//! outcome through a buffer; from standard input (or a pipe) each event's answer is flushed as
+//! soon as the event is read, so another program can feed a session through a pipe.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::ValueEnum;
+use serde_json::json;
+use warden_core::trace::{
+    read_trace, write_bad_line, write_explain_lines, write_node_lines, write_outcome_lines,
+};
+use warden_core::{Config, SessionOptions};
+
+use crate::narrate::Narrator;
+use crate::{load, load_status};
+
+/// What `warden replay` takes.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ReplayArgs {
+    /// The trace: one event per line, `{"hook": "on_turn_start", ...}`; `-` reads standard
+    /// input, answering each event as soon as its line is read.
+    trace: PathBuf,
+    /// Also print, for every event, why each rule did or did not fire.
+    #[arg(long)]
+    explain: bool,
+    /// Also print, for every event, each behavior node that ran and what it returned
+    /// (implies --explain).
+    #[arg(long = "trace")]
+    nodes: bool,
+    /// End each event's lines with one that says it is done (`"done": true`, with the rules
+    /// that fired), even when nothing fired: a program feeding events through a pipe then
+    /// knows when each answer is complete.
+    #[arg(long)]
+    all: bool,
+    /// `json`: JSON lines, for programs; `text`: each event and what was decided, for a
+    /// person (as `warden demo` prints them).
+    #[arg(long, value_enum, default_value_t = Format::Json)]
+    format: Format,
+    /// Also print, for every event with notifications due, the block an agent's context
+    /// gets (`{"event": N, "hook": ..., "render": "..."}`): each message once, most urgent
+    /// first, as every host injects it.
+    #[arg(long)]
+    render: bool,
+    /// The session id (generated when absent).
+    #[arg(long)]
+    session: Option<String>,
+}
+
+/// How `warden replay` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Format {
+    // JSON lines.
+    Json,
+    // Text, as the demo prints it.
+    Text,
+}
+
+pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
+    let stdin = a.trace.as_os_str() == "-";
+    let name = if stdin {
+        "standard input".to_string()
+    } else {
+        a.trace.display().to_string()
+    };
+    // Read as it is replayed, a line at a time: a trace may be long, or a pipe.
+    let (input, streaming): (Box<dyn BufRead>, bool) = if stdin {
+        (Box::new(std::io::stdin().lock()), true)
+    } else {
+        let file = std::fs::File::open(&a.trace).map_err(|e| format!("cannot read {name}: {e}"))?;
+        // A file that is not a regular one (a named pipe) is fed as it goes, as stdin is.
+        let streaming = !file.metadata().is_ok_and(|m| m.is_file());
+        (Box::new(std::io::BufReader::new(file)), streaming)
+    };
+    let warden = load(config, false)?;
+    // The replay runs with every rule that loaded; still, it says that something was wrong.
+    let loaded = load_status(&warden);
+    let explain = a.explain || a.nodes;
+    let mut narrator = (a.format == Format::Text).then(|| Narrator::new(explain, a.nodes));
+    let mut session = warden.session_with(SessionOptions {
+        id: a.session.clone(),
+        // The narrator reads where a behavior waits from the node trace.
+        explain: explain || narrator.is_some(),
+        user: Some(config.user.clone()),
+        project: Some(config.project.clone()),
+    });
+    // Buffered, each line written straight from the outcome; flushed after every event when
+    // the trace comes through a pipe, so that each answer goes out as its event is read.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut bad_lines = 0;
+    let mut unsaved = 0;
+    for (index, parsed) in read_trace(input) {
+        let written = match (parsed, &mut narrator) {
+            (Ok(e), Some(n)) => {
+                let mut text = n.event(index, e.hook, &e.event);
+                let outcome = session.tick(e.hook, e.event);
+                if outcome.unsaved.is_some() {
+                    unsaved += 1;
+                }
+                text.push_str(&n.outcome(&outcome));
+                out.write_all(text.as_bytes())
+            }
+            (Ok(e), None) => {
+                let hook = e.hook;
+                let outcome = session.tick(e.hook, e.event);
+                if outcome.unsaved.is_some() {
+                    unsaved += 1;
+                }
+                (|| {
+                    if a.nodes {
+                        write_node_lines(&mut out, index, &outcome)?;
+                    }
+                    if explain {
+                        write_explain_lines(&mut out, index, &outcome)?;
+                    }
+                    write_outcome_lines(&mut out, index, &outcome)?;
+                    if let (true, Some(text)) = (a.render, &outcome.rendered) {
+                        let line = json!({"event": index, "hook": hook.name(), "render": text});
+                        writeln!(out, "{line}")?;
+                    }
+                    if a.all {
+                        let line = json!({
+                            "event": index,
+                            "hook": hook.name(),
+                            "done": true,
+                            "fired": outcome.fired(),
+                            "errors": outcome.errors.len(),
+                        });
+                        writeln!(out, "{line}")?;
+                    }
+                    Ok(())
+                })()
+            }
+            (Err(e), narrator) => {
+                bad_lines += 1;
+                let error = format!("{name}: {e}");
+                match narrator {
+                    Some(n) => out.write_all(n.unreadable(index, &error).as_bytes()),
+                    None => write_bad_line(&mut out, index, &error).and_then(|()| {
+                        if a.all {
+                            let line = json!({"event": index, "hook": null, "done": true, "fired": [], "errors": 1});
+                            writeln!(out, "{line}")?;
+                        }
+                        Ok(())
+                    }),
+                }
+            }
+        };
+        written.map_err(|e| e.to_string())?;
+        if streaming {
+            out.flush().map_err(|e| e.to_string())?;
+        }
+    }
+    if let Some(n) = &narrator {
+        writeln!(out, "\n{}", n.totals().trim_end()).map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())?;
+    if unsaved > 0 {
+        eprintln!(
+            "error: {unsaved} event(s) could not be saved (their errors say why): their state writes and execution-log rows are lost"
+        );
+    }
+    Ok(if bad_lines > 0 || unsaved > 0 {
+        ExitCode::FAILURE
+    } else {
+        loaded
+    })
+}

@@ -29,6 +29,8 @@ use crate::template::Templates;
 pub struct Program {
     pub(crate) generation: u64,
     pub(crate) rules: Vec<CompiledRule>,
+    /// The key of each rule, in order: shared by every session's decorator memory.
+    pub(crate) rule_keys: Arc<[Arc<str>]>,
     pub(crate) hooks: Vec<HookTree>,
     pub(crate) templates: Templates,
     pub(crate) settings: SettingSlots,
@@ -186,9 +188,11 @@ impl Program {
                 skipped: p.skipped,
             })
             .collect();
+        let rule_keys = rules.iter().map(|r| r.key.clone()).collect();
         Program {
             generation,
             rules,
+            rule_keys,
             hooks,
             templates,
             settings,

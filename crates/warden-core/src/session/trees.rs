@@ -20,7 +20,8 @@ use crate::session::scripts::Scripts;
 pub(crate) struct Trees {
     /// Decorator memory per rule of the program, and the rule each entry belongs to.
     pub(crate) memory: Vec<RuleMemory>,
-    memory_keys: Vec<Arc<str>>,
+    /// The program's own list (shared, not copied per session).
+    memory_keys: Arc<[Arc<str>]>,
     /// Trees left running, by (hook, entry), with the hook that wakes them.
     pub(crate) running: IndexMap<(Hook, u32), Running>,
     /// Waiting scripts and behavior runs.
@@ -37,7 +38,7 @@ impl Trees {
     pub(crate) fn new(limits: warden_lua::Limits) -> Self {
         Trees {
             memory: Vec::new(),
-            memory_keys: Vec::new(),
+            memory_keys: Arc::new([]),
             running: IndexMap::default(),
             scripts: Scripts::new(limits),
             selected: Vec::new(),
@@ -55,10 +56,11 @@ impl Trees {
         }
         let memory: HashMap<Arc<str>, RuleMemory> = self
             .memory_keys
-            .drain(..)
+            .iter()
+            .cloned()
             .zip(self.memory.drain(..))
             .collect();
-        self.memory_keys = new.rules.iter().map(|r| r.key.clone()).collect();
+        self.memory_keys = new.rule_keys.clone();
         self.memory = self
             .memory_keys
             .iter()
@@ -73,7 +75,7 @@ impl Trees {
 
     /// Sets decorator memory for `program`'s rules from memory by rule id (a saved session).
     pub(crate) fn set_memory(&mut self, program: &Program, memory: &HashMap<Arc<str>, RuleMemory>) {
-        self.memory_keys = program.rules.iter().map(|r| r.key.clone()).collect();
+        self.memory_keys = program.rule_keys.clone();
         self.memory = self
             .memory_keys
             .iter()

@@ -20,6 +20,14 @@ mod realistic;
 mod scenarios;
 
 pub use long_session::long_session;
-pub use measure::{run, run_ticks};
+pub use measure::run_ticks;
 pub use realistic::{Sizes, run_realistic};
+
+/// Measures every scenario and writes the report to `out`: the ticks ([`run_ticks`]: `ticks`
+/// ticks per round, the median of `rounds` rounds), then the realistic scenarios at full size
+/// ([`run_realistic`], the median of `rounds` rounds).
+pub fn run(out: &mut dyn std::io::Write, ticks: u32, rounds: u32) -> std::io::Result<()> {
+    run_ticks(out, ticks, rounds)?;
+    run_realistic(out, rounds, Sizes::FULL)
+}
 pub use scenarios::*;

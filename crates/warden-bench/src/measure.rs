@@ -27,14 +27,6 @@ pub(crate) fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Resul
     Ok(made)
 }
 
-/// Measures every scenario and writes the report to `out`: the ticks ([`run_ticks`]: `ticks`
-/// ticks per round, the median of `rounds` rounds), then the realistic scenarios at full size
-/// ([`crate::run_realistic`], the median of `rounds` rounds).
-pub fn run(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
-    run_ticks(out, ticks, rounds)?;
-    crate::realistic::run_realistic(out, rounds, crate::realistic::Sizes::FULL)
-}
-
 /// Measures the tick scenarios and writes their report to `out`: `ticks` ticks per round, the
 /// median of `rounds` rounds.
 pub fn run_ticks(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {

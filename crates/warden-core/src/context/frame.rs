@@ -499,7 +499,7 @@ impl warden_expr::Facts for Frame<'_> {
             [SETTINGS_ROOT, name] => self
                 .current_settings()
                 .get(name)
-                .map_or(Dynamic::UNIT, |v| dynamic(v)),
+                .map_or(Dynamic::UNIT, dynamic),
             _ => self.walk(path),
         }
     }

@@ -58,7 +58,9 @@ trap 'rm -rf "$work"' EXIT
 "$py" "$seed/workloads/gen.py" --rules 1000 --events 1 --seed 1 --out "$work/many" >/dev/null
 : >"$work/empty.jsonl"
 
-# Runs hyperfine on the commands given, named NAME=COMMAND; keeps the means (ms) in $work/NAME.
+# Runs hyperfine on the commands given, named NAME=COMMAND; keeps each one's mean wall time and
+# mean CPU time (user + system), in ms, in $work/NAME. On a busy machine the CPU time is the
+# steadier of the two.
 compare() {
   local title=$1
   shift
@@ -69,30 +71,38 @@ compare() {
   done
   echo "$title" >&2
   hyperfine -N -w 2 -r "$runs" --export-json "$work/run.json" "${commands[@]}" >/dev/null
-  python3 - "$work/run.json" "${names[@]}" <<'PY' >"$work/means"
+  python3 - "$work/run.json" "$work" "${names[@]}" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))["results"]
-for name, r in zip(sys.argv[2:], results):
-    print(name, r["mean"] * 1000, r["stddev"] * 1000)
+for name, r in zip(sys.argv[3:], results):
+    with open(f"{sys.argv[2]}/{name}", "w") as f:
+        f.write(f"{r['mean'] * 1000} {(r['user'] + r['system']) * 1000}\n")
 PY
-  while read -r name mean sd; do
-    echo "$mean $sd" >"$work/$name"
-  done <"$work/means"
 }
 
-ms() { cut -d' ' -f1 "$work/$1"; }
-row() { # label, name, [reference name, reference label]
-  local m sd
-  read -r m sd <"$work/$2"
-  if [ $# -ge 4 ]; then
-    python3 -c "import sys; m,sd,r=map(float,sys.argv[1:4]); print(f'  {sys.argv[4]:<34} {m:9.1f} ms ± {sd:5.1f}   {m/r:6.2f}x {sys.argv[5]}')" \
-      "$m" "$sd" "$(ms "$3")" "$1" "$4"
-  else
-    python3 -c "import sys; m,sd=map(float,sys.argv[1:3]); print(f'  {sys.argv[3]:<34} {m:9.1f} ms ± {sd:5.1f}')" "$m" "$sd" "$1"
-  fi
+# A line of the report: label, run, and optionally the run it is compared with and what it is.
+row() {
+  python3 - "$work" "$@" <<'PY'
+import sys
+work, label, name = sys.argv[1:4]
+wall, cpu = map(float, open(f"{work}/{name}").read().split())
+line = f"  {label:<34} {wall:9.1f} ms {cpu:9.1f} ms"
+if len(sys.argv) > 5:
+    rwall, rcpu = map(float, open(f"{work}/{sys.argv[4]}").read().split())
+    line += f"   {wall / rwall:6.2f}x {cpu / rcpu:6.2f}x  {sys.argv[5]}"
+print(line)
+PY
 }
-faster() { # name of Warden's run, name of the seed engine's run
-  python3 -c "import sys; print(f'  Warden is {float(sys.argv[2])/float(sys.argv[1]):.1f}x faster than the seed engine')" "$(ms "$1")" "$(ms "$2")"
+
+# How many times faster Warden's run is than the seed engine's.
+faster() {
+  python3 - "$work" "$@" <<'PY'
+import sys
+work, ours, theirs = sys.argv[1:4]
+o = list(map(float, open(f"{work}/{ours}").read().split()))
+t = list(map(float, open(f"{work}/{theirs}").read().split()))
+print(f"  Warden is {t[0] / o[0]:.1f}x faster than the seed engine ({t[1] / o[1]:.1f}x in CPU time)")
+PY
 }
 
 compare "long session" \
@@ -111,9 +121,10 @@ compare "cold load" \
 
 events=$(wc -l <"$work/long.jsonl")
 echo
-echo "Whole process, the same files, mean of $runs runs (hyperfine):"
+echo "Whole process, the same files, mean of $runs runs (hyperfine): wall time, CPU time (user +"
+echo "system), and the ratios of each"
 echo
-echo "a long realistic session: 3,000 turns, $events events, each engine's built-in rules"
+echo "a long realistic session: 3,000 turns, $((events)) events, each engine's built-in rules"
 row "parse each line only (the floor)" floor
 row "warden replay" warden floor "the floor"
 row "seed engine (Python)" seed floor "the floor"

@@ -130,7 +130,8 @@ pub(crate) struct StateReader<'a> {
     source: Source<'a>,
     user: &'a str,
     project: &'a str,
-    plugins: RefCell<HashMap<Arc<str>, PluginState>>,
+    /// The plugins read so far (a tick reads one or two: a list, searched in order).
+    plugins: RefCell<Vec<PluginState>>,
 }
 
 impl<'a> StateReader<'a> {
@@ -139,22 +140,26 @@ impl<'a> StateReader<'a> {
             source,
             user,
             project,
-            plugins: RefCell::new(HashMap::new()),
+            plugins: RefCell::new(Vec::new()),
         }
     }
 
     /// Runs `f` on the state of `plugin` as read so far (made empty on first use).
     fn with<R>(&self, plugin: &Arc<str>, f: impl FnOnce(&mut PluginState) -> R) -> R {
         let mut plugins = self.plugins.borrow_mut();
-        let state = plugins
-            .entry(plugin.clone())
-            .or_insert_with(|| PluginState {
-                plugin: plugin.clone(),
-                scope: None,
-                snapshot: Arc::default(),
-                passes: 0,
-            });
-        f(state)
+        let i = match plugins.iter().position(|s| same(&s.plugin, plugin)) {
+            Some(i) => i,
+            None => {
+                plugins.push(PluginState {
+                    plugin: plugin.clone(),
+                    scope: None,
+                    snapshot: Arc::default(),
+                    passes: 0,
+                });
+                plugins.len() - 1
+            }
+        };
+        f(&mut plugins[i])
     }
 
     /// The store's scope of a plugin's state.
@@ -248,9 +253,14 @@ impl<'a> StateReader<'a> {
     pub(crate) fn failed(&self, plugin: &Arc<str>) -> bool {
         self.plugins
             .borrow()
-            .get(plugin)
+            .iter()
+            .find(|s| same(&s.plugin, plugin))
             .is_some_and(|s| lock(&s.snapshot).failed())
     }
+}
+
+fn same(a: &Arc<str>, b: &Arc<str>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
 }
 
 fn failure(snap: &Snapshot) -> &str {

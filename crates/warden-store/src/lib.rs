@@ -467,29 +467,9 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        let mut conn = self.lock();
-        (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut stmt = tx.prepare_cached(INSERT_EXECUTION)?;
-                for r in records {
-                    stmt.execute(params![
-                        r.user_id,
-                        r.project_id,
-                        r.session_id,
-                        r.rule_id,
-                        r.trigger,
-                        r.condition_result,
-                        r.action_executed,
-                        r.execution_time_ms,
-                        r.error_message,
-                        r.decision,
-                    ])?;
-                }
-            }
-            tx.commit()
-        })()
-        .map_err(|e| self.sql_err(e))
+        let tx = self.tick();
+        tx.record_executions(records)?;
+        tx.commit(None).map(|_| ())
     }
 
     /// Reads the execution log back, newest first, filtered by `filter`.

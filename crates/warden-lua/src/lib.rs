@@ -4,8 +4,10 @@
 //! runs as a coroutine ([`Task`]): a run lasts until the script returns, fails or waits
 //! (`wait_turns`, `wait_for`), and a waiting task is resumed by a later run. Each run has a time
 //! limit that also stops loops inside `pcall`, coroutines, `string.gsub` callbacks and
-//! `table.sort` comparators; the state has a memory limit. A run that hits a limit or fails is
-//! reported as [`Step::Failed`] and its effects are discarded.
+//! `table.sort` comparators, and pattern matching (on Warden's own matcher, which can be
+//! stopped); calls may nest 10,000 deep; the state has a memory limit, of which each script may
+//! keep a quarter between runs. A run that hits a limit or fails is reported as
+//! [`Step::Failed`] and its effects are discarded.
 //!
 //! What a script can reach is decided in `prelude.lua`: no `io`, `os` beyond `os.time` and
 //! `os.clock`, `require`, `package`, `dofile`, `loadfile`, `debug`, `string.dump`, binary
@@ -38,9 +40,12 @@
 
 #![warn(missing_docs)]
 
-mod patterns;
+mod lmatch;
+mod memory;
+mod strings;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -51,6 +56,10 @@ use mlua::{
 
 /// How often (in Lua instructions) the time limit is checked.
 const CHECK_EVERY: u32 = 1000;
+
+/// Most nested calls a script may make (checked with the time limit). Lua itself only stops a
+/// recursion when its stack reaches a million slots, far past a session's memory limit.
+const MAX_DEPTH: usize = 10_000;
 
 /// The limits of a runtime.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -379,6 +388,7 @@ pub enum Step {
 pub struct Task {
     thread: Thread,
     script: Arc<str>,
+    key: u64,
 }
 
 impl Task {
@@ -393,7 +403,9 @@ impl Task {
 struct RunState {
     deadline: Option<Instant>,
     limit: Duration,
+    /// Whether a limit stopped the run, and what it said (every later check repeats it).
     tripped: bool,
+    stop: String,
     effects: Vec<Effect>,
     /// The host of the run in progress, so `fetch` (made once per state) can reach it. Set by
     /// [`Runtime::run`] for exactly the duration of a run and cleared on the way out, even if
@@ -411,7 +423,37 @@ struct RunState {
 // threads at once (mlua's `send` feature serializes access).
 unsafe impl Send for RunState {}
 
+impl RunState {
+    /// Stops the run for good with `message`.
+    fn trip(&mut self, message: String) -> mlua::Error {
+        self.tripped = true;
+        self.stop.clone_from(&message);
+        mlua::Error::RuntimeError(message)
+    }
+}
+
 type Shared = Arc<Mutex<RunState>>;
+
+/// The clock of the pattern functions: `None` while the run in progress may go on, else the
+/// message that stops it (and the run is then stopped for good).
+fn pattern_clock(shared: &Shared, pattern: &[u8]) -> Option<String> {
+    let mut state = lock(shared);
+    if state.tripped {
+        return Some(state.stop.clone());
+    }
+    match state.deadline {
+        Some(deadline) if Instant::now() >= deadline => {
+            let message = format!(
+                "stopped: the pattern '{}' ran past the script's time limit of {}",
+                strings::shown(pattern),
+                human(state.limit)
+            );
+            state.trip(message.clone());
+            Some(message)
+        }
+        _ => None,
+    }
+}
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, RunState> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
@@ -439,6 +481,11 @@ pub struct Runtime {
     /// Finished coroutines, reset and reused by the next start (creating one costs more).
     spare: Vec<Thread>,
     limits: Limits,
+    /// What each script keeps; the sandbox's own roots, which no script is charged for.
+    ledger: memory::Ledger,
+    shared_roots: Vec<Value>,
+    /// Whether the run that just ended ran out of memory.
+    ran_out: AtomicBool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -677,6 +724,7 @@ impl Runtime {
             deadline: None,
             limit: limits.timeout,
             tripped: false,
+            stop: String::new(),
             effects: Vec::new(),
             host: None,
             has_tool: false,
@@ -687,10 +735,11 @@ impl Runtime {
         let record = lua.create_table()?;
 
         let host = lua.create_table()?;
-        host.set(
-            "check_pattern",
-            lua.create_function(|_, (s, p): (Value, Value)| patterns::check(&s, &p))?,
-        )?;
+        let sh = shared.clone();
+        let clock = lua.create_function(move |_, pattern: LuaString| {
+            Ok(pattern_clock(&sh, &pattern.as_bytes()))
+        })?;
+        host.set("strings", strings::install(&lua, &clock)?)?;
         let sh = shared.clone();
         let marker = record.clone();
         let ctors = Mutex::new(HashMap::new());
@@ -807,9 +856,18 @@ impl Runtime {
             .load(include_str!("prelude.lua"))
             .set_name("=warden-prelude")
             .call(host)?;
+        let new_env: Function = exports.get("new_env")?;
+        let start: Function = exports.get("start")?;
         let runtime = Runtime {
-            new_env: exports.get("new_env")?,
-            start: exports.get("start")?,
+            shared_roots: vec![
+                Value::Table(lua.globals()),
+                Value::Function(new_env.clone()),
+                Value::Function(start.clone()),
+            ],
+            ledger: memory::Ledger::new(&lua, limits.memory)?,
+            ran_out: AtomicBool::new(false),
+            new_env,
+            start,
             wait_tag: exports.get("wait_tag")?,
             compiled: HashMap::new(),
             spare: Vec::new(),
@@ -821,18 +879,27 @@ impl Runtime {
         let sh = shared;
         runtime.lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(CHECK_EVERY),
-            move |_, _| {
-                let mut state = lock(&sh);
-                match state.deadline {
-                    Some(deadline) if state.tripped || Instant::now() >= deadline => {
-                        state.tripped = true;
-                        Err(mlua::Error::RuntimeError(format!(
+            move |lua, _| {
+                {
+                    let mut state = lock(&sh);
+                    if state.tripped {
+                        return Err(mlua::Error::RuntimeError(state.stop.clone()));
+                    }
+                    if state.deadline.is_some_and(|d| Instant::now() >= d) {
+                        let message = format!(
                             "stopped: the script ran longer than its time limit of {}",
                             human(state.limit)
-                        )))
+                        );
+                        return Err(state.trip(message));
                     }
-                    _ => Ok(VmState::Continue),
                 }
+                // Costs a walk of the stack as deep as it is, up to the limit.
+                if lua.inspect_stack(MAX_DEPTH, |_| ()).is_some() {
+                    let message =
+                        format!("stopped: recursion too deep (more than {MAX_DEPTH} nested calls)");
+                    return Err(lock(&sh).trip(message));
+                }
+                Ok(VmState::Continue)
             },
         )?;
         runtime.lua.set_memory_limit(limits.memory)?;
@@ -840,6 +907,7 @@ impl Runtime {
     }
 
     fn out_of_memory(&self) -> String {
+        self.ran_out.store(true, Ordering::Relaxed);
         format!(
             "stopped: the script ran out of memory (the session's Lua memory limit is {} MiB)",
             self.limits.memory >> 20
@@ -850,6 +918,7 @@ impl Runtime {
     /// program may mean other scripts).
     pub fn forget_scripts(&mut self) {
         self.compiled.clear();
+        self.ledger.forget();
     }
 
     /// The memory the state uses now, in bytes.
@@ -885,6 +954,10 @@ impl Runtime {
         host: &dyn Host,
         timeout: Duration,
     ) -> (Option<Task>, Step) {
+        if let Some(error) = self.ledger.notice(script.key) {
+            return (None, Step::Failed { error });
+        }
+        let before = self.lua.used_memory();
         let thread = match self.spare.pop() {
             Some(t) => t.reset(self.start.clone()).map(|()| t),
             None => self.lua.create_thread(self.start.clone()),
@@ -901,26 +974,69 @@ impl Runtime {
                 );
             }
         };
+        self.ledger.open(script.key, &script.name);
         let step = self.run(&thread, host, timeout, Some(f));
-        if !matches!(step, Step::Waiting { .. }) {
-            // A coroutine that returned can run the next script; one that failed is dropped.
-            if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
-                self.spare.push(thread);
-            }
-            return (None, step);
-        }
-        (
+        let task = if matches!(step, Step::Waiting { .. }) {
+            self.ledger.own(&thread, script.key);
             Some(Task {
                 thread,
                 script: script.name.clone(),
-            }),
-            step,
-        )
+                key: script.key,
+            })
+        } else {
+            // A coroutine that returned can run the next script; one that failed is dropped.
+            if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
+                self.spare.push(thread);
+            } else {
+                // Before the ledger collects what the run left.
+                drop(thread);
+            }
+            None
+        };
+        match self.settle(script.key, before, step) {
+            step @ Step::Waiting { .. } => (task, step),
+            step => (None, step),
+        }
     }
 
     /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
     pub fn resume(&mut self, task: &Task, host: &dyn Host, timeout: Duration) -> Step {
-        self.run(&task.thread, host, timeout, None)
+        if let Some(error) = self.ledger.stopped(&task.thread) {
+            return Step::Failed { error };
+        }
+        let before = self.lua.used_memory();
+        let step = self.run(&task.thread, host, timeout, None);
+        if self.ran_out.load(Ordering::Relaxed)
+            && let Ok(noop) = self.lua.create_function(|_, ()| Ok(()))
+        {
+            // What the failed run left on its stack goes with it.
+            let _ = task.thread.reset(noop);
+        }
+        self.settle(task.key, before, step)
+    }
+
+    /// Accounts for what a run of script `key` left in the state (see `memory.rs`), and names
+    /// the limit a failed run hit.
+    fn settle(&mut self, key: u64, before: usize, step: Step) -> Step {
+        let mut roots = memory::Roots {
+            shared: &self.shared_roots,
+            compiled: &mut self.compiled,
+        };
+        if self.ran_out.swap(false, Ordering::Relaxed) {
+            let error = self.ledger.out_of_memory(&self.lua, &mut roots, key);
+            return Step::Failed { error };
+        }
+        let reset = self.ledger.after_run(&self.lua, &mut roots, key, before);
+        match (step, reset) {
+            (Step::Failed { error }, None) if is_stack_overflow(&error) => Step::Failed {
+                error: format!("stopped: recursion too deep: {error}"),
+            },
+            (step, None) => step,
+            (Step::Failed { error }, Some(reset)) => Step::Failed {
+                error: format!("{reset}\n(the run had failed: {error})"),
+            },
+            (_, Some(error)) => Step::Failed { error },
+        }
     }
 
     /// Stops a task for good, closing its to-be-closed variables (under the time limit).
@@ -1039,6 +1155,15 @@ impl Runtime {
             },
         }
     }
+}
+
+/// Whether an error is Lua's own stack overflow (of its stack, or of nested C calls).
+fn is_stack_overflow(error: &str) -> bool {
+    !error.starts_with("stopped:")
+        && error
+            .lines()
+            .next()
+            .is_some_and(|l| l.ends_with("stack overflow") || l.contains("stack overflow ("))
 }
 
 /// "5 s", "250 ms".

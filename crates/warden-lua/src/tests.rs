@@ -770,3 +770,4 @@ fn errors_in_wardens_functions_point_at_the_script_line_once() {
 
 mod limits;
 mod patterns;
+mod redteam;

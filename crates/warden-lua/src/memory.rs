@@ -74,6 +74,8 @@ pub(crate) struct Roots<'a> {
     pub(crate) shared: &'a [Value],
     /// The compiled scripts, by key: each holds its globals (`_ENV`).
     pub(crate) compiled: &'a mut HashMap<u64, Function>,
+    /// The globals of each compiled script.
+    pub(crate) envs: &'a mut HashMap<u64, Table>,
 }
 
 impl Ledger {
@@ -284,6 +286,7 @@ impl Ledger {
     /// Drops script `key`'s globals, and stops its waiting tasks with `why`.
     fn reset(&mut self, roots: &mut Roots, key: u64, why: &str) {
         roots.compiled.remove(&key);
+        roots.envs.remove(&key);
         for (k, thread) in self.owned() {
             if k == key {
                 let _ = thread.reset(self.noop.clone());

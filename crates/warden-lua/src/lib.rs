@@ -724,6 +724,8 @@ impl Runtime {
     /// program may mean other scripts).
     pub fn forget_scripts(&mut self) {
         self.compiled.clear();
+        // Their globals go with them (a reload starts scripts with fresh globals).
+        self.envs.clear();
         self.ledger.forget();
     }
 

@@ -1,0 +1,195 @@
+//! The agent API: an event in, the supervisor's outcome out (`POST /v1/sessions/{id}/events`),
+//! a session looked at or ended, the live event stream, and the service's health and metrics.
+
+use std::convert::Infallible;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+use warden_core::trace::parse_value;
+use warden_core::{Outcome, Proceed};
+
+use crate::error::{ApiError, JsonBody, PathParam, QueryParams};
+use crate::guard::Scope;
+use crate::sessions::{SessionError, valid_id};
+use crate::state::AppState;
+
+/// Seconds since the Unix epoch.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::InvalidId(_) => ApiError::bad_request(e.to_string()),
+            SessionError::TooMany(_) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+        }
+    }
+}
+
+/// What the host must do, in one word (see `Outcome::proceed`).
+fn proceed_word(o: &Outcome) -> &'static str {
+    match o.proceed() {
+        Proceed::Yes => "yes",
+        Proceed::WithInput(_) => "with_input",
+        Proceed::Ask { .. } => "ask",
+        Proceed::No { .. } => "no",
+        Proceed::KeepWorking { .. } => "keep_working",
+        Proceed::Stop { .. } => "stop",
+    }
+}
+
+/// An outcome as the agent API answers it.
+pub fn outcome_json(session: &str, o: &Outcome) -> Value {
+    json!({
+        "session": session,
+        "hook": o.hook,
+        "mode": &*o.mode,
+        "proceed": proceed_word(o),
+        "ruling": o.ruling,
+        "inject": o.inject,
+        "fired": o.fired(),
+        "effects": o.effects,
+        "errors": o.errors,
+        "halted": o.halted,
+        "overridden": o.overridden,
+        "mode_change": o.mode_change.as_ref().map(|c| json!({"from": &*c.from, "to": &*c.to, "fired": c.outcome.fired()})),
+        "enrichment": o.enrichment,
+    })
+}
+
+/// `POST /v1/sessions/{id}/events`: one event, in the trace format.
+pub async fn post_event(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Value>, ApiError> {
+    scope.check()?;
+    valid_id(&id)?;
+    let event = parse_value(0, body).map_err(|e| ApiError::unprocessable(e.message))?;
+    let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
+    let hook = event.hook;
+    let worker = app.clone();
+    let session = id.clone();
+    let (outcome, took) = tokio::task::spawn_blocking(move || {
+        let start = Instant::now();
+        let outcome = worker
+            .sessions
+            .tick(&session, &owner, event.hook, event.event);
+        (outcome, start.elapsed())
+    })
+    .await
+    .map_err(|_| {
+        ApiError::internal("the tick panicked (a bug in Warden; the server log has it)")
+    })?;
+    let outcome = outcome?;
+    let at = now();
+    app.metrics.record_tick(hook, took, &outcome, at);
+    app.feed.publish_outcome(&id, &outcome, at);
+    Ok(Json(outcome_json(&id, &outcome)))
+}
+
+/// `GET /v1/sessions/{id}`.
+pub async fn get_session(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+) -> Result<Json<Value>, ApiError> {
+    valid_id(&id)?;
+    let worker = app.clone();
+    let view = tokio::task::spawn_blocking(move || worker.sessions.view(&id).ok_or(id))
+        .await
+        .map_err(|_| ApiError::internal("reading the session panicked"))?;
+    match view {
+        Ok(v) => Ok(Json(serde_json::to_value(v).unwrap_or_default())),
+        Err(id) => Err(ApiError::not_found(format!(
+            "no session `{id}` on this server"
+        ))),
+    }
+}
+
+/// `DELETE /v1/sessions/{id}`.
+pub async fn delete_session(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+) -> Result<StatusCode, ApiError> {
+    valid_id(&id)?;
+    if app.sessions.delete(&id) {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!(
+            "no session `{id}` on this server"
+        )))
+    }
+}
+
+/// `GET /v1/health`.
+pub async fn health(State(app): State<AppState>) -> Json<Value> {
+    let program = app.warden.program();
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "generation": program.generation(),
+        "rules": program.rule_keys().count(),
+        "sessions": app.sessions.count(),
+        "uptime_seconds": app.started.elapsed().as_secs_f64(),
+    }))
+}
+
+/// `GET /v1/metrics`, in Prometheus's text format.
+pub async fn metrics(State(app): State<AppState>) -> Response {
+    let text = app.metrics.render(
+        app.sessions.count(),
+        app.started.elapsed(),
+        app.warden.program().generation(),
+    );
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// `GET /v1/events`: the live feed as server-sent events. A first `ready` event says the
+/// subscription is in place; a subscriber that falls behind gets a `lagged` event with the
+/// number of items it missed. The stream ends when the server shuts down.
+pub async fn events(
+    State(app): State<AppState>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let rx = app.feed.subscribe();
+    let ready = SseEvent::default()
+        .event("ready")
+        .data(json!({"generation": app.warden.program().generation()}).to_string());
+    let state = (Some(ready), rx, app.shutdown.clone());
+    let stream = futures_util::stream::unfold(state, |(first, mut rx, mut shutdown)| async move {
+        if let Some(ready) = first {
+            return Some((Ok(ready), (None, rx, shutdown)));
+        }
+        let event = tokio::select! {
+            r = rx.recv() => match r {
+                Ok(item) => SseEvent::default()
+                    .event(item.name())
+                    .data(crate::feed::to_json(&item).to_string()),
+                Err(RecvError::Lagged(n)) => SseEvent::default()
+                    .event("lagged")
+                    .data(json!({"missed": n}).to_string()),
+                Err(RecvError::Closed) => return None,
+            },
+            _ = shutdown.wait_for(|down| *down) => return None,
+        };
+        Some((Ok(event), (None, rx, shutdown)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

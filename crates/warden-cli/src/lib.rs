@@ -14,6 +14,7 @@ use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warde
 mod check;
 mod demo;
 mod manage;
+mod serve;
 mod setup;
 
 use setup::{Setup, build};
@@ -93,6 +94,9 @@ enum Command {
     Enrich(check::EnrichQuery),
     /// Watch the rule, plugin and script files and report each reload (until interrupted).
     Watch,
+    /// Run Warden as an HTTP service: the agent API, the management API and the Settings
+    /// page, with hot reload (until SIGTERM or Ctrl-C).
+    Serve(serve::ServeArgs),
     /// Run a simulated research session supervised by the built-in rules, and show each hook,
     /// the rules that fired and the notifications.
     Demo {
@@ -167,6 +171,7 @@ fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
         Command::Log(q) => check::log(config, &q),
         Command::Enrich(q) => check::enrich(config, &q),
         Command::Watch => watch(config),
+        Command::Serve(args) => serve::run(config, args),
         Command::Demo { trace } => demo::run(trace.as_deref(), config),
         Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
     }
@@ -224,7 +229,7 @@ pub(crate) fn load_status(warden: &Warden) -> ExitCode {
 }
 
 /// Builds a Warden from the configuration, printing what is wrong in its files.
-fn load(config: &Config, memory: bool) -> Result<Warden, String> {
+pub(crate) fn load(config: &Config, memory: bool) -> Result<Warden, String> {
     let warden = build(config, memory, false)?;
     let diagnostics = warden.diagnostics();
     if !diagnostics.is_empty() {

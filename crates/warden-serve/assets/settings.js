@@ -213,6 +213,22 @@
     while (feed.children.length > MAX_ITEMS) feed.lastElementChild.remove();
   }
 
+  // Keeps a rule's "last fired" up to date: once per firing, whatever its actions.
+  function markFired(d, counted) {
+    const key = d.session + " " + d.rule + " " + d.at;
+    if (counted.has(key)) return;
+    counted.add(key);
+    if (counted.size > 5000) counted.clear();
+    const li = [...document.querySelectorAll("li.rule")].find(function (r) { return r.dataset.rule === d.rule; });
+    if (!li) return;
+    const span = li.querySelector(".fired");
+    const count = Number(span.dataset.count || 0) + 1;
+    span.dataset.count = String(count);
+    const time = el("time", null, clock(d.at));
+    time.dateTime = new Date(d.at * 1000).toISOString();
+    span.replaceChildren(document.createTextNode("last fired "), time, document.createTextNode(" · " + count + "×"));
+  }
+
   function connect() {
     if (!window.EventSource) { feedStatus.textContent = "not supported by this browser"; return; }
     const source = new EventSource("/v1/events", { withCredentials: true });
@@ -225,7 +241,14 @@
         handler(data);
       });
     }
-    on("fired", function (d) { addItem("fired", d.action.replace("_", " "), d.rule, d.message, d.at); });
+    const counted = new Set();
+    on("fired", function (d) {
+      markFired(d, counted);
+      // A decision is shown once, merged, as its `decision` item; an emitted event as its
+      // `emitted` item.
+      if (d.action === "decide" || d.action === "rewrite" || d.action === "emit_event") return;
+      addItem("fired", d.action.replace("_", " "), d.rule, d.message, d.at);
+    });
     on("decision", function (d) { addItem("decision", d.decision, d.rule, d.reason, d.at); });
     on("rule_error", function (d) { addItem("rule_error", "error", d.rule, d.error, d.at); });
     on("emitted", function (d) { addItem("emitted", "event", d.rule, d.event_type, null); });

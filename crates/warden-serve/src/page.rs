@@ -200,14 +200,26 @@ fn setting(anchor: &str, s: &SettingInfo) -> Value {
             json!(x)
         }
     };
-    let mut bounds = vec![d.kind.name().to_string()];
-    match (d.min, d.max) {
-        (Some(lo), Some(hi)) => bounds.push(format!("{} to {}", number(lo), number(hi))),
-        (Some(lo), None) => bounds.push(format!("at least {}", number(lo))),
-        (None, Some(hi)) => bounds.push(format!("at most {}", number(hi))),
-        (None, None) => {}
-    }
-    bounds.push(format!("default {}", d.default.to_json()));
+    let what = match d.kind {
+        SettingKind::Integer => "A whole number",
+        SettingKind::Float => "A number",
+        SettingKind::Boolean => "On or off",
+        SettingKind::String if d.options.is_empty() => "Text",
+        SettingKind::String => "One of",
+    };
+    let range = match (d.min, d.max) {
+        (Some(lo), Some(hi)) => format!(" from {} to {}", plain(lo), plain(hi)),
+        (Some(lo), None) => format!(" of at least {}", plain(lo)),
+        (None, Some(hi)) => format!(" of at most {}", plain(hi)),
+        (None, None) if !d.options.is_empty() => format!(" {}", d.options.join(", ")),
+        (None, None) => String::new(),
+    };
+    let default = match d.default.to_json() {
+        Value::Bool(b) => if b { "on" } else { "off" }.to_string(),
+        Value::String(t) => t,
+        Value::Number(n) => n.as_f64().map_or(n.to_string(), plain),
+        other => other.to_string(),
+    };
     json!({
         "name": d.name,
         "label": label(&d.name),
@@ -218,9 +230,18 @@ fn setting(anchor: &str, s: &SettingInfo) -> Value {
         "max": d.max.map(number),
         "options": d.options,
         "description": d.description.trim_end_matches('.'),
-        "bounds": bounds.join(", "),
+        "bounds": format!("{what}{range} · default {default}"),
         "changed": s.set_by != SetBy::Default,
     })
+}
+
+/// A number as people write it: `1`, not `1.0`.
+fn plain(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x}")
+    }
 }
 
 fn rule(group: usize, index: usize, r: &RuleView) -> Value {

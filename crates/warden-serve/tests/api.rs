@@ -156,7 +156,7 @@ async fn bad_input_is_a_4xx_that_says_what_is_wrong() {
     let r = c.get("/v1/rules/token-budget-warnin").await;
     assert_eq!(r.status, 404);
     assert_eq!(r.json()["suggestion"], "token-budget-warning");
-    let r = c.get("/v1/rules/demo/markup").await;
+    let r = c.get("/v1/rules/demo/remind").await;
     assert_eq!(r.status, 404);
     assert!(r.error().contains("percent-encoded"), "{}", r.error());
     assert_eq!(c.get("/v1/nothing").await.status, 404);
@@ -329,7 +329,11 @@ async fn settings_are_checked_against_the_manifest_and_scoped() {
         .post("/v1/sessions/p1/events?user=ada&project=p1", &call)
         .await
         .json();
-    assert_eq!(p1["fired"], json!(["demo/markup"]), "{p1}");
+    assert_eq!(
+        p1["fired"],
+        json!(["demo/remind", "hostile/markup"]),
+        "{p1}"
+    );
     assert!(
         p1["effects"][0]["message"]
             .as_str()
@@ -341,7 +345,11 @@ async fn settings_are_checked_against_the_manifest_and_scoped() {
         .post("/v1/sessions/p2/events?user=ada&project=p2", &call)
         .await
         .json();
-    assert_eq!(p2["fired"], json!([]), "the default (3) holds elsewhere");
+    assert_eq!(
+        p2["fired"],
+        json!(["hostile/markup"]),
+        "the default (3) holds elsewhere"
+    );
 
     // `null` puts a setting back to its default.
     let r = c
@@ -427,22 +435,36 @@ async fn the_test_button_runs_one_rule_and_touches_nothing_real() {
     // The user's settings are used: with max_calls = 1, one call is enough.
     c.put(
         "/v1/plugins/demo/settings?user=ada",
-        &json!({"max_calls": 1}),
+        &json!({"max_calls": 1, "tone": "detailed"}),
     )
     .await;
     let t = c
         .post(
-            &format!("/v1/rules/{}/test?user=ada", enc("demo/markup")),
+            &format!("/v1/rules/{}/test?user=ada", enc("demo/remind")),
             &json!({"events": [{"hook": "on_tool_call", "tool": {"name": "web_search"}}]}),
         )
         .await
         .json();
     assert_eq!(t["fired"], true, "{t}");
+    assert_eq!(
+        t["messages"][0]["message"],
+        "Call 1 (detailed): use what you found before searching again."
+    );
+    // Only the rule tried is reported (hostile/markup would fire at the same call).
+    assert_eq!(t["effects"].as_array().unwrap().len(), 1, "{t}");
+    let t = c
+        .post(
+            &format!("/v1/rules/{}/test", enc("hostile/markup")),
+            &json!({}),
+        )
+        .await
+        .json();
     assert!(
         t["messages"][0]["message"]
             .as_str()
             .unwrap()
-            .contains(HOSTILE)
+            .contains(HOSTILE),
+        "{t}"
     );
 
     // An event that does not reach the rule's hook.

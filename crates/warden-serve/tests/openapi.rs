@@ -132,9 +132,7 @@ fn validate(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut V
                 Some(s) => validate(doc, s, v, &format!("{at}.{k}"), errors),
                 None => match schema.get("additionalProperties") {
                     Some(Value::Bool(false)) => {
-                        if props.is_some() {
-                            errors.push(format!("{at}: `{k}` is not declared"));
-                        }
+                        errors.push(format!("{at}: `{k}` is not declared"));
                     }
                     Some(s @ Value::Object(_)) => validate(doc, s, v, &format!("{at}.{k}"), errors),
                     _ => {}

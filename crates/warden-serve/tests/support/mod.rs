@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+pub mod webdriver;
+
 use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
@@ -286,8 +288,8 @@ impl Events {
 pub const HOSTILE: &str =
     "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">";
 
-/// A plugin folder: `demo` (settings with bounds, a rule that notifies with hostile text, a
-/// rule that denies `rm -rf`, a rule that emits an event, a slow rule for shutdown tests).
+/// A plugin folder: `demo` (settings with bounds, a reminder after a number of tool calls, a
+/// rule that denies `rm -rf`, a rule that emits an event).
 pub fn plugins(dir: &Path) {
     let demo = dir.join("demo");
     std::fs::create_dir_all(demo.join("rules")).unwrap();
@@ -297,7 +299,7 @@ pub fn plugins(dir: &Path) {
 id = "demo"
 name = "Demo plugin"
 version = "0.2.0"
-description = "Rules for the server's tests"
+description = "A reminder, a guard and an announcement"
 
 [rules]
 include = ["rules/*.toml"]
@@ -307,7 +309,7 @@ type = "integer"
 default = 3
 min = 1
 max = 10
-description = "Tool calls before the reminder"
+description = "Web searches before the reminder"
 
 [settings.tone]
 type = "string"
@@ -317,14 +319,12 @@ description = "How the reminder reads"
 "#,
     )
     .unwrap();
-    let hostile_toml = HOSTILE.replace('"', "\\\"");
     std::fs::write(
-        demo.join("rules/markup.toml"),
-        format!(
-            r#"[rule]
-id = "markup"
-name = "Markup {hostile_toml}"
-description = "Says {hostile_toml}"
+        demo.join("rules/remind.toml"),
+        r#"[rule]
+id = "remind"
+name = "Remind to synthesize"
+description = "After a few web searches, asks the agent to use what it found"
 trigger = "on_tool_call"
 tool = "web_search"
 priority = 50
@@ -334,10 +334,9 @@ expression = "context.history.counts.tool_calls >= settings.max_calls"
 
 [action]
 type = "notify_self"
-message = "Call {{{{ context.history.counts.tool_calls }}}} ({{{{ settings.tone }}}}): {hostile_toml}"
+message = "Call {{ context.history.counts.tool_calls }} ({{ settings.tone }}): use what you found before searching again."
 category = "hint"
-"#
-        ),
+"#,
     )
     .unwrap();
     std::fs::write(
@@ -381,9 +380,45 @@ payload = { text = "{{ event.query.text }}" }
     .unwrap();
 }
 
-/// A Warden with the built-in rules and the `demo` plugin (in `dir`), on `db` if given.
+/// A plugin folder: `hostile`, whose rule's name, description and message carry markup, to
+/// check that nothing shows it as markup.
+pub fn hostile(dir: &Path) {
+    let p = dir.join("hostile");
+    std::fs::create_dir_all(p.join("rules")).unwrap();
+    std::fs::write(
+        p.join("manifest.toml"),
+        "[plugin]\nid = \"hostile\"\nname = \"Hostile <b>plugin</b>\"\nversion = \"1.0.0\"\n\n[rules]\ninclude = [\"rules/*.toml\"]\n",
+    )
+    .unwrap();
+    let h = HOSTILE.replace('"', "\\\"");
+    std::fs::write(
+        p.join("rules/markup.toml"),
+        format!(
+            r#"[rule]
+id = "markup"
+name = "Markup {h}"
+description = "Says {h}"
+trigger = "on_tool_call"
+tool = "web_search"
+priority = 10
+
+[condition]
+expression = "true"
+
+[action]
+type = "notify_self"
+message = "Searching again: {h}"
+"#
+        ),
+    )
+    .unwrap();
+}
+
+/// A Warden with the built-in rules and the `demo` and `hostile` plugins (in `dir`), on `db`
+/// if given.
 pub fn warden(dir: &Path, db: Option<&Path>) -> Warden {
     plugins(dir);
+    hostile(dir);
     let mut b = Warden::builder().builtin_rules().plugins_dir(dir);
     if let Some(db) = db {
         b = b.store(warden_core::Store::open(db).expect("the database opens"));

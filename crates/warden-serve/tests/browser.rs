@@ -37,14 +37,25 @@ fn installation(dir: &Path) -> warden_core::Warden {
     w
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_settings_page_in_a_real_browser() {
-    let (driver, chromium) = match tools() {
-        Ok(t) => t,
+/// chromedriver and Chromium; `None` (and a line saying so) when they are missing, unless
+/// `WARDEN_REQUIRE_BROWSER` is set (as `.ci/run` sets it), where a skip would hide a failure.
+fn browser_tools() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    match tools() {
+        Ok(t) => Some(t),
+        Err(why) if std::env::var_os("WARDEN_REQUIRE_BROWSER").is_some() => {
+            panic!("WARDEN_REQUIRE_BROWSER is set, but {why}")
+        }
         Err(why) => {
             println!("skipped: {why}");
-            return;
+            None
         }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settings_page_in_a_real_browser() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let server = Running::start(installation(dir.path()), ServeOptions::default()).await;
@@ -328,12 +339,8 @@ async fn the_settings_page_in_a_real_browser() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_from_rules_is_never_markup() {
-    let (driver, chromium) = match tools() {
-        Ok(t) => t,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     support::hostile(dir.path());
@@ -412,12 +419,8 @@ async fn text_from_rules_is_never_markup() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
-    let (driver, chromium) = match tools() {
-        Ok(t) => t,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
     };
     let dir = tempfile::tempdir().unwrap();
     let token = "page-token-0123456789abcdefghij";

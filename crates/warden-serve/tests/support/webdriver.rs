@@ -31,7 +31,8 @@ const FLAGS: [&str; 9] = [
 
 fn find(var: &str, candidates: &[&str]) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os(var) {
-        return Some(PathBuf::from(p));
+        // Named by hand: that one or none.
+        return Some(PathBuf::from(p)).filter(|p| p.is_file());
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     for name in candidates {

@@ -24,7 +24,8 @@ pub(crate) struct ServeArgs {
     /// A file holding a token for the agent API only (else $WARDEN_AGENT_TOKEN).
     #[arg(long, value_name = "FILE")]
     agent_token_file: Option<PathBuf>,
-    /// How many sessions the server holds at once.
+    /// How many sessions the server keeps in memory (the others are in the store, and read
+    /// back at their next event).
     #[arg(long, default_value_t = 100_000)]
     max_sessions: usize,
     /// The largest request body accepted, in bytes.

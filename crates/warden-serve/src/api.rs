@@ -31,7 +31,8 @@ impl From<SessionError> for ApiError {
     fn from(e: SessionError) -> Self {
         match e {
             SessionError::InvalidId(_) => ApiError::bad_request(e.to_string()),
-            SessionError::TooMany(_) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+            SessionError::Unreadable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            SessionError::Store(_) => ApiError::internal(e.to_string()),
         }
     }
 }
@@ -57,6 +58,7 @@ pub fn outcome_json(session: &str, o: &Outcome) -> Value {
         "proceed": proceed_word(o),
         "ruling": o.ruling,
         "inject": o.inject,
+        "rendered": o.rendered,
         "fired": o.fired(),
         "effects": o.effects,
         "errors": o.errors,
@@ -106,29 +108,31 @@ pub async fn get_session(
 ) -> Result<Json<Value>, ApiError> {
     valid_id(&id)?;
     let worker = app.clone();
-    let view = tokio::task::spawn_blocking(move || worker.sessions.view(&id).ok_or(id))
+    let wanted = id.clone();
+    let view = tokio::task::spawn_blocking(move || worker.sessions.view(&wanted))
         .await
-        .map_err(|_| ApiError::internal("reading the session panicked"))?;
+        .map_err(|_| ApiError::internal("reading the session panicked"))??;
     match view {
-        Ok(v) => Ok(Json(serde_json::to_value(v).unwrap_or_default())),
-        Err(id) => Err(ApiError::not_found(format!(
-            "no session `{id}` on this server"
-        ))),
+        Some(v) => Ok(Json(serde_json::to_value(v).unwrap_or_default())),
+        None => Err(ApiError::not_found(format!("no session `{id}`"))),
     }
 }
 
-/// `DELETE /v1/sessions/{id}`.
+/// `DELETE /v1/sessions/{id}`: forgets the session, here and in the store.
 pub async fn delete_session(
     State(app): State<AppState>,
     PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {
     valid_id(&id)?;
-    if app.sessions.delete(&id) {
+    let worker = app.clone();
+    let wanted = id.clone();
+    let existed = tokio::task::spawn_blocking(move || worker.sessions.delete(&wanted))
+        .await
+        .map_err(|_| ApiError::internal("deleting the session panicked"))??;
+    if existed {
         Ok(StatusCode::NO_CONTENT)
     } else {
-        Err(ApiError::not_found(format!(
-            "no session `{id}` on this server"
-        )))
+        Err(ApiError::not_found(format!("no session `{id}`")))
     }
 }
 

@@ -1,11 +1,16 @@
-//! The sessions the server holds, by id: opened at their first event, ticked one event at a
-//! time each (two requests for one session wait for each other; different sessions tick in
-//! parallel), looked at and deleted. This is the only module that knows how sessions are kept.
+//! The sessions the server serves, by id. They are the engine's durable sessions
+//! (`Warden::open_session`): every tick saves its session in the store, in the tick's own
+//! transaction, so a restarted server (or another server on the same database) carries on
+//! where the last tick left off. The server keeps the sessions it uses in memory, at most
+//! [`Sessions::new`]'s `max`; past that, the least recently used one is put down (it is in
+//! the store, and is read back at its next event). One tick at a time per session; different
+//! sessions tick in parallel. This is the only module that knows how sessions are kept.
 //!
 //! Ticks are synchronous CPU work: the callers run [`Sessions::tick`] on tokio's blocking
 //! pool, never on the runtime's threads.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -24,11 +29,23 @@ pub enum SessionError {
         "`{0}` is not a valid session id: use 1 to {MAX_ID_LEN} letters, digits and `-_.:@` (a UUID is fine)"
     )]
     InvalidId(String),
-    /// The server holds as many sessions as it may.
+    /// The saved session cannot be read back (saved by a Warden that this one cannot follow).
     #[error(
-        "this server already holds {0} sessions (see --max-sessions): end finished ones with DELETE /v1/sessions/{{id}}"
+        "the saved session cannot be resumed ({0}); DELETE /v1/sessions/{{id}} starts it afresh"
     )]
-    TooMany(usize),
+    Unreadable(String),
+    /// The store failed.
+    #[error("the session store failed: {0}")]
+    Store(String),
+}
+
+impl From<warden_core::Error> for SessionError {
+    fn from(e: warden_core::Error) -> Self {
+        match e {
+            warden_core::Error::Session { reason, .. } => SessionError::Unreadable(reason),
+            other => SessionError::Store(other.to_string()),
+        }
+    }
 }
 
 /// Who a new session is for (an event's `user` and `project` change it later).
@@ -49,6 +66,8 @@ pub struct SessionView {
     pub mode: String,
     /// Whether `on_session_end` was handled.
     pub ended: bool,
+    /// Events ticked so far.
+    pub events: u64,
     /// What Warden knows of it: turn, history, user, project, query.
     pub facts: SessionFacts,
     /// The rules with a script or behavior running (waiting for a later hook).
@@ -57,13 +76,18 @@ pub struct SessionView {
     pub pending: Vec<Notification>,
 }
 
-type Slot = Arc<Mutex<Session>>;
+/// A session in memory, and when it was last used (for putting down the least recent).
+struct Open {
+    session: Mutex<Session>,
+    used: AtomicU64,
+}
 
 /// The sessions of one server.
 pub struct Sessions {
     warden: Warden,
-    open: Mutex<HashMap<String, Slot>>,
+    open: Mutex<HashMap<String, Arc<Open>>>,
     max: usize,
+    clock: AtomicU64,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -76,7 +100,7 @@ impl std::fmt::Debug for Sessions {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A tick that panicked is a bug reported where it happened; the session it left is
-    // still whole (a tick applies its effects at its end).
+    // still whole (a tick applies its effects at its end, and the store has the last save).
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -96,17 +120,69 @@ pub fn valid_id(id: &str) -> Result<(), SessionError> {
 }
 
 impl Sessions {
-    /// No sessions yet; at most `max` at once.
+    /// No sessions in memory yet; at most `max` at once.
     pub fn new(warden: Warden, max: usize) -> Self {
         Sessions {
             warden,
             open: Mutex::new(HashMap::new()),
-            max,
+            max: max.max(1),
+            clock: AtomicU64::new(0),
         }
     }
 
-    fn slot(&self, id: &str) -> Option<Slot> {
-        lock(&self.open).get(id).cloned()
+    /// The session `id` in memory, read from the store (or new) when it is not.
+    fn get(&self, id: &str, owner: &Owner) -> Result<Arc<Open>, SessionError> {
+        if let Some(open) = self.in_memory(id) {
+            return Ok(open);
+        }
+        // Read outside the map's lock: it may take a store read.
+        let session = self.warden.open_session(
+            id,
+            SessionOptions {
+                id: Some(id.to_string()),
+                user: Some(owner.user.clone()),
+                project: Some(owner.project.clone()),
+                explain: false,
+            },
+        )?;
+        Ok(self.keep(id, session))
+    }
+
+    fn in_memory(&self, id: &str) -> Option<Arc<Open>> {
+        let open = lock(&self.open).get(id).cloned()?;
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        open.used.store(now, Ordering::Relaxed);
+        Some(open)
+    }
+
+    /// Keeps `session` in memory (unless another request just did), putting one down if full.
+    fn keep(&self, id: &str, session: Session) -> Arc<Open> {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut open = lock(&self.open);
+        if let Some(raced) = open.get(id) {
+            return raced.clone();
+        }
+        if open.len() >= self.max {
+            self.put_down_one(&mut open);
+        }
+        let entry = Arc::new(Open {
+            session: Mutex::new(session),
+            used: AtomicU64::new(now),
+        });
+        open.insert(id.to_string(), entry.clone());
+        entry
+    }
+
+    /// Forgets the least recently used session that is not ticking (it is in the store).
+    fn put_down_one(&self, open: &mut HashMap<String, Arc<Open>>) {
+        let idle = open
+            .iter()
+            .filter(|(_, o)| Arc::strong_count(o) == 1)
+            .min_by_key(|(_, o)| o.used.load(Ordering::Relaxed))
+            .map(|(id, _)| id.clone());
+        if let Some(id) = idle {
+            open.remove(&id);
+        }
     }
 
     /// Runs one event in session `id`, opening it for `owner` if it is new. Blocks for the
@@ -119,49 +195,48 @@ impl Sessions {
         event: Event,
     ) -> Result<Outcome, SessionError> {
         valid_id(id)?;
-        let slot = match self.slot(id) {
-            Some(s) => s,
-            None => {
-                let mut open = lock(&self.open);
-                if !open.contains_key(id) && open.len() >= self.max {
-                    return Err(SessionError::TooMany(self.max));
-                }
-                open.entry(id.to_string())
-                    .or_insert_with(|| {
-                        Arc::new(Mutex::new(self.warden.session_with(SessionOptions {
-                            id: Some(id.to_string()),
-                            user: Some(owner.user.clone()),
-                            project: Some(owner.project.clone()),
-                            explain: false,
-                        })))
-                    })
-                    .clone()
-            }
-        };
-        let mut session = lock(&slot);
+        let open = self.get(id, owner)?;
+        let mut session = lock(&open.session);
         Ok(session.tick(hook, event))
     }
 
-    /// The session `id`, if the server holds it.
-    pub fn view(&self, id: &str) -> Option<SessionView> {
-        let slot = self.slot(id)?;
-        let s = lock(&slot);
-        Some(SessionView {
+    /// The session `id`, if it has seen an event (here, or in a process before this one).
+    pub fn view(&self, id: &str) -> Result<Option<SessionView>, SessionError> {
+        valid_id(id)?;
+        let open = match self.in_memory(id) {
+            Some(o) => o,
+            None => {
+                let s = self.warden.open_session(id, SessionOptions::default())?;
+                if s.events() == 0 {
+                    return Ok(None);
+                }
+                self.keep(id, s)
+            }
+        };
+        let s = lock(&open.session);
+        if s.events() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(SessionView {
             id: s.id().to_string(),
             mode: s.facts().mode.clone(),
             ended: s.is_ended(),
+            events: s.events(),
             facts: s.facts().clone(),
             running: s.running().into_iter().map(str::to_string).collect(),
             pending: s.pending().to_vec(),
-        })
+        }))
     }
 
-    /// Forgets session `id`; whether it existed.
-    pub fn delete(&self, id: &str) -> bool {
-        lock(&self.open).remove(id).is_some()
+    /// Deletes session `id`, in memory and in the store; whether it existed.
+    pub fn delete(&self, id: &str) -> Result<bool, SessionError> {
+        valid_id(id)?;
+        let in_memory = lock(&self.open).remove(id).is_some();
+        let saved = self.warden.delete_session(id)?;
+        Ok(in_memory || saved)
     }
 
-    /// How many sessions the server holds.
+    /// How many sessions the server has in memory.
     pub fn count(&self) -> usize {
         lock(&self.open).len()
     }
@@ -189,24 +264,28 @@ mod tests {
     }
 
     #[test]
-    fn sessions_are_capped_and_deleted() {
+    fn sessions_put_down_are_read_back_and_deleted_everywhere() {
         let w = Warden::builder().builtin_rules().build().unwrap();
         let s = Sessions::new(w, 1);
         let owner = Owner {
             user: "ada".into(),
             project: "p".into(),
         };
-        s.tick("a", &owner, Hook::OnTurnStart, Event::new())
+        let fail = || Event::tool_failure("web", "timeout");
+        s.tick("a", &owner, Hook::OnToolFailure, fail()).unwrap();
+        s.tick("a", &owner, Hook::OnToolFailure, fail()).unwrap();
+        // Opening `b` puts `a` down; `a` comes back from the store with its two failures.
+        s.tick("b", &owner, Hook::OnTurnStart, Event::new())
             .unwrap();
-        assert!(matches!(
-            s.tick("b", &owner, Hook::OnTurnStart, Event::new()),
-            Err(SessionError::TooMany(1))
-        ));
-        let view = s.view("a").unwrap();
+        assert_eq!(s.count(), 1);
+        let third = s.tick("a", &owner, Hook::OnToolFailure, fail()).unwrap();
+        assert_eq!(third.fired(), ["repeated-failure-warning"]);
+        let view = s.view("a").unwrap().unwrap();
         assert_eq!(view.facts.user.id, "ada");
-        assert_eq!(view.facts.turn.number, 1);
-        assert!(s.delete("a"));
-        assert!(!s.delete("a"));
-        assert!(s.view("a").is_none());
+        assert_eq!(view.events, 3);
+        assert!(s.view("never").unwrap().is_none());
+        assert!(s.delete("a").unwrap());
+        assert!(!s.delete("a").unwrap());
+        assert!(s.view("a").unwrap().is_none());
     }
 }

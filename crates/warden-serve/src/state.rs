@@ -33,7 +33,8 @@ pub struct ServeOptions {
     pub body_limit: usize,
     /// How long a request may take before it is answered 408 (the event stream excepted).
     pub request_timeout: Duration,
-    /// How many sessions the server holds at once.
+    /// How many sessions the server keeps in memory (the least recently used is put down past
+    /// that: it is in the store, and read back at its next event).
     pub max_sessions: usize,
     /// How long a shutdown waits for requests in flight before it gives up on them.
     pub shutdown_grace: Duration,

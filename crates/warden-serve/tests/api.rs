@@ -786,10 +786,15 @@ async fn a_shutdown_finishes_the_ticks_in_flight() {
         "[rule]\nid = \"slow\"\nname = \"Slow\"\ntrigger = \"on_turn_start\"\n\n[condition]\nscript = \"slow.lua\"\n\n[action]\ntype = \"notify_self\"\nmessage = \"done\"\n",
     )
     .unwrap();
-    let w = warden_core::Warden::builder()
-        .rules_dir(&rules)
-        .build()
-        .unwrap();
+    let db = dir.path().join("warden.db");
+    let build = || {
+        warden_core::Warden::builder()
+            .rules_dir(&rules)
+            .store(warden_core::Store::open(&db).unwrap())
+            .build()
+            .unwrap()
+    };
+    let w = build();
     assert!(
         w.diagnostics().iter().all(|d| !d.is_error()),
         "{:?}",
@@ -809,4 +814,75 @@ async fn a_shutdown_finishes_the_ticks_in_flight() {
     let r = in_flight.await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text());
     assert_eq!(r.json()["fired"], json!(["slow"]));
+    // And its session was saved with it.
+    let again = build()
+        .open_session("slow", warden_core::SessionOptions::default())
+        .unwrap();
+    assert_eq!(again.events(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_server_loses_no_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warden.db");
+    let plugins = dir.path().join("plugins");
+    let fail =
+        json!({"hook": "on_tool_failure", "tool": {"name": "web_search"}, "error": "timeout"});
+    let first = Running::start(warden(&plugins, Some(&db)), ServeOptions::default()).await;
+    let c = first.client();
+    for _ in 0..2 {
+        let o = c
+            .post("/v1/sessions/long/events?user=ada", &fail)
+            .await
+            .json();
+        assert_eq!(o["fired"], json!([]));
+    }
+    c.post("/v1/sessions/gone/events", &event("on_turn_start"))
+        .await;
+    assert_eq!(c.delete("/v1/sessions/gone").await.status, 204);
+    first.stop().await.unwrap();
+
+    // Another process's server, on the same database: the third failure is the third.
+    let second = Running::start(warden(&plugins, Some(&db)), ServeOptions::default()).await;
+    let c = second.client();
+    let s = c.get("/v1/sessions/long").await;
+    assert_eq!(s.status, 200, "{}", s.text());
+    assert_eq!(s.json()["events"], 2);
+    assert_eq!(s.json()["facts"]["user"]["id"], "ada");
+    let o = c.post("/v1/sessions/long/events", &fail).await.json();
+    assert_eq!(o["fired"], json!(["repeated-failure-warning"]), "{o}");
+    assert_eq!(
+        c.get("/v1/sessions/gone").await.status,
+        404,
+        "deleted means deleted"
+    );
+    // Many sessions, few in memory: the ones put down come back from the store.
+    second.stop().await.unwrap();
+    let options = ServeOptions {
+        max_sessions: 2,
+        ..ServeOptions::default()
+    };
+    let third = Running::start(warden(&plugins, Some(&db)), options).await;
+    let c = third.client();
+    for round in 0..3 {
+        for i in 0..5 {
+            let o = c
+                .post(&format!("/v1/sessions/many-{i}/events"), &fail)
+                .await
+                .json();
+            let expect = if round == 2 {
+                json!(["repeated-failure-warning"])
+            } else {
+                json!([])
+            };
+            assert_eq!(o["fired"], expect, "session {i}, failure {}", round + 1);
+        }
+    }
+    assert!(
+        c.get("/v1/health").await.json()["sessions"]
+            .as_u64()
+            .unwrap()
+            <= 2
+    );
+    third.stop().await.unwrap();
 }

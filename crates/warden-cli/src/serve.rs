@@ -34,6 +34,10 @@ pub(crate) struct ServeArgs {
     /// Do not reload the rules when their files change.
     #[arg(long)]
     no_watch: bool,
+    /// Keep sessions in this process's memory only, instead of saving them in the database
+    /// after every event: faster, but a restart loses them.
+    #[arg(long)]
+    ephemeral_sessions: bool,
 }
 
 pub(crate) fn run(config: &Config, args: ServeArgs) -> Result<ExitCode, String> {
@@ -50,6 +54,7 @@ pub(crate) fn run(config: &Config, args: ServeArgs) -> Result<ExitCode, String> 
         project: config.project.clone(),
         max_sessions: args.max_sessions.max(1),
         body_limit: args.body_limit.max(1024),
+        durable: !args.ephemeral_sessions,
         ..ServeOptions::default()
     };
     // Checked before the rules load: a refusal should not wait for them.

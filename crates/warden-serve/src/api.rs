@@ -10,10 +10,15 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
+use serde::Serialize;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
+use warden_core::knowledge_pipeline::Enrichment;
 use warden_core::trace::parse_value;
-use warden_core::{Outcome, Proceed};
+use warden_core::{
+    Effect, Halted, Hook, Notification, Outcome, Overridden, Proceed, RuleError, Ruling,
+};
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams};
 use crate::guard::Scope;
@@ -33,6 +38,7 @@ impl From<SessionError> for ApiError {
             SessionError::InvalidId(_) => ApiError::bad_request(e.to_string()),
             SessionError::Unreadable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             SessionError::Store(_) => ApiError::internal(e.to_string()),
+            SessionError::Full(_) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
         }
     }
 }
@@ -49,24 +55,57 @@ fn proceed_word(o: &Outcome) -> &'static str {
     }
 }
 
-/// An outcome as the agent API answers it.
-pub fn outcome_json(session: &str, o: &Outcome) -> Value {
-    json!({
-        "session": session,
-        "hook": o.hook,
-        "mode": &*o.mode,
-        "proceed": proceed_word(o),
-        "ruling": o.ruling,
-        "inject": o.inject,
-        "rendered": o.rendered,
-        "fired": o.fired(),
-        "effects": o.effects,
-        "errors": o.errors,
-        "halted": o.halted,
-        "overridden": o.overridden,
-        "mode_change": o.mode_change.as_ref().map(|c| json!({"from": &*c.from, "to": &*c.to, "fired": c.outcome.fired()})),
-        "enrichment": o.enrichment,
-    })
+/// A mode change, as the agent API answers it.
+#[derive(Serialize)]
+struct ModeChangeBody<'a> {
+    from: &'a str,
+    to: &'a str,
+    fired: Vec<&'a str>,
+}
+
+/// An outcome as the agent API answers it: the engine's own types, serialized as they are.
+#[derive(Serialize)]
+pub struct OutcomeBody<'a> {
+    session: &'a str,
+    hook: Hook,
+    mode: &'a str,
+    proceed: &'static str,
+    ruling: &'a Option<Ruling>,
+    inject: &'a [Notification],
+    rendered: &'a Option<String>,
+    fired: Vec<&'a str>,
+    effects: &'a [Effect],
+    errors: &'a [RuleError],
+    halted: &'a [Halted],
+    overridden: &'a [Overridden],
+    mode_change: Option<ModeChangeBody<'a>>,
+    enrichment: &'a Option<Arc<Enrichment>>,
+}
+
+impl<'a> OutcomeBody<'a> {
+    /// The answer to an event of `session`.
+    pub fn new(session: &'a str, o: &'a Outcome) -> Self {
+        OutcomeBody {
+            session,
+            hook: o.hook,
+            mode: &o.mode,
+            proceed: proceed_word(o),
+            ruling: &o.ruling,
+            inject: &o.inject,
+            rendered: &o.rendered,
+            fired: o.fired(),
+            effects: &o.effects,
+            errors: &o.errors,
+            halted: &o.halted,
+            overridden: &o.overridden,
+            mode_change: o.mode_change.as_ref().map(|c| ModeChangeBody {
+                from: &c.from,
+                to: &c.to,
+                fired: c.outcome.fired(),
+            }),
+            enrichment: &o.enrichment,
+        }
+    }
 }
 
 /// `POST /v1/sessions/{id}/events`: one event, in the trace format.
@@ -75,12 +114,19 @@ pub async fn post_event(
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     scope.check()?;
     valid_id(&id)?;
     let event = parse_value(0, body).map_err(|e| ApiError::unprocessable(e.message))?;
     let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
     let hook = event.hook;
+    // As many ticks at once as there are cores: more would only wait for each other (and
+    // for the store) on the blocking pool.
+    let _permit = app
+        .ticks
+        .acquire()
+        .await
+        .map_err(|_| ApiError::internal("the server is shutting down"))?;
     let worker = app.clone();
     let session = id.clone();
     let (outcome, took) = tokio::task::spawn_blocking(move || {
@@ -98,7 +144,9 @@ pub async fn post_event(
     let at = now();
     app.metrics.record_tick(hook, took, &outcome, at);
     app.feed.publish_outcome(&id, &outcome, at);
-    Ok(Json(outcome_json(&id, &outcome)))
+    let body = serde_json::to_vec(&OutcomeBody::new(&id, &outcome))
+        .map_err(|e| ApiError::internal(format!("the outcome could not be written: {e}")))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
 /// `GET /v1/sessions/{id}`.

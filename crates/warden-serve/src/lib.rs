@@ -123,7 +123,11 @@ impl Server {
         let local = listener.local_addr()?;
         let (down, shutdown) = watch::channel(false);
         let app = Arc::new(state::App {
-            sessions: sessions::Sessions::new(warden.clone(), options.max_sessions),
+            sessions: sessions::Sessions::new(
+                warden.clone(),
+                options.max_sessions,
+                options.durable,
+            ),
             warden,
             metrics: metrics::Metrics::default(),
             feed: feed::Feed::default(),
@@ -132,6 +136,9 @@ impl Server {
             started: Instant::now(),
             sign_ins: Mutex::new(HashMap::new()),
             shutdown,
+            ticks: tokio::sync::Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+            ),
         });
         Ok(Server {
             listener,

@@ -6,6 +6,9 @@
 //! the store, and is read back at its next event). One tick at a time per session; different
 //! sessions tick in parallel. This is the only module that knows how sessions are kept.
 //!
+//! An operator may trade that for speed (`ServeOptions::durable` false): sessions then live in
+//! this process only, and a restart loses them.
+//!
 //! Ticks are synchronous CPU work: the callers run [`Sessions::tick`] on tokio's blocking
 //! pool, never on the runtime's threads.
 
@@ -37,6 +40,11 @@ pub enum SessionError {
     /// The store failed.
     #[error("the session store failed: {0}")]
     Store(String),
+    /// Sessions are kept in memory only, and the server holds as many as it may.
+    #[error(
+        "this server keeps sessions in memory only and holds {0} already (see --max-sessions): end finished ones with DELETE /v1/sessions/{{id}}"
+    )]
+    Full(usize),
 }
 
 impl From<warden_core::Error> for SessionError {
@@ -88,6 +96,7 @@ pub struct Sessions {
     open: Mutex<HashMap<String, Arc<Open>>>,
     max: usize,
     clock: AtomicU64,
+    durable: bool,
 }
 
 impl std::fmt::Debug for Sessions {
@@ -120,13 +129,24 @@ pub fn valid_id(id: &str) -> Result<(), SessionError> {
 }
 
 impl Sessions {
-    /// No sessions in memory yet; at most `max` at once.
-    pub fn new(warden: Warden, max: usize) -> Self {
+    /// No sessions in memory yet; at most `max` at once. Not `durable`: sessions live in
+    /// memory only (faster; a restart loses them, and none is put down: past `max`, new
+    /// sessions are refused).
+    pub fn new(warden: Warden, max: usize, durable: bool) -> Self {
         Sessions {
             warden,
             open: Mutex::new(HashMap::new()),
             max: max.max(1),
             clock: AtomicU64::new(0),
+            durable,
+        }
+    }
+
+    fn open_session(&self, id: &str, opts: SessionOptions) -> Result<Session, SessionError> {
+        if self.durable {
+            Ok(self.warden.open_session(id, opts)?)
+        } else {
+            Ok(self.warden.session_with(opts))
         }
     }
 
@@ -136,7 +156,7 @@ impl Sessions {
             return Ok(open);
         }
         // Read outside the map's lock: it may take a store read.
-        let session = self.warden.open_session(
+        let session = self.open_session(
             id,
             SessionOptions {
                 id: Some(id.to_string()),
@@ -145,7 +165,7 @@ impl Sessions {
                 explain: false,
             },
         )?;
-        Ok(self.keep(id, session))
+        self.keep(id, session)
     }
 
     fn in_memory(&self, id: &str) -> Option<Arc<Open>> {
@@ -155,14 +175,18 @@ impl Sessions {
         Some(open)
     }
 
-    /// Keeps `session` in memory (unless another request just did), putting one down if full.
-    fn keep(&self, id: &str, session: Session) -> Arc<Open> {
+    /// Keeps `session` in memory (unless another request just did), putting one down if full
+    /// (refusing it, when sessions are not durable).
+    fn keep(&self, id: &str, session: Session) -> Result<Arc<Open>, SessionError> {
         let now = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut open = lock(&self.open);
         if let Some(raced) = open.get(id) {
-            return raced.clone();
+            return Ok(raced.clone());
         }
         if open.len() >= self.max {
+            if !self.durable {
+                return Err(SessionError::Full(self.max));
+            }
             self.put_down_one(&mut open);
         }
         let entry = Arc::new(Open {
@@ -170,7 +194,7 @@ impl Sessions {
             used: AtomicU64::new(now),
         });
         open.insert(id.to_string(), entry.clone());
-        entry
+        Ok(entry)
     }
 
     /// Forgets the least recently used session that is not ticking (it is in the store).
@@ -205,12 +229,13 @@ impl Sessions {
         valid_id(id)?;
         let open = match self.in_memory(id) {
             Some(o) => o,
+            None if !self.durable => return Ok(None),
             None => {
-                let s = self.warden.open_session(id, SessionOptions::default())?;
+                let s = self.open_session(id, SessionOptions::default())?;
                 if s.events() == 0 {
                     return Ok(None);
                 }
-                self.keep(id, s)
+                self.keep(id, s)?
             }
         };
         let s = lock(&open.session);
@@ -232,7 +257,7 @@ impl Sessions {
     pub fn delete(&self, id: &str) -> Result<bool, SessionError> {
         valid_id(id)?;
         let in_memory = lock(&self.open).remove(id).is_some();
-        let saved = self.warden.delete_session(id)?;
+        let saved = self.durable && self.warden.delete_session(id)?;
         Ok(in_memory || saved)
     }
 
@@ -266,7 +291,7 @@ mod tests {
     #[test]
     fn sessions_put_down_are_read_back_and_deleted_everywhere() {
         let w = Warden::builder().builtin_rules().build().unwrap();
-        let s = Sessions::new(w, 1);
+        let s = Sessions::new(w, 1, true);
         let owner = Owner {
             user: "ada".into(),
             project: "p".into(),

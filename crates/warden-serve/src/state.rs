@@ -38,6 +38,9 @@ pub struct ServeOptions {
     pub max_sessions: usize,
     /// How long a shutdown waits for requests in flight before it gives up on them.
     pub shutdown_grace: Duration,
+    /// Whether sessions are saved in the store after every event (a restart loses none); when
+    /// false they live in this process's memory only, which is faster.
+    pub durable: bool,
 }
 
 /// The default port: `warden serve` listens on 127.0.0.1:7878.
@@ -54,6 +57,7 @@ impl Default for ServeOptions {
             request_timeout: Duration::from_secs(30),
             max_sessions: 100_000,
             shutdown_grace: Duration::from_secs(30),
+            durable: true,
         }
     }
 }
@@ -78,6 +82,8 @@ pub struct App {
     pub sign_ins: Mutex<HashMap<String, Instant>>,
     /// Becomes true when the server shuts down (the event streams end then).
     pub shutdown: watch::Receiver<bool>,
+    /// Permits to tick: one per core.
+    pub ticks: tokio::sync::Semaphore,
 }
 
 /// The shared state of the handlers.

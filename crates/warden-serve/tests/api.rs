@@ -886,3 +886,49 @@ async fn a_restarted_server_loses_no_session() {
     );
     third.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ephemeral_sessions_live_in_memory_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warden.db");
+    let plugins = dir.path().join("plugins");
+    let options = || ServeOptions {
+        durable: false,
+        max_sessions: 2,
+        ..ServeOptions::default()
+    };
+    let first = Running::start(warden(&plugins, Some(&db)), options()).await;
+    let c = first.client();
+    for id in ["a", "b"] {
+        assert_eq!(
+            c.post(
+                &format!("/v1/sessions/{id}/events"),
+                &event("on_turn_start")
+            )
+            .await
+            .status,
+            200
+        );
+    }
+    let r = c
+        .post("/v1/sessions/c/events", &event("on_turn_start"))
+        .await;
+    assert_eq!(r.status, 429, "{}", r.text());
+    assert!(r.error().contains("memory only"), "{}", r.error());
+    assert_eq!(c.delete("/v1/sessions/a").await.status, 204);
+    assert_eq!(
+        c.post("/v1/sessions/c/events", &event("on_turn_start"))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(c.get("/v1/sessions/b").await.json()["events"], 1);
+    first.stop().await.unwrap();
+    let second = Running::start(warden(&plugins, Some(&db)), options()).await;
+    assert_eq!(
+        second.client().get("/v1/sessions/b").await.status,
+        404,
+        "a restart loses them"
+    );
+    second.stop().await.unwrap();
+}

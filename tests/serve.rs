@@ -243,3 +243,44 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
         .unwrap();
     assert!(rest.contains("warden stopped"), "{rest}");
 }
+
+#[test]
+fn the_python_client_of_the_book_runs_against_the_server() {
+    let python = ["python3", "python"].into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(python) = python else {
+        println!("skipped: no python3 on this machine; CI has one");
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = root.join("examples/plugins");
+    let plugins = plugins.to_str().unwrap();
+    let s = serve(
+        dir.path(),
+        &[
+            "--builtin",
+            "--plugins",
+            plugins,
+            "--capability",
+            "vault_search,web_search",
+        ],
+        &[],
+    );
+    let out = Command::new(python)
+        .arg(root.join("examples/serve/client.py"))
+        .arg(format!("http://127.0.0.1:{}", s.port))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = fs::read_to_string(root.join("examples/serve/client.out")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

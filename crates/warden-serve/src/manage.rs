@@ -7,7 +7,9 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use warden_core::{ControlError, ExecutionFilter, PluginInfo, RuleInfo, SettingInfo};
+use warden_core::{
+    ControlError, ExecutionFilter, PluginInfo, RuleInfo, SettingInfo, SettingKind,
+};
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
 use crate::guard::Scope;
@@ -245,7 +247,9 @@ pub async fn put_settings(
             if let Some(fields) = p.as_object_mut() {
                 for (k, v) in [("min", s.def.min), ("max", s.def.max)] {
                     if let Some(v) = v {
-                        fields.insert(k.into(), json!(v));
+                        // An integer setting's bounds are integers.
+                        let whole = s.def.kind == SettingKind::Integer && v.fract() == 0.0;
+                        fields.insert(k.into(), if whole { json!(v as i64) } else { json!(v) });
                     }
                 }
                 if !s.def.options.is_empty() {

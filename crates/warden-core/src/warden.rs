@@ -438,6 +438,13 @@ impl Warden {
             .prune_sessions(now_secs() - days * 86_400.0)?)
     }
 
+    /// Writes notifications as one block for the agent's context, as [`Outcome::rendered`]
+    /// does for one tick: for a host that answers an event with several ticks (Claude Code's
+    /// prompt is a query and a turn) and injects them together.
+    pub fn render(&self, notifications: &[crate::Notification]) -> Option<String> {
+        self.shared.renderer.render(notifications).0
+    }
+
     /// Subscribes to the events rules emit with `emit_event`.
     pub fn subscribe(&self) -> broadcast::Receiver<BusEvent> {
         self.shared.bus.subscribe()

@@ -55,6 +55,7 @@ pub(crate) fn run(config: &Config, args: ServeArgs) -> Result<ExitCode, String> 
         max_sessions: args.max_sessions.max(1),
         body_limit: args.body_limit.max(1024),
         durable: !args.ephemeral_sessions,
+        claude_code: config.claude_code.clone(),
         ..ServeOptions::default()
     };
     // Checked before the rules load: a refusal should not wait for them.

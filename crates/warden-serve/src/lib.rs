@@ -7,7 +7,8 @@
 //! tracing span per request, and a graceful shutdown that lets the ticks in flight finish.
 //!
 //! - the agent API: `POST /v1/sessions/{id}/events` (an event in the trace format, the outcome
-//!   back), `GET`/`DELETE /v1/sessions/{id}`, `GET /v1/events` (server-sent events);
+//!   back), `GET`/`DELETE /v1/sessions/{id}`, `GET /v1/events` (server-sent events), and
+//!   `POST /v1/claude-code` (Claude Code's `http` hook, answered by `warden-claude-code`);
 //! - the management API: `GET /v1/rules`, `PUT /v1/rules/{id}/enabled`,
 //!   `PUT /v1/plugins/{id}/settings`, `POST /v1/rules/{id}/test`, `GET /v1/log`...;
 //! - `GET /v1/health`, `GET /v1/metrics` (Prometheus), `GET /v1/openapi.json`;
@@ -29,11 +30,13 @@
 //! may call what), `metrics`, `feed` (the live feed), `sessions` (the sessions the server
 //! holds: the only module that knows how they are kept), `state` (what handlers share),
 //! `guard` (the checks before a handler), `trial` (the Test button), `api` (the agent API),
+//! `claude` (Claude Code's `http` hook),
 //! `manage` (the management API), `page` (the Settings page), `openapi`, `routes`.
 
 #![warn(missing_docs)]
 
 mod api;
+mod claude;
 mod error;
 mod feed;
 mod guard;

@@ -7,9 +7,7 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use warden_core::{
-    ControlError, ExecutionFilter, PluginInfo, RuleInfo, SettingInfo, SettingKind,
-};
+use warden_core::{ControlError, ExecutionFilter, PluginInfo, RuleInfo, SettingInfo, SettingKind};
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
 use crate::guard::Scope;

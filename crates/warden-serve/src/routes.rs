@@ -19,7 +19,7 @@ use crate::error::ApiError;
 use crate::guard;
 use crate::state::AppState;
 use crate::tokens::Access;
-use crate::{api, manage, openapi, page};
+use crate::{api, claude, manage, openapi, page};
 
 /// One route.
 pub struct Route {
@@ -87,6 +87,7 @@ pub fn routes() -> Vec<Route> {
             delete(api::delete_session),
         ),
         route(Method::GET, "/v1/events", Agent, get(api::events)),
+        route(Method::POST, "/v1/claude-code", Agent, post(claude::hook)),
         route(Method::GET, "/v1/metrics", Management, get(api::metrics)),
         route(
             Method::GET,

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
-use warden_core::{DEFAULT_ID, Warden};
+use warden_core::{ClaudeCodeConfig, DEFAULT_ID, Warden};
 
 use crate::feed::Feed;
 use crate::metrics::Metrics;
@@ -41,6 +41,8 @@ pub struct ServeOptions {
     /// Whether sessions are saved in the store after every event (a restart loses none); when
     /// false they live in this process's memory only, which is faster.
     pub durable: bool,
+    /// How Claude Code's hooks are answered (`[claude_code]` in warden.toml).
+    pub claude_code: ClaudeCodeConfig,
 }
 
 /// The default port: `warden serve` listens on 127.0.0.1:7878.
@@ -58,6 +60,7 @@ impl Default for ServeOptions {
             max_sessions: 100_000,
             shutdown_grace: Duration::from_secs(30),
             durable: true,
+            claude_code: ClaudeCodeConfig::default(),
         }
     }
 }

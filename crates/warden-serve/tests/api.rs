@@ -932,3 +932,57 @@ async fn ephemeral_sessions_live_in_memory_only() {
     );
     second.stop().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_codes_http_hook_gets_the_hook_commands_answer() {
+    let (_dir, server, c) = start().await;
+    let failure = json!({"session_id": "cc-1", "hook_event_name": "PostToolUseFailure",
+        "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}, "error": "timeout"});
+    for _ in 0..2 {
+        let r = c.post("/v1/claude-code", &failure).await;
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let third = c.post("/v1/claude-code", &failure).await.json();
+    let context = third["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(context.contains("WebFetch has failed 3 times"), "{third}");
+    // A tool call a rule denies.
+    let call = json!({"session_id": "cc-1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf /"}});
+    let denied = c.post("/v1/claude-code", &call).await.json();
+    assert_eq!(
+        denied["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{denied}"
+    );
+    // What is not Claude Code's is answered, not failed: the session goes on.
+    let r = c
+        .post("/v1/claude-code", &json!({"hook_event_name": "PreToolUse"}))
+        .await;
+    assert_eq!(r.status, 200);
+    assert!(
+        r.json()["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("Warden could not supervise"),
+        "{}",
+        r.text()
+    );
+    let r = c
+        .post(
+            "/v1/claude-code",
+            &json!({"session_id": "cc-1", "hook_event_name": "Notification"}),
+        )
+        .await;
+    assert_eq!(r.json(), json!({}));
+    let r = c
+        .send(
+            "POST",
+            "/v1/claude-code",
+            &[("content-type", "text/plain")],
+            Some(b"{}".to_vec()),
+        )
+        .await;
+    assert_eq!(r.status, 415);
+    server.stop().await.unwrap();
+}

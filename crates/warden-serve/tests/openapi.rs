@@ -378,6 +378,20 @@ async fn the_real_answers_fit_the_documented_schemas() {
             Some(ev),
         ),
         ("get", "/v1/sessions/{id}", "/v1/sessions/s1".into(), None),
+        (
+            "post",
+            "/v1/claude-code",
+            "/v1/claude-code".into(),
+            Some(
+                json!({"session_id": "cc", "hook_event_name": "PostToolUseFailure", "tool_name": "WebFetch", "tool_input": {}, "error": "timeout"}),
+            ),
+        ),
+        (
+            "post",
+            "/v1/claude-code",
+            "/v1/claude-code".into(),
+            Some(json!({"nope": 1})),
+        ),
         ("get", "/v1/sessions/{id}", "/v1/sessions/none".into(), None),
         ("get", "/v1/rules", "/v1/rules?user=ada".into(), None),
         ("get", "/v1/rules/{id}", format!("/v1/rules/{no_rm}"), None),

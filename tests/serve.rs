@@ -223,7 +223,15 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
             r#"{"hook": "on_turn_start"}"#,
         )
     });
-    std::thread::sleep(Duration::from_millis(200));
+    // Stop only once the tick is running.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !http(port, "GET", "/v1/metrics", &[], "")
+        .1
+        .contains("warden_ticks_in_flight 1")
+    {
+        assert!(Instant::now() < deadline, "the tick never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     let killed = Command::new("kill")
         .args(["-TERM", &s.child.id().to_string()])
         .status()

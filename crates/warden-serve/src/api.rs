@@ -130,6 +130,7 @@ pub async fn post_event(
     let worker = app.clone();
     let session = id.clone();
     let (outcome, took) = tokio::task::spawn_blocking(move || {
+        let _counted = worker.metrics.tick_started();
         let start = Instant::now();
         let outcome = worker
             .sessions

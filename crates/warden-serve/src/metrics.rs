@@ -41,6 +41,8 @@ pub struct Metrics {
     tallies: Mutex<Tallies>,
     /// Requests answered with a 4xx or 5xx, by class.
     client_errors: AtomicU64,
+    /// Ticks running now.
+    in_flight: AtomicU64,
     server_errors: AtomicU64,
 }
 
@@ -71,6 +73,12 @@ impl Metrics {
             *t.decisions.entry(r.name()).or_default() += 1;
         }
         t.rule_errors += outcome.errors.len() as u64;
+    }
+
+    /// A tick starts; the guard counts it until it is dropped.
+    pub fn tick_started(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(&self.in_flight)
     }
 
     /// Counts a request's status.
@@ -164,6 +172,12 @@ impl Metrics {
             "Sessions open in this server.",
         );
         let _ = writeln!(o, "warden_sessions {sessions}");
+        family(o, "warden_ticks_in_flight", "gauge", "Ticks running now.");
+        let _ = writeln!(
+            o,
+            "warden_ticks_in_flight {}",
+            self.in_flight.load(Ordering::Relaxed)
+        );
         family(
             o,
             "warden_program_generation",
@@ -179,6 +193,16 @@ impl Metrics {
         );
         let _ = writeln!(o, "warden_uptime_seconds {}", uptime.as_secs_f64());
         out
+    }
+}
+
+/// A tick in flight, counted until dropped.
+#[derive(Debug)]
+pub struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

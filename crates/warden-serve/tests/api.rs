@@ -809,7 +809,21 @@ async fn a_shutdown_finishes_the_ticks_in_flight() {
         )
         .await
     });
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Stop only once the tick is running.
+    let probe = server.client();
+    let deadline = std::time::Instant::now() + WAIT;
+    while !probe
+        .get("/v1/metrics")
+        .await
+        .text()
+        .contains("warden_ticks_in_flight 1")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the tick never started"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     server.stop().await.unwrap();
     let r = in_flight.await.unwrap();
     assert_eq!(r.status, 200, "{}", r.text());

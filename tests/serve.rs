@@ -204,7 +204,7 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
     fs::create_dir_all(&rules).unwrap();
     fs::write(
         rules.join("slow.lua"),
-        "local n = 0\nfor i = 1, 60000000 do n = n + i end\nreturn n > 0\n",
+        "local n = 0\nfor i = 1, 20000000 do n = n + i end\nreturn n > 0\n",
     )
     .unwrap();
     fs::write(
@@ -239,7 +239,14 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
     assert!(killed.success());
     let (status, body) = request.join().unwrap();
     assert_eq!(status, 200, "{body}");
-    assert_eq!(json(&body)["fired"][0], "slow");
+    // The tick ran to its end (the rule fired, or ran out of time on a busy machine: either
+    // way the answer is the tick's).
+    let outcome = json(&body);
+    assert_eq!(outcome["session"], "slow");
+    assert!(
+        outcome["fired"] == serde_json::json!(["slow"]) || !outcome["errors"][0].is_null(),
+        "{body}"
+    );
     let code = s.child.wait().unwrap();
     assert!(code.success(), "{code:?}");
     let mut rest = String::new();

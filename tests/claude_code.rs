@@ -113,15 +113,16 @@ impl Project {
         c
     }
 
+    /// A hook process started with `input` on its stdin (closed after it).
+    fn spawn_hook(&self, input: &[u8]) -> std::process::Child {
+        let mut child = self.hook_command().spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child
+    }
+
     /// Runs one hook: its answer (`null` when it printed nothing). Every hook exits 0.
     fn hook(&self, payload: &Value) -> Value {
-        let mut child = self.hook_command().spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(payload.to_string().as_bytes())
-            .unwrap();
+        let child = self.spawn_hook(payload.to_string().as_bytes());
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),
@@ -271,16 +272,7 @@ fn eight_processes_on_one_session_lose_no_update() {
     );
     for _ in 0..3 {
         let children: Vec<_> = (0..8)
-            .map(|_| {
-                let mut child = project.hook_command().spawn().unwrap();
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(payload.to_string().as_bytes())
-                    .unwrap();
-                child
-            })
+            .map(|_| project.spawn_hook(payload.to_string().as_bytes()))
             .collect();
         for child in children {
             let out = child.wait_with_output().unwrap();
@@ -320,13 +312,7 @@ fn a_hook_killed_mid_tick_loses_nothing() {
         "PreToolUse",
         Some(&json!({"tool_name": "Slow", "tool_input": {}})),
     );
-    let mut child = project.hook_command().spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(slow.to_string().as_bytes())
-        .unwrap();
+    let mut child = project.spawn_hook(slow.to_string().as_bytes());
     std::thread::sleep(Duration::from_millis(700));
     let started = Instant::now();
     child.kill().unwrap();

@@ -12,8 +12,6 @@
 //! - vault_search returned 9 results. Summarize the key findings before going on.
 //! ```
 
-use std::fmt::Write;
-
 use warden_load::Priority;
 
 use crate::outcome::Notification;
@@ -101,7 +99,15 @@ impl Renderer {
 /// Warden's own rendering: a header line, then one line per note, its priority written only
 /// when it is high or critical and its category only when it is not `info`.
 fn plain(notes: &[&Notification]) -> String {
-    let mut out = String::from("[warden]");
+    const HEADER: &str = "[warden]";
+    // Made once at its size: growing it a line at a time cost more than the rest of a tick of
+    // 100 rules.
+    let size = notes
+        .iter()
+        .map(|n| "\n- CRITICAL ".len() + n.category.len() + ": ".len() + n.message.len())
+        .sum::<usize>();
+    let mut out = String::with_capacity(HEADER.len() + size);
+    out.push_str(HEADER);
     for n in notes {
         out.push_str("\n- ");
         if n.priority >= Priority::High {
@@ -109,7 +115,8 @@ fn plain(notes: &[&Notification]) -> String {
             out.push(' ');
         }
         if &*n.category != "info" {
-            let _ = write!(out, "{}: ", n.category);
+            out.push_str(&n.category);
+            out.push_str(": ");
         }
         out.push_str(&n.message);
     }

@@ -24,3 +24,14 @@ def rules_dir(tmp_path: Path):
         return tmp_path / "rules"
 
     return write
+
+IN_CI = bool(__import__("os").environ.get("WARDEN_PYTHON_CI"))
+"""Set by .ci/run: there, nothing a test needs may be missing, so nothing is skipped."""
+
+
+def need(condition: bool, reason: str) -> None:
+    """Skips the test when `condition` is false (saying why), except in CI, where it fails."""
+    if not condition:
+        if IN_CI:
+            pytest.fail(f"{reason}, and .ci/run must provide it")
+        pytest.skip(f"skipped: {reason}; CI runs it", allow_module_level=True)

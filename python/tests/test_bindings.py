@@ -22,7 +22,7 @@ from warden import (
     Rewrite,
 )
 
-from .conftest import PLUGINS
+from conftest import PLUGINS
 
 APP = {"id": "app", "root": "/home/ada/app"}
 

@@ -21,10 +21,18 @@ pub(crate) struct NotJson {
     pub message: String,
 }
 
-fn describe(v: &Bound<'_, PyAny>) -> String {
-    v.get_type()
+/// The type of `v`, with its article: `a datetime`, `an object`.
+pub(crate) fn describe(v: &Bound<'_, PyAny>) -> String {
+    let name = v
+        .get_type()
         .name()
-        .map_or_else(|_| "an object".to_string(), |n| format!("a {n}"))
+        .map_or_else(|_| "object".to_string(), |n| n.to_string());
+    let article = if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {name}")
 }
 
 fn child(path: &str, key: &str) -> String {

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use warden_core::{Event, Hook, Session, SessionOptions, Warden};
 
-use crate::convert::{dict_to_map, to_py};
+use crate::convert::{describe, dict_to_map, to_py};
 use crate::errors::event_error;
 use crate::outcome::{PyNotification, PyOutcome};
 
@@ -61,15 +61,12 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
         return Ok(Event::new());
     };
     let Ok(dict) = event.cast::<PyDict>() else {
-        let kind = event
-            .get_type()
-            .name()
-            .map_or_else(|_| "an object".into(), |n| n.to_string());
+        let kind = describe(event);
         return Err(event_error(
             py,
             "",
             format!(
-                "an event must be a dict such as {{\"tool\": {{\"name\": \"web_search\", \"arguments\": {{}}}}}}, not a {kind}"
+                "an event must be a dict such as {{\"tool\": {{\"name\": \"web_search\", \"arguments\": {{}}}}}}, not {kind}"
             ),
         ));
     };

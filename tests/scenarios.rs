@@ -155,6 +155,9 @@ fn run_scenario(dir: &Path, nodes_required: bool, bless: bool, failures: &mut Ve
     };
     let warden = make();
     let twin = make();
+    // A third run saves the session after every event and reads it back before the next, as
+    // a process per hook would: it must decide exactly as the session that never stopped.
+    let resumed = make();
 
     let prefix = format!("{}/", dir.display());
     let diagnostics: String = warden
@@ -214,9 +217,17 @@ fn run_scenario(dir: &Path, nodes_required: bool, bless: bool, failures: &mut Ve
             ..Default::default()
         });
         let (mut output, mut explain, mut nodes) = (Vec::new(), Vec::new(), Vec::new());
+        let mut saved_output = Vec::new();
         for (index, parsed) in parse_trace(&fs::read_to_string(&trace).unwrap()) {
             let e = parsed.unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
             let outcome = session.tick(e.hook, e.event.clone());
+            let mut reopened = resumed
+                .open_session(&stem, warden::SessionOptions::default())
+                .unwrap_or_else(|err| panic!("{}: event {index}: {err}", trace.display()));
+            saved_output.extend(outcome_lines(
+                index,
+                &reopened.tick(e.hook, e.event.clone()),
+            ));
             let full = explained.tick(e.hook, e.event);
             output.extend(outcome_lines(index, &outcome));
             explain.extend(explain_lines(index, &full));
@@ -228,6 +239,19 @@ fn run_scenario(dir: &Path, nodes_required: bool, bless: bool, failures: &mut Ve
                     trace.display()
                 ));
             }
+        }
+        if saved_output != output {
+            let mut diff = String::new();
+            for i in 0..output.len().max(saved_output.len()) {
+                match (output.get(i), saved_output.get(i)) {
+                    (Some(a), Some(b)) if a == b => {}
+                    (a, b) => diff.push_str(&format!("  straight: {a:?}\n  resumed:  {b:?}\n")),
+                }
+            }
+            failures.push(format!(
+                "{}: a session saved and read back at every event decided differently:\n{diff}",
+                trace.display()
+            ));
         }
         compare(
             &dir.join(format!("{stem}.expected.jsonl")),

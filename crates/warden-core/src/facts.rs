@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::event::Event;
@@ -17,7 +17,7 @@ use warden_load::Hook;
 pub const DEFAULT_HISTORY_LIMIT: usize = 50;
 
 /// Everything Warden knows about one session, as rules read it through `context`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionFacts {
     /// The current turn.
     pub turn: TurnState,
@@ -37,8 +37,15 @@ pub struct SessionFacts {
     limit: usize,
 }
 
+/// What the facts keep that rules do not read, for saving a session beside its facts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct FactsPrivate {
+    /// Whether the agent loop reports turn numbers (then Warden stops counting them).
+    pub turn_reported: bool,
+}
+
 /// The current turn (`context.turn`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TurnState {
     /// Turn number, from 1 (0 before the first turn).
     pub number: u32,
@@ -59,7 +66,7 @@ pub struct TurnState {
 }
 
 /// What happened so far (`context.history`).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct History {
     /// Recent messages, oldest first.
     pub messages: VecDeque<MessageRecord>,
@@ -74,7 +81,7 @@ pub struct History {
 }
 
 /// Totals over the whole session (`context.history.counts`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counts {
     /// Turns started.
     pub turns: u32,
@@ -89,7 +96,7 @@ pub struct Counts {
 }
 
 /// A message of the conversation, as the history keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessageRecord {
     /// `user`, `assistant`, `system` or `tool`.
     pub role: String,
@@ -100,7 +107,7 @@ pub struct MessageRecord {
 }
 
 /// How a tool call ended, so far.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     /// Called, not yet returned.
@@ -112,7 +119,7 @@ pub enum ToolStatus {
 }
 
 /// A tool call, as the history keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolRecord {
     /// The tool's name.
     pub name: String,
@@ -133,7 +140,7 @@ pub struct ToolRecord {
 }
 
 /// A user or a project (`context.user`, `context.project`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Identity {
     /// Its id.
     pub id: String,
@@ -167,6 +174,21 @@ impl SessionFacts {
             turn_reported: false,
             limit: history_limit.max(1),
         }
+    }
+
+    /// What the facts keep that rules do not read.
+    pub(crate) fn private(&self) -> FactsPrivate {
+        FactsPrivate {
+            turn_reported: self.turn_reported,
+        }
+    }
+
+    /// Facts read back from a saved session, with what rules do not read and the history's
+    /// bound (a setting of the host, not of the session).
+    pub(crate) fn restored(mut self, private: FactsPrivate, history_limit: usize) -> Self {
+        self.turn_reported = private.turn_reported;
+        self.limit = history_limit.max(1);
+        self
     }
 
     /// Folds one event into the facts. Returns a complaint if the event lacks what its hook

@@ -36,6 +36,7 @@ mod actions;
 mod behavior;
 mod context;
 mod control;
+mod error;
 mod event;
 mod facts;
 mod hooks;
@@ -56,6 +57,7 @@ mod watch;
 pub use behavior::NodeStatus;
 pub use context::schema;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
+pub use error::Error;
 pub use event::{Event, EventError, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
     Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
@@ -67,7 +69,7 @@ pub use outcome::{
 pub use program::Program;
 pub use session::{Session, SessionOptions};
 pub use shared::{BusEvent, Reload};
-pub use warden::{AsyncSession, Error, Warden, WardenBuilder};
+pub use warden::{AsyncSession, Warden, WardenBuilder};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 // The definitions the engine's interface hands out or takes.

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
 use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
@@ -10,7 +10,7 @@ use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
 use crate::program::Program;
 
 /// A notification for the agent's context.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notification {
     /// The rule that fired it.
     pub rule: Arc<str>,

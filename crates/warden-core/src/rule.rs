@@ -41,6 +41,28 @@ pub(crate) enum RuleCondition {
 }
 
 impl RuleCondition {
+    /// The scripts it runs: its own, or those of its tree, in order.
+    pub(crate) fn scripts(&self) -> Vec<&Arc<warden_lua::Script>> {
+        match self {
+            RuleCondition::Script { script, .. } => vec![script],
+            RuleCondition::Tree(t) => t.scripts.iter().map(|l| &l.script).collect(),
+            RuleCondition::Expr(_) => Vec::new(),
+        }
+    }
+
+    /// The script a task of this rule runs: `node` is [`crate::session`]'s `ROOT` for the
+    /// rule's own script, or a node of its tree.
+    pub(crate) fn script_of(&self, node: u32) -> Option<&Arc<warden_lua::Script>> {
+        match self {
+            RuleCondition::Script { script, .. } if node == u32::MAX => Some(script),
+            RuleCondition::Tree(t) => match t.nodes.get(node as usize)?.kind {
+                crate::behavior::CKind::Script(i) => t.scripts.get(i as usize).map(|l| &l.script),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     pub(crate) fn necessary_threshold(&self) -> Option<warden_expr::Threshold> {
         match self {
             RuleCondition::Expr(c) => c.necessary_threshold(),

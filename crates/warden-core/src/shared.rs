@@ -55,6 +55,8 @@ pub(crate) struct Options {
     /// Share of ticks recorded in the execution log (0: off).
     pub log_sample: f64,
     pub script_limits: warden_lua::Limits,
+    /// Most values a waiting script's replay record may hold (durable sessions).
+    pub journal_limit: usize,
 }
 
 /// What `lock` holds now (a writer that panicked left a whole value: it is still in force).

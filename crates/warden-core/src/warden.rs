@@ -15,6 +15,7 @@ use warden_store::{ALL_PROJECTS, Store};
 use crate::control::{
     ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
 };
+use crate::error::Error;
 use crate::event::Event;
 use crate::facts::DEFAULT_HISTORY_LIMIT;
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
@@ -23,18 +24,6 @@ use crate::program::Program;
 use crate::session::{Session, SessionOptions};
 use crate::shared::{BusEvent, Options, Reload, Shared};
 use crate::watch::{Watch, WatchError};
-
-/// Why a [`Warden`] could not be built. Problems in rule files are not errors here: they are
-/// [`Diagnostic`]s, and the rules without problems load.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The store could not be opened.
-    #[error(transparent)]
-    Store(#[from] warden_store::StoreError),
-    /// `strict` was asked for and some rule did not load.
-    #[error("{} rule file problem(s); the first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
-    Rules(Vec<Diagnostic>),
-}
 
 /// The supervisor. Cheap to clone (all clones share one program, store and bus); `Send` and
 /// `Sync`, so many sessions can run on many threads.
@@ -74,6 +63,7 @@ pub struct WardenBuilder {
     strict: bool,
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
+    journal_limit: Option<usize>,
     knowledge: Option<KnowledgeConfig>,
     modes: Option<warden_load::ModeSource>,
 }
@@ -236,6 +226,14 @@ impl WardenBuilder {
         self
     }
 
+    /// Most values a waiting script's replay record may hold in a durable session (see
+    /// [`Warden::open_session`]); past it the script is stopped with an error (default
+    /// 100 000).
+    pub fn journal_limit(mut self, values: usize) -> Self {
+        self.journal_limit = Some(values.max(1));
+        self
+    }
+
     /// How many emitted events the bus buffers for a slow subscriber (default 1024).
     pub fn bus_capacity(mut self, capacity: usize) -> Self {
         self.bus_capacity = Some(capacity.max(1));
@@ -294,6 +292,9 @@ impl WardenBuilder {
                     history_limit: self.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT),
                     log_sample: self.log_sample,
                     script_limits: self.script_limits.unwrap_or_default(),
+                    journal_limit: self
+                        .journal_limit
+                        .unwrap_or(crate::session::DEFAULT_JOURNAL_LIMIT),
                 },
                 sources: self.sources,
                 capabilities,
@@ -327,6 +328,48 @@ impl Warden {
         let n = self.shared.next_session.fetch_add(1, Ordering::Relaxed);
         let id = opts.id.clone().unwrap_or_else(|| format!("session-{n}"));
         Session::new(self.shared.clone(), id, &opts)
+    }
+
+    /// Opens the session `id`, saved in the store after every tick (in the same transaction
+    /// as the tick's state writes and execution-log rows): read back from the store when it
+    /// was saved there, new otherwise. With a database file, the session survives the process:
+    /// any process that opens `id` on the same database carries on where the last tick left
+    /// it, and two processes ticking it at once take turns.
+    ///
+    /// ```
+    /// use warden_core::{Event, Hook, SessionOptions, Warden};
+    ///
+    /// let warden = Warden::builder().builtin_rules().build().unwrap();
+    /// let mut first = warden.open_session("s1", SessionOptions::default()).unwrap();
+    /// first.tick(Hook::OnToolFailure, Event::tool_failure("web", "timeout"));
+    /// first.tick(Hook::OnToolFailure, Event::tool_failure("web", "timeout"));
+    /// drop(first);
+    /// // Later, perhaps in another process:
+    /// let mut again = warden.open_session("s1", SessionOptions::default()).unwrap();
+    /// let outcome = again.tick(Hook::OnToolFailure, Event::tool_failure("web", "timeout"));
+    /// assert_eq!(outcome.fired(), ["repeated-failure-warning"]);
+    /// ```
+    pub fn open_session(&self, id: &str, opts: SessionOptions) -> Result<Session, Error> {
+        Session::open(self.shared.clone(), id.to_string(), &opts)
+    }
+
+    /// Deletes the saved session `id`; whether there was one. A copy of it still open in a
+    /// process starts afresh at its next tick.
+    pub fn delete_session(&self, id: &str) -> Result<bool, Error> {
+        Ok(self.shared.store.delete_session(id)?)
+    }
+
+    /// The saved sessions, most recently touched first, at most `limit`.
+    pub fn saved_sessions(&self, limit: usize) -> Result<Vec<warden_store::SessionSummary>, Error> {
+        Ok(self.shared.store.sessions(limit)?)
+    }
+
+    /// Deletes the saved sessions not touched for `days` days; how many.
+    pub fn prune_sessions(&self, days: f64) -> Result<usize, Error> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        Ok(self.shared.store.prune_sessions(now - days * 86_400.0)?)
     }
 
     /// Subscribes to the events rules emit with `emit_event`.

@@ -3,14 +3,14 @@
 
 use std::ops::Range;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use warden_input::{At, Doc, Located, Table, closest};
 
 use crate::hook::Hook;
 
 /// When a notification is injected into the agent's context.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliverAt {
     /// With the outcome of the hook that fired it.
@@ -55,7 +55,7 @@ impl DeliverAt {
 }
 
 /// How urgent a notification is. Injection order is most urgent first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Priority {
     /// Background information.

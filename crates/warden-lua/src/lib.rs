@@ -38,16 +38,27 @@
 
 #![warn(missing_docs)]
 
+mod effect;
+mod host;
+mod journal;
 mod patterns;
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mlua::{
-    Function, HookTriggers, IntoLua, Lua, LuaOptions, LuaSerdeExt, LuaString, MultiValue, StdLib,
-    Table, Thread, Value, VmState,
+    Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, StdLib, Table, Thread, Value,
+    VmState,
 };
+
+pub use effect::Effect;
+use effect::effect;
+use host::{CtorKey, record_ctor};
+pub use host::{Host, Out};
+use journal::Tape;
+pub use journal::{Input, Journal, Recorded, RunRecord};
 
 /// How often (in Lua instructions) the time limit is checked.
 const CHECK_EVERY: u32 = 1000;
@@ -168,185 +179,6 @@ pub fn check_syntax(name: &str, source: &str) -> Result<(), SyntaxError> {
     }
 }
 
-/// Where a run's data comes from: the embedder's frame of the current tick.
-pub trait Host {
-    /// Writes the value of `root.key` into `out` (`root` is `context`, `event`, `tool` or
-    /// `result`); writing nothing means `nil`. Called each time a script reads the field, so
-    /// the host must answer the same within a tick.
-    fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()>;
-
-    /// The tool result when it is not a table (a string, a number...), or `None` when the
-    /// result is a table (read lazily through [`Host::field`]) or absent (see
-    /// [`Host::has_result`]).
-    fn result_value(&self, _lua: &Lua) -> mlua::Result<Option<Value>> {
-        Ok(None)
-    }
-
-    /// Whether this tick has a tool result at all.
-    fn has_result(&self) -> bool {
-        false
-    }
-
-    /// Whether this tick concerns a tool.
-    fn has_tool(&self) -> bool {
-        false
-    }
-}
-
-/// Where a [`Host`] writes a field's value. Records (a few named values) are handed over as
-/// values for a Lua constructor made once per shape, which costs far less than building tables
-/// through the C API under a memory limit.
-pub struct Out<'a> {
-    lua: &'a Lua,
-    ctors: &'a mut HashMap<(usize, usize), Function>,
-    /// The record marker, and the read-only view metatable and private key of the prelude.
-    record: &'a Table,
-    views: &'a (Table, Table),
-    values: Vec<Value>,
-}
-
-impl Out<'_> {
-    /// The Lua state, to convert values the other methods do not cover.
-    pub fn lua(&self) -> &Lua {
-        self.lua
-    }
-
-    /// The field is this value (an integer, a number, a boolean, a string, a converted table).
-    pub fn value(&mut self, v: impl IntoLua) -> mlua::Result<()> {
-        self.values.clear();
-        self.values.push(v.into_lua(self.lua)?);
-        Ok(())
-    }
-
-    /// The field is a serializable value, converted whole (lists, free-form data).
-    pub fn serialize<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> mlua::Result<()> {
-        let options = mlua::serde::SerializeOptions::new()
-            .serialize_none_to_null(false)
-            .serialize_unit_to_null(false)
-            .set_array_metatable(false);
-        let v = self.lua.to_value_with(v, options)?;
-        self.values.clear();
-        self.values.push(v);
-        Ok(())
-    }
-
-    /// The field is a record: `keys` (Lua identifiers, the same slice for the same shape)
-    /// with their `values`, in order.
-    pub fn record(&mut self, keys: &'static [&'static str], values: &[Value]) -> mlua::Result<()> {
-        let shape = (keys.as_ptr() as usize, keys.len());
-        let ctor = match self.ctors.get(&shape) {
-            Some(f) => f.clone(),
-            None => {
-                if let Some(bad) = keys.iter().find(|k| !is_identifier(k)) {
-                    return Err(mlua::Error::RuntimeError(format!(
-                        "record key `{bad}` is not a Lua name"
-                    )));
-                }
-                let params: Vec<String> = (0..keys.len()).map(|i| format!("a{i}")).collect();
-                let fields: Vec<String> = keys
-                    .iter()
-                    .zip(&params)
-                    .map(|(k, p)| format!("{k} = {p}"))
-                    .collect();
-                // The constructor returns the record as a read-only view which, unlike a view
-                // of free-form data, knows its fields: a misspelt one is an error, not nil.
-                let known: Vec<String> = keys.iter().map(|k| format!("{k} = true")).collect();
-                let source = format!(
-                    "local RO, REAL, setmetatable = ...\n\
-                     local KNOWN = {{ {known} }}\n\
-                     local MT = {{}}\n\
-                     for k, v in next, RO do MT[k] = v end\n\
-                     local get = RO.__index\n\
-                     MT.__index = function(p, k)\n\
-                       local v = get(p, k)\n\
-                       if v == nil and not KNOWN[k] then\n\
-                         error(\"no field `\" .. tostring(k) .. \"` in this record; its fields are {list}\", 2)\n\
-                       end\n\
-                       return v\n\
-                     end\n\
-                     return function({params}) return setmetatable({{ [REAL] = {{ {fields} }} }}, MT) end",
-                    known = known.join(", "),
-                    list = keys.join(", "),
-                    params = params.join(", "),
-                    fields = fields.join(", ")
-                );
-                let (ro, real) = self.views;
-                let f: Function = self.lua.load(source).set_name("=warden-record").call((
-                    ro.clone(),
-                    real.clone(),
-                    self.lua.globals().raw_get::<Function>("setmetatable")?,
-                ))?;
-                self.ctors.insert(shape, f.clone());
-                f
-            }
-        };
-        self.values.clear();
-        self.values.push(Value::Table(self.record.clone()));
-        self.values.push(Value::Function(ctor));
-        self.values
-            .extend(keys.iter().zip(values).map(|(_, v)| v.clone()));
-        Ok(())
-    }
-}
-
-fn is_identifier(k: &str) -> bool {
-    let mut chars = k.chars();
-    chars
-        .next()
-        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
-        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-}
-
-/// An action a script took. Names were checked against the [`Vocabulary`] when it was taken.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    /// `notify(message, { category =, priority =, deliver_at = })`
-    Notify {
-        /// The message.
-        message: String,
-        /// Its category, if given.
-        category: Option<String>,
-        /// Its priority, if given.
-        priority: Option<String>,
-        /// Its delivery point, if given.
-        deliver_at: Option<String>,
-    },
-    /// `log(message, level)` (and `print(...)`, at `debug`).
-    Log {
-        /// The level, if given.
-        level: Option<String>,
-        /// The message.
-        message: String,
-    },
-    /// `set_state(key, value)`
-    SetState {
-        /// The key.
-        key: String,
-        /// The value.
-        value: serde_json::Value,
-    },
-    /// `decide(decision, reason)` (or `allow`, `ask`, `deny`, `stop`).
-    Decide {
-        /// The decision, one of the vocabulary's.
-        decision: String,
-        /// What the agent (or the person asked) is told.
-        reason: String,
-    },
-    /// `rewrite({ limit = 50 })`: set arguments of the tool call (a key may be a dotted path,
-    /// `["options.dry_run"] = true`).
-    Rewrite {
-        /// The arguments to set, by path below `arguments`.
-        set: serde_json::Map<String, serde_json::Value>,
-    },
-    /// `emit_event(type, payload)`
-    EmitEvent {
-        /// The event type.
-        event_type: String,
-        /// The payload (an empty object when not given).
-        payload: serde_json::Value,
-    },
-}
-
 /// What a run came to.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
@@ -379,12 +211,27 @@ pub enum Step {
 pub struct Task {
     thread: Thread,
     script: Arc<str>,
+    /// Its random numbers' state.
+    rng: Cell<u64>,
+    /// Its replay record, when the runtime records (see [`Runtime::set_recording`]).
+    journal: RefCell<Option<Journal>>,
 }
 
 impl Task {
     /// The name of the script it runs.
     pub fn script(&self) -> &str {
         &self.script
+    }
+
+    /// Its replay record: what [`Runtime::restore`] needs to bring it back in another
+    /// process. `None` when the runtime does not record.
+    pub fn journal(&self) -> Option<Journal> {
+        self.journal.borrow().clone()
+    }
+
+    /// How many values its replay record holds (0 when it does not record).
+    pub fn journal_len(&self) -> usize {
+        self.journal.borrow().as_ref().map_or(0, Journal::len)
     }
 }
 
@@ -404,6 +251,13 @@ struct RunState {
     /// Whether the result is read lazily through the host, and else its value.
     lazy_result: bool,
     result: Value,
+    /// What the run does with the values it receives (record, replay, nothing).
+    tape: Tape,
+    /// The random numbers' state of the running script.
+    rng: u64,
+    /// Why the run must stop, when a replay diverged: like a tripped limit, it cannot be
+    /// caught by the script.
+    stop: Option<String>,
 }
 
 // SAFETY: the host pointer is only dereferenced by `fetch`, which Lua calls only while a run
@@ -436,9 +290,13 @@ pub struct Runtime {
     start: Function,
     wait_tag: String,
     compiled: HashMap<u64, Function>,
+    /// The globals of each compiled script.
+    envs: HashMap<u64, Table>,
     /// Finished coroutines, reset and reused by the next start (creating one costs more).
     spare: Vec<Thread>,
     limits: Limits,
+    /// Whether waiting scripts keep a replay record.
+    recording: bool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -495,170 +353,19 @@ fn describe_error(e: &mlua::Error) -> String {
     }
 }
 
-fn check_name(what: &str, value: &Option<String>, allowed: &[&str]) -> mlua::Result<()> {
-    match value {
-        Some(v) if !allowed.contains(&v.as_str()) => Err(mlua::Error::RuntimeError(format!(
-            "{what}: unknown value '{v}'; use one of {}",
-            allowed.join(", ")
-        ))),
-        _ => Ok(()),
-    }
-}
-
-/// A Lua value as JSON, the same on every run: a table whose keys are exactly 1..n is a list;
-/// any other table is an object whose keys (strings, or numbers written as text) are sorted.
-/// Nothing is dropped silently: a value JSON cannot hold is an error that says what it is.
-fn to_json(v: &Value, depth: usize) -> Result<serde_json::Value, String> {
-    use serde_json::Value as J;
-    if depth > 32 {
-        return Err("it is nested more than 32 levels deep".into());
-    }
-    Ok(match v {
-        Value::Nil => J::Null,
-        Value::Boolean(b) => J::Bool(*b),
-        Value::Integer(n) => J::from(*n),
-        Value::Number(x) => serde_json::Number::from_f64(*x)
-            .map(J::Number)
-            .ok_or_else(|| format!("{x} is not a number JSON can hold"))?,
-        Value::String(s) => J::String(
-            s.to_str()
-                .map_err(|_| "a string that is not UTF-8 text".to_string())?
-                .to_string(),
-        ),
-        Value::Table(t) => {
-            let mut entries: Vec<(Value, Value)> = Vec::new();
-            for pair in t.clone().pairs::<Value, Value>() {
-                entries.push(pair.map_err(|e| e.to_string())?);
-            }
-            let n = entries.len();
-            let is_list = n > 0
-                && entries
-                    .iter()
-                    .all(|(k, _)| matches!(k, Value::Integer(i) if *i >= 1 && *i as usize <= n));
-            if is_list {
-                let mut items = vec![J::Null; n];
-                for (k, x) in &entries {
-                    if let Value::Integer(i) = k {
-                        items[*i as usize - 1] = to_json(x, depth + 1)?;
-                    }
-                }
-                J::Array(items)
-            } else {
-                let mut keyed = std::collections::BTreeMap::new();
-                for (k, x) in &entries {
-                    let key = match k {
-                        Value::String(s) => s
-                            .to_str()
-                            .map_err(|_| "a key that is not UTF-8 text".to_string())?
-                            .to_string(),
-                        Value::Integer(i) => i.to_string(),
-                        Value::Number(f) => f.to_string(),
-                        other => {
-                            return Err(format!(
-                                "a table key must be a string or a number, not a {}",
-                                other.type_name()
-                            ));
-                        }
-                    };
-                    keyed.insert(key, to_json(x, depth + 1)?);
-                }
-                J::Object(keyed.into_iter().collect())
-            }
-        }
-        other => return Err(format!("a {} cannot be stored", other.type_name())),
+/// The next value of a replay, which must be `want`; a divergence stops the run for good.
+fn replayed(state: &mut RunState, want: &Input) -> mlua::Result<Input> {
+    state.tape.replay(want).map_err(|why| {
+        state.stop = Some(why.clone());
+        mlua::Error::RuntimeError(why)
     })
 }
 
-/// Turns an action call from the prelude into an [`Effect`], checking its arguments.
-fn effect(
-    lua: &Lua,
-    vocab: &Vocabulary,
-    kind: &str,
-    first: String,
-    second: Value,
-) -> mlua::Result<Effect> {
-    Ok(match kind {
-        "notify" => {
-            let opts: Option<Table> = lua.unpack(second)?;
-            let get = |k: &str| -> mlua::Result<Option<String>> {
-                match &opts {
-                    Some(t) => t.get::<Option<String>>(k),
-                    None => Ok(None),
-                }
-            };
-            if let Some(t) = &opts {
-                for pair in t.pairs::<String, Value>() {
-                    let (k, _) = pair?;
-                    if !["category", "priority", "deliver_at"].contains(&k.as_str()) {
-                        return Err(mlua::Error::RuntimeError(format!(
-                            "notify: unknown option `{k}`; the options are category, priority and deliver_at"
-                        )));
-                    }
-                }
-            }
-            let (category, priority, deliver_at) =
-                (get("category")?, get("priority")?, get("deliver_at")?);
-            check_name("notify: priority", &priority, vocab.priorities)?;
-            check_name("notify: deliver_at", &deliver_at, vocab.delivery_points)?;
-            Effect::Notify {
-                message: first,
-                category,
-                priority,
-                deliver_at,
-            }
-        }
-        "log" => {
-            let level: Option<String> = lua.unpack(second)?;
-            check_name("log: level", &level, vocab.log_levels)?;
-            Effect::Log {
-                level,
-                message: first,
-            }
-        }
-        "decide" => {
-            let reason: String = lua.unpack(second)?;
-            check_name(
-                "decide: the decision",
-                &Some(first.clone()),
-                vocab.decisions,
-            )?;
-            Effect::Decide {
-                decision: first,
-                reason,
-            }
-        }
-        "rewrite" => match to_json(&second, 0) {
-            Ok(serde_json::Value::Object(set)) if !set.is_empty() => Effect::Rewrite { set },
-            Ok(_) => {
-                return Err(mlua::Error::RuntimeError(
-                    "rewrite(arguments): give the arguments to set by name, such as { limit = 50 }"
-                        .into(),
-                ));
-            }
-            Err(e) => {
-                return Err(mlua::Error::RuntimeError(format!(
-                    "rewrite: the arguments cannot be used: {e}"
-                )));
-            }
-        },
-        "set_state" => Effect::SetState {
-            key: first,
-            value: to_json(&second, 0).map_err(|e| {
-                mlua::Error::RuntimeError(format!("set_state: the value cannot be stored: {e}"))
-            })?,
-        },
-        _ => Effect::EmitEvent {
-            event_type: first,
-            payload: match second {
-                Value::Nil => serde_json::Value::Object(Default::default()),
-                v => to_json(&v, 0).map_err(|e| {
-                    mlua::Error::RuntimeError(format!(
-                        "emit_event: the payload cannot be sent: {e}"
-                    ))
-                })?,
-            },
-        },
-    })
+/// For values that never hold records.
+fn no_records(_: &[String], _: Vec<Value>) -> mlua::Result<Value> {
+    Err(mlua::Error::RuntimeError(
+        "internal: a record where none can be".into(),
+    ))
 }
 
 impl Runtime {
@@ -682,6 +389,9 @@ impl Runtime {
             has_tool: false,
             lazy_result: false,
             result: Value::Nil,
+            tape: Tape::Off,
+            rng: 0,
+            stop: None,
         }));
         // Made before the prelude so `fetch` can mark records with it.
         let record = lua.create_table()?;
@@ -693,7 +403,7 @@ impl Runtime {
         )?;
         let sh = shared.clone();
         let marker = record.clone();
-        let ctors = Mutex::new(HashMap::new());
+        let ctors: Mutex<HashMap<CtorKey, Function>> = Mutex::new(HashMap::new());
         // The prelude hands over its view metatable and private key once.
         let views: Arc<Mutex<Option<(Table, Table)>>> = Arc::new(Mutex::new(None));
         let slot = views.clone();
@@ -716,17 +426,44 @@ impl Runtime {
                 let Some(views) = views.as_ref() else {
                     return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
                 };
-                let current = lock(&sh).host;
+                let mut ctors = ctors.lock().unwrap_or_else(|p| p.into_inner());
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Field {
+                        root: root.to_string(),
+                        key: key.to_string(),
+                        value: Recorded::Nil,
+                    };
+                    let Input::Field { value, .. } = replayed(&mut state, &want)? else {
+                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
+                    };
+                    drop(state);
+                    let mut make = |keys: &[String], values: Vec<Value>| {
+                        let named = CtorKey::Named(keys.join(","));
+                        let ctor = match ctors.get(&named) {
+                            Some(f) => f.clone(),
+                            None => {
+                                let f = record_ctor(lua, keys, views)?;
+                                ctors.insert(named, f.clone());
+                                f
+                            }
+                        };
+                        ctor.call::<Value>(MultiValue::from_vec(values))
+                    };
+                    return Ok(MultiValue::from_vec(vec![value.to_lua(lua, &mut make)?]));
+                }
+                let current = state.host;
+                drop(state);
                 let Some(host) = current else {
                     return Err(mlua::Error::RuntimeError(format!(
                         "`{}` can only be read while the script runs",
                         &*root
                     )));
                 };
-                let mut ctors = ctors.lock().unwrap_or_else(|p| p.into_inner());
                 let mut out = Out {
                     lua,
                     ctors: &mut ctors,
+                    shape: None,
                     record: &marker,
                     views,
                     values: Vec::with_capacity(8),
@@ -734,22 +471,128 @@ impl Runtime {
                 // SAFETY: set only during a run, while the host it points to is borrowed by
                 // `Runtime::run` (see `RunState::host`).
                 unsafe { (*host).field(&mut out, &root, &key)? };
+                lock(&sh).tape.record(|| {
+                    Ok(Input::Field {
+                        root: root.to_string(),
+                        key: key.to_string(),
+                        value: out.recorded()?,
+                    })
+                });
                 Ok(MultiValue::from_vec(out.values))
             })?,
         )?;
-        // A flag of the run in progress, for the prelude.
-        let flag = |read: fn(&RunState) -> bool| {
-            let sh = shared.clone();
-            lua.create_function(move |_, ()| Ok(read(&lock(&sh))))
-        };
-        host.set("has_tool", flag(|s| s.has_tool)?)?;
-        host.set("tripped", flag(|s| s.tripped)?)?;
+        let sh = shared.clone();
+        host.set(
+            "tripped",
+            lua.create_function(move |_, ()| {
+                let state = lock(&sh);
+                Ok(state.tripped || state.stop.is_some())
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "has_tool",
+            lua.create_function(move |_, ()| {
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Tool { value: false };
+                    return match replayed(&mut state, &want)? {
+                        Input::Tool { value } => Ok(value),
+                        _ => Ok(false),
+                    };
+                }
+                let value = state.has_tool;
+                state.tape.record(|| Ok(Input::Tool { value }));
+                Ok(value)
+            })?,
+        )?;
         let sh = shared.clone();
         host.set(
             "result",
-            lua.create_function(move |_, ()| {
-                let state = lock(&sh);
-                Ok((state.lazy_result, state.result.clone()))
+            lua.create_function(move |lua, ()| {
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Result {
+                        lazy: false,
+                        value: Recorded::Nil,
+                    };
+                    let Input::Result { lazy, value } = replayed(&mut state, &want)? else {
+                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
+                    };
+                    drop(state);
+                    return Ok((lazy, value.to_lua(lua, &mut no_records)?));
+                }
+                let (lazy, value) = (state.lazy_result, state.result.clone());
+                state.tape.record(|| {
+                    Ok(Input::Result {
+                        lazy,
+                        value: Recorded::of(&value)?,
+                    })
+                });
+                Ok((lazy, value))
+            })?,
+        )?;
+        // A value of the machine (the clock, the time, the memory count): recorded, and
+        // answered from the record in a replay.
+        let sh = shared.clone();
+        host.set(
+            "input",
+            lua.create_function(move |lua, (what, live): (String, Value)| {
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Machine {
+                        what,
+                        value: Recorded::Nil,
+                    };
+                    let Input::Machine { value, .. } = replayed(&mut state, &want)? else {
+                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
+                    };
+                    drop(state);
+                    return value.to_lua(lua, &mut no_records);
+                }
+                state.tape.record(|| {
+                    Ok(Input::Machine {
+                        what,
+                        value: Recorded::of(&live)?,
+                    })
+                });
+                Ok(live)
+            })?,
+        )?;
+        // `math.random`, from the running script's own generator.
+        let sh = shared.clone();
+        host.set(
+            "random",
+            lua.create_function(move |_, args: mlua::Variadic<Value>| {
+                let mut ints = Vec::with_capacity(2);
+                for (i, a) in args.iter().enumerate() {
+                    ints.push(match a {
+                        Value::Integer(n) => *n,
+                        Value::Number(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => *x as i64,
+                        _ => {
+                            return Err(mlua::Error::RuntimeError(format!(
+                                "bad argument #{} to 'random' (number has no integer representation)",
+                                i + 1
+                            )));
+                        }
+                    });
+                }
+                let mut state = lock(&sh);
+                journal::random(&mut state.rng, &ints, args.is_empty())
+                    .map_err(mlua::Error::RuntimeError)
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "randomseed",
+            lua.create_function(move |_, seed: Option<Value>| {
+                let mut state = lock(&sh);
+                state.rng = match seed {
+                    Some(Value::Integer(n)) => n as u64,
+                    Some(Value::Number(x)) => x.to_bits(),
+                    _ => journal::next_random(&mut state.rng),
+                };
+                Ok(())
             })?,
         )?;
         let sh = shared.clone();
@@ -812,8 +655,10 @@ impl Runtime {
             start: exports.get("start")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: HashMap::new(),
+            envs: HashMap::new(),
             spare: Vec::new(),
             limits,
+            recording: false,
             shared: shared.clone(),
             lua,
         };
@@ -823,6 +668,9 @@ impl Runtime {
             HookTriggers::new().every_nth_instruction(CHECK_EVERY),
             move |_, _| {
                 let mut state = lock(&sh);
+                if let Some(why) = &state.stop {
+                    return Err(mlua::Error::RuntimeError(why.clone()));
+                }
                 match state.deadline {
                     Some(deadline) if state.tripped || Instant::now() >= deadline => {
                         state.tripped = true;
@@ -872,18 +720,39 @@ impl Runtime {
             .load(&*script.source)
             .set_name(format!("={}", script.name))
             .set_mode(mlua::chunk::ChunkMode::Text)
-            .set_environment(env)
+            .set_environment(env.clone())
             .into_function()?;
         self.compiled.insert(script.key, f.clone());
+        self.envs.insert(script.key, env);
         Ok(f)
     }
 
-    /// Starts `script`. Returns the task when the script is waiting (to be resumed later).
+    /// Whether waiting scripts keep a replay record ([`Task::journal`]), so that they can be
+    /// brought back in another process ([`Runtime::restore`]). Off by default: it costs a
+    /// copy of every value a script reads.
+    pub fn set_recording(&mut self, on: bool) {
+        self.recording = on;
+    }
+
+    /// Starts `script` with a seed for its random numbers derived from its key. Returns the
+    /// task when the script is waiting (to be resumed later).
     pub fn start(
         &mut self,
         script: &Script,
         host: &dyn Host,
         timeout: Duration,
+    ) -> (Option<Task>, Step) {
+        self.start_seeded(script, host, timeout, script.key)
+    }
+
+    /// Starts `script`, its random numbers (`math.random`) drawn from `seed`: the same seed
+    /// gives the same numbers, in this process or another.
+    pub fn start_seeded(
+        &mut self,
+        script: &Script,
+        host: &dyn Host,
+        timeout: Duration,
+        seed: u64,
     ) -> (Option<Task>, Step) {
         let thread = match self.spare.pop() {
             Some(t) => t.reset(self.start.clone()).map(|()| t),
@@ -901,7 +770,17 @@ impl Runtime {
                 );
             }
         };
-        let step = self.run(&thread, host, timeout, Some(f));
+        let globals = self
+            .recording
+            .then(|| self.globals(script))
+            .flatten()
+            .unwrap_or(Recorded::Nil);
+        let tape = if self.recording {
+            Tape::Record(Vec::new())
+        } else {
+            Tape::Off
+        };
+        let (step, tape, rng) = self.run(&thread, host, timeout, Some(f), tape, seed);
         if !matches!(step, Step::Waiting { .. }) {
             // A coroutine that returned can run the next script; one that failed is dropped.
             if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
@@ -909,10 +788,20 @@ impl Runtime {
             }
             return (None, step);
         }
+        let journal = match tape {
+            Tape::Record(inputs) => Some(Journal {
+                seed,
+                globals,
+                runs: vec![run_record(inputs, &step)],
+            }),
+            _ => None,
+        };
         (
             Some(Task {
                 thread,
                 script: script.name.clone(),
+                rng: Cell::new(rng),
+                journal: RefCell::new(journal),
             }),
             step,
         )
@@ -920,7 +809,126 @@ impl Runtime {
 
     /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
     pub fn resume(&mut self, task: &Task, host: &dyn Host, timeout: Duration) -> Step {
-        self.run(&task.thread, host, timeout, None)
+        let tape = match &*task.journal.borrow() {
+            Some(_) => Tape::Record(Vec::new()),
+            None => Tape::Off,
+        };
+        let (step, tape, rng) = self.run(&task.thread, host, timeout, None, tape, task.rng.get());
+        task.rng.set(rng);
+        if let (Tape::Record(inputs), Some(journal)) = (tape, &mut *task.journal.borrow_mut())
+            && matches!(step, Step::Waiting { .. })
+        {
+            journal.runs.push(run_record(inputs, &step));
+        }
+        step
+    }
+
+    /// Brings back a waiting script from its replay record (made by a runtime that records,
+    /// perhaps in another process): runs it again from its start, answering what it reads from
+    /// the record, until it waits where it waited last. An error says where the re-run
+    /// diverged from the record (the script or its rule changed, or it iterated a table whose
+    /// order differs between Lua states); nothing of it is kept then.
+    pub fn restore(
+        &mut self,
+        script: &Script,
+        journal: &Journal,
+        timeout: Duration,
+    ) -> Result<Task, String> {
+        if journal.runs.is_empty() {
+            return Err("its replay record is empty".into());
+        }
+        let f = self.function(script).map_err(|e| describe_error(&e))?;
+        self.set_globals(script, &journal.globals)
+            .map_err(|e| describe_error(&e))?;
+        let thread = self
+            .lua
+            .create_thread(self.start.clone())
+            .map_err(|e| describe_error(&e))?;
+        let mut rng = journal.seed;
+        let mut first = Some(f);
+        for (n, run) in journal.runs.iter().enumerate() {
+            let tape = Tape::Replay {
+                inputs: run.inputs.iter().cloned().collect(),
+                diverged: None,
+            };
+            let (step, tape, next) =
+                self.run(&thread, &Replaying, timeout, first.take(), tape, rng);
+            rng = next;
+            let left = match tape {
+                Tape::Replay { inputs, .. } => inputs.len(),
+                _ => 0,
+            };
+            let why = match &step {
+                Step::Waiting { wake, effects } => {
+                    if *wake != run.wake {
+                        Some(format!(
+                            "its re-run waited for {} where the record has {}",
+                            wake.as_deref().unwrap_or("its own hook"),
+                            run.wake.as_deref().unwrap_or("its own hook")
+                        ))
+                    } else if journal::digest(effects) != run.actions {
+                        Some("its re-run acted otherwise than the record".into())
+                    } else if left > 0 {
+                        Some(format!(
+                            "its re-run read {left} values fewer than the record"
+                        ))
+                    } else {
+                        None
+                    }
+                }
+                Step::Done { .. } => Some("its re-run finished where the record waits".into()),
+                Step::Failed { error } => Some(error.clone()),
+            };
+            if let Some(why) = why {
+                let _ = thread.reset(self.start.clone());
+                return Err(format!("run {} of {}: {why}", n + 1, journal.runs.len()));
+            }
+        }
+        Ok(Task {
+            thread,
+            script: script.name.clone(),
+            rng: Cell::new(rng),
+            journal: RefCell::new(Some(journal.clone())),
+        })
+    }
+
+    /// The data a script keeps in its globals (what its runs leave there for the next), or
+    /// `None` when it has not run in this runtime. Functions, coroutines and tables with a
+    /// metatable (Warden's read-only views among them) are left out.
+    pub fn globals(&self, script: &Script) -> Option<Recorded> {
+        let env = self.envs.get(&script.key)?;
+        Some(Recorded::data_of(
+            env,
+            &Value::String(self.lua.create_string("_G").ok()?),
+        ))
+    }
+
+    /// Sets a script's globals to `data` (what [`Runtime::globals`] gave, perhaps in another
+    /// process); the globals it had are dropped.
+    pub fn set_globals(&mut self, script: &Script, data: &Recorded) -> mlua::Result<()> {
+        self.function(script)?;
+        let Some(env) = self.envs.get(&script.key) else {
+            return Ok(());
+        };
+        let old: Vec<Value> = env
+            .clone()
+            .pairs::<Value, Value>()
+            .filter_map(|p| p.ok().map(|(k, _)| k))
+            .collect();
+        for k in old {
+            if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {
+                env.raw_set(k, Value::Nil)?;
+            }
+        }
+        if let Recorded::Table(pairs) = data {
+            for (k, v) in pairs {
+                let k = k.to_lua(&self.lua, &mut no_records)?;
+                if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {
+                    env.raw_set(k, v.to_lua(&self.lua, &mut no_records)?)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Stops a task for good, closing its to-be-closed variables (under the time limit).
@@ -941,7 +949,34 @@ impl Runtime {
         }
     }
 
+    /// One run of `thread`, with `tape` for what it receives and `rng` for its random numbers;
+    /// what it came to, and the tape and generator afterwards.
     fn run(
+        &mut self,
+        thread: &Thread,
+        host: &dyn Host,
+        timeout: Duration,
+        first: Option<Function>,
+        tape: Tape,
+        rng: u64,
+    ) -> (Step, Tape, u64) {
+        {
+            let mut state = lock(&self.shared);
+            state.tape = tape;
+            state.rng = rng;
+            state.stop = None;
+        }
+        let step = self.run_once(thread, host, timeout, first);
+        let mut state = lock(&self.shared);
+        let tape = std::mem::take(&mut state.tape);
+        let step = match state.stop.take() {
+            Some(why) => Step::Failed { error: why },
+            None => step,
+        };
+        (step, tape, state.rng)
+    }
+
+    fn run_once(
         &mut self,
         thread: &Thread,
         host: &dyn Host,
@@ -1041,6 +1076,33 @@ impl Runtime {
     }
 }
 
+/// The record of a run that ended waiting.
+fn run_record(inputs: Vec<Input>, step: &Step) -> RunRecord {
+    match step {
+        Step::Waiting { wake, effects } => RunRecord {
+            inputs,
+            wake: wake.clone(),
+            actions: journal::digest(effects),
+        },
+        _ => RunRecord {
+            inputs,
+            wake: None,
+            actions: 0,
+        },
+    }
+}
+
+/// The host of a replay: every value comes from the record, none from here.
+struct Replaying;
+
+impl Host for Replaying {
+    fn field(&self, _: &mut Out<'_>, root: &str, _: &str) -> mlua::Result<()> {
+        Err(mlua::Error::RuntimeError(format!(
+            "internal: `{root}` read from the host during a replay"
+        )))
+    }
+}
+
 /// "5 s", "250 ms".
 pub fn human(d: Duration) -> String {
     if d.as_millis() >= 1000 && d.as_millis() % 1000 == 0 {
@@ -1050,5 +1112,7 @@ pub fn human(d: Duration) -> String {
     }
 }
 
+#[cfg(test)]
+mod replay_tests;
 #[cfg(test)]
 mod tests;

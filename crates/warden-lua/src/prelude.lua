@@ -15,6 +15,10 @@ local co_running = coroutine.running
 local s_find, s_match, s_gmatch, s_gsub = string.find, string.match, string.gmatch, string.gsub
 local os_time, os_clock = os.time, os.clock
 local check_pattern, tripped, handler, effect = host.check_pattern, host.tripped, host.handler, host.effect
+-- Values that differ from one run to the next (the clock, the memory count) go through `input`,
+-- which records them, and answers them from the record when a waiting script is replayed in
+-- another process.
+local input = host.input
 
 local MARK = "read-only"
 local WAIT = "__warden_wait__"
@@ -63,21 +67,81 @@ end
 RO.__len = function(p)
   return #p[REAL]
 end
+
+-- Views of data are walked in a fixed order (numbers, then strings, each ascending; other keys
+-- after them in the order Lua gives), the same in every Lua state: a script that iterates
+-- Warden's data acts the same when it is replayed in another process. A view's real table
+-- never changes, so its order is computed once.
+local order_of = setmetatable({}, { __mode = "k" })
+local function rank(k)
+  local t = type(k)
+  if t == "number" then
+    return 1
+  elseif t == "string" then
+    return 2
+  end
+  return 3
+end
+local function before(a, b)
+  local ra, rb = rank(a), rank(b)
+  if ra ~= rb then
+    return ra < rb
+  end
+  if ra == 3 then
+    return false
+  end
+  return a < b
+end
+local function order(t)
+  local o = order_of[t]
+  if o then
+    return o
+  end
+  local keys = {}
+  for k in next, t do
+    keys[#keys + 1] = k
+  end
+  table.sort(keys, before)
+  local at = {}
+  for i, k in ipairs(keys) do
+    at[k] = i
+  end
+  o = { keys = keys, at = at }
+  order_of[t] = o
+  return o
+end
+local function ordered_next(t, k)
+  local o = order(t)
+  local i = 1
+  if k ~= nil then
+    i = (o.at[k] or #o.keys) + 1
+  end
+  local nk = o.keys[i]
+  if nk == nil then
+    return nil
+  end
+  return nk, freeze(t[nk])
+end
 RO.__pairs = function(p)
   local t = p[REAL]
   return function(_, k)
-    local nk, nv = next(t, k)
-    return nk, freeze(nv)
+    return ordered_next(t, k)
   end, p, nil
 end
 
--- `next` over a view walks what the view shows (its real table, values frozen), never the
--- view's private key.
+-- `next` over a view walks what the view shows (its real table, values frozen, in the order
+-- `pairs` uses), never the view's private key.
 local function safe_next(t, k)
-  local real = type(t) == "table" and (rawget(t, REAL) or locked[t])
-  if real then
-    local nk, nv = next(real, k)
-    return nk, freeze(nv)
+  if type(t) == "table" then
+    local real = rawget(t, REAL)
+    if real then
+      return ordered_next(real, k)
+    end
+    real = locked[t]
+    if real then
+      local nk, nv = next(real, k)
+      return nk, freeze(nv)
+    end
   end
   return next(t, k)
 end
@@ -197,10 +261,19 @@ end
 
 local function safe_collectgarbage(opt)
   if opt == nil or opt == "count" then
-    return real_collect("count")
+    return input("memory", real_collect("count"))
   end
   error('collectgarbage: scripts may only ask for "count"', 2)
 end
+
+-- `math.random` draws from the running script's own generator, seeded when it starts, so a
+-- replay draws the same numbers (and one script's draws never change another's).
+local M = {}
+for k, v in next, math do
+  M[k] = v
+end
+M.random = host.random
+M.randomseed = host.randomseed
 
 local base = {}
 
@@ -247,8 +320,7 @@ local function state_view(real)
     end,
     __pairs = function()
       return function(_, k)
-        local nk, nv = next(real, k)
-        return nk, freeze(nv)
+        return ordered_next(real, k)
       end, nil, nil
     end,
     __metatable = MARK,
@@ -479,10 +551,17 @@ fill({
   _VERSION = _VERSION,
   string = lock(S),
   table = lock(table),
-  math = lock(math),
+  math = lock(M),
   utf8 = lock(utf8),
   coroutine = lock(CO),
-  os = lock({ time = os_time, clock = os_clock }),
+  os = lock({
+    time = function(t)
+      return input("time", os_time(t))
+    end,
+    clock = function()
+      return input("clock", os_clock())
+    end,
+  }),
   notify = notify,
   log = log,
   set_state = set_state,

@@ -99,4 +99,26 @@ pub enum StoreError {
         /// What SQLite said.
         cause: rusqlite::Error,
     },
+
+    /// Another process saved the session since this one loaded it: the tick must be run again
+    /// on the newer session. Nothing was written.
+    #[error("database {db}: session {id:?} was saved by another process meanwhile")]
+    SessionConflict {
+        /// The database.
+        db: String,
+        /// The session.
+        id: String,
+    },
+
+    /// Another process held the database's write lock for longer than this one waits.
+    #[error(
+        "database {db} is locked by another process (waited {} ms); nothing of this tick was written: retry, or find the process that holds the lock",
+        .waited.as_millis()
+    )]
+    Busy {
+        /// The database.
+        db: String,
+        /// How long this process waited for the lock.
+        waited: std::time::Duration,
+    },
 }

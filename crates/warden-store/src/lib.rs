@@ -34,6 +34,8 @@
 mod controls;
 mod error;
 mod migrations;
+mod sessions;
+mod tick;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -46,9 +48,21 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 pub use controls::{ALL_PROJECTS, RuleToggle, SettingOverride};
 pub use error::StoreError;
+pub use sessions::{SessionSummary, SessionWrite, StoredSession};
+pub use tick::TickTransaction;
 
-/// How long a statement waits for another connection's lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a statement waits for another connection's lock before failing (SQLite retries
+/// with a growing back-off meanwhile). A tick takes the lock once, so this bounds how long a
+/// tick can wait; past it the tick fails visibly ([`StoreError::Busy`]) instead of hanging.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Whether SQLite gave up waiting for another connection's lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
 
 /// Number of rows [`Store::executions`] returns when the filter sets no limit.
 pub const DEFAULT_EXECUTION_LIMIT: usize = 100;
@@ -183,6 +197,8 @@ pub struct Store {
     path: Option<PathBuf>,
     /// How the database is named in error messages.
     label: String,
+    /// How long a statement waits for another connection's lock.
+    lock_timeout: Duration,
 }
 
 // `Store` is shared between threads by its callers.
@@ -214,6 +230,46 @@ WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
 const SELECT_STATE_ALL: &str = "
 SELECT key, value_json FROM plugin_state
 WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3";
+
+/// Every key of `scope`, as stored.
+fn select_state_all(
+    conn: &Connection,
+    scope: &StateScope,
+) -> rusqlite::Result<Vec<(String, SqlValue)>> {
+    let mut stmt = conn.prepare_cached(SELECT_STATE_ALL)?;
+    let rows = stmt.query_map(params![scope.user, scope.project, scope.plugin], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
+    })?;
+    rows.collect()
+}
+
+/// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
+fn write_group(store: &Store, conn: &Connection, group: &[StateWrite]) -> Result<(), StoreError> {
+    for write in group {
+        let StateWrite { scope, key, value } = write;
+        let result = match value {
+            Some(value) => conn.prepare_cached(UPSERT_STATE).and_then(|mut stmt| {
+                stmt.execute(params![
+                    scope.user,
+                    scope.project,
+                    scope.plugin,
+                    key,
+                    value.to_string()
+                ])
+            }),
+            None => conn.prepare_cached(DELETE_STATE).and_then(|mut stmt| {
+                stmt.execute(params![scope.user, scope.project, scope.plugin, key])
+            }),
+        };
+        result.map_err(|cause| StoreError::Write {
+            db: store.label.clone(),
+            scope: Box::new(scope.clone()),
+            key: key.clone(),
+            cause,
+        })?;
+    }
+    Ok(())
+}
 
 const INSERT_EXECUTION: &str = "
 INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
@@ -261,7 +317,7 @@ impl Store {
             db: label.clone(),
             cause,
         };
-        conn.busy_timeout(BUSY_TIMEOUT).map_err(open_err)?;
+        conn.busy_timeout(DEFAULT_LOCK_TIMEOUT).map_err(open_err)?;
         // Returns the resulting mode; in-memory databases stay "memory", which is fine.
         let _mode: String = conn
             .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
@@ -278,7 +334,21 @@ impl Store {
             conn: Mutex::new(conn),
             path,
             label,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
         })
+    }
+
+    /// Sets how long a statement waits for another process's lock on the database before it
+    /// fails with [`StoreError::Busy`] (default [`DEFAULT_LOCK_TIMEOUT`]).
+    pub fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
+        let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+        conn.busy_timeout(timeout)
+            .map_err(|cause| StoreError::Sqlite {
+                db: self.label.clone(),
+                cause,
+            })?;
+        self.lock_timeout = timeout;
+        Ok(())
     }
 
     /// The file this store was opened from; `None` for [`Store::in_memory`].
@@ -323,14 +393,7 @@ impl Store {
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
         let conn = self.lock();
-        let rows = (|| {
-            let mut stmt = conn.prepare_cached(SELECT_STATE_ALL)?;
-            let rows = stmt.query_map(params![scope.user, scope.project, scope.plugin], |row| {
-                Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
-        .map_err(|e| self.sql_err(e))?;
+        let rows = select_state_all(&conn, scope).map_err(|e| self.sql_err(e))?;
         drop(conn);
         rows.into_iter()
             .map(|(key, raw)| {
@@ -361,7 +424,7 @@ impl Store {
         let mut results = Vec::with_capacity(groups.len());
         for group in groups {
             let sp = tx.savepoint().map_err(|e| self.sql_err(e))?;
-            match self.write_group(&sp, group) {
+            match write_group(self, &sp, group) {
                 Ok(()) => {
                     sp.commit().map_err(|e| self.sql_err(e))?;
                     results.push(Ok(()));
@@ -380,33 +443,6 @@ impl Store {
         }
         tx.commit().map_err(|e| self.sql_err(e))?;
         Ok(results)
-    }
-
-    fn write_group(&self, conn: &Connection, group: &[StateWrite]) -> Result<(), StoreError> {
-        for write in group {
-            let StateWrite { scope, key, value } = write;
-            let result = match value {
-                Some(value) => conn.prepare_cached(UPSERT_STATE).and_then(|mut stmt| {
-                    stmt.execute(params![
-                        scope.user,
-                        scope.project,
-                        scope.plugin,
-                        key,
-                        value.to_string()
-                    ])
-                }),
-                None => conn.prepare_cached(DELETE_STATE).and_then(|mut stmt| {
-                    stmt.execute(params![scope.user, scope.project, scope.plugin, key])
-                }),
-            };
-            result.map_err(|cause| StoreError::Write {
-                db: self.label.clone(),
-                scope: Box::new(scope.clone()),
-                key: key.clone(),
-                cause,
-            })?;
-        }
-        Ok(())
     }
 
     /// Appends records to the execution log, all in one transaction.
@@ -514,9 +550,20 @@ impl Store {
     }
 
     fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
+        if is_busy(&cause) {
+            return self.busy();
+        }
         StoreError::Sqlite {
             db: self.label.clone(),
             cause,
+        }
+    }
+
+    /// The lock is held elsewhere for longer than this store waits.
+    fn busy(&self) -> StoreError {
+        StoreError::Busy {
+            db: self.label.clone(),
+            waited: self.lock_timeout,
         }
     }
 

@@ -69,8 +69,25 @@ const MIGRATION_3: &str = "
 ALTER TABLE rule_execution_log ADD COLUMN decision TEXT;
 ";
 
+/// Migration 4: durable sessions, one row each: the engine's snapshot (opaque JSON text) and a
+/// version that grows at every save, so a stale copy cannot overwrite a newer one.
+const MIGRATION_4: &str = "
+CREATE TABLE IF NOT EXISTS session (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    snapshot TEXT NOT NULL,
+    events INTEGER NOT NULL,
+    ended INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT (datetime('now')),
+    updated_at REAL NOT NULL            -- seconds since the Unix epoch
+);
+CREATE INDEX IF NOT EXISTS idx_session_updated ON session(updated_at);
+";
+
 /// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> u32 {

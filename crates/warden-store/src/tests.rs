@@ -547,3 +547,65 @@ fn a_bare_rule_id_finds_the_rule_in_any_plugin() {
     assert_eq!(rules("research/search-first"), ["research/search-first"]);
     assert_eq!(rules("first"), ["other/first"]);
 }
+
+/// A tick's read-modify-write holds the write lock from its read to its commit: two
+/// connections (as two processes would) incrementing one counter lose no update.
+#[test]
+fn ticks_on_two_connections_lose_no_update() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("warden.db");
+    Store::open(&path).expect("create");
+    let sc = scope("ann", "p", "counter");
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let path = path.clone();
+            let sc = sc.clone();
+            std::thread::spawn(move || {
+                let mut s = Store::open(&path).expect("open");
+                s.set_lock_timeout(std::time::Duration::from_secs(30))
+                    .expect("timeout");
+                for _ in 0..300 {
+                    let tx = s.tick();
+                    let n = tx
+                        .state_get(&sc, "n")
+                        .expect("read")
+                        .and_then(|v| v.as_i64())
+                        .unwrap_or(0);
+                    let results = tx
+                        .write_groups(&[vec![StateWrite::set(sc.clone(), "n", json!(n + 1))]])
+                        .expect("write");
+                    assert!(results.iter().all(Result::is_ok));
+                    tx.commit(None).expect("commit");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let s = Store::open(&path).expect("reopen");
+    assert_eq!(s.state_get(&sc, "n").expect("read"), Some(json!(600)));
+}
+
+/// Another connection holding the write lock makes a tick fail after the lock timeout with
+/// `Busy`, which says how long it waited; the tick's writes are not half-applied.
+#[test]
+fn a_held_lock_fails_the_tick_after_its_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("warden.db");
+    let holder = Store::open(&path).expect("create");
+    let mut s = Store::open(&path).expect("open");
+    s.set_lock_timeout(std::time::Duration::from_millis(50))
+        .expect("timeout");
+    let held = holder.tick();
+    held.begin().expect("hold the lock");
+    let tx = s.tick();
+    let err = tx
+        .write_groups(&[vec![StateWrite::set(scope("a", "p", "x"), "k", json!(1))]])
+        .expect_err("locked");
+    assert!(matches!(err, StoreError::Busy { .. }), "{err}");
+    assert!(err.to_string().contains("waited 50 ms"), "{err}");
+    drop(tx);
+    drop(held);
+    assert_eq!(s.state_get(&scope("a", "p", "x"), "k").expect("read"), None);
+}

@@ -93,7 +93,7 @@ pub(crate) trait Env {
 }
 
 /// The run state of one node.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 struct NodeRun {
     running: bool,
     /// Sequence/selector: the running child's position. Retry/repeat: runs so far.
@@ -106,15 +106,15 @@ struct NodeRun {
 }
 
 /// What a decorator remembers across runs of its tree, for the whole session.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
 struct Memory {
     fires: u32,
     last_turn: Option<u32>,
     last_time: Option<f64>,
 }
 
-/// A session's state of one tree.
-#[derive(Debug, Clone)]
+/// A session's state of one tree (plain data: it is saved with a durable session).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct TreeRun {
     nodes: Vec<NodeRun>,
     memory: Vec<Memory>,

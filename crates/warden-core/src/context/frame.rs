@@ -12,7 +12,7 @@ use warden_expr::{MapId, ScalarId};
 use warden_load::{Hook, SettingValue};
 
 use crate::context::schema::{SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id};
-use crate::context::state::StateReader;
+use crate::context::state::{StateReader, StateSource};
 use crate::event::Event;
 use crate::facts::SessionFacts;
 use crate::slots::SettingSlots;
@@ -88,7 +88,7 @@ impl<'a> Frame<'a> {
         event: &'a Event,
         mode: &'a Arc<str>,
         time: f64,
-        store: &'a warden_store::Store,
+        store: &'a dyn StateSource,
         slots: &'a SettingSlots,
         settings: &'a [SettingValue],
     ) -> Self {

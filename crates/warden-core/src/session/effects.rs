@@ -1,15 +1,44 @@
 //! Applying what a step's rules rendered, after all of them ran: state writes (each rule's in
-//! one savepoint: together or not at all, and then none of its effects apply), events on the
-//! bus, log lines, decorator memory; then delivering notifications and recording the step in
-//! the execution log.
+//! one savepoint of the tick's transaction: together or not at all, and then none of its
+//! effects apply), decorator memory; events for the bus and log lines, held until the tick
+//! commits; then delivering notifications and recording the step in the execution log.
 
 use warden_load::{Hook, LogLevel};
-use warden_store::{ExecutionRecord, StateScope, StateWrite, Store};
+use warden_store::{ExecutionRecord, StateScope, StateWrite, TickTransaction};
 
 use crate::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
 use crate::program::Program;
 use crate::session::evaluate::{Fired, RuleMemory};
 use crate::shared::{BusEvent, Shared};
+
+/// What a tick does once it has committed: nothing is published, and no rule's log line is
+/// written, for a tick whose effects were not saved.
+pub(crate) enum AfterCommit {
+    /// An event for the bus.
+    Publish(BusEvent),
+    /// A rule's log line.
+    Log {
+        rule: std::sync::Arc<str>,
+        level: LogLevel,
+        message: String,
+    },
+}
+
+impl AfterCommit {
+    pub(crate) fn run(self, shared: &Shared) {
+        match self {
+            // No subscriber is not an error: the bus is for whoever listens.
+            AfterCommit::Publish(event) => {
+                let _ = shared.bus.send(event);
+            }
+            AfterCommit::Log {
+                rule,
+                level,
+                message,
+            } => emit_log(&rule, level, &message),
+        }
+    }
+}
 
 /// Who a step acted for: the session, its user and project, and the turn.
 pub(crate) struct Actor<'a> {
@@ -22,7 +51,8 @@ pub(crate) struct Actor<'a> {
 /// Applies the effects of the fired rules, in order. Returns the applied ones.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
-    shared: &Shared,
+    tx: &TickTransaction<'_>,
+    after: &mut Vec<AfterCommit>,
     actor: &Actor<'_>,
     program: &Program,
     hook: Hook,
@@ -36,7 +66,7 @@ pub(crate) fn apply(
         .iter()
         .any(|e| matches!(e, Effect::SetState { .. }))
     {
-        write_state(&shared.store, actor, &fired, &rendered)
+        write_state(tx, actor, &fired, &rendered)
     } else {
         Vec::new()
     };
@@ -74,22 +104,23 @@ pub(crate) fn apply(
                     rule,
                     level,
                     message,
-                } => emit_log(rule, *level, message),
+                } => after.push(AfterCommit::Log {
+                    rule: rule.clone(),
+                    level: *level,
+                    message: message.clone(),
+                }),
                 Effect::EmitEvent {
                     rule,
                     event_type,
                     payload,
-                } => {
-                    // No subscriber is not an error: the bus is for whoever listens.
-                    let _ = shared.bus.send(BusEvent {
-                        event_type: event_type.clone(),
-                        payload: payload.clone(),
-                        rule: rule.clone(),
-                        plugin: program.rules[f.rule as usize].def.plugin.clone(),
-                        session: actor.session.to_string(),
-                        hook,
-                    });
-                }
+                } => after.push(AfterCommit::Publish(BusEvent {
+                    event_type: event_type.clone(),
+                    payload: payload.clone(),
+                    rule: rule.clone(),
+                    plugin: program.rules[f.rule as usize].def.plugin.clone(),
+                    session: actor.session.to_string(),
+                    hook,
+                })),
                 // Delivered, written, merged into the ruling, or returned: nothing to do here.
                 Effect::NotifySelf(_)
                 | Effect::SetState { .. }
@@ -112,7 +143,7 @@ pub(crate) fn apply(
 /// Writes the state of every fired rule, each rule's writes in one savepoint. Returns the
 /// rules (by position in `fired`) whose writes failed, with why.
 fn write_state(
-    store: &Store,
+    tx: &TickTransaction<'_>,
     actor: &Actor<'_>,
     fired: &[Fired],
     rendered: &[Effect],
@@ -135,7 +166,7 @@ fn write_state(
                 .collect()
         })
         .collect();
-    match store.apply_writes(&groups) {
+    match tx.write_groups(&groups) {
         Ok(results) => results
             .into_iter()
             .enumerate()
@@ -182,7 +213,7 @@ pub(crate) fn deliver(
 /// Records a step's evaluations in the execution log. Rules held back before their condition
 /// (switched off, out of mode, a decorator) were not evaluated: they are not recorded.
 pub(crate) fn record_executions(
-    store: &Store,
+    tx: &TickTransaction<'_>,
     actor: &Actor<'_>,
     program: &Program,
     hook: Hook,
@@ -228,7 +259,7 @@ pub(crate) fn record_executions(
                 .map(|(_, d)| d.to_string()),
         })
         .collect();
-    if let Err(e) = store.record_executions(&records) {
+    if let Err(e) = tx.record_executions(&records) {
         tracing::warn!(error = %e, "the rule execution log could not be written");
     }
 }

@@ -21,7 +21,7 @@ use crate::session::keys::HookSet;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
 
 /// What a session remembers about one rule (for its decorators).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RuleMemory {
     pub(crate) fires: u32,
     pub(crate) last_fired_turn: Option<u32>,
@@ -72,6 +72,9 @@ pub(crate) struct Tick<'a, 'f> {
     pub(crate) halted: Vec<Halted>,
     /// While a tree is halted from outside (`Tick::halt_tree`): why, for its scripts' reports.
     pub(crate) halt_reason: Option<String>,
+    /// The seed of the random numbers of the scripts this step starts (mixed with the rule
+    /// and node of each).
+    pub(crate) seed: u64,
 }
 
 impl Tick<'_, '_> {
@@ -215,13 +218,15 @@ impl Tick<'_, '_> {
         } else {
             None
         };
+        let seed = self.seed ^ u64::from(slot.0).rotate_left(32) ^ u64::from(slot.1);
+        let journal_limit = self.scripts.journal_limit;
         let runtime = match self.scripts.runtime() {
             Ok(rt) => rt,
             Err(error) => return warden_lua::Step::Failed { error },
         };
         let (task, step) = match (start, waiting) {
             (Some(script), _) => {
-                let (task, step) = runtime.start(script, facts, timeout);
+                let (task, step) = runtime.start_seeded(script, facts, timeout, seed);
                 (task.map(|t| (t, rule_key.clone())), step)
             }
             (None, Some((task, key))) => {
@@ -233,6 +238,25 @@ impl Tick<'_, '_> {
                     error: "internal: no waiting script to resume".into(),
                 };
             }
+        };
+        // A replay record past its limit: the script stops (a record that grew without
+        // bound would make the session slower to read back at every tick).
+        let (task, step) = match task {
+            Some((task, key)) if task.journal_len() > journal_limit => {
+                let halted = self
+                    .scripts
+                    .halt_task(task, key, "its replay record is full");
+                tracing::warn!(rule = %halted.rule, "a waiting script passed its replay record's limit");
+                (
+                    None,
+                    warden_lua::Step::Failed {
+                        error: format!(
+                            "stopped: its replay record passed {journal_limit} values (the `[sessions] journal_limit` of a session saved after every tick); wait for fewer events, or read less while waiting"
+                        ),
+                    },
+                )
+            }
+            other => (other, step),
         };
         if let Some(task) = task
             && matches!(step, warden_lua::Step::Waiting { .. })

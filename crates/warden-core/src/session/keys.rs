@@ -3,7 +3,12 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
 use warden_load::Hook;
+
+use crate::program::Program;
 
 /// A hasher for the session's maps keyed by Warden's own small integers (rule, entry and node
 /// indices, hooks). They are never input, so SipHash's protection against chosen keys buys
@@ -47,7 +52,7 @@ impl Hasher for IndexHasher {
 pub(crate) type IndexMap<K, V> = HashMap<K, V, BuildHasherDefault<IndexHasher>>;
 
 /// A set of hooks (what a running tree waits for).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct HookSet(u8);
 
 impl HookSet {
@@ -67,5 +72,30 @@ impl HookSet {
         let mut s = HookSet::default();
         s.insert(hook);
         s
+    }
+}
+
+/// A rule as a saved session names it: by id, and by the fingerprint of its files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RuleId {
+    pub key: Arc<str>,
+    pub fingerprint: u64,
+}
+
+impl RuleId {
+    pub(crate) fn of(program: &Program, ix: u32) -> Option<RuleId> {
+        program.rules.get(ix as usize).map(|r| RuleId {
+            key: r.key.clone(),
+            fingerprint: r.fingerprint,
+        })
+    }
+
+    /// The rule's index in `program`, if it is there unchanged.
+    pub(crate) fn find(&self, program: &Program) -> Option<u32> {
+        program
+            .rules
+            .iter()
+            .position(|r| r.key == self.key && r.fingerprint == self.fingerprint)
+            .and_then(|i| u32::try_from(i).ok())
     }
 }

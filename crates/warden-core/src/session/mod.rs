@@ -11,8 +11,10 @@
 //! - `trees.rs`: what the trees keep between ticks, and how it moves to a new program.
 //! - `scripts.rs`: the Lua side: the runtime, waiting scripts, behavior runs.
 //! - `keys.rs`: small keys and sets for the tables above.
+//! - `durable.rs`: the session saved as plain data, and read back under any program.
 
 mod bonsai;
+mod durable;
 mod effects;
 mod evaluate;
 mod keys;
@@ -35,8 +37,12 @@ use crate::mode::ModeState;
 use crate::outcome::{Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError};
 use crate::program::Program;
 use crate::shared::Shared;
+use durable::{Parts, Snapshot};
+use effects::AfterCommit;
 use step::Step;
 use trees::Trees;
+
+pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;
 
 /// Options for a new session.
 #[derive(Debug, Clone, Default)]
@@ -73,6 +79,21 @@ pub struct Session {
     explain: bool,
     /// The execution log's sampling position (see `log_this_tick`).
     log_credit: f64,
+    /// Events ticked so far.
+    events: u64,
+    /// For a session saved in the store after every tick: the version of it this copy is.
+    durable: Option<Durable>,
+    /// What reading the session back could not keep, reported by its next tick.
+    restored_halted: Vec<Halted>,
+}
+
+/// A session saved in the store after every tick.
+#[derive(Debug, Clone, Copy)]
+struct Durable {
+    /// The saved version this copy is (`None`: never saved).
+    version: Option<i64>,
+    /// The copy may be behind the store (a save failed): read it again before the next tick.
+    stale: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -110,6 +131,139 @@ impl Session {
             ended: false,
             explain: opts.explain,
             log_credit: 0.0,
+            events: 0,
+            durable: None,
+            restored_halted: Vec::new(),
+        }
+    }
+
+    /// The session `id`, saved in the store after every tick: read back from the store when
+    /// it was saved there, new otherwise.
+    pub(crate) fn open(
+        shared: Arc<Shared>,
+        id: String,
+        opts: &SessionOptions,
+    ) -> Result<Self, crate::error::Error> {
+        let mut session = Session::new(shared, id, opts);
+        session.make_durable();
+        let stored = session.shared.store.load_session(&session.id)?;
+        if let Some(stored) = stored {
+            session
+                .restore(stored)
+                .map_err(|e| crate::error::Error::Session {
+                    id: session.id.clone(),
+                    reason: e,
+                })?;
+        }
+        Ok(session)
+    }
+
+    /// From now on, the session is saved after every tick, and its waiting scripts keep the
+    /// record that brings them back in another process.
+    fn make_durable(&mut self) {
+        self.durable = Some(Durable {
+            version: None,
+            stale: false,
+        });
+        self.trees.scripts.recording = true;
+        self.trees.scripts.journal_limit = self.shared.config.journal_limit;
+    }
+
+    /// Whether the session is saved in the store after every tick.
+    pub fn is_durable(&self) -> bool {
+        self.durable.is_some()
+    }
+
+    /// Events ticked so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The session as saved in the store: plain data, JSON.
+    pub fn snapshot(&self) -> String {
+        let snapshot = Snapshot::take(
+            self.program.as_deref(),
+            Parts {
+                facts: &self.facts,
+                mode: &self.mode,
+                mailbox: &self.mailbox,
+                ended: self.ended,
+                log_credit: self.log_credit,
+                events: self.events,
+                trees: &self.trees,
+                scripts: self.trees.scripts.save(self.program.as_deref()),
+            },
+        );
+        // Plain data of strings, numbers and maps: it always serializes.
+        serde_json::to_string(&snapshot).unwrap_or_default()
+    }
+
+    /// Replaces what the session holds with a saved copy of it.
+    fn restore(&mut self, stored: warden_store::StoredSession) -> Result<(), String> {
+        let mut snapshot = Snapshot::parse(&stored.snapshot)?;
+        let program = self.shared.program();
+        let config = &self.shared.config;
+        self.facts = snapshot.facts(config.history_limit);
+        self.mode = snapshot.mode(&program);
+        self.ended = snapshot.ended;
+        self.log_credit = snapshot.log_credit;
+        self.events = snapshot.events;
+        self.mailbox = std::mem::take(&mut snapshot.mailbox);
+        let mut trees = Trees::new(config.script_limits);
+        trees.scripts.recording = true;
+        trees.scripts.journal_limit = config.journal_limit;
+        let halted = snapshot.restore_trees(&program, &mut trees);
+        trees
+            .scripts
+            .restore(std::mem::take(&mut snapshot.scripts), &program);
+        // A tree of a hook left running on a script that could not be brought back would start
+        // it again from scratch: it is dropped, and the rule halted at the next tick.
+        let lost: Vec<u32> = trees.scripts.lost.iter().map(|(ix, _)| *ix).collect();
+        trees.running.retain(|(hook, e), _| {
+            program
+                .hook(*hook)
+                .entries
+                .get(*e as usize)
+                .is_none_or(|entry| !entry.rules.iter().any(|r| lost.contains(r)))
+        });
+        self.trees = trees;
+        self.program = Some(program);
+        self.restored_halted = halted;
+        self.durable = Some(Durable {
+            version: Some(stored.summary.version),
+            stale: false,
+        });
+        Ok(())
+    }
+
+    /// Under the tick's lock: reads the session again if another process saved it since this
+    /// copy was read (or a save of this copy failed).
+    fn catch_up(&mut self, tx: &warden_store::TickTransaction<'_>) -> Result<(), String> {
+        let Some(durable) = self.durable else {
+            return Ok(());
+        };
+        let saved = tx
+            .session_version(&self.id)
+            .map_err(|e| format!("the saved session could not be read: {e}"))?;
+        if saved == durable.version && !durable.stale {
+            return Ok(());
+        }
+        match tx
+            .load_session(&self.id)
+            .map_err(|e| format!("the saved session could not be read: {e}"))?
+        {
+            Some(stored) => self.restore(stored),
+            None => {
+                // Deleted meanwhile (`warden sessions rm`): it starts again.
+                let opts = SessionOptions {
+                    explain: self.explain,
+                    ..SessionOptions::default()
+                };
+                let id = std::mem::take(&mut self.id);
+                *self = Session::new(self.shared.clone(), id, &opts);
+                self.make_durable();
+                Ok(())
+            }
         }
     }
 
@@ -152,17 +306,32 @@ impl Session {
     /// choices, detects the mode on the frame and, when the mode changed, runs Warden's own
     /// `on_mode_change` as a first step; then the step of the hook reported.
     pub fn tick(&mut self, hook: Hook, event: Event) -> Outcome {
-        let program = self.shared.program();
-        let halted = self.adopt(&program);
+        // The users' choices first: they may read the store, which the tick then locks.
+        let controls = self.shared.controls();
+        let shared = self.shared.clone();
+        let tx = shared.store.tick();
+        let mut early = Vec::new();
+        if self.durable.is_some()
+            && let Err(error) = tx
+                .begin()
+                .map_err(|e| e.to_string())
+                .and_then(|()| self.catch_up(&tx))
+        {
+            early.push(RuleError { rule: None, error });
+        }
+        let program = shared.program();
+        let mut halted = std::mem::take(&mut self.restored_halted);
+        halted.extend(self.adopt(&program));
         let time = event.time.unwrap_or_else(now);
-        let errors = self.fold(hook, &event, time);
+        early.extend(self.fold(hook, &event, time));
         self.resolved.refresh(
             &program,
-            &self.shared.controls(),
+            &controls,
             &self.facts.user.id,
             &self.facts.project.id,
         );
         let logging = self.log_this_tick();
+        let mut after_commit = Vec::new();
 
         // Declared before the frame, which may point at it for the mode-change step.
         let mode_event = OnceCell::new();
@@ -172,7 +341,7 @@ impl Session {
             &event,
             &self.mode.id,
             time,
-            &self.shared.store,
+            &tx,
             &program.settings,
             &self.resolved.settings,
         );
@@ -188,6 +357,8 @@ impl Session {
             mailbox: &mut self.mailbox,
             explain: self.explain,
             logging,
+            tx: &tx,
+            after_commit: &mut after_commit,
         };
         // A change of mode ticks Warden's own `on_mode_change` first, in the new mode.
         let change = next.changed.clone().map(|(from, to)| {
@@ -205,7 +376,7 @@ impl Session {
                 outcome: Box::new(outcome),
             }
         });
-        let mut outcome = step.run(errors, halted);
+        let mut outcome = step.run(early, halted);
         drop(frame);
 
         self.mode.enter(&next, &self.id);
@@ -240,7 +411,54 @@ impl Session {
             outcome.inject = inject;
             outcome.mode_change = Some(change);
         }
+        self.events += 1;
+        self.commit(tx, &mut outcome, after_commit);
         outcome
+    }
+
+    /// Commits the tick (with the session, when it is saved after every tick), then publishes
+    /// its events and writes its rules' log lines. A tick that could not be saved says so in
+    /// its outcome; its decisions and notifications stand.
+    fn commit(
+        &mut self,
+        tx: warden_store::TickTransaction<'_>,
+        outcome: &mut Outcome,
+        after_commit: Vec<AfterCommit>,
+    ) {
+        let snapshot = self.durable.map(|_| self.snapshot());
+        let write = match (&snapshot, self.durable) {
+            (Some(text), Some(d)) => Some(warden_store::SessionWrite {
+                id: &self.id,
+                user: &self.facts.user.id,
+                project: &self.facts.project.id,
+                loaded: d.version,
+                snapshot: text,
+                events: self.events,
+                ended: self.ended,
+                updated_at: now(),
+            }),
+            _ => None,
+        };
+        match tx.commit(write) {
+            Ok(version) => {
+                if let Some(d) = &mut self.durable {
+                    d.version = version.or(d.version);
+                }
+                for action in after_commit {
+                    action.run(&self.shared);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(session = %self.id, error = %e, "a tick could not be saved");
+                if let Some(d) = &mut self.durable {
+                    d.stale = true;
+                }
+                outcome.errors.push(RuleError {
+                    rule: None,
+                    error: format!("nothing this tick wrote was saved: {e}"),
+                });
+            }
+        }
     }
 
     /// Moves the session onto `program` if it is new to it; what that halted.

@@ -8,8 +8,22 @@ use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
 
 use crate::behavior::run::TreeRun;
 use crate::outcome::{Effect, Halted, Notification};
+use crate::program::Program;
 use crate::rule::CompiledRule;
-use crate::session::keys::IndexMap;
+use crate::session::keys::{IndexMap, RuleId};
+
+/// The Lua side of a saved session: waiting scripts as replay journals, and scripts' globals.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct SavedScripts {
+    /// Waiting scripts: the rule, the node (`ROOT` for its own script), the replay record.
+    tasks: Vec<(RuleId, u32, warden_lua::Journal)>,
+    /// What scripts keep in their globals: the rule, which of its scripts, the data.
+    globals: Vec<(RuleId, u32, warden_lua::Recorded)>,
+}
+
+/// Most values a waiting script's replay record holds, by default (`[sessions]
+/// journal_limit` in `warden.toml`).
+pub const DEFAULT_JOURNAL_LIMIT: usize = 100_000;
 
 /// The node of a rule's own script (not a behavior node) in the table of waiting scripts.
 pub(crate) const ROOT: u32 = u32::MAX;
@@ -23,6 +37,13 @@ pub(crate) struct Scripts {
     /// Behavior runs, by rule: running nodes, and decorator memory that outlives a run.
     pub(crate) trees: IndexMap<u32, TreeRun>,
     pub(crate) limits: warden_lua::Limits,
+    /// Whether waiting scripts keep a replay record (the session is saved after every tick).
+    pub(crate) recording: bool,
+    /// Most values a replay record may hold before its script is stopped.
+    pub(crate) journal_limit: usize,
+    /// Waiting scripts a saved session could not bring back, by rule, with why: their rules
+    /// are halted at the next tick.
+    pub(crate) lost: Vec<(u32, String)>,
 }
 
 /// The names the script API accepts, from the same tables rule files use.
@@ -35,19 +56,115 @@ const VOCABULARY: warden_lua::Vocabulary = warden_lua::Vocabulary {
 };
 
 impl Scripts {
+    /// What of the Lua side a saved session keeps.
+    pub(crate) fn save(&self, program: Option<&Program>) -> SavedScripts {
+        let Some(program) = program else {
+            return SavedScripts::default();
+        };
+        let mut tasks: Vec<(RuleId, u32, warden_lua::Journal)> = self
+            .tasks
+            .iter()
+            .filter_map(|(&(rule, node), (task, _))| {
+                Some((RuleId::of(program, rule)?, node, task.journal()?))
+            })
+            .collect();
+        tasks.sort_by(|a, b| (&a.0.key, a.1).cmp(&(&b.0.key, b.1)));
+        let mut globals = Vec::new();
+        if let Some(rt) = &self.runtime {
+            for (ix, rule) in program.rules.iter().enumerate() {
+                for (n, script) in rule.condition.scripts().into_iter().enumerate() {
+                    match rt.globals(script) {
+                        Some(warden_lua::Recorded::Table(t)) if t.is_empty() => {}
+                        Some(data) => {
+                            if let (Some(id), Ok(n)) =
+                                (RuleId::of(program, ix as u32), u32::try_from(n))
+                            {
+                                globals.push((id, n, data));
+                            }
+                        }
+                        None => {}
+                    }
+                }
+            }
+        }
+        SavedScripts { tasks, globals }
+    }
+
+    /// Puts back what a saved session kept of the Lua side, under `program`: each waiting
+    /// script is run again from its start against its record until it waits where it waited
+    /// (see `warden_lua::Runtime::restore`), then the scripts' globals are set. A script that
+    /// cannot be brought back (its rule changed, or its re-run diverged) is remembered in
+    /// `lost`, and its rule halted at the next tick.
+    pub(crate) fn restore(&mut self, saved: SavedScripts, program: &Program) {
+        if saved.tasks.is_empty() && saved.globals.is_empty() {
+            return;
+        }
+        let timeout = self.limits.timeout;
+        for (rule, node, journal) in saved.tasks {
+            let Some(ix) = rule.find(program) else {
+                // A rule that is gone or changed: the reload path reports it.
+                if let Some(ix) = program.rules.iter().position(|r| r.key == rule.key) {
+                    self.lost.push((
+                        ix as u32,
+                        "its rule changed while the session was saved".into(),
+                    ));
+                }
+                continue;
+            };
+            let compiled = &program.rules[ix as usize];
+            let Some(script) = compiled.condition.script_of(node) else {
+                self.lost
+                    .push((ix, "its script is no longer where it waited".into()));
+                continue;
+            };
+            let script = script.clone();
+            let restored = self
+                .runtime()
+                .and_then(|rt| rt.restore(&script, &journal, timeout));
+            match restored {
+                Ok(task) => {
+                    self.tasks.insert((ix, node), (task, compiled.key.clone()));
+                }
+                Err(why) => {
+                    tracing::warn!(rule = %compiled.key, reason = %why, "a waiting script could not be brought back");
+                    self.lost.push((
+                        ix,
+                        format!("its waiting script could not be brought back: {why}"),
+                    ));
+                }
+            }
+        }
+        for (rule, n, data) in saved.globals {
+            let Some(ix) = rule.find(program) else {
+                continue;
+            };
+            let scripts = program.rules[ix as usize].condition.scripts();
+            if let Some(script) = scripts.get(n as usize).map(|s| (*s).clone())
+                && let Ok(rt) = self.runtime()
+                && let Err(e) = rt.set_globals(&script, &data)
+            {
+                tracing::warn!(script = script.name(), error = %e, "a script's globals could not be put back");
+            }
+        }
+    }
+
     pub(crate) fn new(limits: warden_lua::Limits) -> Self {
         Scripts {
             runtime: None,
             tasks: IndexMap::default(),
             trees: IndexMap::default(),
             limits,
+            recording: false,
+            journal_limit: DEFAULT_JOURNAL_LIMIT,
+            lost: Vec::new(),
         }
     }
 
     pub(crate) fn runtime(&mut self) -> Result<&mut warden_lua::Runtime, String> {
         if self.runtime.is_none() {
-            let rt = warden_lua::Runtime::new(self.limits, VOCABULARY)
+            let mut rt = warden_lua::Runtime::new(self.limits, VOCABULARY)
                 .map_err(|e| format!("the Lua runtime could not start: {e}"))?;
+            rt.set_recording(self.recording);
             self.runtime = Some(rt);
         }
         self.runtime

@@ -13,7 +13,7 @@ use crate::control::Resolved;
 use crate::outcome::{Effect, Halted, Notification, Outcome, RuleError};
 use crate::program::Program;
 use crate::session::bonsai::tick_entry;
-use crate::session::effects::{self, Actor};
+use crate::session::effects::{self, Actor, AfterCommit};
 use crate::session::evaluate::Tick;
 use crate::session::keys::HookSet;
 use crate::session::ruling;
@@ -21,7 +21,7 @@ use crate::session::trees::Trees;
 use crate::shared::Shared;
 
 /// What a step reads and the parts of the session it changes.
-pub(crate) struct Step<'s, 'f> {
+pub(crate) struct Step<'s, 'f, 't> {
     pub shared: &'s Shared,
     pub program: &'s Arc<Program>,
     pub frame: &'s Frame<'f>,
@@ -35,9 +35,13 @@ pub(crate) struct Step<'s, 'f> {
     pub explain: bool,
     /// Record the step in the execution log.
     pub logging: bool,
+    /// The tick's transaction.
+    pub tx: &'s warden_store::TickTransaction<'t>,
+    /// What the tick does once it has committed.
+    pub after_commit: &'s mut Vec<AfterCommit>,
 }
 
-impl Step<'_, '_> {
+impl Step<'_, '_, '_> {
     /// Runs the trees of the frame's hook, applies what they decided and delivers the
     /// notifications due; `errors` and `halted` are what the tick found before the step.
     pub(crate) fn run(&mut self, errors: Vec<RuleError>, halted: Vec<Halted>) -> Outcome {
@@ -90,8 +94,21 @@ impl Step<'_, '_> {
             node_trace: self.explain.then(Vec::new),
             halted,
             halt_reason: None,
+            seed: seed_of(self.session, frame.facts.turn.number, hook),
         };
 
+        // Waiting scripts a saved session could not bring back: their rules halt now, a
+        // behavior through its `on_halted` path.
+        if !tick.scripts.lost.is_empty() {
+            for (ix, why) in std::mem::take(&mut tick.scripts.lost) {
+                if !tick.halt_tree(ix, &why) {
+                    tick.halted.push(crate::outcome::Halted {
+                        rule: program.rules[ix as usize].key.clone(),
+                        reason: why,
+                    });
+                }
+            }
+        }
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
         let running = &mut trees.running;
         let mut selected = std::mem::take(&mut trees.selected);
@@ -175,7 +192,8 @@ impl Step<'_, '_> {
             turn: frame.facts.turn.number,
         };
         let effects = effects::apply(
-            shared,
+            self.tx,
+            self.after_commit,
             &actor,
             program,
             hook,
@@ -186,15 +204,7 @@ impl Step<'_, '_> {
             &mut trace,
         );
         if let Some(timings) = timings {
-            effects::record_executions(
-                &shared.store,
-                &actor,
-                program,
-                hook,
-                &trace,
-                &timings,
-                &effects,
-            );
+            effects::record_executions(self.tx, &actor, program, hook, &trace, &timings, &effects);
         }
         let merged = ruling::merge(
             &effects,
@@ -226,4 +236,19 @@ impl Step<'_, '_> {
             program: program.clone(),
         }
     }
+}
+
+/// The seed of the random numbers of the scripts a step starts: the same for the same session,
+/// turn and hook, in this process or another (so a session read back from the store draws the
+/// numbers it would have drawn).
+fn seed_of(session: &str, turn: u32, hook: Hook) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in session
+        .bytes()
+        .chain(turn.to_le_bytes())
+        .chain([hook.index() as u8])
+    {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }

@@ -66,6 +66,21 @@ impl Trees {
             .collect();
     }
 
+    /// Decorator memory, by rule id.
+    pub(crate) fn memory_by_key(&self) -> impl Iterator<Item = (&Arc<str>, &RuleMemory)> {
+        self.memory_keys.iter().zip(&self.memory)
+    }
+
+    /// Sets decorator memory for `program`'s rules from memory by rule id (a saved session).
+    pub(crate) fn set_memory(&mut self, program: &Program, memory: &HashMap<Arc<str>, RuleMemory>) {
+        self.memory_keys = program.rules.iter().map(|r| r.key.clone()).collect();
+        self.memory = self
+            .memory_keys
+            .iter()
+            .map(|k| memory.get(k).copied().unwrap_or_default())
+            .collect();
+    }
+
     /// Keeps the running trees (and their scripts) whose rules are unchanged in `new`, under
     /// their new positions; halts the others.
     fn carry_over(&mut self, old: &Program, new: &Program, halted: &mut Vec<Halted>) {

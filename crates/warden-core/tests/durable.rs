@@ -1,0 +1,190 @@
+//! Durable sessions: a session saved after every tick and read back before the next behaves
+//! exactly as one that never stopped. Random traces over a rule set that uses every kind of
+//! session memory (plugin state, decorators, exclusive groups, notifications waiting for their
+//! delivery point, a behavior waiting across hooks and turns, a Lua script waiting across
+//! hooks and turns with globals and random numbers, modes with hysteresis, decisions) are
+//! replayed twice: once straight through, once with a save and a read-back between every
+//! pair of events. The outcomes must be identical.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use serde_json::json;
+use warden_core::trace::outcome_lines;
+use warden_core::{Event, Hook, SessionOptions, Store, Warden};
+
+fn data() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/durable"))
+}
+
+fn warden() -> Warden {
+    let w = Warden::builder()
+        .rules_dir(data().join("rules"))
+        .modes_file(data().join("modes.toml"))
+        .store(Store::in_memory().unwrap())
+        .build()
+        .unwrap();
+    assert!(
+        w.diagnostics().iter().all(|d| !d.is_error()),
+        "{:?}",
+        w.diagnostics()
+    );
+    w
+}
+
+/// One event of a random trace.
+#[derive(Debug, Clone)]
+enum Step {
+    Query,
+    TurnStart(u8),
+    Call(u8, bool),
+    Complete(u8, u8),
+    Fail(u8),
+    TurnEnd(bool),
+}
+
+const TOOLS: [&str; 3] = ["search", "shell", "web"];
+
+fn event(step: &Step, time: f64) -> (Hook, Event) {
+    let tool = |t: &u8| TOOLS[*t as usize % TOOLS.len()];
+    let (hook, event) = match step {
+        Step::Query => (Hook::OnQueryStart, Event::query("find the design notes")),
+        Step::TurnStart(t) => (
+            Hook::OnTurnStart,
+            Event::new().with_token_usage(f64::from(*t % 101) / 100.0),
+        ),
+        Step::Call(t, danger) => (
+            Hook::OnToolCall,
+            Event::tool_call(
+                tool(t),
+                json!({"command": if *danger { "rm -rf /" } else { "ls" }}),
+            ),
+        ),
+        Step::Complete(t, n) => (
+            Hook::OnToolComplete,
+            Event::tool_complete(tool(t), json!({"count": n % 6})),
+        ),
+        Step::Fail(t) => (Hook::OnToolFailure, Event::tool_failure(tool(t), "timeout")),
+        Step::TurnEnd(true) => (Hook::OnTurnEnd, Event::new().final_turn()),
+        Step::TurnEnd(false) => (Hook::OnTurnEnd, Event::new()),
+    };
+    (
+        hook,
+        Event {
+            time: Some(time),
+            ..event
+        },
+    )
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let step = prop_oneof![
+        1 => Just(Step::Query),
+        3 => any::<u8>().prop_map(Step::TurnStart),
+        3 => (any::<u8>(), proptest::bool::weighted(0.2)).prop_map(|(t, d)| Step::Call(t, d)),
+        3 => (any::<u8>(), any::<u8>()).prop_map(|(t, n)| Step::Complete(t, n)),
+        2 => any::<u8>().prop_map(Step::Fail),
+        2 => any::<bool>().prop_map(Step::TurnEnd),
+    ];
+    proptest::collection::vec(step, 1..40)
+}
+
+/// The outcome lines of a trace, straight through and with a save and read-back between
+/// every pair of events.
+fn both(steps: &[Step], end: bool) -> (Vec<String>, Vec<String>) {
+    let mut events: Vec<(Hook, Event)> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| event(s, 1000.0 + i as f64))
+        .collect();
+    if end {
+        events.push((
+            Hook::OnSessionEnd,
+            Event {
+                time: Some(5000.0),
+                ..Event::new()
+            },
+        ));
+    }
+    let straight_warden = warden();
+    let mut straight = straight_warden
+        .open_session("s", SessionOptions::default())
+        .unwrap();
+    let resumed_warden = warden();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for (i, (hook, e)) in events.into_iter().enumerate() {
+        let o = straight.tick(hook, e.clone());
+        a.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
+        a.push(format!(
+            "{i} inject {:?} ruling {:?}",
+            o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
+            o.ruling.as_ref().map(|r| (r.decision, &r.reason))
+        ));
+        let mut s = resumed_warden
+            .open_session("s", SessionOptions::default())
+            .unwrap();
+        let o = s.tick(hook, e);
+        b.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
+        b.push(format!(
+            "{i} inject {:?} ruling {:?}",
+            o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
+            o.ruling.as_ref().map(|r| (r.decision, &r.reason))
+        ));
+    }
+    (a, b)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn a_session_read_back_at_every_event_decides_as_one_that_never_stopped(
+        steps in steps(),
+        end in any::<bool>(),
+    ) {
+        let (straight, resumed) = both(&steps, end);
+        prop_assert_eq!(straight, resumed);
+    }
+}
+
+/// The random traces reach what they are meant to test: the script and the behavior wait
+/// and finish, decorators and groups hold rules back, the mode changes.
+#[test]
+fn the_rule_set_exercises_what_is_saved() {
+    use Step::*;
+    let trace = [
+        Query,
+        TurnStart(20),
+        Call(0, false),
+        Complete(0, 5),
+        Fail(2),
+        Fail(2),
+        Fail(2),
+        TurnEnd(false),
+        TurnStart(20),
+        TurnStart(95),
+        Call(1, true),
+        TurnStart(40),
+        TurnEnd(true),
+        TurnStart(60),
+        TurnStart(60),
+    ];
+    let (straight, resumed) = both(&trace, true);
+    assert_eq!(straight, resumed);
+    let all = straight.join("\n");
+    for needle in [
+        "query 1 roll",
+        "search done at turn",
+        "workflow_done",
+        "found 5",
+        "a turn after finding",
+        "web failed 2 times",
+        "once at turn 2",
+        "\"decision\":\"deny\"",
+        "now in tight",
+        "\"message\":\"high\"",
+        "tokens at 60%",
+    ] {
+        assert!(all.contains(needle), "missing {needle}:\n{all}");
+    }
+}

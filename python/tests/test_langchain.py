@@ -266,3 +266,18 @@ def test_the_async_agent_is_supervised_the_same_way():
     assert "Token budget at 90%" in model.text_of_call(2)
     assert "web_search returned 9 results" in model.text_of_call(2)
     assert result["messages"][-1].text == "Done."
+
+
+def test_a_thread_carries_on_with_another_supervisor_on_the_same_database(tmp_path):
+    db = tmp_path / "warden.db"
+    config = {"configurable": {"thread_id": "t-durable"}}
+    tools = Tools()
+    for query in ("first", "second"):
+        # A new supervisor each time, as a new process would build: the thread's session is
+        # read back from the database.
+        middleware = WardenMiddleware(warden.Warden(database=db))
+        model = script(call("web_search", {"query": query}, "c1"), reply("done"))
+        agent_for(model, middleware, tools).invoke(ask(query), config)
+    facts = WardenMiddleware(warden.Warden(database=db)).session("t-durable").facts
+    assert facts["history"]["counts"]["queries"] == 2
+    assert facts["history"]["counts"]["tool_calls"] == 2

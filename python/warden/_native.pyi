@@ -41,6 +41,9 @@ class LoadError(Exception):
     diagnostics: list[Diagnostic]
     """Every problem found."""
 
+class SessionError(Exception):
+    """A saved session could not be read back from the database (or the database failed)."""
+
 @final
 class Diagnostic:
     """One problem found while loading rules or configuration."""
@@ -139,7 +142,12 @@ class Warden:
         """Opens a session: one agent conversation. ``id`` names it (generated when absent);
         ``user`` and ``project`` say whose it is (``default`` otherwise; an event's ``user``
         and ``project`` change them). ``explain=True`` evaluates every rule at every tick and
-        records why each did or did not fire (:attr:`Outcome.evaluations`)."""
+        records why each did or did not fire (:attr:`Outcome.evaluations`).
+
+        With a ``database``, a session with an id is durable: saved after every tick, and
+        resumed where it stood by any :class:`Warden` on the same file, in this process or
+        another (waiting Lua scripts included). Raises :class:`SessionError` when a saved
+        session cannot be read back."""
     @property
     def diagnostics(self) -> list[Diagnostic]:
         """Problems found in the rule files (the rules without problems are loaded)."""

@@ -2,6 +2,7 @@
 //!
 //! - `EventError` (a `ValueError`): a tick's hook or event is not what it must be; `field` is
 //!   the dotted path of the offending field (`tool.name`, `turn.number`, `hook`).
+//! - `SessionError`: a saved session could not be read back from the database.
 //! - `LoadError`: a configuration, rule file or database could not be loaded; `file`, `line`
 //!   and `field` say where (of the first error), `diagnostics` lists every problem.
 //!
@@ -24,6 +25,13 @@ create_exception!(
     LoadError,
     PyException,
     "Warden could not be built: the configuration, a rule file or the database has an error. `file`, `line` and `field` locate the first error; `diagnostics` lists every problem found."
+);
+
+create_exception!(
+    warden,
+    SessionError,
+    PyException,
+    "A saved session could not be read back from the database (or the database failed)."
 );
 
 /// An `EventError` naming `field`.

@@ -38,6 +38,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("EventError", py.get_type::<errors::EventError>())?;
     m.add("LoadError", py.get_type::<errors::LoadError>())?;
+    m.add("SessionError", py.get_type::<errors::SessionError>())?;
     m.add_class::<warden::PyWarden>()?;
     m.add_class::<session::PySession>()?;
     m.add_class::<errors::PyDiagnostic>()?;

@@ -14,10 +14,18 @@ use crate::convert::{describe, dict_to_map, to_py};
 use crate::errors::event_error;
 use crate::outcome::{PyNotification, PyOutcome};
 
-/// Opens the session `opts.id` on `warden`. The one place sessions are opened, so that durable
-/// sessions (resumed from the store) need changing here only.
-pub(crate) fn open(warden: &Warden, opts: SessionOptions) -> Session {
-    warden.session_with(opts)
+/// Opens a session on `warden`: the one place sessions are opened. With a database
+/// (`durable`) and an id, the session is saved after every tick and read back when it was
+/// saved before, by this process or another; otherwise it lives as long as this object.
+pub(crate) fn open(
+    warden: &Warden,
+    opts: SessionOptions,
+    durable: bool,
+) -> Result<Session, warden_core::Error> {
+    match opts.id.clone() {
+        Some(id) if durable => warden.open_session(&id, opts),
+        _ => Ok(warden.session_with(opts)),
+    }
 }
 
 /// One agent conversation. Tick it at every hook with what just happened; every tick returns

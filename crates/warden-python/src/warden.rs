@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyString;
 use warden_core::{Config, Diagnostic, ModeSource, SessionOptions, Warden, WardenBuilder};
 
-use crate::errors::{PyDiagnostic, load_error};
+use crate::errors::{PyDiagnostic, SessionError, load_error};
 use crate::session::{PySession, open};
 
 /// The supervisor. Build it once and share it: it is safe to use from many threads, and every
@@ -287,6 +287,11 @@ impl PyWarden {
     /// and `project` say whose it is (`default` otherwise; an event's `user` and `project`
     /// change them). `explain=True` evaluates every rule at every tick and records why each
     /// did or did not fire (`Outcome.evaluations`).
+    ///
+    /// With a `database`, a session with an id is durable: saved after every tick, and
+    /// resumed where it stood by any `Warden` on the same file, in this process or another
+    /// (waiting Lua scripts included). Raises `SessionError` when a saved session cannot be
+    /// read back.
     #[pyo3(signature = (id = None, *, user = None, project = None, explain = false))]
     fn session(
         &self,
@@ -295,14 +300,17 @@ impl PyWarden {
         user: Option<String>,
         project: Option<String>,
         explain: bool,
-    ) -> PySession {
+    ) -> PyResult<PySession> {
         let opts = SessionOptions {
             id,
             user,
             project,
             explain,
         };
-        PySession::new(py.detach(|| open(&self.inner, opts)))
+        let durable = self.config.database.is_some();
+        py.detach(|| open(&self.inner, opts, durable))
+            .map(PySession::new)
+            .map_err(|e| SessionError::new_err(e.to_string()))
     }
 
     /// Problems found in the rule files (the rules without problems are loaded), and in the

@@ -333,3 +333,23 @@ def test_plugin_state_lives_in_the_database(tmp_path: Path, rules_dir):
     second = warden.Warden(rules=folder, database=db).session("two")
     second.tick("on_query_start", {"query": "b"})
     assert [n.message for n in second.tick("on_turn_start").inject] == ["queries: 2"]
+
+
+def test_tick_json_reads_a_trace_line():
+    session = warden.Warden().session()
+    line = '{"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": 9}}'
+    assert session.tick_json(line).fired == ["large-result-summary"]
+    assert session.tick_json(line.encode()).fired == ["large-result-summary"]
+    for bad, field, words in [
+        ('{"hook": "on_turn_strat"}', "hook", "did you mean `on_turn_start`"),
+        ('{"turn": {}}', "hook", "has no `hook`"),
+        ('{"hook": "on_turn_start", "turn": {"number": 1.5}}', "turn.number", "whole number"),
+        ("[1, 2]", "", "must be a JSON object"),
+        ("{not json", "", "not valid JSON"),
+        (b"\xff\xfe", "", "not valid JSON"),
+    ]:
+        with pytest.raises(EventError, match=words) as raised:
+            session.tick_json(bad)
+        assert raised.value.field == field
+    with pytest.raises(EventError, match="str or bytes"):
+        session.tick_json(42)

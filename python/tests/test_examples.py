@@ -39,7 +39,19 @@ def test_the_langchain_agent():
     assert "User rejected the tool call for `write_file` with reason: leave /etc alone" in out
 
 
-def test_the_python_replay_prints_what_warden_replay_prints():
+BAD_LINES = (
+    '{"hook": "on_tool", "x": 1}\n'
+    "not json\n"
+    '{"hook": "on_turn_start", "tol": 1}\n'
+    "[1]\n"
+    "\n"
+    "// a comment\n"
+    '{"turn": {}}\n'
+    '{"hook": "on_turn_start", "turn": {"token_usage": 0.9}}\n'
+)
+
+
+def test_the_python_replay_prints_what_warden_replay_prints(tmp_path):
     cli = os.environ.get("WARDEN_CLI") or shutil.which("warden") or str(REPO / "target" / "debug" / "warden")
     need(os.path.isfile(cli), "the warden command was not found (WARDEN_CLI, PATH, target/debug)")
     trace = str(REPO / "tests" / "scenarios" / "guardrails-coding-session" / "session.jsonl")
@@ -50,3 +62,10 @@ def test_the_python_replay_prints_what_warden_replay_prints():
     ).stdout
     assert ours == theirs
     assert '"decision":"deny"' in ours
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(BAD_LINES)
+    ours = run(str(EXAMPLES / "replay.py"), str(bad))
+    theirs = subprocess.run([cli, "replay", str(bad)], cwd=REPO, capture_output=True, text=True).stdout
+    assert ours == theirs
+    assert ours.count('"error"') == 5 and "token-budget-warning" in ours

@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa
 from langchain_core.tools import ToolException, tool  # noqa: E402
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.types import Command  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
 
 import warden  # noqa: E402
 from warden import Hook  # noqa: E402
@@ -155,6 +156,12 @@ def test_ask_interrupts_as_langchains_human_in_the_loop_does():
     assert question.value["rule"] == "guardrails/ask-write-outside-project"
     assert tools.calls == []
     calls_before = middleware.session("t-ask").facts["history"]["counts"]["tool_calls"]
+
+    # An answer that is none of approve, edit, reject is refused as LangChain's own
+    # human-in-the-loop refuses it, and the question stands.
+    with pytest.raises(ValidationError, match="ApproveDecision"):
+        agent.invoke(Command(resume={"type": "approve_all"}), config)
+    assert tools.calls == []
 
     done = agent.invoke(Command(resume={"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "/etc/hosts", "content": "edited"}}}), config)
     assert tools.calls == [("write_file", {"path": "/etc/hosts", "content": "edited"})]

@@ -172,6 +172,11 @@ class Session:
         it is in :attr:`Outcome.errors`, and the other rules ran. The GIL is released while the
         tick runs.
         """
+    def tick_json(self, line: str | bytes) -> Outcome:
+        """Handles one line of a session trace: JSON text holding the ``hook`` and the event's
+        fields, as ``warden replay`` reads it. The engine reads the JSON, so a host that has
+        the event as text builds no dict for it. Raises :class:`EventError` naming the field
+        when the line is not an event."""
     def atick(self, hook: Hook | str, event: Event | None = None) -> Awaitable[Outcome]:
         """:meth:`tick` for asyncio: it runs the tick on a worker thread
         (``asyncio.to_thread``), so the event loop goes on meanwhile. Await each tick of a

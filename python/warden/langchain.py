@@ -83,6 +83,13 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
+try:
+    # How LangChain's own human-in-the-loop middleware checks a person's answer (and publishes
+    # its schema to clients); the [langchain] extra pins the version it is read from.
+    from langchain.agents.middleware.human_in_the_loop import _decision_schema
+except ImportError:  # pragma: no cover - another LangChain version
+    _decision_schema = None
+
 from ._enums import Hook, ProceedKind
 from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
 from ._render import render_notifications
@@ -109,6 +116,13 @@ class _Ask:
 
     value: dict[str, Any]
     input: dict[str, Any] | None
+
+    def question(self, request: ToolCallRequest) -> Any:
+        """Interrupts the run with the question; the person's answer, once resumed."""
+        if _decision_schema is None:
+            return interrupt(self.value)
+        schema = _decision_schema(["approve", "edit", "reject"], request.tool_call["name"], request.tool)
+        return interrupt(self.value, response_schema=schema)
 
 
 @dataclass
@@ -535,7 +549,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         conv = self._conversation()
         gate = self._gate(conv, request)
         if isinstance(gate, _Ask):
-            gate = self._answer(conv, request, gate, interrupt(gate.value))
+            gate = self._answer(conv, request, gate, gate.question(request))
         if isinstance(gate, ToolMessage):
             return gate
         try:
@@ -555,7 +569,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         conv = self._conversation()
         gate = await asyncio.to_thread(self._gate, conv, request)
         if isinstance(gate, _Ask):
-            answer = interrupt(gate.value)
+            answer = gate.question(request)
             gate = await asyncio.to_thread(self._answer, conv, request, gate, answer)
         if isinstance(gate, ToolMessage):
             return gate

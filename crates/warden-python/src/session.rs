@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use warden_core::{Event, Hook, Session, SessionOptions, Warden};
 
 use crate::convert::{describe, dict_to_map, to_py};
@@ -82,6 +82,37 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
     Event::from_json(map).map_err(|e| event_error(py, &e.field, e.message))
 }
 
+/// Reads a trace line: its hook and its event, or the field that is wrong and why.
+fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
+    let value: serde_json::Value = serde_json::from_slice(text)
+        .map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
+    let serde_json::Value::Object(mut map) = value else {
+        return Err((String::new(), "each event must be a JSON object".into()));
+    };
+    let hook = match map.remove("hook") {
+        Some(serde_json::Value::String(h)) => match Hook::from_str(&h) {
+            Ok(h) if h.is_reported() => h,
+            Ok(h) => {
+                return Err((
+                    "hook".into(),
+                    format!("`{h}` is Warden's own hook: an agent loop does not report it"),
+                ));
+            }
+            Err(e) => return Err(("hook".into(), e.to_string())),
+        },
+        Some(_) => {
+            return Err((
+                "hook".into(),
+                "`hook` must be a string such as \"on_turn_start\"".into(),
+            ));
+        }
+        None => return Err(("hook".into(), "the line has no `hook`".into())),
+    };
+    Event::from_json(map)
+        .map(|event| (hook, event))
+        .map_err(|e| (e.field, e.message))
+}
+
 #[pymethods]
 impl PySession {
     /// Handles one hook: `hook` is its name (`"on_tool_call"`, or a `Hook`), `event` what
@@ -101,6 +132,30 @@ impl PySession {
         let event = read_event(py, event)?;
         let outcome = py.detach(|| self.lock().tick(hook, event));
         Ok(PyOutcome(outcome))
+    }
+
+    /// Handles one line of a session trace: JSON text (`str` or `bytes`) holding the `hook`
+    /// and the event's fields, as `warden replay` reads it. The JSON is read by the engine, so
+    /// a host that has the event as text (from a file, a socket, another process) does not
+    /// build a dict for it. Raises `EventError` naming the field when the line is not an
+    /// event.
+    fn tick_json(&self, py: Python<'_>, line: &Bound<'_, PyAny>) -> PyResult<PyOutcome> {
+        let text: &[u8] = if let Ok(s) = line.cast::<PyString>() {
+            s.to_str()?.as_bytes()
+        } else if let Ok(b) = line.cast::<PyBytes>() {
+            b.as_bytes()
+        } else {
+            return Err(event_error(
+                py,
+                "",
+                format!("a trace line must be str or bytes, not {}", describe(line)),
+            ));
+        };
+        let ticked =
+            py.detach(|| read_line(text).map(|(hook, event)| self.lock().tick(hook, event)));
+        ticked
+            .map(PyOutcome)
+            .map_err(|(field, message)| event_error(py, &field, message))
     }
 
     /// `tick` for asyncio: awaitable, it runs the tick on a worker thread

@@ -35,34 +35,55 @@ pub(crate) fn describe(v: &Bound<'_, PyAny>) -> String {
     format!("{article} {name}")
 }
 
-fn child(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
+/// Where a value is, written out only when something is wrong with it: building the dotted
+/// path of every value read would cost an allocation per key.
+#[derive(Clone, Copy)]
+pub(crate) enum At<'a> {
+    /// The value itself (the event, for a tick).
+    Root,
+    /// A field of an object.
+    Key(&'a At<'a>, &'a str),
+    /// An item of a list.
+    Index(&'a At<'a>, usize),
+}
+
+impl At<'_> {
+    /// The dotted path: `tool.arguments.ids[1]`, or `""` for the root.
+    pub(crate) fn path(&self) -> String {
+        match self {
+            At::Root => String::new(),
+            At::Key(parent, key) => match parent.path() {
+                p if p.is_empty() => (*key).to_string(),
+                p => format!("{p}.{key}"),
+            },
+            At::Index(parent, i) => format!("{}[{i}]", parent.path()),
+        }
     }
 }
 
 /// Reads a Python value as JSON: `None`, `bool`, `int`, `float`, `str`, and dicts (string keys)
-/// and lists or tuples of those. `path` names the value in errors.
-pub(crate) fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> Result<Value, NotJson> {
-    let fail = |message: String| NotJson {
-        field: path.to_string(),
-        message,
+/// and lists or tuples of those. `at` names the value in errors.
+pub(crate) fn to_json(v: &Bound<'_, PyAny>, at: &At<'_>, depth: usize) -> Result<Value, NotJson> {
+    let fail = |message: &dyn Fn(&str) -> String| {
+        let field = at.path();
+        NotJson {
+            message: message(&field),
+            field,
+        }
     };
     if depth > MAX_DEPTH {
-        return Err(fail(format!(
-            "`{path}` nests more than {MAX_DEPTH} levels deep (does it contain itself?)"
-        )));
+        return Err(fail(&|p| {
+            format!("`{p}` nests more than {MAX_DEPTH} levels deep (does it contain itself?)")
+        }));
     }
     if let Ok(s) = v.cast::<PyString>() {
         return s
             .to_str()
             .map(|s| Value::String(s.to_string()))
-            .map_err(|_| fail(format!("`{path}` is not valid Unicode text")));
+            .map_err(|_| fail(&|p| format!("`{p}` is not valid Unicode text")));
     }
     if let Ok(d) = v.cast::<PyDict>() {
-        return dict_to_json(d, path, depth);
+        return dict_to_map(d, at, depth).map(Value::Object);
     }
     if v.is_none() {
         return Ok(Value::Null);
@@ -78,21 +99,21 @@ pub(crate) fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> Result<
         if let Ok(u) = v.extract::<u64>() {
             return Ok(Value::Number(u.into()));
         }
-        return Err(fail(format!(
-            "`{path}` is an integer too large for JSON (at most 64 bits)"
-        )));
+        return Err(fail(&|p| {
+            format!("`{p}` is an integer too large for JSON (at most 64 bits)")
+        }));
     }
     if let Ok(f) = v.cast::<PyFloat>() {
         let x = f.value();
         return Number::from_f64(x)
             .map(Value::Number)
-            .ok_or_else(|| fail(format!("`{path}` must be a finite number, not {x}")));
+            .ok_or_else(|| fail(&|p| format!("`{p}` must be a finite number, not {x}")));
     }
     if let Ok(l) = v.cast::<PyList>() {
         return l
             .iter()
             .enumerate()
-            .map(|(i, item)| to_json(&item, &format!("{path}[{i}]"), depth + 1))
+            .map(|(i, item)| to_json(&item, &At::Index(at, i), depth + 1))
             .collect::<Result<_, _>>()
             .map(Value::Array);
     }
@@ -100,60 +121,45 @@ pub(crate) fn to_json(v: &Bound<'_, PyAny>, path: &str, depth: usize) -> Result<
         return t
             .iter()
             .enumerate()
-            .map(|(i, item)| to_json(&item, &format!("{path}[{i}]"), depth + 1))
+            .map(|(i, item)| to_json(&item, &At::Index(at, i), depth + 1))
             .collect::<Result<_, _>>()
             .map(Value::Array);
     }
     if let Ok(m) = v.cast::<PyMapping>() {
+        let unreadable = |e: PyErr| fail(&|p| format!("`{p}` could not be read: {e}"));
         let d = PyDict::new(v.py());
-        let items = m
-            .items()
-            .map_err(|e| fail(format!("`{path}` could not be read: {e}")))?;
-        for item in items.iter() {
-            let (k, x): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item
-                .extract()
-                .map_err(|e| fail(format!("`{path}` could not be read: {e}")))?;
-            d.set_item(k, x)
-                .map_err(|e| fail(format!("`{path}` could not be read: {e}")))?;
+        for item in m.items().map_err(unreadable)?.iter() {
+            let (k, x): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+                item.extract().map_err(unreadable)?;
+            d.set_item(k, x).map_err(unreadable)?;
         }
-        return dict_to_json(&d, path, depth);
+        return dict_to_map(&d, at, depth).map(Value::Object);
     }
-    Err(fail(format!(
-        "`{path}` must be JSON-like (a dict, list, str, int, float, bool or None), not {}",
-        describe(v)
-    )))
+    let kind = describe(v);
+    Err(fail(&|p| {
+        format!("`{p}` must be JSON-like (a dict, list, str, int, float, bool or None), not {kind}")
+    }))
 }
 
-/// Reads a dict as a JSON object; every key must be a string.
-pub(crate) fn dict_to_json(
-    d: &Bound<'_, PyDict>,
-    path: &str,
-    depth: usize,
-) -> Result<Value, NotJson> {
-    dict_to_map(d, path, depth).map(Value::Object)
-}
-
-/// Reads a dict as a JSON object's fields.
+/// Reads a dict as a JSON object's fields; every key must be a string.
 pub(crate) fn dict_to_map(
     d: &Bound<'_, PyDict>,
-    path: &str,
+    at: &At<'_>,
     depth: usize,
 ) -> Result<Map<String, Value>, NotJson> {
     let mut map = Map::with_capacity(d.len());
     for (k, x) in d.iter() {
-        let Ok(key) = k.cast::<PyString>() else {
+        let key = k.cast::<PyString>().ok().and_then(|k| k.to_str().ok());
+        let Some(key) = key else {
+            let path = at.path();
             let shown = k.repr().map_or_else(|_| "?".to_string(), |r| r.to_string());
-            let at = if path.is_empty() { "the event" } else { path };
+            let of = if path.is_empty() { "the event" } else { &path };
             return Err(NotJson {
-                field: path.to_string(),
-                message: format!("the keys of `{at}` must be strings, not {shown}"),
+                message: format!("the keys of `{of}` must be strings (valid Unicode), not {shown}"),
+                field: path,
             });
         };
-        let key = key.to_str().map_err(|_| NotJson {
-            field: path.to_string(),
-            message: format!("a key of `{path}` is not valid Unicode text"),
-        })?;
-        let value = to_json(&x, &child(path, key), depth + 1)?;
+        let value = to_json(&x, &At::Key(at, key), depth + 1)?;
         map.insert(key.to_string(), value);
     }
     Ok(map)

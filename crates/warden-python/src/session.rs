@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use warden_core::{Event, Hook, Session, SessionOptions, Warden};
 
-use crate::convert::{describe, dict_to_map, to_py};
+use crate::convert::{At, describe, dict_to_map, to_py};
 use crate::errors::event_error;
 use crate::outcome::{PyNotification, PyOutcome};
 
@@ -78,7 +78,7 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
             ),
         ));
     };
-    let map = dict_to_map(dict, "", 0).map_err(|e| event_error(py, &e.field, e.message))?;
+    let map = dict_to_map(dict, &At::Root, 0).map_err(|e| event_error(py, &e.field, e.message))?;
     Event::from_json(map).map_err(|e| event_error(py, &e.field, e.message))
 }
 

@@ -371,3 +371,139 @@ fn every_link_between_chapters_reaches_its_page_and_heading() {
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The lines of `actual` match `expected`, where a line `...` of `expected` stands for any
+/// number of lines (trailing spaces do not count).
+fn matches(expected: &[&str], actual: &[&str]) -> bool {
+    match expected.split_first() {
+        None => actual.is_empty(),
+        Some((&"...", rest)) => (0..=actual.len()).any(|skip| matches(rest, &actual[skip..])),
+        Some((line, rest)) => actual
+            .split_first()
+            .is_some_and(|(a, more)| a.trim_end() == line.trim_end() && matches(rest, more)),
+    }
+}
+
+/// Plays a chapter in `dir`, in order: a block fenced ```LANG,file=PATH is written to PATH
+/// (a later block of the same file replaces it; a block that is an `{{#include FILE}}`, the
+/// file), and each `$ COMMAND` line of a ```text block
+/// for which `runs` holds is run by `sh` in `dir`, with the `warden` under test first on the
+/// PATH (`cargo run -q --` stands for it too). The lines after a command, up to the next
+/// `$ `, are what it prints: standard error and standard output into one pipe, in the order
+/// written. Returns the commands whose output differs, with both outputs.
+fn play(chapter: &str, dir: &Path, runs: &dyn Fn(&str) -> bool) -> (usize, Vec<String>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("book/src")
+        .join(chapter);
+    let text = fs::read_to_string(&path).unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_warden")).parent().unwrap();
+    let search = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (mut ran, mut failures) = (0, Vec::new());
+    for (info, body, line) in blocks(&text) {
+        if let Some(file) = info.split(',').find_map(|a| a.trim().strip_prefix("file=")) {
+            // A block that includes a file of the book's sources is that file.
+            let body = match body
+                .trim()
+                .strip_prefix("{{#include ")
+                .and_then(|r| r.strip_suffix("}}"))
+            {
+                Some(included) => {
+                    fs::read_to_string(path.parent().unwrap().join(included.trim())).unwrap()
+                }
+                None => body,
+            };
+            let target = dir.join(file);
+            fs::create_dir_all(target.parent().unwrap()).unwrap();
+            fs::write(target, &body).unwrap();
+            continue;
+        }
+        if info != "text" || !body.starts_with("$ ") {
+            continue;
+        }
+        let mut commands: Vec<(&str, Vec<&str>)> = Vec::new();
+        for l in body.lines() {
+            match l.strip_prefix("$ ") {
+                Some(c) => commands.push((c, Vec::new())),
+                None => commands.last_mut().unwrap().1.push(l),
+            }
+        }
+        for (command, mut expected) in commands {
+            if !runs(command) {
+                continue;
+            }
+            while expected.last().is_some_and(|l| l.trim().is_empty()) {
+                expected.pop();
+            }
+            let command = command.replace("cargo run -q -- ", "warden ");
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("{{ {command} ; }} 2>&1"))
+                .current_dir(dir)
+                .env("PATH", &search)
+                .env("NO_COLOR", "1")
+                .env_remove("WARDEN_CONFIG")
+                .env_remove("WARDEN_LOG")
+                .output()
+                .unwrap();
+            ran += 1;
+            let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+            let mut actual: Vec<&str> = printed.lines().collect();
+            while actual.last().is_some_and(|l| l.trim().is_empty()) {
+                actual.pop();
+            }
+            if !matches(&expected, &actual) {
+                failures.push(format!(
+                    "{chapter}:{line}: `$ {command}` prints\n{}\n--- where the book says\n{}",
+                    actual.join("\n"),
+                    expected.join("\n")
+                ));
+            }
+        }
+    }
+    (ran, failures)
+}
+
+#[test]
+fn the_first_rule_chapter_runs_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ran, failures) = play("first-rule.md", dir.path(), &|_| true);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(ran >= 7, "only {ran} commands in the first-rule chapter");
+    // Every command it shows was run, and the files it saved are the ones the test loaded.
+    assert!(dir.path().join("my-rules/empty-search.test.toml").is_file());
+}
+
+#[test]
+fn the_plugin_tutorial_runs_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ran, failures) = play("plugins/tutorial.md", dir.path(), &|_| true);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    assert!(ran >= 14, "only {ran} commands in the plugin tutorial");
+}
+
+#[test]
+fn the_introduction_the_command_reference_and_the_traces_chapter_print_what_they_quote() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (ran, mut failures) = play("introduction.md", root, &|_| true);
+    assert!(ran >= 2, "only {ran} commands in the introduction");
+    let (help, more) = play("reference/cli.md", root, &|c| c == "warden --help");
+    assert_eq!(help, 1, "the reference quotes `warden --help`");
+    failures.extend(more);
+    let scratch = tempfile::tempdir().unwrap();
+    let (ran, more) = play("reference/cli.md", scratch.path(), &|c| {
+        c.starts_with("warden new")
+    });
+    assert_eq!(ran, 1, "the reference shows `warden new`");
+    failures.extend(more);
+    // Of the traces chapter, the commands that need no file of another chapter.
+    let (ran, more) = play("traces.md", root, &|c| {
+        c.starts_with("printf") || c.contains("--format text")
+    });
+    assert_eq!(ran, 2, "the pipe and the text of the traces chapter");
+    failures.extend(more);
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}

@@ -1,20 +1,232 @@
-//! `warden test`, `warden log` and `warden enrich`: rule tests, the execution log, and what
-//! knowledge enrichment makes of a query.
+//! `warden check`, `warden test`, `warden log` and `warden enrich`: checking rule files, rule
+//! tests, the execution log, and what knowledge enrichment makes of a query.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use warden_core::{Config, ExecutionFilter};
+use warden_core::{Config, ExecutionFilter, MANIFEST_FILE};
+use warden_load::CONFIG_FILE;
 use warden_testing::{
     BUILTIN_TESTS, TEST_SUFFIX, TestReport, discover_test_files, read_test_files, run_tests,
 };
 
+use crate::folders::{folder_of, is_plugins_folder, plugin_of};
 use crate::setup::{build, open_store};
-use crate::{json_out, render_diagnostics};
+use crate::{diagnostic_json, json_out, plural, render_diagnostics};
+
+/// What `warden check PATH` loads for a path: a rule folder or file, or a folder of plugins.
+enum Checked {
+    Rules(PathBuf),
+    Plugins(PathBuf),
+}
+
+fn what_to_check(p: &Path) -> Result<Checked, String> {
+    if p.is_dir() {
+        if is_plugins_folder(p) {
+            return Ok(Checked::Plugins(p.to_path_buf()));
+        }
+        // A folder inside a plugin (its `rules/`) is checked with the plugin, whose
+        // manifest declares the settings its rules read.
+        return Ok(match plugin_of(p) {
+            Some(plugin) if !p.join(MANIFEST_FILE).is_file() => {
+                eprintln!(
+                    "{} is inside the plugin in {}: checking the plugin",
+                    p.display(),
+                    plugin.display()
+                );
+                Checked::Rules(plugin)
+            }
+            _ => Checked::Rules(p.to_path_buf()),
+        });
+    }
+    if !p.exists() {
+        // The loader says it cannot be read, with the path.
+        return Ok(Checked::Rules(p.to_path_buf()));
+    }
+    let name = p
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    if name.ends_with(TEST_SUFFIX) {
+        return Err(format!(
+            "{} holds rule tests, not a rule: run them with `warden test {}`",
+            p.display(),
+            p.display()
+        ));
+    }
+    if name == CONFIG_FILE {
+        return Err(format!(
+            "{} is a configuration file: `warden check` without a path checks what it loads",
+            p.display()
+        ));
+    }
+    if !name.ends_with(".toml") {
+        return Err(format!(
+            "{} is not a rule file: rule and behavior files end in `.toml`",
+            p.display()
+        ));
+    }
+    // A manifest, or a rule of a plugin, is checked with its plugin: a plugin's rules read its
+    // settings, which only its manifest declares.
+    if let Some(plugin) = plugin_of(folder_of(p)) {
+        if name != MANIFEST_FILE {
+            eprintln!(
+                "{} is a rule of the plugin in {}: checking the plugin",
+                p.display(),
+                plugin.display()
+            );
+        }
+        return Ok(Checked::Rules(plugin));
+    }
+    Ok(Checked::Rules(p.to_path_buf()))
+}
+
+/// `warden check`: loads the paths (or the configured folders) and prints every diagnostic and
+/// a summary.
+pub(crate) fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
+    let mut config = config.clone();
+    if !paths.is_empty() {
+        config.builtin = false;
+        config.rules.clear();
+        config.plugins.clear();
+        for p in paths {
+            match what_to_check(p)? {
+                Checked::Rules(p) => config.rules.push(p),
+                Checked::Plugins(p) => config.plugins.push(p),
+            }
+        }
+    }
+    // Checking plugins away from their host: load them whatever they require, unless the
+    // capabilities were named.
+    let any = config.capabilities.is_empty();
+    let warden = build(&config, true, any)?;
+    let program = warden.program();
+    // The rules' problems, and the knowledge sources' when enrichment is configured.
+    let diagnostics = warden.diagnostics();
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    // A file's problems past the first 100 are one summary diagnostic: count what it stands for.
+    let (mut error_count, mut warning_count) = (0, 0);
+    for d in &diagnostics {
+        if d.omitted() > 0 {
+            error_count += d.omitted_errors();
+            warning_count += d.omitted() - d.omitted_errors();
+        } else if d.is_error() {
+            error_count += 1;
+        } else {
+            warning_count += 1;
+        }
+    }
+    if json {
+        let items: Vec<serde_json::Value> = diagnostics.iter().map(diagnostic_json).collect();
+        json_out(&items)?;
+    } else {
+        eprint!("{}", render_diagnostics(&diagnostics));
+        let loaded = program.rules().count();
+        let plugins = program
+            .plugins()
+            .iter()
+            .filter(|p| p.skipped.is_none())
+            .count();
+        println!(
+            "{loaded} rule{} loaded ({} active), {plugins} plugin{}, {error_count} error{}, {} warning{}",
+            plural(loaded),
+            program.active_rules(),
+            plural(plugins),
+            plural(error_count),
+            warning_count,
+            plural(warning_count),
+        );
+    }
+    Ok(if errors > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Whether `folder` is loaded by `config`: named in it, or inside a folder it names.
+fn is_loaded(config: &Config, folder: &Path) -> bool {
+    let Ok(folder) = std::fs::canonicalize(folder) else {
+        return false;
+    };
+    config
+        .rules
+        .iter()
+        .chain(&config.plugins)
+        .any(|c| std::fs::canonicalize(c).is_ok_and(|c| folder == c || folder.parent() == Some(&c)))
+}
+
+/// The rules the tests at `paths` sit beside, when they are not loaded: the plugin a test
+/// file is in, the folder of plugins, or the rule folder. (The folder of the tests is where
+/// their rules are: a rule folder, a plugin, or a folder of plugins.)
+fn homes_of_tests(config: &Config, paths: &[PathBuf]) -> Vec<Checked> {
+    let mut homes = Vec::new();
+    for p in paths {
+        let dir = if p.is_dir() {
+            p.as_path()
+        } else {
+            folder_of(p)
+        };
+        let home = if let Some(plugin) = plugin_of(dir) {
+            Checked::Rules(plugin)
+        } else if is_plugins_folder(dir) {
+            Checked::Plugins(dir.to_path_buf())
+        } else if has_rule_files(dir) {
+            Checked::Rules(dir.to_path_buf())
+        } else {
+            continue;
+        };
+        let (Checked::Rules(h) | Checked::Plugins(h)) = &home;
+        let named = homes.iter().any(|x: &Checked| {
+            let (Checked::Rules(x) | Checked::Plugins(x)) = x;
+            x == h
+        });
+        if !named && !is_loaded(config, h) {
+            homes.push(home);
+        }
+    }
+    homes
+}
+
+/// Whether `dir` holds rule files (a `*.toml` that is not a test, a manifest or a
+/// configuration file).
+fn has_rule_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.ends_with(".toml")
+                && !name.ends_with(TEST_SUFFIX)
+                && name != MANIFEST_FILE
+                && name != CONFIG_FILE
+                && !name.starts_with('.')
+                && e.path().is_file()
+        })
+    })
+}
 
 /// Runs rule tests: the files or folders given, or else the tests beside every configured
-/// rule and plugin folder (and the built-in rules' tests, when they are loaded).
-pub(crate) fn test(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
+/// rule and plugin folder (and the built-in rules' tests, when they are loaded). Tests given
+/// by path run against the rules they sit beside, loaded if the configuration does not load
+/// them; as with `--rules`, the built-in rules are then left out unless the configuration or
+/// `--builtin` asks for them (`builtin_by_default`: only the default had them in).
+pub(crate) fn test(
+    config: &Config,
+    builtin_by_default: bool,
+    paths: &[PathBuf],
+    json: bool,
+) -> Result<ExitCode, String> {
+    let mut config = config.clone();
+    let homes = homes_of_tests(&config, paths);
+    if !homes.is_empty() && builtin_by_default {
+        config.builtin = false;
+    }
+    for home in homes {
+        match home {
+            Checked::Rules(p) => config.rules.push(p),
+            Checked::Plugins(p) => config.plugins.push(p),
+        }
+    }
+    let config = &config;
     let mut files: Vec<(PathBuf, String)> = Vec::new();
     // Files named like tests that cannot be read as one (a pipe, a link out of its folder, too
     // large): reported with the results, and the run fails.

@@ -3,17 +3,23 @@
 //! demo session and the benchmark. It only wires: every behavior lives in `warden-core`.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use miette::{GraphicalReportHandler, GraphicalTheme};
-use warden_core::trace::{explain_lines, node_lines, outcome_lines, read_trace};
-use warden_core::{Config, Diagnostic, Hook, MANIFEST_FILE, SessionOptions, Warden};
+use warden_core::{Config, Diagnostic, Hook, Warden};
 
 mod check;
 mod demo;
+mod folders;
+mod hook;
 mod manage;
+mod narrate;
+mod new;
+mod replay;
+mod sessions;
 mod setup;
 
 use setup::{Setup, build};
@@ -26,15 +32,41 @@ pub const DEMO_TRACE: &str = include_str!("../../../examples/traces/research-ses
 struct Cli {
     #[command(flatten)]
     setup: Setup,
+    /// Colour diagnostics: `auto` (on a terminal, unless NO_COLOR is set), `always` or `never`.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Color::Auto, global = true)]
+    color: Color,
     #[command(subcommand)]
     command: Command,
 }
 
+/// When to colour what is printed for a person.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Color {
+    // (Plain comments: doc comments here would make `--help` print its long form.)
+    // When standard error is a terminal and `NO_COLOR` is not set.
+    Auto,
+    // Always, even into a pipe or with `NO_COLOR` set.
+    Always,
+    Never,
+}
+
+/// Whether diagnostics and log lines on standard error are coloured (set once, from --color).
+static COLOR: OnceLock<bool> = OnceLock::new();
+
+fn colored() -> bool {
+    *COLOR.get_or_init(auto_color)
+}
+
+fn auto_color() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Validate rule and plugin folders; exit non-zero if any has an error.
+    /// Validate rule files, rule folders and plugin folders; exit non-zero if any has an error.
     Check {
-        /// Rule folders, plugin folders or folders of plugins (the configured ones when none).
+        /// Rule or behavior files, rule folders, plugin folders or folders of plugins (the
+        /// configured ones when none).
         paths: Vec<PathBuf>,
         /// Print the diagnostics as JSON.
         #[arg(long)]
@@ -42,20 +74,7 @@ enum Command {
     },
     /// Replay a session trace (JSON Lines) and print what the supervisor did, one JSON line
     /// per applied action and per error.
-    Replay {
-        /// The trace: one event per line, `{"hook": "on_turn_start", ...}`.
-        trace: PathBuf,
-        /// Also print, for every event, why each rule did or did not fire.
-        #[arg(long)]
-        explain: bool,
-        /// Also print, for every event, each behavior node that ran and what it returned
-        /// (implies --explain).
-        #[arg(long = "trace")]
-        nodes: bool,
-        /// The session id (generated when absent).
-        #[arg(long)]
-        session: Option<String>,
-    },
+    Replay(replay::ReplayArgs),
     /// Print the compiled trees, per hook: rules in order, behaviors with their nodes.
     Tree {
         /// Only this hook.
@@ -78,6 +97,11 @@ enum Command {
         #[command(subcommand)]
         command: PluginsCommand,
     },
+    /// Write a new rule (with its test) or plugin (with its manifest, a rule and its tests).
+    New {
+        #[command(subcommand)]
+        what: new::New,
+    },
     /// Run rule tests (`*.test.toml` beside the rules).
     Test {
         /// Test files or folders (the tests of every configured folder when none).
@@ -92,13 +116,36 @@ enum Command {
     /// within the budget, and the `<reference_material>` section.
     Enrich(check::EnrichQuery),
     /// Watch the rule, plugin and script files and report each reload (until interrupted).
-    Watch,
+    Watch {
+        /// Print one JSON object per line: what is watched, then each reload.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a hook of an agent (`warden hook claude-code`: Claude Code's payload on stdin,
+    /// its answer on stdout).
+    Hook {
+        #[command(subcommand)]
+        target: hook::HookTarget,
+    },
+    /// Set up supervision of an agent (`warden init claude-code`).
+    Init {
+        #[command(subcommand)]
+        target: hook::InitTarget,
+    },
+    /// List, show or delete saved sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: sessions::SessionsCommand,
+    },
     /// Run a simulated research session supervised by the built-in rules, and show each hook,
     /// the rules that fired and the notifications.
     Demo {
         /// Replay this trace instead of the built-in one.
         #[arg(long)]
         trace: Option<PathBuf>,
+        /// Print the built-in session's trace (JSON Lines) instead of playing it.
+        #[arg(long, conflicts_with = "trace")]
+        print_trace: bool,
     },
     /// Measure a tick: 100 threshold rules against the same work written by hand, and the cost
     /// of a Lua script condition and of resuming a waiting script.
@@ -130,12 +177,33 @@ pub fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    init_logging();
     let cli = Cli::parse();
+    let color = match cli.color {
+        Color::Auto => auto_color(),
+        Color::Always => true,
+        Color::Never => false,
+    };
+    let _ = COLOR.set(color);
+    init_logging();
+    // A hook answers whatever happens, even when the configuration is broken.
+    let command = match cli.command {
+        Command::Hook { target } => return hook::run(cli.setup.config(), target),
+        Command::Init { target } => {
+            return match hook::init(target) {
+                Ok(code) => code,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(2)
+                }
+            };
+        }
+        other => other,
+    };
+    let builtin_by_default = cli.setup.builtin_by_default();
     let result = cli
         .setup
         .config()
-        .and_then(|config| run(&config, cli.command));
+        .and_then(|config| run(&config, builtin_by_default, command));
     match result {
         Ok(code) => code,
         Err(message) => {
@@ -145,15 +213,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
+fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<ExitCode, String> {
     match command {
-        Command::Check { paths, json } => check(config, &paths, json),
-        Command::Replay {
-            trace,
-            explain,
-            nodes,
-            session,
-        } => replay(config, &trace, explain || nodes, nodes, session),
+        Command::Check { paths, json } => check::check(config, &paths, json),
+        Command::Replay(args) => replay::run(config, &args),
         Command::Tree {
             hook,
             mode,
@@ -163,12 +226,22 @@ fn run(config: &Config, command: Command) -> Result<ExitCode, String> {
         Command::Plugins {
             command: PluginsCommand::List { json },
         } => manage::plugins(config, json),
-        Command::Test { paths, json } => check::test(config, &paths, json),
+        Command::New { what } => new::run(&what),
+        Command::Test { paths, json } => check::test(config, builtin_by_default, &paths, json),
         Command::Log(q) => check::log(config, &q),
         Command::Enrich(q) => check::enrich(config, &q),
-        Command::Watch => watch(config),
-        Command::Demo { trace } => demo::run(trace.as_deref(), config),
+        Command::Watch { json } => watch(config, json),
+        Command::Demo { trace, print_trace } => {
+            if print_trace {
+                print!("{DEMO_TRACE}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            demo::run(trace.as_deref(), config)
+        }
         Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
+        Command::Sessions { command } => sessions::run(config, command),
+        // Answered before the configuration is read (see `main`).
+        Command::Hook { .. } | Command::Init { .. } => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -180,7 +253,7 @@ fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(colored())
         .try_init();
 }
 
@@ -195,7 +268,7 @@ pub(crate) fn json_out<T: serde::Serialize + ?Sized>(value: &T) -> Result<(), St
 
 /// Renders diagnostics for a person: the offending line, underlined, with the suggestion.
 pub fn render_diagnostics(diagnostics: &[Diagnostic]) -> String {
-    let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
+    let theme = if colored() {
         GraphicalTheme::unicode()
     } else {
         GraphicalTheme::unicode_nocolor()
@@ -233,152 +306,8 @@ fn load(config: &Config, memory: bool) -> Result<Warden, String> {
     Ok(warden)
 }
 
-/// Whether `dir` is a folder of plugins: no rule files of its own, and a folder with a
-/// manifest in it.
-fn is_plugins_folder(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    // A folder that is itself a plugin is not a folder of plugins; loose rule files beside
-    // plugin folders are reported by the loader.
-    !dir.join(MANIFEST_FILE).is_file()
-        && entries
-            .filter_map(Result::ok)
-            .any(|e| e.path().join(MANIFEST_FILE).is_file())
-}
-
-fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<ExitCode, String> {
-    let mut config = config.clone();
-    if !paths.is_empty() {
-        config.builtin = false;
-        config.rules.clear();
-        config.plugins.clear();
-        for p in paths {
-            if is_plugins_folder(p) {
-                config.plugins.push(p.clone());
-            } else {
-                config.rules.push(p.clone());
-            }
-        }
-    }
-    // Checking plugins away from their host: load them whatever they require, unless the
-    // capabilities were named.
-    let any = config.capabilities.is_empty();
-    let warden = build(&config, true, any)?;
-    let program = warden.program();
-    // The rules' problems, and the knowledge sources' when enrichment is configured.
-    let diagnostics = warden.diagnostics();
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-    // A file's problems past the first 100 are one summary diagnostic: count what it stands for.
-    let (mut error_count, mut warning_count) = (0, 0);
-    for d in &diagnostics {
-        if d.omitted() > 0 {
-            error_count += d.omitted_errors();
-            warning_count += d.omitted() - d.omitted_errors();
-        } else if d.is_error() {
-            error_count += 1;
-        } else {
-            warning_count += 1;
-        }
-    }
-    if json {
-        let items: Vec<serde_json::Value> = diagnostics
-            .iter()
-            .map(|d| {
-                serde_json::json!({
-                    "severity": if d.is_error() { "error" } else { "warning" },
-                    "file": d.path().display().to_string(),
-                    "line": d.line(),
-                    "column": d.location().map(|(_, c)| c),
-                    "field": d.field(),
-                    "message": d.message(),
-                    "help": d.help(),
-                })
-            })
-            .collect();
-        json_out(&items)?;
-    } else {
-        eprint!("{}", render_diagnostics(&diagnostics));
-        let loaded = program.rules().count();
-        let plugins = program
-            .plugins()
-            .iter()
-            .filter(|p| p.skipped.is_none())
-            .count();
-        println!(
-            "{loaded} rule{} loaded ({} active), {plugins} plugin{}, {error_count} error{}, {} warning{}",
-            plural(loaded),
-            program.active_rules(),
-            plural(plugins),
-            plural(error_count),
-            warning_count,
-            plural(warning_count),
-        );
-    }
-    Ok(if errors > 0 {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-fn plural(n: usize) -> &'static str {
+pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
-}
-
-fn replay(
-    config: &Config,
-    trace: &Path,
-    explain: bool,
-    nodes: bool,
-    session: Option<String>,
-) -> Result<ExitCode, String> {
-    // Read as it is replayed, a line at a time: a trace may be long, or a pipe.
-    let file =
-        std::fs::File::open(trace).map_err(|e| format!("cannot read {}: {e}", trace.display()))?;
-    let warden = load(config, false)?;
-    // The replay runs with every rule that loaded; still, it says that something was wrong.
-    let loaded = load_status(&warden);
-    let mut session = warden.session_with(SessionOptions {
-        id: session,
-        explain,
-        user: Some(config.user.clone()),
-        project: Some(config.project.clone()),
-    });
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut bad_lines = 0;
-    for (index, parsed) in read_trace(std::io::BufReader::new(file)) {
-        let lines = match parsed {
-            Ok(e) => {
-                let outcome = session.tick(e.hook, e.event);
-                let mut lines = if nodes {
-                    node_lines(index, &outcome)
-                } else {
-                    Vec::new()
-                };
-                if explain {
-                    lines.extend(explain_lines(index, &outcome));
-                }
-                lines.extend(outcome_lines(index, &outcome));
-                lines
-            }
-            Err(e) => {
-                bad_lines += 1;
-                vec![
-                    serde_json::json!({"event": index, "rule": null, "error": format!("{}: {e}", trace.display())}),
-                ]
-            }
-        };
-        for line in lines {
-            writeln!(out, "{line}").map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(if bad_lines > 0 {
-        ExitCode::FAILURE
-    } else {
-        loaded
-    })
 }
 
 fn tree(
@@ -430,23 +359,28 @@ fn tree(
     Ok(load_status(&warden))
 }
 
-fn watch(config: &Config) -> Result<ExitCode, String> {
-    let warden = load(config, false)?;
-    let program = warden.program();
-    let folders = warden.watched_folders();
-    println!(
-        "watching {} folder{} ({} rules loaded); edit a rule file to reload, Ctrl-C to stop",
-        folders.len(),
-        plural(folders.len()),
-        program.rules().count()
-    );
-    for f in &folders {
-        println!("  {}", f.display());
-    }
+fn watch(config: &Config, json: bool) -> Result<ExitCode, String> {
+    let warden = if json {
+        // The diagnostics are in the first JSON line instead.
+        build(config, false, false)?
+    } else {
+        load(config, false)?
+    };
     let w = warden.clone();
     let _watch = warden
         .watch_with(move |report| {
-            if report.applied {
+            if json {
+                // Every problem in the files as they are now, and which of them the change
+                // introduced (why it was not applied).
+                let line = serde_json::json!({
+                    "reloaded": report.applied,
+                    "generation": report.generation,
+                    "rules": w.program().rules().count(),
+                    "diagnostics": report.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
+                    "introduced": report.introduced.iter().map(diagnostic_json).collect::<Vec<_>>(),
+                });
+                println!("{line}");
+            } else if report.applied {
                 println!(
                     "reloaded: generation {}, {} rules",
                     report.generation,
@@ -467,9 +401,44 @@ fn watch(config: &Config) -> Result<ExitCode, String> {
             let _ = std::io::stdout().flush();
         })
         .map_err(|e| e.to_string())?;
+    // Said once the watcher is in place: an edit made after this line is seen.
+    let program = warden.program();
+    let folders = warden.watched_folders();
+    if json {
+        let line = serde_json::json!({
+            "watching": folders.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+            "rules": program.rules().count(),
+            "diagnostics": warden.diagnostics().iter().map(diagnostic_json).collect::<Vec<_>>(),
+        });
+        println!("{line}");
+    } else {
+        println!(
+            "watching {} folder{} ({} rules loaded); edit a rule file to reload, Ctrl-C to stop",
+            folders.len(),
+            plural(folders.len()),
+            program.rules().count()
+        );
+        for f in &folders {
+            println!("  {}", f.display());
+        }
+    }
+    let _ = std::io::stdout().flush();
     loop {
         std::thread::park();
     }
+}
+
+/// A diagnostic as `--json` prints it.
+pub(crate) fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
+    serde_json::json!({
+        "severity": if d.is_error() { "error" } else { "warning" },
+        "file": d.path().display().to_string(),
+        "line": d.line(),
+        "column": d.location().map(|(_, c)| c),
+        "field": d.field(),
+        "message": d.message(),
+        "help": d.help(),
+    })
 }
 
 fn run_bench(ticks: u32, rounds: u32) -> Result<ExitCode, String> {

@@ -265,6 +265,7 @@ fn rule_details(r: &RuleInfo, user: &str) -> String {
         let _ = writeln!(out, "  {}", r.description);
     }
     let _ = writeln!(out, "  plugin     {}", r.plugin);
+    let _ = writeln!(out, "  version    {}", r.version);
     let _ = writeln!(out, "  file       {}", r.file);
     let _ = writeln!(out, "  hook       {}", r.hook.name());
     let _ = writeln!(out, "  priority   {}", r.priority);
@@ -359,7 +360,15 @@ pub(crate) fn plugins(config: &Config, json: bool) -> Result<ExitCode, String> {
             println!("  requires  {}", p.requires.join(", "));
         }
         if !p.rules.is_empty() {
-            println!("  rules     {}", p.rules.join(", "));
+            let rules: Vec<String> = p
+                .rules
+                .iter()
+                .map(|r| match p.rule_versions.get(r) {
+                    Some(v) => format!("{r} {v}"),
+                    None => r.clone(),
+                })
+                .collect();
+            println!("  rules     {}", rules.join(", "));
         }
         for s in settings.iter().filter(|s| s.plugin == p.id) {
             println!("  setting   {}", setting_line(s));

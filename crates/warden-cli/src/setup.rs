@@ -49,17 +49,28 @@ pub(crate) struct Setup {
 }
 
 impl Setup {
-    /// The configuration: the file (if any), then the flags.
-    pub(crate) fn config(&self) -> Result<Config, String> {
-        let file = self
-            .config
+    /// The configuration file: --config, else $WARDEN_CONFIG, else ./warden.toml if any.
+    fn file(&self) -> Option<PathBuf> {
+        self.config
             .clone()
             .or_else(|| std::env::var_os("WARDEN_CONFIG").map(PathBuf::from))
             .or_else(|| {
                 Path::new(CONFIG_FILE)
                     .is_file()
                     .then(|| PathBuf::from(CONFIG_FILE))
-            });
+            })
+    }
+
+    /// Whether the built-in rules are in only by default: no configuration file, and neither
+    /// --builtin nor --rules nor --plugins given. A command that loads folders of its own
+    /// accord (`warden test DIR`) then leaves them out, as --rules would.
+    pub(crate) fn builtin_by_default(&self) -> bool {
+        !self.builtin && self.rules.is_empty() && self.plugins.is_empty() && self.file().is_none()
+    }
+
+    /// The configuration: the file (if any), then the flags.
+    pub(crate) fn config(&self) -> Result<Config, String> {
+        let file = self.file();
         let mut config = match &file {
             Some(path) => Config::load(path).map_err(|d| {
                 format!("the configuration has errors:\n{}", render_diagnostics(&d))

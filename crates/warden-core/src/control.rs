@@ -119,6 +119,8 @@ pub struct RuleInfo {
     pub name: String,
     /// What it does.
     pub description: String,
+    /// Its version (`version` in its file; 1.0.0 when it gives none).
+    pub version: String,
     /// The hook that evaluates it.
     pub hook: Hook,
     /// Higher fires first.
@@ -356,6 +358,7 @@ pub(crate) fn rule_info(
         plugin: d.plugin.to_string(),
         name: d.name.clone(),
         description: d.description.clone(),
+        version: d.version.clone(),
         hook: d.trigger,
         priority: d.priority,
         enabled: effective_enabled(d.core, d.enabled, choice),

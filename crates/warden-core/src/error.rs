@@ -19,6 +19,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A setting of the installation is wrong (`[render] template`...).
+    #[error("{0}")]
+    Config(String),
     /// `strict` was asked for and some rule did not load.
     #[error("{} rule file problem(s); the first: {}", .0.len(), .0.first().map(ToString::to_string).unwrap_or_default())]
     Rules(Vec<Diagnostic>),

@@ -45,6 +45,7 @@ mod knowledge;
 mod mode;
 mod outcome;
 mod program;
+mod render;
 mod rule;
 mod session;
 mod shared;
@@ -74,10 +75,12 @@ pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 // The definitions the engine's interface hands out or takes.
 pub use warden_load::{
-    Capabilities, ConditionDef, Config, DEFAULT_ID, Decision, DeliverAt, Hook, Loaded, LogLevel,
-    MANIFEST_FILE, ModeDef, ModeSource, PluginInfo, Priority, RuleDef, RuleSource, SettingDef,
-    SettingKind, SettingValue, UnknownHook, load,
+    Capabilities, ClaudeCodeConfig, ConditionDef, Config, DEFAULT_ID, Decision, DeliverAt, Hook,
+    Loaded, LogLevel, MANIFEST_FILE, ModeDef, ModeSource, PluginInfo, Priority, RuleDef,
+    RuleSource, SettingDef, SettingKind, SettingValue, UnknownHook, load,
 };
 pub use warden_lua::Limits as ScriptLimits;
-pub use warden_store::{ExecutionFilter, StateScope, Store};
+pub use warden_store::{
+    ExecutionFilter, ExecutionRecord, SessionSummary, StateScope, Store, StoreError,
+};
 pub use watch::{Watch, WatchError};

@@ -317,6 +317,10 @@ pub struct Outcome {
     /// Notifications due now: fired by this hook for now, or queued earlier for this point.
     /// Most urgent first. An agent loop injects these into the agent's context.
     pub inject: Vec<Notification>,
+    /// The notifications due now written as one block for the agent's context (each message
+    /// once, most urgent first, in few tokens; an operator's `[render] template` when set).
+    /// `None` when there is nothing to inject. Every host injects this same text.
+    pub rendered: Option<String>,
     /// Failures isolated to a rule. The other rules ran.
     pub errors: Vec<RuleError>,
     /// Scripts stopped at this tick before they finished.

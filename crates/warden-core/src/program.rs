@@ -171,6 +171,11 @@ impl Program {
                     .filter(|r| *r.plugin == *p.manifest.id)
                     .map(|r| r.id.clone())
                     .collect(),
+                rule_versions: loaded
+                    .iter()
+                    .filter(|r| *r.plugin == *p.manifest.id)
+                    .map(|r| (r.id.clone(), r.version.clone()))
+                    .collect(),
                 id: p.manifest.id,
                 name: p.manifest.name,
                 version: p.manifest.version,

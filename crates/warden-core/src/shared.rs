@@ -83,6 +83,8 @@ pub(crate) struct Shared {
     /// The store's `data_version` at that poll.
     pub(crate) data_version: AtomicI64,
     pub(crate) started: Instant,
+    /// How notifications are written into the agent's context.
+    pub(crate) renderer: crate::render::Renderer,
     /// Knowledge enrichment, when configured.
     pub(crate) knowledge_config: Option<KnowledgeConfig>,
     pub(crate) knowledge: RwLock<Arc<KnowledgeState>>,

@@ -64,6 +64,8 @@ pub struct WardenBuilder {
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
     journal_limit: Option<usize>,
+    render_template: Option<String>,
+    retention_days: Option<f64>,
     knowledge: Option<KnowledgeConfig>,
     modes: Option<warden_load::ModeSource>,
 }
@@ -93,6 +95,13 @@ impl WardenBuilder {
         if let Some(db) = &config.database {
             b = b.store(Store::open(db)?);
         }
+        if let Some(n) = config.journal_limit {
+            b = b.journal_limit(n);
+        }
+        if let Some(t) = &config.render_template {
+            b = b.render_template(t);
+        }
+        b.retention_days = config.retention_days;
         let defaults = warden_lua::Limits::default();
         Ok(b.execution_log_sample(config.log_sample)
             .script_limits(warden_lua::Limits {
@@ -234,6 +243,15 @@ impl WardenBuilder {
         self
     }
 
+    /// Writes the notifications due at a hook into the agent's context with this minijinja
+    /// template instead of Warden's own rendering ([`Outcome::rendered`]). It sees
+    /// `notifications`, most urgent first, each with `message`, `category`, `priority` and
+    /// `rule`. A template that does not compile stops [`WardenBuilder::build`].
+    pub fn render_template(mut self, template: impl Into<String>) -> Self {
+        self.render_template = Some(template.into());
+        self
+    }
+
     /// How many emitted events the bus buffers for a slow subscriber (default 1024).
     pub fn bus_capacity(mut self, capacity: usize) -> Self {
         self.bus_capacity = Some(capacity.max(1));
@@ -283,8 +301,25 @@ impl WardenBuilder {
                     .collect(),
             ));
         }
+        let renderer =
+            crate::render::Renderer::new(self.render_template.as_deref()).map_err(Error::Config)?;
+        if let Some(days) = self.retention_days {
+            let before = now_secs() - days * 86_400.0;
+            match store.prune_sessions(before) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    sessions = n,
+                    days,
+                    "saved sessions past their retention deleted"
+                ),
+                Err(e) => {
+                    tracing::warn!(error = %e, "saved sessions past their retention could not be deleted")
+                }
+            }
+        }
         Ok(Warden {
             shared: Arc::new(Shared {
+                renderer,
                 program: RwLock::new(Arc::new(program)),
                 store,
                 bus,
@@ -366,10 +401,17 @@ impl Warden {
 
     /// Deletes the saved sessions not touched for `days` days; how many.
     pub fn prune_sessions(&self, days: f64) -> Result<usize, Error> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64());
-        Ok(self.shared.store.prune_sessions(now - days * 86_400.0)?)
+        Ok(self
+            .shared
+            .store
+            .prune_sessions(now_secs() - days * 86_400.0)?)
+    }
+
+    /// Writes notifications as one block for the agent's context, as [`Outcome::rendered`]
+    /// does for one tick: for a host that answers an event with several ticks (Claude Code's
+    /// prompt is a query and a turn) and injects them together.
+    pub fn render(&self, notifications: &[crate::Notification]) -> Option<String> {
+        self.shared.renderer.render(notifications).0
     }
 
     /// Subscribes to the events rules emit with `emit_event`.
@@ -659,4 +701,11 @@ impl AsyncSession {
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
+}
+
+/// Seconds since the Unix epoch.
+fn now_secs() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }

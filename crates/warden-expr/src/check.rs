@@ -281,7 +281,21 @@ impl<'a> Checker<'a> {
                 .filter(|r| !r.hidden)
                 .map(|r| r.name.as_str())
                 .chain(self.vars.iter().map(|(n, _, _)| n.as_str()));
-            let help = closest(name, visible).map(|c| format!("did you mean `{c}`?"));
+            let help = closest(name, visible)
+                .map(|c| format!("did you mean `{c}`?"))
+                .or_else(|| {
+                    // A field written without its root (`error` for `event.error`).
+                    let paths = self.schema.paths();
+                    let fields: Vec<&str> = paths
+                        .iter()
+                        .map(|(p, _)| p.as_str())
+                        .filter(|p| p.split_once('.').is_some_and(|(_, rest)| rest == name))
+                        .collect();
+                    (!fields.is_empty()).then(|| {
+                        let ticked: Vec<String> = fields.iter().map(|f| format!("`{f}`")).collect();
+                        format!("did you mean {}?", ticked.join(" or "))
+                    })
+                });
             let roots: Vec<_> = self
                 .schema
                 .roots

@@ -429,6 +429,11 @@ fn unknown_fields_name_the_nearest_valid_one() {
     let e = compile_err("tool_complted('x')");
     assert_eq!(e.help(), Some("did you mean `tool_completed`?"));
 
+    // A field written without its root.
+    let e = compile_err("mode == 'research'");
+    assert_eq!(e.kind(), ErrorKind::UnknownName);
+    assert_eq!(e.help(), Some("did you mean `context.mode`?"));
+
     let e = compile_err("w_state.x == 1");
     assert_eq!(
         e.kind(),

@@ -23,6 +23,20 @@
 //! sources = "knowledge/sources.toml"   # knowledge enrichment (see warden-knowledge)
 //! root = "."                           # source paths are relative to this folder
 //! at_query_start = true                # enrich every query (else only `enrich_context`)
+//!
+//! [sessions]
+//! retention_days = 30                  # saved sessions untouched this long are deleted
+//! journal_limit = 100000               # most values a waiting script's replay record holds
+//!
+//! [render]
+//! template = "..."                     # how notifications are written into the agent's context
+//!
+//! [claude_code]
+//! allow = false                        # pass Warden's `allow` on as Claude Code's `allow`
+//! max_continues = 3                    # `continue` at Stop at most this many times in a row
+//! on_failure = "open"                  # or "closed": a broken Warden denies tool calls
+//! [claude_code.context_windows]        # tokens per model (added to the defaults)
+//! "claude-sonnet-4-5" = 200000
 //! ```
 //!
 //! Relative paths are relative to the file's folder.
@@ -51,7 +65,37 @@ pub const CONFIG_FIELDS: &[&str] = &[
     "scripts",
     "knowledge",
     "modes",
+    "sessions",
+    "render",
+    "claude_code",
 ];
+
+/// How `warden hook claude-code` answers Claude Code (`[claude_code]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaudeCodeConfig {
+    /// Pass Warden's `allow` on as Claude Code's `permissionDecision: "allow"`, which skips the
+    /// user's own permission prompt (off by default: Warden's allow then says nothing).
+    pub allow: bool,
+    /// Send an agent that wants to stop back to work (`continue`) at most this many times in a
+    /// row (Claude Code's `stop_hook_active`).
+    pub max_continues: u32,
+    /// When Warden itself fails (a broken configuration, a locked database, a bad payload):
+    /// let the agent go on with a warning (`false`, the default), or deny its tool calls.
+    pub fail_closed: bool,
+    /// Context windows in tokens, by model id, added to Warden's table of current models.
+    pub context_windows: Vec<(String, u64)>,
+}
+
+impl Default for ClaudeCodeConfig {
+    fn default() -> Self {
+        ClaudeCodeConfig {
+            allow: false,
+            max_continues: 3,
+            fail_closed: false,
+            context_windows: Vec::new(),
+        }
+    }
+}
 
 /// An installation's settings, from `warden.toml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,6 +128,15 @@ pub struct Config {
     pub knowledge_at_query_start: bool,
     /// Where the modes are (none: every rule is always active).
     pub modes: Option<ModeSource>,
+    /// Saved sessions untouched for this many days are deleted (never, when absent).
+    pub retention_days: Option<f64>,
+    /// Most values a waiting script's replay record holds (the engine's default when absent).
+    pub journal_limit: Option<usize>,
+    /// The template notifications are written into the agent's context with (Warden's own
+    /// when absent).
+    pub render_template: Option<String>,
+    /// How `warden hook claude-code` answers.
+    pub claude_code: ClaudeCodeConfig,
 }
 
 impl Default for Config {
@@ -103,6 +156,10 @@ impl Default for Config {
             knowledge: None,
             knowledge_at_query_start: true,
             modes: None,
+            retention_days: None,
+            journal_limit: None,
+            render_template: None,
+            claude_code: ClaudeCodeConfig::default(),
         }
     }
 }
@@ -231,6 +288,82 @@ impl Config {
                     ),
                 }
                 k.finish(&mut doc, &["sources", "root", "at_query_start"]);
+            }
+            if let Some(mut t) = top.table(&mut doc, "sessions") {
+                if let Some(raw) = t.raw("retention_days") {
+                    match to_json(raw.get_ref()).as_f64() {
+                        Some(x) if x > 0.0 && x <= 36_500.0 => config.retention_days = Some(x),
+                        _ => doc.error(
+                            raw.span(),
+                            "sessions.retention_days",
+                            "`retention_days` must be a number of days above 0 (at most 36500)",
+                            Some(
+                                "to keep sessions for a month, write `retention_days = 30`".into(),
+                            ),
+                        ),
+                    }
+                }
+                if let Some(at) = t.count(&mut doc, "journal_limit") {
+                    match usize::try_from(at.value) {
+                        Ok(n) if n >= 1 => config.journal_limit = Some(n),
+                        _ => doc.error(
+                            at.span,
+                            "sessions.journal_limit",
+                            "`journal_limit` must be at least 1",
+                            None,
+                        ),
+                    }
+                }
+                t.finish(&mut doc, &["retention_days", "journal_limit"]);
+            }
+            if let Some(mut t) = top.table(&mut doc, "render") {
+                if let Some(at) = t.string(&mut doc, "template") {
+                    config.render_template = Some(at.value);
+                }
+                t.finish(&mut doc, &["template"]);
+            }
+            if let Some(mut t) = top.table(&mut doc, "claude_code") {
+                let cc = &mut config.claude_code;
+                if let Some(at) = t.boolean(&mut doc, "allow") {
+                    cc.allow = at.value;
+                }
+                if let Some(at) = t.count(&mut doc, "max_continues") {
+                    cc.max_continues = u32::try_from(at.value).unwrap_or(u32::MAX);
+                }
+                if let Some(at) = t.string(&mut doc, "on_failure") {
+                    match at.value.as_str() {
+                        "open" => cc.fail_closed = false,
+                        "closed" => cc.fail_closed = true,
+                        other => doc.error(
+                            at.span,
+                            "claude_code.on_failure",
+                            format!("`on_failure` is \"open\" or \"closed\", not {other:?}"),
+                            Some("\"open\" lets the agent go on with a warning when Warden itself fails; \"closed\" denies its tool calls".into()),
+                        ),
+                    }
+                }
+                if let Some(windows) = t.table(&mut doc, "context_windows") {
+                    for (model, v) in windows.entries() {
+                        match to_json(v.get_ref()).as_u64() {
+                            Some(n) if n > 0 => {
+                                cc.context_windows.push((model.value.to_string(), n));
+                            }
+                            _ => doc.error(
+                                v.span(),
+                                &format!("claude_code.context_windows.{}", model.value),
+                                "a context window is a whole number of tokens above 0",
+                                Some(
+                                    "for a 200 000-token model, write `\"model-id\" = 200000`"
+                                        .into(),
+                                ),
+                            ),
+                        }
+                    }
+                }
+                t.finish(
+                    &mut doc,
+                    &["allow", "max_continues", "on_failure", "context_windows"],
+                );
             }
             top.finish(&mut doc, CONFIG_FIELDS);
         }

@@ -24,7 +24,8 @@ pub enum RuleSource {
     /// Warden's built-in rules.
     Builtin,
     /// Every `*.toml` file directly inside a folder (files ending `.test.toml` are rule tests,
-    /// not rules). A folder with a `manifest.toml` is a plugin, and is read as one.
+    /// not rules). A folder with a `manifest.toml` is a plugin, and is read as one. A path to
+    /// a file is that one rule (or behavior) file, read as a rule folder's file is.
     Dir(PathBuf),
     /// A folder of plugins: each folder in it with a `manifest.toml` is a plugin.
     Plugins(PathBuf),
@@ -156,7 +157,10 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
             }
             RuleSource::Dir(dir) => {
                 out.folders.push(dir.clone());
-                if dir.join(MANIFEST_FILE).exists() {
+                let named_file = !dir.exists() && dir.extension().is_some_and(|e| e == "toml");
+                if dir.is_file() || named_file {
+                    vec![(Arc::from(LOCAL_PLUGIN), read_one(dir, &mut out.diagnostics))]
+                } else if dir.join(MANIFEST_FILE).exists() {
                     read_plugin(dir, capabilities, &mut plugin_dirs, &mut out)
                         .into_iter()
                         .collect()
@@ -469,6 +473,22 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
     files
 }
 
+/// One rule file named on its own, confined to its folder as a rule folder's files are.
+fn read_one(path: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile>> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let root = fs::canonicalize(folder).unwrap_or_else(|_| folder.to_path_buf());
+    match read_rule_file(path, &root) {
+        Ok(text) => vec![SourceFile::new(path, text)],
+        Err(e) => {
+            diagnostics.push(Diagnostic::io(path, e.to_string()));
+            Vec::new()
+        }
+    }
+}
+
 fn read_rule_file(path: &Path, root: &Path) -> Result<String, ReadError> {
     read_text(path, Some(root), &FileKind::RULES)
 }
@@ -550,6 +570,26 @@ mod tests {
             assert!(d.message().contains("outside the rule folder"), "{d}");
             assert!(!d.to_string().contains("hunter2") && !d.to_string().contains("root:"));
         }
+    }
+
+    #[test]
+    fn a_single_rule_file_is_read_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let rule = "[rule]\nid = \"a\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n[action]\ntype = \"log\"\nmessage = \"hi\"\n";
+        fs::write(tmp.path().join("a.toml"), rule).unwrap();
+        fs::write(tmp.path().join("b.toml"), "[rule\n").unwrap();
+        let Loaded {
+            rules, diagnostics, ..
+        } = load(
+            &[RuleSource::Dir(tmp.path().join("a.toml"))],
+            &Capabilities::Any,
+        );
+        assert!(
+            diagnostics.is_empty(),
+            "b.toml is not read: {diagnostics:?}"
+        );
+        assert_eq!(rules.len(), 1);
+        assert!(rules[0].valid && *rules[0].plugin == *LOCAL_PLUGIN);
     }
 
     #[test]

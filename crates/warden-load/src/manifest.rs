@@ -810,6 +810,8 @@ pub struct PluginInfo {
     pub settings: Vec<Arc<SettingDef>>,
     /// The ids of its rules that loaded.
     pub rules: Vec<String>,
+    /// The version of each of its rules that loaded, by id.
+    pub rule_versions: std::collections::BTreeMap<String, String>,
     /// Why it was not loaded, if it was not.
     pub skipped: Option<String>,
 }

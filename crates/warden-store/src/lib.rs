@@ -367,6 +367,18 @@ impl Store {
         migrations::latest_version()
     }
 
+    /// What SQLite's `PRAGMA integrity_check` finds wrong in the database file (empty: nothing).
+    pub fn check_integrity(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        let rows = (|| {
+            let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+            let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.sql_err(e))?;
+        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+    }
+
     /// Reads one key of plugin state; `None` if it is not set.
     pub fn state_get(
         &self,

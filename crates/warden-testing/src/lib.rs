@@ -696,9 +696,16 @@ fn rule_list<'a>(doc: &mut Doc, t: &mut Table<'a>, key: &'a str, keys: &[String]
     };
     for rule in &at.value {
         if !keys.iter().any(|k| k == rule) {
-            let help = closest(rule, keys.iter().map(String::as_str))
-                .map(|c| format!("did you mean `{c}`?"))
-                .unwrap_or_else(|| "plugin rules are named `plugin/rule`".into());
+            let in_plugin = format!("/{rule}");
+            let help = keys
+                .iter()
+                .find(|k| k.ends_with(&in_plugin))
+                .map(|k| format!("did you mean `{k}`? a plugin's rules are named `plugin/rule`"))
+                .or_else(|| {
+                    closest(rule, keys.iter().map(String::as_str))
+                        .map(|c| format!("did you mean `{c}`?"))
+                })
+                .unwrap_or_else(|| not_loaded_help(rule));
             doc.error(
                 at.span.clone(),
                 &t.field(key),
@@ -708,6 +715,16 @@ fn rule_list<'a>(doc: &mut Doc, t: &mut Table<'a>, key: &'a str, keys: &[String]
         }
     }
     at.value
+}
+
+/// What to do about a rule a test names that is not loaded, and resembles none that is.
+fn not_loaded_help(rule: &str) -> String {
+    match rule.split_once('/') {
+        Some((plugin, _)) => format!(
+            "is the plugin `{plugin}` loaded? pass `--plugins DIR` for its folder of plugins, or `--rules DIR` for the plugin's own folder"
+        ),
+        None => "is its rule folder loaded? pass `--rules DIR` (a plugin's rules are named `plugin/rule`)".into(),
+    }
 }
 
 #[cfg(test)]

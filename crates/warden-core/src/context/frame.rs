@@ -14,7 +14,7 @@ use warden_load::{Hook, SettingValue};
 use crate::context::schema::{SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id};
 use crate::context::state::{StateReader, StateSource};
 use crate::event::Event;
-use crate::facts::SessionFacts;
+use crate::facts::{SessionFacts, ToolRecord};
 use crate::slots::SettingSlots;
 
 /// The frozen frame of one tick, as conditions, templates and scripts read it. A tick builds
@@ -52,12 +52,35 @@ struct ContextView<'a> {
     token_usage: f64,
 }
 
-/// The history, with the specification's `tool_count` shorthand.
+/// The history, with the specification's `tool_count` shorthand, and each tool record with
+/// `timestamp`, the data model's name for its `time`.
 #[derive(Serialize)]
 struct HistoryView<'a> {
-    #[serde(flatten)]
-    history: &'a crate::facts::History,
+    messages: &'a std::collections::VecDeque<crate::facts::MessageRecord>,
+    #[serde(serialize_with = "tool_records")]
+    tools: &'a std::collections::VecDeque<ToolRecord>,
+    failures: &'a BTreeMap<String, u32>,
+    calls: &'a BTreeMap<String, u32>,
+    counts: &'a crate::facts::Counts,
     tool_count: u32,
+}
+
+/// A tool record as rules read it: its fields, and `timestamp` (the same as `time`).
+#[derive(Serialize)]
+struct ToolRecordView<'a> {
+    #[serde(flatten)]
+    record: &'a ToolRecord,
+    timestamp: f64,
+}
+
+fn tool_records<S: serde::Serializer>(
+    tools: &&std::collections::VecDeque<ToolRecord>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(tools.iter().map(|record| ToolRecordView {
+        record,
+        timestamp: record.time,
+    }))
 }
 
 #[derive(Serialize)]
@@ -141,7 +164,11 @@ impl<'a> Frame<'a> {
         ContextView {
             turn: &f.turn,
             history: HistoryView {
-                history: &f.history,
+                messages: &f.history.messages,
+                tools: &f.history.tools,
+                failures: &f.history.failures,
+                calls: &f.history.calls,
+                counts: &f.history.counts,
                 tool_count: f.history.counts.tool_calls,
             },
             user: &f.user,

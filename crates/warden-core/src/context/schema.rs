@@ -197,6 +197,11 @@ const RECORDS: &[(&str, &[F])] = &[
                 Ty::Float,
                 "When it was last updated, in seconds since the Unix epoch.",
             ),
+            plain(
+                "timestamp",
+                Ty::Float,
+                "The same as `time`, by the name the specification's data model gives it.",
+            ),
         ],
     ),
     (

@@ -68,6 +68,9 @@ pub(crate) struct Snapshot {
     behaviors: Vec<SavedBehavior>,
     #[serde(default)]
     pub scripts: SavedScripts,
+    /// What the embedding host keeps with the session.
+    #[serde(default)]
+    pub host: serde_json::Map<String, serde_json::Value>,
 }
 
 /// What a session is, for [`Snapshot::take`].
@@ -80,6 +83,7 @@ pub(crate) struct Parts<'a> {
     pub events: u64,
     pub trees: &'a Trees,
     pub scripts: SavedScripts,
+    pub host: &'a serde_json::Map<String, serde_json::Value>,
 }
 
 impl Snapshot {
@@ -128,6 +132,7 @@ impl Snapshot {
             running,
             behaviors,
             scripts: parts.scripts,
+            host: parts.host.clone(),
         }
     }
 

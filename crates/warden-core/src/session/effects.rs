@@ -182,13 +182,19 @@ fn write_state(
     }
 }
 
+/// Most notifications a session keeps waiting for their delivery point; past it the oldest
+/// are dropped (a session whose turns never end would otherwise keep every one).
+pub(crate) const MAILBOX_LIMIT: usize = 1000;
+
 /// The notifications due at `hook`: queued ones whose point has come, then new ones due now;
-/// the rest wait in `mailbox`. Most urgent first.
+/// the rest wait in `mailbox` (a message a rule already has waiting for the same point is not
+/// queued again). Most urgent first. Also how many waiting ones were dropped to keep the
+/// mailbox within [`MAILBOX_LIMIT`].
 pub(crate) fn deliver(
     mailbox: &mut Vec<Notification>,
     hook: Hook,
     effects: &[Effect],
-) -> Vec<Notification> {
+) -> (Vec<Notification>, usize) {
     let mut due = Vec::new();
     if !mailbox.is_empty() {
         let (now, later): (Vec<_>, Vec<_>) = mailbox
@@ -201,13 +207,20 @@ pub(crate) fn deliver(
         if let Effect::NotifySelf(n) = e {
             if n.deliver_at.is_due_at(hook) {
                 due.push(n.clone());
-            } else {
+            } else if !mailbox
+                .iter()
+                .any(|m| m.rule == n.rule && m.message == n.message && m.deliver_at == n.deliver_at)
+            {
                 mailbox.push(n.clone());
             }
         }
     }
+    let dropped = mailbox.len().saturating_sub(MAILBOX_LIMIT);
+    if dropped > 0 {
+        mailbox.drain(..dropped);
+    }
     due.sort_by_key(|n| std::cmp::Reverse(n.priority));
-    due
+    (due, dropped)
 }
 
 /// Records a step's evaluations in the execution log. Rules held back before their condition

@@ -85,6 +85,8 @@ pub struct Session {
     durable: Option<Durable>,
     /// What reading the session back could not keep, reported by its next tick.
     restored_halted: Vec<Halted>,
+    /// What the embedding host keeps with the session (saved with it).
+    host: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A session saved in the store after every tick.
@@ -134,6 +136,7 @@ impl Session {
             events: 0,
             durable: None,
             restored_halted: Vec::new(),
+            host: serde_json::Map::new(),
         }
     }
 
@@ -169,6 +172,41 @@ impl Session {
         self.trees.scripts.journal_limit = self.shared.config.journal_limit;
     }
 
+    /// Saves a durable session now, without a tick: after the host changed its data
+    /// ([`Session::host_data_mut`]) once the last tick of an event was over. Does nothing for
+    /// a session that is not saved ([`Warden::session`](crate::Warden::session)).
+    pub fn save(&mut self) -> Result<(), crate::error::Error> {
+        let Some(durable) = self.durable else {
+            return Ok(());
+        };
+        let snapshot = self.snapshot();
+        let tx = self.shared.store.tick();
+        let saved = tx.commit(Some(warden_store::SessionWrite {
+            id: &self.id,
+            user: &self.facts.user.id,
+            project: &self.facts.project.id,
+            loaded: durable.version,
+            snapshot: &snapshot,
+            events: self.events,
+            ended: self.ended,
+            updated_at: now(),
+        }));
+        match saved {
+            Ok(version) => {
+                if let Some(d) = &mut self.durable {
+                    d.version = version.or(d.version);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(d) = &mut self.durable {
+                    d.stale = true;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
     /// Whether the session is saved in the store after every tick.
     pub fn is_durable(&self) -> bool {
         self.durable.is_some()
@@ -177,6 +215,18 @@ impl Session {
     /// Events ticked so far.
     pub fn events(&self) -> u64 {
         self.events
+    }
+
+    /// What the embedding host keeps with the session: an adapter's own memory of it (the last
+    /// model call it saw, how many times in a row it sent the agent back). Saved with the
+    /// session at its next tick; rules do not see it.
+    pub fn host_data(&self) -> &serde_json::Map<String, serde_json::Value> {
+        &self.host
+    }
+
+    /// The host's data, to change (see [`Session::host_data`]).
+    pub fn host_data_mut(&mut self) -> &mut serde_json::Map<String, serde_json::Value> {
+        &mut self.host
     }
 
     /// The session as saved in the store: plain data, JSON.
@@ -192,6 +242,7 @@ impl Session {
                 events: self.events,
                 trees: &self.trees,
                 scripts: self.trees.scripts.save(self.program.as_deref()),
+                host: &self.host,
             },
         );
         // Plain data of strings, numbers and maps: it always serializes.
@@ -209,6 +260,7 @@ impl Session {
         self.log_credit = snapshot.log_credit;
         self.events = snapshot.events;
         self.mailbox = std::mem::take(&mut snapshot.mailbox);
+        self.host = std::mem::take(&mut snapshot.host);
         let mut trees = Trees::new(config.script_limits);
         trees.scripts.recording = true;
         trees.scripts.journal_limit = config.journal_limit;
@@ -410,6 +462,11 @@ impl Session {
             inject.sort_by_key(|n| std::cmp::Reverse(n.priority));
             outcome.inject = inject;
             outcome.mode_change = Some(change);
+        }
+        let (rendered, error) = shared.renderer.render(&outcome.inject);
+        outcome.rendered = rendered;
+        if let Some(error) = error {
+            outcome.errors.push(RuleError { rule: None, error });
         }
         self.events += 1;
         self.commit(tx, &mut outcome, after_commit);

@@ -211,7 +211,16 @@ impl Step<'_, '_, '_> {
             event.tool.as_ref().map(|t| &t.arguments),
             &mut errors,
         );
-        let inject = effects::deliver(self.mailbox, hook, &effects);
+        let (inject, dropped) = effects::deliver(self.mailbox, hook, &effects);
+        if dropped > 0 {
+            errors.push(RuleError {
+                rule: None,
+                error: format!(
+                    "{dropped} notification(s) waiting for their delivery point were dropped: at most {} wait, and the oldest go first",
+                    effects::MAILBOX_LIMIT
+                ),
+            });
+        }
         let enrichment = effects
             .iter()
             .rev()
@@ -224,6 +233,7 @@ impl Step<'_, '_, '_> {
             hook,
             effects,
             inject,
+            rendered: None,
             errors,
             halted,
             enrichment,

@@ -1,0 +1,335 @@
+//! `warden init claude-code`: a project supervised in one command. Writes `.warden/` (its
+//! `warden.toml`, a rules folder, the database) and adds Warden's hooks to
+//! `.claude/settings.json`, merged into what is there: the user's other hooks and settings are
+//! kept, a hook already added is not added twice, and a settings file that is not valid JSON is
+//! left alone with an error.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+/// The Claude Code events Warden hooks, with the matcher each takes (tool events match every
+/// tool).
+const EVENTS: &[(&str, Option<&str>)] = &[
+    ("SessionStart", None),
+    ("UserPromptSubmit", None),
+    ("PreToolUse", Some("*")),
+    ("PostToolUse", Some("*")),
+    ("PostToolUseFailure", Some("*")),
+    ("Stop", None),
+    ("SubagentStop", None),
+    ("SessionEnd", None),
+];
+
+/// How long Claude Code waits for a hook, in seconds.
+const TIMEOUT: u64 = 30;
+
+/// What `init` is asked to do.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    /// The project folder.
+    pub project: PathBuf,
+    /// How the hook runs Warden: the `warden` command (its path, or `warden` when it is on
+    /// the PATH).
+    pub command: String,
+    /// A Warden service to post to (`http` hooks) instead of running the command.
+    pub url: Option<String>,
+}
+
+/// What `init` did, file by file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InitReport {
+    /// Files and folders written anew.
+    pub created: Vec<PathBuf>,
+    /// Files changed.
+    pub updated: Vec<PathBuf>,
+    /// Files that already had what they need.
+    pub unchanged: Vec<PathBuf>,
+    /// Hook entries added to `.claude/settings.json`.
+    pub hooks_added: usize,
+}
+
+/// Why `init` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum InitError {
+    /// A file or folder could not be read or written.
+    #[error("{path}: {cause}")]
+    Io {
+        /// Which.
+        path: PathBuf,
+        /// Why.
+        cause: std::io::Error,
+    },
+    /// `.claude/settings.json` is not what Claude Code reads; it is left as it is.
+    #[error(
+        "{path}: {why}; fix it (or move it away) and run `warden init claude-code` again — it was left as it is"
+    )]
+    Settings {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The database could not be created.
+    #[error(transparent)]
+    Store(#[from] warden_core::StoreError),
+}
+
+const CONFIG: &str = r#"# Warden's configuration for this project. The book's "Supervising Claude Code" chapter
+# explains each part; `warden check` validates it.
+builtin = true          # Warden's built-in rules (token budget, repeated failures...)
+rules = ["rules"]       # your own rules, one TOML file each
+database = "warden.db"  # sessions, plugin state, your choices, the execution log
+
+[sessions]
+retention_days = 30     # saved sessions untouched this long are deleted
+
+[claude_code]
+# allow = false         # pass Warden's `allow` on (it skips your permission prompt)
+# max_continues = 3     # send an agent that wants to stop back to work at most this often in a row
+# on_failure = "open"   # "closed": deny tool calls while Warden itself is broken
+"#;
+
+const GITIGNORE: &str = "warden.db\nwarden.db-wal\nwarden.db-shm\n";
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> InitError + '_ {
+    move |cause| InitError::Io {
+        path: path.to_path_buf(),
+        cause,
+    }
+}
+
+/// Writes a file unless it exists; reports which.
+fn write_new(path: &Path, text: &str, report: &mut InitReport) -> Result<(), InitError> {
+    if path.exists() {
+        report.unchanged.push(path.to_path_buf());
+        return Ok(());
+    }
+    std::fs::write(path, text).map_err(io(path))?;
+    report.created.push(path.to_path_buf());
+    Ok(())
+}
+
+/// Sets a project up (see the module docs).
+pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
+    let mut report = InitReport::default();
+    let warden_dir = opts.project.join(".warden");
+    let rules = warden_dir.join("rules");
+    if !rules.is_dir() {
+        std::fs::create_dir_all(&rules).map_err(io(&rules))?;
+        report.created.push(rules.clone());
+    }
+    write_new(&warden_dir.join("warden.toml"), CONFIG, &mut report)?;
+    write_new(&warden_dir.join(".gitignore"), GITIGNORE, &mut report)?;
+    let db = warden_dir.join("warden.db");
+    let existed = db.exists();
+    warden_core::Store::open(&db)?;
+    if existed {
+        report.unchanged.push(db);
+    } else {
+        report.created.push(db);
+    }
+    let claude = opts.project.join(".claude");
+    std::fs::create_dir_all(&claude).map_err(io(&claude))?;
+    let settings = claude.join("settings.json");
+    let (before, mut root) = match std::fs::read_to_string(&settings) {
+        Ok(text) => {
+            let value: Value = serde_json::from_str(&text).map_err(|e| InitError::Settings {
+                path: settings.clone(),
+                why: format!("it is not valid JSON ({e})"),
+            })?;
+            match value {
+                Value::Object(map) => (Some(text), map),
+                _ => {
+                    return Err(InitError::Settings {
+                        path: settings,
+                        why: "it is not a JSON object".into(),
+                    });
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, Map::new()),
+        Err(e) => return Err(io(&settings)(e)),
+    };
+    report.hooks_added =
+        merge_hooks(&mut root, &hook(opts)).map_err(|why| InitError::Settings {
+            path: settings.clone(),
+            why,
+        })?;
+    if report.hooks_added == 0 {
+        report.unchanged.push(settings);
+        return Ok(report);
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
+    text.push('\n');
+    // Written whole, then moved into place: Claude Code never reads half a file.
+    let tmp = claude.join(".settings.json.warden-tmp");
+    std::fs::write(&tmp, &text).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &settings).map_err(io(&settings))?;
+    if before.is_some() {
+        report.updated.push(settings);
+    } else {
+        report.created.push(settings);
+    }
+    Ok(report)
+}
+
+/// The hook handler Warden adds for every event.
+fn hook(opts: &InitOptions) -> Value {
+    match &opts.url {
+        Some(url) => json!({
+            "type": "http",
+            "url": format!("{}/v1/claude-code", url.trim_end_matches('/')),
+            "headers": { "Authorization": "Bearer $WARDEN_TOKEN" },
+            "allowedEnvVars": ["WARDEN_TOKEN"],
+            "timeout": TIMEOUT,
+        }),
+        None => json!({
+            "type": "command",
+            "command": format!(
+                "{} hook claude-code --config \"$CLAUDE_PROJECT_DIR/.warden/warden.toml\"",
+                shell_word(&opts.command)
+            ),
+            "timeout": TIMEOUT,
+        }),
+    }
+}
+
+/// `s` as one shell word.
+fn shell_word(s: &str) -> String {
+    if s.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// Adds `handler` to every event of `settings.hooks` that does not have it yet; how many it
+/// added. What is there that is not a hook list of Claude Code's shape is an error.
+fn merge_hooks(settings: &mut Map<String, Value>, handler: &Value) -> Result<usize, String> {
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(hooks) = hooks else {
+        return Err("`hooks` is not an object".into());
+    };
+    let mut added = 0;
+    for (event, matcher) in EVENTS {
+        let groups = hooks
+            .entry(*event)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Value::Array(groups) = groups else {
+            return Err(format!("`hooks.{event}` is not a list"));
+        };
+        let present = groups.iter().any(|g| {
+            g.get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hs| hs.iter().any(|h| same_handler(h, handler)))
+        });
+        if present {
+            continue;
+        }
+        let mut group = Map::new();
+        if let Some(m) = matcher {
+            group.insert("matcher".into(), json!(m));
+        }
+        group.insert("hooks".into(), json!([handler]));
+        groups.push(Value::Object(group));
+        added += 1;
+    }
+    Ok(added)
+}
+
+/// Whether `h` is Warden's handler already (the same command or URL).
+fn same_handler(h: &Value, handler: &Value) -> bool {
+    ["command", "url"]
+        .iter()
+        .any(|k| h.get(k).is_some() && h.get(k) == handler.get(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(dir: &Path) -> InitOptions {
+        InitOptions {
+            project: dir.to_path_buf(),
+            command: "warden".into(),
+            url: None,
+        }
+    }
+
+    #[test]
+    fn init_writes_the_project_and_merges_into_the_users_hooks_once() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".claude")).unwrap();
+        let mine = json!({
+            "model": "opus",
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-check"}]}]}
+        });
+        std::fs::write(dir.path().join(".claude/settings.json"), mine.to_string()).unwrap();
+        let report = init(&opts(dir.path())).unwrap();
+        assert_eq!(report.hooks_added, EVENTS.len());
+        assert!(dir.path().join(".warden/warden.toml").is_file());
+        assert!(dir.path().join(".warden/warden.db").is_file());
+        assert!(dir.path().join(".warden/rules").is_dir());
+        let text = std::fs::read_to_string(dir.path().join(".claude/settings.json")).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["model"], "opus", "the user's settings are kept");
+        let pre = v["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(pre.len(), 2, "the user's hook is kept beside Warden's");
+        assert_eq!(pre[0]["hooks"][0]["command"], "my-check");
+        assert!(
+            pre[1]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .contains("hook claude-code --config \"$CLAUDE_PROJECT_DIR/.warden/warden.toml\"")
+        );
+        // Again: nothing is added twice, nothing is overwritten.
+        std::fs::write(dir.path().join(".warden/warden.toml"), "builtin = false\n").unwrap();
+        let again = init(&opts(dir.path())).unwrap();
+        assert_eq!(again.hooks_added, 0);
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".warden/warden.toml")).unwrap(),
+            "builtin = false\n"
+        );
+    }
+
+    #[test]
+    fn a_broken_settings_file_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".claude")).unwrap();
+        std::fs::write(dir.path().join(".claude/settings.json"), "{ nope").unwrap();
+        let err = init(&opts(dir.path())).unwrap_err().to_string();
+        assert!(err.contains("not valid JSON"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(".claude/settings.json")).unwrap(),
+            "{ nope"
+        );
+        std::fs::write(dir.path().join(".claude/settings.json"), r#"{"hooks": []}"#).unwrap();
+        let err = init(&opts(dir.path())).unwrap_err().to_string();
+        assert!(err.contains("`hooks` is not an object"), "{err}");
+    }
+
+    #[test]
+    fn http_hooks_carry_the_token_from_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut o = opts(dir.path());
+        o.url = Some("http://warden.internal:7777/".into());
+        init(&o).unwrap();
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(".claude/settings.json")).unwrap(),
+        )
+        .unwrap();
+        let h = &v["hooks"]["Stop"][0]["hooks"][0];
+        assert_eq!(h["type"], "http");
+        assert_eq!(h["url"], "http://warden.internal:7777/v1/claude-code");
+        assert_eq!(h["allowedEnvVars"], json!(["WARDEN_TOKEN"]));
+        assert_eq!(
+            shell_word("/opt/my warden/warden"),
+            "'/opt/my warden/warden'"
+        );
+    }
+}

@@ -1,0 +1,508 @@
+//! Warden for Claude Code: one hook payload in, Claude Code's answer out.
+//!
+//! Claude Code runs a hook at each event of its agent loop, as a new process (a `command`
+//! hook) or as an HTTP request (an `http` hook), and reads its answer. This crate translates
+//! one payload into [`Session::tick`]s of the session of the same id, opened from the store
+//! and saved again by the tick ([`Warden::open_session`]), and the outcome back into Claude
+//! Code's answer. It holds no rule logic: what is decided is the rules' business.
+//!
+//! | Claude Code event | Warden |
+//! | --- | --- |
+//! | `SessionStart` | opens (or resumes) the session; no rule hook |
+//! | `UserPromptSubmit` | `on_query_start`, then `on_turn_start` |
+//! | `PreToolUse` | `on_turn_start` when the transcript shows a new model call, then `on_tool_call` |
+//! | `PostToolUse` / `PostToolUseFailure` | `on_tool_complete` / `on_tool_failure` |
+//! | `Stop` | `on_turn_end` with `turn.final = true` |
+//! | `SubagentStop` | a row in the execution log; not a turn of the main session |
+//! | `SessionEnd` | `on_session_end` |
+//! | any other event | nothing |
+//!
+//! ```
+//! use warden_claude_code::{Options, answer};
+//! use warden_core::{ClaudeCodeConfig, Warden};
+//!
+//! let warden = Warden::builder().builtin_rules().build().unwrap();
+//! let payload = br#"{"session_id":"s1","hook_event_name":"PostToolUseFailure",
+//!     "tool_name":"WebFetch","tool_input":{"url":"https://example.com"},"error":"timeout"}"#;
+//! let opts = Options::default();
+//! for _ in 0..2 {
+//!     answer(&warden, &ClaudeCodeConfig::default(), &opts, payload);
+//! }
+//! let third = answer(&warden, &ClaudeCodeConfig::default(), &opts, payload);
+//! let context = &third.json.unwrap()["hookSpecificOutput"]["additionalContext"];
+//! assert!(context.as_str().unwrap().contains("WebFetch has failed 3 times"));
+//! ```
+//!
+//! Failures of Warden itself (a broken configuration, a locked database, a payload that is
+//! not Claude Code's) never break the user's session: the answer says what is wrong in a
+//! `systemMessage` and lets the agent go on ([`fail`]), unless the configuration asks to fail
+//! closed, in which case a tool call is denied with the reason.
+
+#![warn(missing_docs)]
+
+mod init;
+mod payload;
+mod transcript;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use warden_core::{
+    ClaudeCodeConfig, Decision, Event, Hook, Notification, Outcome, Proceed, Session,
+    SessionOptions, Warden,
+};
+
+pub use init::{InitError, InitOptions, InitReport, init};
+pub use payload::{HookEvent, MAX_PAYLOAD, Payload, PayloadError};
+pub use transcript::{DEFAULT_WINDOW, Usage, context_window, last_usage};
+
+/// Who the hook acts for, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The user (for users' choices and plugin state).
+    pub user: String,
+    /// The project id.
+    pub project: String,
+    /// The project's folder (`$CLAUDE_PROJECT_DIR`), else the payload's `cwd`.
+    pub project_dir: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            user: warden_core::DEFAULT_ID.to_string(),
+            project: warden_core::DEFAULT_ID.to_string(),
+            project_dir: None,
+        }
+    }
+}
+
+/// The answer to one hook: the JSON to print (nothing at all when `json` is `None`), and lines
+/// for Claude Code's debug log (stderr).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Answer {
+    /// The JSON answer.
+    pub json: Option<Value>,
+    /// Lines for stderr.
+    pub log: Vec<String>,
+}
+
+/// The session's memory of Claude Code, in its host data: the model call the current turn is
+/// bound to (`null` after a prompt: the turn it started has no call yet), and how many times in
+/// a row the agent was sent back to work.
+const TURN_CALL: &str = "claude_code.turn_model_call";
+const CONTINUES: &str = "claude_code.continues";
+
+/// Answers one hook payload (see the crate docs). Never fails: a failure of Warden itself is
+/// answered by [`fail`].
+pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes: &[u8]) -> Answer {
+    let payload = match Payload::parse(bytes) {
+        Ok(p) => p,
+        Err(e) => {
+            let event = serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|v| v.get("hook_event_name")?.as_str().map(str::to_string));
+            return fail(config, event.as_deref(), &e.to_string());
+        }
+    };
+    let Some(event) = payload.event else {
+        return Answer::default();
+    };
+    let mut session = match warden.open_session(&payload.session_id, SessionOptions::default()) {
+        Ok(s) => s,
+        Err(e) => return fail(config, Some(event.name()), &e.to_string()),
+    };
+    let mut hook = Handler {
+        session: &mut session,
+        warden,
+        config,
+        opts,
+        payload: &payload,
+        log: Vec::new(),
+    };
+    let json = hook.run(event);
+    Answer {
+        json,
+        log: hook.log,
+    }
+}
+
+/// The answer when Warden itself failed: the agent goes on, and the user is told what is wrong
+/// (`systemMessage`); with `on_failure = "closed"`, a tool call is denied with the reason.
+pub fn fail(config: &ClaudeCodeConfig, event: Option<&str>, error: &str) -> Answer {
+    let message = format!("Warden could not supervise this event: {error}");
+    let json = if config.fail_closed && event == Some("PreToolUse") {
+        json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": format!("{message} (Warden is set to fail closed)"),
+            },
+            "systemMessage": message,
+        })
+    } else {
+        json!({ "systemMessage": message })
+    };
+    Answer {
+        json: Some(json),
+        log: vec![message],
+    }
+}
+
+struct Handler<'a> {
+    session: &'a mut Session,
+    warden: &'a Warden,
+    config: &'a ClaudeCodeConfig,
+    opts: &'a Options,
+    payload: &'a Payload,
+    log: Vec<String>,
+}
+
+impl Handler<'_> {
+    fn run(&mut self, event: HookEvent) -> Option<Value> {
+        let p = self.payload;
+        match event {
+            HookEvent::SessionStart => None,
+            HookEvent::UserPromptSubmit => {
+                let host = self.session.host_data_mut();
+                host.insert(CONTINUES.into(), json!(0));
+                host.insert(TURN_CALL.into(), Value::Null);
+                let usage = self.usage();
+                let query = self.tick(
+                    Hook::OnQueryStart,
+                    Event::query(p.prompt.clone().unwrap_or_default()),
+                );
+                let refused = matches!(query.proceed(), Proceed::No { .. } | Proceed::Stop { .. });
+                let turn = (!refused)
+                    .then(|| self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref())));
+                let outcomes: Vec<&Outcome> =
+                    std::iter::once(&query).chain(turn.as_ref()).collect();
+                self.prompt_answer(&outcomes)
+            }
+            HookEvent::PreToolUse => {
+                let usage = self.usage();
+                let turn = self.enter_turn(usage.as_ref());
+                let mut event = Event::tool_call(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.tool_input.clone().unwrap_or(Value::Null),
+                );
+                // The call sees the context as the model call that made it left it.
+                event.turn = self.turn_event(usage.as_ref()).turn;
+                let call = self.tick(Hook::OnToolCall, event);
+                self.tool_call_answer(turn.as_ref(), &call)
+            }
+            HookEvent::PostToolUse => {
+                let mut e = Event::tool_complete(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.tool_response.clone().unwrap_or(Value::Null),
+                );
+                if let (Some(tool), Some(input)) = (&mut e.tool, &p.tool_input) {
+                    tool.arguments = input.clone();
+                }
+                let o = self.tick(Hook::OnToolComplete, e);
+                self.context_answer(event, &[&o])
+            }
+            HookEvent::PostToolUseFailure => {
+                let mut e = Event::tool_failure(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.error.clone().unwrap_or_else(|| "the tool failed".into()),
+                );
+                if let (Some(tool), Some(input)) = (&mut e.tool, &p.tool_input) {
+                    tool.arguments = input.clone();
+                }
+                let o = self.tick(Hook::OnToolFailure, e);
+                self.context_answer(event, &[&o])
+            }
+            HookEvent::Stop => {
+                let usage = self.usage();
+                let turn = self.enter_turn(usage.as_ref());
+                let o = self.tick(
+                    Hook::OnTurnEnd,
+                    self.turn_event(usage.as_ref()).final_turn(),
+                );
+                let answer = self.stop_answer(turn.as_ref(), &o);
+                // How many times in a row the agent was sent back changed after the tick.
+                if let Err(e) = self.session.save() {
+                    self.log
+                        .push(format!("warden: the session could not be saved: {e}"));
+                }
+                answer
+            }
+            HookEvent::SubagentStop => {
+                self.record_subagent();
+                None
+            }
+            HookEvent::SessionEnd => {
+                let o = self.tick(Hook::OnSessionEnd, Event::new());
+                let mut out = Map::new();
+                self.common(&[&o], &mut out);
+                if let Some(text) = &o.rendered {
+                    append_message(&mut out, text);
+                }
+                (!out.is_empty()).then_some(Value::Object(out))
+            }
+        }
+    }
+
+    /// Ticks the session, with the user and project of the hook.
+    fn tick(&mut self, hook: Hook, mut event: Event) -> Outcome {
+        let root = self
+            .opts
+            .project_dir
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .or_else(|| self.payload.cwd.clone());
+        event = event
+            .with_user(self.opts.user.clone())
+            .with_project(self.opts.project.clone());
+        if let Some(root) = root {
+            event = event.with_project_root(root);
+        }
+        let outcome = self.session.tick(hook, event);
+        for e in &outcome.errors {
+            let rule = e.rule.as_deref().unwrap_or("warden");
+            self.log.push(format!("warden: {rule}: {}", e.error));
+        }
+        outcome
+    }
+
+    /// The last model call's usage, from the transcript.
+    fn usage(&mut self) -> Option<transcript::Usage> {
+        let path = self.payload.transcript_path.as_deref()?;
+        match last_usage(Path::new(path)) {
+            Ok(u) => u,
+            Err(e) => {
+                self.log.push(format!(
+                    "warden: the transcript {path} could not be read: {e}"
+                ));
+                None
+            }
+        }
+    }
+
+    /// A model call the transcript shows and no turn was bound to yet starts a turn
+    /// (`on_turn_start`), unless the turn a prompt started has no call yet: then the call is
+    /// that turn's. Parallel tool calls of one model call are one turn.
+    fn enter_turn(&mut self, usage: Option<&transcript::Usage>) -> Option<Outcome> {
+        let id = usage
+            .map(|u| u.message_id.as_str())
+            .filter(|id| !id.is_empty())?;
+        let bound = self.session.host_data().get(TURN_CALL).cloned();
+        self.session
+            .host_data_mut()
+            .insert(TURN_CALL.into(), json!(id));
+        match bound {
+            Some(Value::String(prev)) if prev == id => None,
+            // The turn the prompt started: this is its model call.
+            Some(Value::Null) => None,
+            _ => Some(self.tick(Hook::OnTurnStart, self.turn_event(usage))),
+        }
+    }
+
+    /// A turn event carrying the token usage of the last model call, against its model's
+    /// context window.
+    fn turn_event(&self, usage: Option<&transcript::Usage>) -> Event {
+        let Some(u) = usage else {
+            return Event::new();
+        };
+        let window = context_window(&u.model, &self.config.context_windows);
+        let share = (u.total() as f64 / window as f64).clamp(0.0, 1.0);
+        Event::new()
+            .with_token_usage(share)
+            .with_context_usage(share)
+            .with_context_window(window)
+    }
+
+    /// What every answer carries: the session stops (`continue: false`), and failures of
+    /// Warden itself the user should know of.
+    fn common(&self, outcomes: &[&Outcome], out: &mut Map<String, Value>) {
+        for o in outcomes {
+            if let Proceed::Stop { reason } = o.proceed() {
+                out.insert("continue".into(), json!(false));
+                out.insert("stopReason".into(), json!(reason));
+            }
+            for e in o.errors.iter().filter(|e| e.rule.is_none()) {
+                append_message(out, &format!("Warden: {}", e.error));
+            }
+        }
+    }
+
+    /// The notifications of an event's ticks, written as one block.
+    fn context_of(&self, outcomes: &[&Outcome]) -> Option<String> {
+        match outcomes {
+            [one] => one.rendered.clone(),
+            _ => {
+                let all: Vec<Notification> = outcomes
+                    .iter()
+                    .flat_map(|o| o.inject.iter().cloned())
+                    .collect();
+                self.warden.render(&all)
+            }
+        }
+    }
+
+    fn context_answer(&self, event: HookEvent, outcomes: &[&Outcome]) -> Option<Value> {
+        let mut out = Map::new();
+        self.common(outcomes, &mut out);
+        if let Some(context) = self.context_of(outcomes) {
+            out.insert(
+                "hookSpecificOutput".into(),
+                json!({ "hookEventName": event.name(), "additionalContext": context }),
+            );
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    fn prompt_answer(&self, outcomes: &[&Outcome]) -> Option<Value> {
+        let mut out = Map::new();
+        self.common(outcomes, &mut out);
+        if let Proceed::No { reason } = outcomes[0].proceed() {
+            out.insert("decision".into(), json!("block"));
+            out.insert("reason".into(), json!(reason));
+        } else if let Some(context) = self.context_of(outcomes) {
+            out.insert(
+                "hookSpecificOutput".into(),
+                json!({ "hookEventName": "UserPromptSubmit", "additionalContext": context }),
+            );
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    fn tool_call_answer(&self, turn: Option<&Outcome>, call: &Outcome) -> Option<Value> {
+        let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(call)).collect();
+        let mut out = Map::new();
+        self.common(&all, &mut out);
+        let mut specific = Map::new();
+        specific.insert("hookEventName".into(), json!("PreToolUse"));
+        let allow = if self.config.allow { "allow" } else { "ask" };
+        match call.proceed() {
+            Proceed::No { reason } => {
+                specific.insert("permissionDecision".into(), json!("deny"));
+                specific.insert("permissionDecisionReason".into(), json!(reason));
+            }
+            Proceed::Ask { reason, input } => {
+                specific.insert("permissionDecision".into(), json!("ask"));
+                specific.insert("permissionDecisionReason".into(), json!(reason));
+                if let Some(input) = input {
+                    specific.insert("updatedInput".into(), input.clone());
+                }
+            }
+            Proceed::WithInput(input) => {
+                // Claude Code applies new input only with a decision: `ask` shows the person
+                // the rewritten call (their own permission prompt is never skipped), unless
+                // the operator let Warden allow.
+                let rule = call.ruling.as_ref().map_or("a rule", |r| &*r.rule);
+                specific.insert("permissionDecision".into(), json!(allow));
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    json!(format!("Warden ({rule}) rewrote this call's input")),
+                );
+                specific.insert("updatedInput".into(), input.clone());
+            }
+            Proceed::Yes
+                if self.config.allow
+                    && call
+                        .ruling
+                        .as_ref()
+                        .is_some_and(|r| r.decision == Some(Decision::Allow)) =>
+            {
+                specific.insert("permissionDecision".into(), json!("allow"));
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    json!(call.ruling.as_ref().map(|r| &*r.reason)),
+                );
+            }
+            Proceed::Yes | Proceed::KeepWorking { .. } | Proceed::Stop { .. } => {}
+        }
+        if let Some(context) = self.context_of(&all) {
+            specific.insert("additionalContext".into(), json!(context));
+        }
+        if specific.len() > 1 {
+            out.insert("hookSpecificOutput".into(), Value::Object(specific));
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    fn stop_answer(&mut self, turn: Option<&Outcome>, o: &Outcome) -> Option<Value> {
+        let mut out = Map::new();
+        let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(o)).collect();
+        self.common(&all, &mut out);
+        let context = self.context_of(&all);
+        let continues = self
+            .session
+            .host_data()
+            .get(CONTINUES)
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        match o.proceed() {
+            Proceed::KeepWorking { reason } => {
+                let spent = self.payload.stop_hook_active
+                    && continues >= u64::from(self.config.max_continues);
+                if spent {
+                    append_message(
+                        &mut out,
+                        &format!(
+                            "Warden let the agent stop: it had sent it back {continues} times in a row (`[claude_code] max_continues`). It asked: {reason}"
+                        ),
+                    );
+                    if let Some(context) = &context {
+                        append_message(&mut out, context);
+                    }
+                    self.session
+                        .host_data_mut()
+                        .insert(CONTINUES.into(), json!(0));
+                } else {
+                    let mut why = reason.to_string();
+                    if let Some(context) = &context {
+                        why.push_str("\n\n");
+                        why.push_str(context);
+                    }
+                    out.insert("decision".into(), json!("block"));
+                    out.insert("reason".into(), json!(why));
+                    self.session
+                        .host_data_mut()
+                        .insert(CONTINUES.into(), json!(continues + 1));
+                }
+            }
+            _ => {
+                self.session
+                    .host_data_mut()
+                    .insert(CONTINUES.into(), json!(0));
+                if let Some(context) = &context {
+                    append_message(&mut out, context);
+                }
+            }
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    /// A subagent finished: a row in the execution log, not a turn of the main session.
+    fn record_subagent(&mut self) {
+        let record = warden_core::ExecutionRecord {
+            user_id: self.opts.user.clone(),
+            project_id: self.opts.project.clone(),
+            session_id: Some(self.payload.session_id.clone()),
+            rule_id: "claude-code/subagent".into(),
+            trigger: "SubagentStop".into(),
+            condition_result: false,
+            action_executed: false,
+            execution_time_ms: 0.0,
+            error_message: None,
+            decision: None,
+        };
+        if let Err(e) = self.warden.store().record_executions(&[record]) {
+            self.log.push(format!(
+                "warden: the execution log could not be written: {e}"
+            ));
+        }
+    }
+}
+
+/// Adds a line to the answer's `systemMessage` (what the user sees).
+fn append_message(out: &mut Map<String, Value>, text: &str) {
+    let message = match out.get("systemMessage").and_then(Value::as_str) {
+        Some(before) => format!("{before}\n{text}"),
+        None => text.to_string(),
+    };
+    out.insert("systemMessage".into(), json!(message));
+}

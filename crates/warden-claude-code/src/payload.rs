@@ -1,0 +1,249 @@
+//! What Claude Code sends a hook: one JSON object on stdin (or in an `http` hook's body), with
+//! common fields and the event's own. Read field by field, so a payload that is not what Claude
+//! Code sends is refused with the field named, never half-read.
+
+use serde_json::{Map, Value};
+
+/// The most a payload may weigh (a tool's response can be large; a payload past this is not
+/// Claude Code's).
+pub const MAX_PAYLOAD: usize = 16 << 20;
+
+/// The Claude Code events Warden acts on; any other is answered with nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// A session starts or resumes.
+    SessionStart,
+    /// The user submitted a prompt.
+    UserPromptSubmit,
+    /// A tool is about to run.
+    PreToolUse,
+    /// A tool returned.
+    PostToolUse,
+    /// A tool failed.
+    PostToolUseFailure,
+    /// The agent is about to stop.
+    Stop,
+    /// A subagent finished.
+    SubagentStop,
+    /// The session ends.
+    SessionEnd,
+}
+
+impl HookEvent {
+    /// The event of `name`, if Warden acts on it.
+    pub fn parse(name: &str) -> Option<HookEvent> {
+        Some(match name {
+            "SessionStart" => HookEvent::SessionStart,
+            "UserPromptSubmit" => HookEvent::UserPromptSubmit,
+            "PreToolUse" => HookEvent::PreToolUse,
+            "PostToolUse" => HookEvent::PostToolUse,
+            "PostToolUseFailure" => HookEvent::PostToolUseFailure,
+            "Stop" => HookEvent::Stop,
+            "SubagentStop" => HookEvent::SubagentStop,
+            "SessionEnd" => HookEvent::SessionEnd,
+            _ => return None,
+        })
+    }
+
+    /// Its name, as Claude Code writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::Stop => "Stop",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::SessionEnd => "SessionEnd",
+        }
+    }
+}
+
+/// A payload that is not what Claude Code sends.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the hook payload {what}")]
+pub struct PayloadError {
+    /// What is wrong, naming the field.
+    pub what: String,
+}
+
+fn bad(what: impl Into<String>) -> PayloadError {
+    PayloadError { what: what.into() }
+}
+
+/// A hook payload, read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    /// The event (`None`: one Warden does not act on, named in `event_name`).
+    pub event: Option<HookEvent>,
+    /// The event's name as sent.
+    pub event_name: String,
+    /// Claude Code's session id.
+    pub session_id: String,
+    /// The session's transcript (JSON Lines), if given.
+    pub transcript_path: Option<String>,
+    /// The working folder.
+    pub cwd: Option<String>,
+    /// The prompt (`UserPromptSubmit`).
+    pub prompt: Option<String>,
+    /// The tool (tool events).
+    pub tool_name: Option<String>,
+    /// Its input (tool events).
+    pub tool_input: Option<Value>,
+    /// What it returned (`PostToolUse`).
+    pub tool_response: Option<Value>,
+    /// Why it failed (`PostToolUseFailure`).
+    pub error: Option<String>,
+    /// Whether the agent is already continuing because a Stop hook sent it back (`Stop`).
+    pub stop_hook_active: bool,
+}
+
+/// The longest session id accepted (Claude Code's are UUIDs).
+const MAX_ID: usize = 256;
+
+fn text(map: &Map<String, Value>, key: &str) -> Result<Option<String>, PayloadError> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(bad(format!(
+            "field `{key}` must be a string, not {}",
+            kind(other)
+        ))),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Payload {
+    /// Reads a payload from its bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Payload, PayloadError> {
+        if bytes.len() > MAX_PAYLOAD {
+            return Err(bad(format!(
+                "is {} bytes, more than the {} MiB a hook payload may be",
+                bytes.len(),
+                MAX_PAYLOAD >> 20
+            )));
+        }
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| bad(format!("is not JSON: {e}")))?;
+        let Value::Object(map) = value else {
+            return Err(bad(format!("must be a JSON object, not {}", kind(&value))));
+        };
+        let event_name =
+            text(&map, "hook_event_name")?.ok_or_else(|| bad("has no `hook_event_name`"))?;
+        let event = HookEvent::parse(&event_name);
+        let session_id = text(&map, "session_id")?.unwrap_or_default();
+        if event.is_some() {
+            if session_id.is_empty() {
+                return Err(bad("has no `session_id`"));
+            }
+            if session_id.len() > MAX_ID || session_id.chars().any(char::is_control) {
+                return Err(bad(format!(
+                    "field `session_id` must be at most {MAX_ID} characters, without control characters"
+                )));
+            }
+        }
+        let tool_event = matches!(
+            event,
+            Some(HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure)
+        );
+        let tool_name = text(&map, "tool_name")?;
+        if tool_event && tool_name.as_deref().is_none_or(str::is_empty) {
+            return Err(bad(format!("of {event_name} has no `tool_name`")));
+        }
+        let tool_input = match map.get("tool_input") {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(other) => {
+                return Err(bad(format!(
+                    "field `tool_input` must be an object, not {}",
+                    kind(other)
+                )));
+            }
+        };
+        let stop_hook_active = match map.get("stop_hook_active") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(bad(format!(
+                    "field `stop_hook_active` must be a boolean, not {}",
+                    kind(other)
+                )));
+            }
+        };
+        Ok(Payload {
+            event,
+            event_name,
+            session_id,
+            transcript_path: text(&map, "transcript_path")?,
+            cwd: text(&map, "cwd")?,
+            prompt: text(&map, "prompt")?,
+            tool_name,
+            tool_input,
+            tool_response: map.get("tool_response").filter(|v| !v.is_null()).cloned(),
+            error: text(&map, "error")?,
+            stop_hook_active,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pre_tool_use_payload_reads() {
+        let p = Payload::parse(
+            br#"{"session_id":"abc","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"PreToolUse","permission_mode":"default","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}"#,
+        )
+        .unwrap();
+        assert_eq!(p.event, Some(HookEvent::PreToolUse));
+        assert_eq!(p.tool_name.as_deref(), Some("Bash"));
+        assert_eq!(p.tool_input, Some(serde_json::json!({"command": "ls"})));
+    }
+
+    #[test]
+    fn what_is_not_claude_codes_is_refused_by_field() {
+        for (payload, want) in [
+            ("[]", "must be a JSON object"),
+            ("{", "is not JSON"),
+            ("{}", "no `hook_event_name`"),
+            (r#"{"hook_event_name":"Stop"}"#, "no `session_id`"),
+            (
+                r#"{"hook_event_name":"Stop","session_id":5}"#,
+                "`session_id` must be a string",
+            ),
+            (
+                r#"{"hook_event_name":"PreToolUse","session_id":"s"}"#,
+                "no `tool_name`",
+            ),
+            (
+                r#"{"hook_event_name":"PreToolUse","session_id":"s","tool_name":"X","tool_input":"ls"}"#,
+                "`tool_input` must be an object",
+            ),
+            (
+                r#"{"hook_event_name":"Stop","session_id":"s","stop_hook_active":"yes"}"#,
+                "`stop_hook_active` must be a boolean",
+            ),
+            (
+                r#"{"hook_event_name":"Stop","session_id":"a\nb"}"#,
+                "control characters",
+            ),
+        ] {
+            let err = Payload::parse(payload.as_bytes()).unwrap_err().to_string();
+            assert!(err.contains(want), "{payload}: {err}");
+        }
+        let unknown = Payload::parse(br#"{"hook_event_name":"Notification"}"#).unwrap();
+        assert_eq!(unknown.event, None);
+    }
+}

@@ -1,0 +1,206 @@
+//! `warden hook claude-code` and `warden init claude-code`: Claude Code's hooks, wired.
+//!
+//! The hook is run by Claude Code, one process per event: it reads the payload on stdin and
+//! prints the answer on stdout, always exiting 0. Nothing that goes wrong in Warden itself
+//! (the configuration, the database, the payload, a bug) breaks the user's session: the answer
+//! then says what is wrong, and lets the agent go on unless the configuration asks to fail
+//! closed.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use warden_claude_code::{Answer, InitOptions, MAX_PAYLOAD, Options, answer, fail};
+use warden_core::{ClaudeCodeConfig, Config};
+
+use crate::setup::build;
+
+/// What a hook is for.
+#[derive(Subcommand)]
+pub(crate) enum HookTarget {
+    /// Answer one Claude Code hook: the payload on stdin, the answer on stdout (exit 0).
+    ClaudeCode {
+        /// Deny tool calls while Warden itself is broken (a broken configuration cannot say
+        /// so itself); the default lets the agent go on with a warning.
+        #[arg(long)]
+        fail_closed: bool,
+    },
+}
+
+/// What to set up.
+#[derive(Subcommand)]
+pub(crate) enum InitTarget {
+    /// Supervise Claude Code in a project: writes `.warden/` (configuration, rules folder,
+    /// database) and adds Warden's hooks to `.claude/settings.json`, keeping what is there.
+    ClaudeCode {
+        /// The project folder (default: the current one).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// Post the hooks to a Warden service (`warden serve`) at this address instead of
+        /// running `warden` for each: e.g. `http://127.0.0.1:7878`. The token comes from the
+        /// environment variable WARDEN_TOKEN.
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+    },
+}
+
+/// Runs a hook: never fails, always exits 0 (see the module docs).
+pub(crate) fn run(config: Result<Config, String>, target: HookTarget) -> ExitCode {
+    let HookTarget::ClaudeCode { fail_closed } = target;
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .take(MAX_PAYLOAD as u64 + 1)
+        .read_to_end(&mut input);
+    let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        claude_code(config, fail_closed, &input, read.err())
+    }))
+    .unwrap_or_else(|_| {
+        let cc = ClaudeCodeConfig {
+            fail_closed,
+            ..ClaudeCodeConfig::default()
+        };
+        fail(
+            &cc,
+            event_name(&input).as_deref(),
+            "Warden stopped on an internal error (a bug: please report it with the payload)",
+        )
+    });
+    let mut err = std::io::stderr().lock();
+    for line in &answer.log {
+        let _ = writeln!(err, "{line}");
+    }
+    if let Some(json) = &answer.json {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{json}");
+        let _ = out.flush();
+    }
+    ExitCode::SUCCESS
+}
+
+/// The payload's event name, read leniently (for an answer to a payload that did not parse).
+fn event_name(input: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(input).ok()?;
+    Some(v.get("hook_event_name")?.as_str()?.to_string())
+}
+
+fn claude_code(
+    config: Result<Config, String>,
+    fail_closed: bool,
+    input: &[u8],
+    read: Option<std::io::Error>,
+) -> Answer {
+    let mut cc = ClaudeCodeConfig {
+        fail_closed,
+        ..ClaudeCodeConfig::default()
+    };
+    let event = event_name(input);
+    let failed = |cc: &ClaudeCodeConfig, why: &str| fail(cc, event.as_deref(), why);
+    if let Some(e) = read {
+        return failed(&cc, &format!("the payload could not be read: {e}"));
+    }
+    let config = match config {
+        Ok(c) => c,
+        Err(e) => return failed(&cc, &e),
+    };
+    cc = ClaudeCodeConfig {
+        fail_closed: fail_closed || config.claude_code.fail_closed,
+        ..config.claude_code.clone()
+    };
+    if config.database.is_none() {
+        return failed(
+            &cc,
+            "no database is configured, so sessions cannot be followed from one hook to the next: run `warden init claude-code` in the project, or set `database` in warden.toml",
+        );
+    }
+    let warden = match build(&config, false, false) {
+        Ok(w) => w,
+        Err(e) => return failed(&cc, &e),
+    };
+    let opts = Options {
+        user: config.user.clone(),
+        project: config.project.clone(),
+        project_dir: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+    };
+    let mut out = answer(&warden, &cc, &opts, input);
+    // A rule file that does not load is worth saying once per prompt, not at every tool call.
+    if event.as_deref() == Some("UserPromptSubmit") {
+        let broken = warden.diagnostics().iter().filter(|d| d.is_error()).count();
+        if broken > 0 {
+            let note = format!(
+                "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden check`)"
+            );
+            out.log.push(note.clone());
+            let json = out
+                .json
+                .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
+            if let Some(map) = json.as_object_mut() {
+                let message = match map.get("systemMessage").and_then(|m| m.as_str()) {
+                    Some(m) => format!("{m}\n{note}"),
+                    None => note,
+                };
+                map.insert("systemMessage".into(), serde_json::Value::String(message));
+            }
+        }
+    }
+    out
+}
+
+/// `warden init claude-code`.
+pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
+    let InitTarget::ClaudeCode { dir, url } = target;
+    if !dir.is_dir() {
+        return Err(format!(
+            "{} is not a folder: give the project folder with --dir",
+            dir.display()
+        ));
+    }
+    let project = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let report = warden_claude_code::init(&InitOptions {
+        project: project.clone(),
+        command: command(),
+        url,
+    })
+    .map_err(|e| e.to_string())?;
+    let show = |p: &Path| {
+        p.strip_prefix(&project)
+            .map(|r| r.display().to_string())
+            .unwrap_or_else(|_| p.display().to_string())
+    };
+    for p in &report.created {
+        println!("created   {}", show(p));
+    }
+    for p in &report.updated {
+        println!("updated   {}", show(p));
+    }
+    for p in &report.unchanged {
+        println!("unchanged {}", show(p));
+    }
+    println!(
+        "\n{} hook(s) added to .claude/settings.json. Claude Code now runs Warden at every event of this project.\n\
+         Your rules go in .warden/rules/; check them with `warden --config .warden/warden.toml check`,\n\
+         and read what fired with `warden --config .warden/warden.toml log`.",
+        report.hooks_added
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// How a hook runs this program: `warden` when that is what the PATH finds, else its full
+/// path.
+fn command() -> String {
+    let me = std::env::current_exe().ok();
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("warden"))
+            .find(|p| p.is_file())
+    });
+    match (&me, on_path) {
+        (Some(me), Some(found))
+            if std::fs::canonicalize(me).ok() == std::fs::canonicalize(&found).ok() =>
+        {
+            "warden".to_string()
+        }
+        (Some(me), _) => me.display().to_string(),
+        (None, _) => "warden".to_string(),
+    }
+}

@@ -1,0 +1,98 @@
+//! Delivery: what waits for its delivery point is bounded and not repeated, and what is due is
+//! written as one block for the agent's context.
+
+use std::fs;
+
+use serde_json::json;
+use warden_core::{Event, Hook, Warden};
+
+fn warden_with(rule: &str, template: Option<&str>) -> (tempfile::TempDir, Warden) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("rule.toml"), rule).unwrap();
+    let mut b = Warden::builder().rules_dir(dir.path());
+    if let Some(t) = template {
+        b = b.render_template(t);
+    }
+    (dir, b.build().unwrap())
+}
+
+const EACH_CALL: &str = r#"
+[rule]
+id = "each-call"
+trigger = "on_tool_complete"
+
+[condition]
+expression = "true"
+
+[action]
+type = "notify_self"
+message = "{{ tool.name }} done"
+deliver_at = "turn_end"
+"#;
+
+#[test]
+fn a_waiting_message_is_not_queued_twice_and_the_mailbox_is_bounded() {
+    let (_d, w) = warden_with(EACH_CALL, None);
+    let mut s = w.session();
+    for _ in 0..5 {
+        s.tick(
+            Hook::OnToolComplete,
+            Event::tool_complete("search", json!({})),
+        );
+    }
+    assert_eq!(
+        s.pending().len(),
+        1,
+        "the same message from the same rule waits once"
+    );
+    // A session whose turns never end: at most 1000 wait, the oldest dropped and said so.
+    let mut dropped = 0;
+    for i in 0..1200 {
+        let o = s.tick(
+            Hook::OnToolComplete,
+            Event::tool_complete(format!("t{i}"), json!({})),
+        );
+        dropped += o
+            .errors
+            .iter()
+            .filter(|e| e.error.contains("were dropped"))
+            .count();
+    }
+    assert_eq!(s.pending().len(), 1000);
+    assert_eq!(dropped, 201);
+    assert_eq!(
+        &*s.pending()[0].message,
+        "t200 done",
+        "the oldest went first"
+    );
+    let o = s.tick(Hook::OnTurnEnd, Event::new());
+    assert_eq!(o.inject.len(), 1000);
+    assert!(s.pending().is_empty());
+}
+
+#[test]
+fn the_notifications_due_are_rendered_once_for_every_host() {
+    let w = Warden::builder().builtin_rules().build().unwrap();
+    let mut s = w.session();
+    let o = s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.85));
+    assert_eq!(
+        o.rendered.as_deref(),
+        Some("[warden]\n- HIGH warning: Token budget at 85%. Consider wrapping up or summarizing.")
+    );
+    let o = s.tick(Hook::OnTurnEnd, Event::new());
+    assert_eq!(o.rendered, None);
+
+    let (_d, w) = warden_with(
+        EACH_CALL,
+        Some("{% for n in notifications %}* {{ n.message }} ({{ n.rule }})\n{% endfor %}"),
+    );
+    let mut s = w.session();
+    s.tick(Hook::OnToolComplete, Event::tool_complete("web", json!({})));
+    let o = s.tick(Hook::OnTurnEnd, Event::new());
+    assert_eq!(o.rendered.as_deref(), Some("* web done (each-call)\n"));
+    let err = Warden::builder()
+        .render_template("{% if %}")
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("[render] template"), "{err}");
+}

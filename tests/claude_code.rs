@@ -1,0 +1,364 @@
+//! Warden supervising Claude Code, end to end: the built binary is run exactly as Claude Code
+//! runs a command hook (the payload on stdin; the answer read from stdout, and the exit code),
+//! one process per hook.
+//!
+//! - A whole scripted session of 30 hooks in 30 processes (`tests/claude-code/session.jsonl`,
+//!   answers in `session.expected.jsonl`): decisions, injected context, the token-budget
+//!   warning read from the transcript, a Lua workflow that waits two turns across processes,
+//!   the agent sent back to work while its tests fail and let go after three times.
+//! - Every payload kind of `tests/claude-code/payloads/` is answered with exit 0.
+//! - Eight processes ticking one session at once lose no update.
+//! - A hook process killed (`kill -9`) in the middle of its tick loses nothing.
+//!
+//! Run with `WARDEN_BLESS=1` to write the expected answers from the current behavior, then read
+//! every changed line before committing it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/claude-code")
+}
+
+/// A project folder, a transcript and a database for one test.
+struct Project {
+    dir: tempfile::TempDir,
+    session: String,
+}
+
+impl Project {
+    fn new(session: &str) -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        let p = Project {
+            dir,
+            session: session.to_string(),
+        };
+        let transcript = p.fill(&std::fs::read_to_string(data().join("transcript.jsonl")).unwrap());
+        std::fs::write(p.transcript(), transcript).unwrap();
+        p
+    }
+
+    fn transcript(&self) -> PathBuf {
+        self.dir.path().join("transcript.jsonl")
+    }
+
+    fn db(&self) -> PathBuf {
+        self.dir.path().join("warden.db")
+    }
+
+    /// `text` with the placeholders filled in.
+    fn fill(&self, text: &str) -> String {
+        text.replace("$PROJECT", &self.dir.path().display().to_string())
+            .replace("$TRANSCRIPT", &self.transcript().display().to_string())
+            .replace("$SESSION", &self.session)
+    }
+
+    /// The payload fixture `name`, with `set` merged over it.
+    fn payload(&self, name: &str, set: Option<&Value>) -> Value {
+        let text = std::fs::read_to_string(data().join("payloads").join(format!("{name}.json")))
+            .unwrap_or_else(|e| panic!("payload {name}: {e}"));
+        let mut v: Value = serde_json::from_str(&self.fill(&text)).unwrap();
+        if let (Some(Value::Object(set)), Value::Object(map)) = (set, &mut v) {
+            for (k, x) in set {
+                map.insert(
+                    k.clone(),
+                    serde_json::from_str(&self.fill(&x.to_string())).unwrap(),
+                );
+            }
+        }
+        v
+    }
+
+    /// The transcript gains a model call (`id`), whose context holds `tokens` tokens.
+    fn model_call(&self, id: &str, tokens: u64) {
+        let line = json!({
+            "parentUuid": "u", "isSidechain": false, "type": "assistant",
+            "message": {
+                "id": id, "type": "message", "role": "assistant",
+                "model": "claude-sonnet-4-5-20250929",
+                "content": [{"type": "text", "text": "..."}],
+                "usage": {
+                    "input_tokens": 10, "cache_creation_input_tokens": 1000,
+                    "cache_read_input_tokens": tokens - 1100, "output_tokens": 90
+                }
+            },
+            "uuid": format!("u-{id}")
+        });
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.transcript())
+            .unwrap();
+        writeln!(f, "{line}").unwrap();
+    }
+
+    /// A hook process, as Claude Code starts one.
+    fn hook_command(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_warden"));
+        c.arg("hook")
+            .arg("claude-code")
+            .arg("--config")
+            .arg(data().join("warden.toml"))
+            .arg("--db")
+            .arg(self.db())
+            .env("CLAUDE_PROJECT_DIR", self.dir.path())
+            .env_remove("WARDEN_CONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    }
+
+    /// Runs one hook: its answer (`null` when it printed nothing). Every hook exits 0.
+    fn hook(&self, payload: &Value) -> Value {
+        let mut child = self.hook_command().spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{payload}: exit {:?}\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        if stdout.trim().is_empty() {
+            return Value::Null;
+        }
+        assert_eq!(
+            stdout.trim().lines().count(),
+            1,
+            "one JSON line on stdout: {stdout}"
+        );
+        serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|e| panic!("{payload}: not JSON ({e}): {stdout}"))
+    }
+
+    fn warden(&self, args: &[&str]) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+            .arg("--config")
+            .arg(data().join("warden.toml"))
+            .arg("--db")
+            .arg(self.db())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+/// What the answers say, with the project's folder written as `$PROJECT`.
+fn normalize(v: &Value, project: &Project) -> Value {
+    serde_json::from_str(
+        &v.to_string()
+            .replace(&project.dir.path().display().to_string(), "$PROJECT"),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_whole_session_in_thirty_processes() {
+    let project = Project::new("e2e-session");
+    let script = std::fs::read_to_string(data().join("session.jsonl")).unwrap();
+    let mut answers = Vec::new();
+    for (i, line) in script.lines().enumerate() {
+        let step: Value = serde_json::from_str(line).unwrap();
+        if let Some(call) = step.get("call") {
+            project.model_call(call[0].as_str().unwrap(), call[1].as_u64().unwrap());
+        }
+        let payload = project.payload(step["payload"].as_str().unwrap(), step.get("set"));
+        let answer = normalize(&project.hook(&payload), &project);
+        answers
+            .push(json!({ "step": i + 1, "event": payload["hook_event_name"], "answer": answer }));
+    }
+    assert_eq!(answers.len(), 30);
+    let expected_file = data().join("session.expected.jsonl");
+    let actual: String = answers.iter().map(|a| format!("{a}\n")).collect();
+    if std::env::var_os("WARDEN_BLESS").is_some() {
+        std::fs::write(&expected_file, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&expected_file).unwrap();
+    for (want, got) in expected.lines().zip(actual.lines()) {
+        let (w, g): (Value, Value) = (
+            serde_json::from_str(want).unwrap(),
+            serde_json::from_str(got).unwrap(),
+        );
+        assert_eq!(g, w, "the answer of step {}", w["step"]);
+    }
+    assert_eq!(expected.lines().count(), actual.lines().count());
+
+    // The session was carried from process to process: every hook Warden acts on ticked it.
+    let shown: Value =
+        serde_json::from_str(&project.warden(&["sessions", "show", "e2e-session"])).unwrap();
+    assert_eq!(shown["session"]["ended"], true);
+    // Ten model calls after prompts and the two prompts' own turns, less the first call of each
+    // prompt (its turn is the prompt's).
+    assert_eq!(shown["saved"]["facts"]["history"]["counts"]["turns"], 11);
+    // The subagent's stop is in the execution log, not a turn of the session.
+    let log: Value =
+        serde_json::from_str(&project.warden(&["log", "--json", "--rule", "claude-code/subagent"]))
+            .unwrap();
+    assert_eq!(log.as_array().map(Vec::len), Some(1), "{log}");
+}
+
+#[test]
+fn every_payload_kind_is_answered_with_exit_zero() {
+    let project = Project::new("kinds");
+    let mut names: Vec<String> = std::fs::read_dir(data().join("payloads"))
+        .unwrap()
+        .map(|e| {
+            e.unwrap()
+                .path()
+                .file_stem()
+                .unwrap()
+                .to_string_lossy()
+                .to_string()
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 10);
+    for name in &names {
+        let answer = project.hook(&project.payload(name, None));
+        if ["Notification", "PreCompact", "SessionStart", "SubagentStop"].contains(&name.as_str()) {
+            assert_eq!(answer, Value::Null, "{name}");
+        }
+    }
+    // What is not Claude Code's payload is answered too: the agent goes on, told why.
+    for bad in [
+        "not json",
+        "[1,2]",
+        r#"{"hook_event_name":"PreToolUse","session_id":"s"}"#,
+    ] {
+        let mut child = project.hook_command().spawn().unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(bad.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            v["systemMessage"]
+                .as_str()
+                .unwrap()
+                .contains("Warden could not supervise this event"),
+            "{bad}: {v}"
+        );
+    }
+}
+
+#[test]
+fn eight_processes_on_one_session_lose_no_update() {
+    let project = Project::new("parallel");
+    let payload = project.payload(
+        "PostToolUse",
+        Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
+    );
+    for _ in 0..3 {
+        let children: Vec<_> = (0..8)
+            .map(|_| {
+                let mut child = project.hook_command().spawn().unwrap();
+                child
+                    .stdin
+                    .take()
+                    .unwrap()
+                    .write_all(payload.to_string().as_bytes())
+                    .unwrap();
+                child
+            })
+            .collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success());
+            assert!(
+                out.stdout.is_empty(),
+                "{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    let shown: Value =
+        serde_json::from_str(&project.warden(&["sessions", "show", "parallel"])).unwrap();
+    assert_eq!(
+        shown["session"]["events"], 24,
+        "every tick was saved, none over another"
+    );
+    let store = warden::Store::open(project.db()).unwrap();
+    let count = store
+        .state_get(
+            &warden::StateScope::new("default", "default", "local"),
+            "count",
+        )
+        .unwrap();
+    assert_eq!(count, Some(json!(24)), "the counter lost no update");
+}
+
+#[test]
+fn a_hook_killed_mid_tick_loses_nothing() {
+    let project = Project::new("crash");
+    let prompt = project.payload("UserPromptSubmit", None);
+    project.hook(&prompt);
+    let before: Value =
+        serde_json::from_str(&project.warden(&["sessions", "show", "crash"])).unwrap();
+    // A guard that takes seconds: the process is killed while its tick holds the database.
+    let slow = project.payload(
+        "PreToolUse",
+        Some(&json!({"tool_name": "Slow", "tool_input": {}})),
+    );
+    let mut child = project.hook_command().spawn().unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(slow.to_string().as_bytes())
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let started = Instant::now();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The next hooks go on at once, from the session as it was before the killed tick.
+    let answer = project.hook(&project.payload("PostToolUseFailure", None));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the lock was released with the process"
+    );
+    assert_eq!(answer, Value::Null);
+    let after: Value =
+        serde_json::from_str(&project.warden(&["sessions", "show", "crash"])).unwrap();
+    assert_eq!(
+        after["session"]["version"].as_i64(),
+        before["session"]["version"].as_i64().map(|v| v + 1),
+        "the killed tick saved nothing; the next one saved once"
+    );
+    assert_eq!(
+        after["saved"]["facts"]["history"]["counts"]["tool_calls"], 1,
+        "the killed call is not in the session"
+    );
+    let store = warden::Store::open(project.db()).unwrap();
+    assert_eq!(store.check_integrity().unwrap(), Vec::<String>::new());
+    assert_eq!(
+        store
+            .state_get(
+                &warden::StateScope::new("default", "default", "local"),
+                "slow_started"
+            )
+            .unwrap(),
+        None,
+        "the killed tick's state write is not there"
+    );
+}

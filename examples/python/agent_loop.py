@@ -94,7 +94,7 @@ def main() -> None:
             return
         notes += outcome.inject
         if notes:
-            note = warden.render_notifications(notes)
+            note = supervisor.render(notes)
             print(f"  (into the context) {note!r}")
             messages.append({"role": "user", "content": note})
             notes = []

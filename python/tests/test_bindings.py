@@ -353,3 +353,20 @@ def test_tick_json_reads_a_trace_line():
         assert raised.value.field == field
     with pytest.raises(EventError, match="str or bytes"):
         session.tick_json(42)
+
+
+def test_notifications_are_rendered_as_every_host_renders_them(tmp_path: Path):
+    w = warden.Warden()
+    outcome = w.session().tick("on_turn_start", {"turn": {"token_usage": 0.85}})
+    assert outcome.rendered == "[warden]\n- HIGH warning: Token budget at 85%. Consider wrapping up or summarizing."
+    assert w.session().tick("on_turn_start", {"turn": {"token_usage": 0.1}}).rendered is None
+    # Gathered from several ticks: each message once.
+    assert w.render(outcome.inject + outcome.inject) == outcome.rendered
+    assert w.render([]) is None
+    with pytest.raises(TypeError):
+        w.render(["not a notification"])
+
+    config = tmp_path / "warden.toml"
+    config.write_text('[render]\ntemplate = "{% for n in notifications %}* {{ n.message }}{% endfor %}"\n')
+    custom = warden.Warden.from_config(config).session().tick("on_turn_start", {"turn": {"token_usage": 0.85}})
+    assert custom.rendered == "* Token budget at 85%. Consider wrapping up or summarizing."

@@ -35,7 +35,7 @@ def test_the_langchain_agent():
     assert "Warden asks: this writes `/etc/hosts`, outside the project folder" in out
     assert "  Tool: `rm` recursive and forced on `/`" in out
     assert '[warden] The call ran with these arguments instead: {"query": "sqlite wal", "limit": 50}' in out
-    assert "[warning] Token budget at 82%" in out
+    assert "- HIGH warning: Token budget at 82%" in out
     assert "User rejected the tool call for `write_file` with reason: leave /etc alone" in out
 
 

@@ -116,7 +116,7 @@ def test_a_notification_reaches_the_models_input():
     assert hint not in model.text_of_call(0)
     assert hint in model.text_of_call(1)
     note = model.seen[1][-1]
-    assert isinstance(note, HumanMessage) and note.text.startswith("<warden-notes>")
+    assert isinstance(note, HumanMessage) and note.text.startswith("[warden]\n- ")
 
 
 def test_the_token_budget_rule_fires_from_usage_metadata():

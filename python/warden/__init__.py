@@ -45,7 +45,6 @@ from ._native import (
     Warden,
     __version__,
 )
-from ._render import render_notifications
 
 __all__ = [
     "Decided",
@@ -77,5 +76,4 @@ __all__ = [
     "StateWrite",
     "Warden",
     "__version__",
-    "render_notifications",
 ]

@@ -148,6 +148,9 @@ class Warden:
         resumed where it stood by any :class:`Warden` on the same file, in this process or
         another (waiting Lua scripts included). Raises :class:`SessionError` when a saved
         session cannot be read back."""
+    def render(self, notifications: list[Notification]) -> str | None:
+        """Writes notifications (from several ticks, say) as one block for the agent's
+        context, as :attr:`Outcome.rendered` does for one tick; ``None`` when there are none."""
     @property
     def diagnostics(self) -> list[Diagnostic]:
         """Problems found in the rule files (the rules without problems are loaded)."""
@@ -224,6 +227,11 @@ class Outcome:
     @property
     def inject(self) -> list[Notification]:
         """Notifications due now, most urgent first: put these into the agent's context."""
+    @property
+    def rendered(self) -> str | None:
+        """The notifications due now, written as one block for the agent's context (most
+        urgent first, each message once; an operator's ``[render] template`` when set), or
+        ``None`` when there is nothing to inject. Every host injects this same text."""
     @property
     def notifications(self) -> list[Notification]:
         """The notifications fired at this hook, whenever they are due."""

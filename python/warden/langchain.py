@@ -92,7 +92,6 @@ except ImportError:  # pragma: no cover - another LangChain version
 
 from ._enums import Hook, ProceedKind
 from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
-from ._render import render_notifications
 
 __all__ = ["WardenMiddleware", "WardenState"]
 
@@ -142,10 +141,10 @@ class _Conversation:
                 self.pending.extend(notifications)
 
     def take(self, notifications: list[Notification]) -> list[Notification]:
-        """Every notification waiting, and `notifications`, most urgent first."""
+        """Every notification waiting, and `notifications`."""
         with self.lock:
             notes, self.pending = self.pending + notifications, []
-        return sorted(notes, key=lambda n: -n.priority.rank)
+        return notes
 
 
 def _text(message: AnyMessage) -> str:
@@ -348,7 +347,9 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             update["messages"] = [AIMessage(content=proceed.reason or "")]
             update["jump_to"] = "end"
         elif notes:
-            update["messages"] = [HumanMessage(content=render_notifications(notes))]
+            text = self.warden.render(notes)
+            if text is not None:
+                update["messages"] = [HumanMessage(content=text)]
         return update
 
     def _usage(self, tokens: int, context_tokens: int) -> dict[str, Any]:

@@ -189,6 +189,14 @@ impl PyOutcome {
         list(py, self.0.inject.iter().cloned().map(PyNotification))
     }
 
+    /// The notifications due now, written as one block for the agent's context (most urgent
+    /// first, each message once; an operator's `[render] template` when set), or `None` when
+    /// there is nothing to inject. Every host injects this same text.
+    #[getter]
+    fn rendered(&self) -> Option<&str> {
+        self.0.rendered.as_deref()
+    }
+
     /// The notifications fired at this hook, whenever they are due.
     #[getter]
     fn notifications<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {

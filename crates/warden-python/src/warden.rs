@@ -11,6 +11,7 @@ use pyo3::types::PyString;
 use warden_core::{Config, Diagnostic, ModeSource, SessionOptions, Warden, WardenBuilder};
 
 use crate::errors::{PyDiagnostic, SessionError, load_error};
+use crate::outcome::PyNotification;
 use crate::session::{PySession, open};
 
 /// The supervisor. Build it once and share it: it is safe to use from many threads, and every
@@ -311,6 +312,14 @@ impl PyWarden {
         py.detach(|| open(&self.inner, opts, durable))
             .map(PySession::new)
             .map_err(|e| SessionError::new_err(e.to_string()))
+    }
+
+    /// Writes notifications (from several ticks, say) as one block for the agent's context,
+    /// as `Outcome.rendered` does for one tick; `None` when there are none.
+    fn render(&self, notifications: Vec<PyRef<'_, PyNotification>>) -> Option<String> {
+        let notes: Vec<warden_core::Notification> =
+            notifications.iter().map(|n| n.0.clone()).collect();
+        self.inner.render(&notes)
     }
 
     /// Problems found in the rule files (the rules without problems are loaded), and in the

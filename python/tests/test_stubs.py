@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
+import sys
 from pathlib import Path
+
+from conftest import need
 
 import warden
 from warden import _native
@@ -54,3 +58,47 @@ def test_every_public_item_is_documented():
             for member, value in vars(obj).items():
                 if not member.startswith("_"):
                     assert getattr(value, "__doc__", None), f"warden.{name}.{member} has no docstring"
+
+
+USER_CODE = '''
+import asyncio
+import warden
+from warden import ProceedKind
+
+w = warden.Warden(builtin=True)
+s = w.session("typed")
+o = s.tick("on_tool_call", {"tool": {"name": "Bash", "arguments": {"command": "ls"}}})
+if o.proceed.kind is ProceedKind.WITH_INPUT and o.proceed.input is not None:
+    arguments: dict[str, object] = o.proceed.input
+reason: str | None = o.reason
+for n in o.inject:
+    level: warden.Priority = n.priority
+    print(n.message.upper(), level.rank)
+text: str | None = w.render(o.inject)
+later: warden.Outcome = asyncio.run(s.atick("on_turn_start"))
+wrong: int = o.fired
+'''
+
+
+def test_a_type_checker_reads_the_package_as_it_is(tmp_path):
+    try:
+        import mypy  # noqa: F401
+    except ImportError:
+        need(False, "mypy is not installed")
+    program = tmp_path / "agent.py"
+    program.write_text(USER_CODE)
+    def mypy(*args: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "mypy", "--strict", "--no-incremental", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+        )
+        assert "error:" in done.stdout or done.returncode == 0, done.stdout + done.stderr
+        return [line for line in done.stdout.splitlines() if ": error:" in line]
+
+    # The package itself checks clean, its LangChain middleware included.
+    assert mypy("-p", "warden") == []
+    # A user's program: the one mistake in it is found, and nothing else.
+    [error] = mypy(str(program))
+    assert 'agent.py:17: error: Incompatible types in assignment (expression has type "list[str]"' in error

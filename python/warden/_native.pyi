@@ -5,7 +5,7 @@ the supervisor decided at one tick.
 """
 
 import os
-from collections.abc import Awaitable, Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any, final
 
 from ._enums import Decision, DeliverAt, Hook, LogLevel, Priority, ProceedKind
@@ -180,7 +180,7 @@ class Session:
         fields, as ``warden replay`` reads it. The engine reads the JSON, so a host that has
         the event as text builds no dict for it. Raises :class:`EventError` naming the field
         when the line is not an event."""
-    def atick(self, hook: Hook | str, event: Event | None = None) -> Awaitable[Outcome]:
+    def atick(self, hook: Hook | str, event: Event | None = None) -> Coroutine[Any, Any, Outcome]:
         """:meth:`tick` for asyncio: it runs the tick on a worker thread
         (``asyncio.to_thread``), so the event loop goes on meanwhile. Await each tick of a
         session before the next."""

@@ -62,6 +62,7 @@ memory until the interrupt is answered, so the resumed call is not ticked twice.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import threading
 import uuid
@@ -83,12 +84,11 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-try:
-    # How LangChain's own human-in-the-loop middleware checks a person's answer (and publishes
-    # its schema to clients); the [langchain] extra pins the version it is read from.
-    from langchain.agents.middleware.human_in_the_loop import _decision_schema
-except ImportError:  # pragma: no cover - another LangChain version
-    _decision_schema = None
+# How LangChain's own human-in-the-loop middleware checks a person's answer (and publishes its
+# schema to clients); the [langchain] extra pins the version it is read from.
+_decision_schema: Any = getattr(
+    importlib.import_module("langchain.agents.middleware.human_in_the_loop"), "_decision_schema", None
+)
 
 from ._enums import Hook, ProceedKind
 from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
@@ -450,7 +450,8 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         kind = proceed.kind
         reason = proceed.reason or ""
         if kind == ProceedKind.WITH_INPUT:
-            return request.override(tool_call={**call, "args": proceed.input})
+            rewritten = proceed.input if proceed.input is not None else call["args"]
+            return request.override(tool_call={**call, "args": rewritten})
         if kind in (ProceedKind.NO, ProceedKind.STOP):
             if kind == ProceedKind.STOP:
                 conv.stopped = reason
@@ -529,6 +530,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         """``on_tool_complete`` or ``on_tool_failure``."""
         call = request.tool_call
         tool = {"name": call["name"], "arguments": call["args"]}
+        event: dict[str, Any]
         if error is not None:
             hook, event = Hook.ON_TOOL_FAILURE, {"tool": tool, "error": f"{type(error).__name__}: {error}"}
         elif isinstance(result, ToolMessage) and result.status == "error":

@@ -288,3 +288,19 @@ def test_a_thread_carries_on_with_another_supervisor_on_the_same_database(tmp_pa
     facts = WardenMiddleware(warden.Warden(database=db)).session("t-durable").facts
     assert facts["history"]["counts"]["queries"] == 2
     assert facts["history"]["counts"]["tool_calls"] == 2
+
+
+def test_a_failing_rule_is_logged_and_the_agent_goes_on(rules_dir, caplog):
+    folder = rules_dir(
+        {
+            "broken.toml": '[rule]\nid = "broken"\ntrigger = "on_tool_call"\n[condition]\nscript = "broken.lua"\n',
+            "broken.lua": 'error("the guard broke")\n',
+        }
+    )
+    tools = Tools()
+    model = script(call("web_search", {"query": "wal"}, "c1"), reply("done"))
+    with caplog.at_level("WARNING", logger="warden.langchain"):
+        result = agent_for(model, WardenMiddleware(warden.Warden(rules=folder)), tools).invoke(ask("go"))
+    assert tools.calls == [("web_search", {"query": "wal", "limit": 10})]
+    assert result["messages"][-1].text == "done"
+    assert any("broken" in r.getMessage() and "the guard broke" in r.getMessage() for r in caplog.records)

@@ -64,6 +64,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
@@ -94,6 +95,8 @@ from ._enums import Hook, ProceedKind
 from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
 
 __all__ = ["WardenMiddleware", "WardenState"]
+
+log = logging.getLogger("warden.langchain")
 
 
 class WardenState(AgentState[Any]):
@@ -298,11 +301,15 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
 
     def _tick(self, conv: _Conversation, hook: Hook, event: dict[str, Any]) -> Outcome:
         try:
-            return conv.session.tick(hook, event)
+            outcome = conv.session.tick(hook, event)
         except EventError:
             # Something the agent produced is not JSON (an object in a tool's arguments or
             # result): rules see it as text rather than the supervision failing.
-            return conv.session.tick(hook, _json(event))
+            outcome = conv.session.tick(hook, _json(event))
+        # A rule that failed did not stop the others; whoever runs the agent should hear of it.
+        for error in outcome.errors:
+            log.warning("session %s, %s: %s", conv.session.id, hook.value, error)
+        return outcome
 
     # The run.
 

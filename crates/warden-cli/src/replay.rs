@@ -36,6 +36,11 @@ pub(crate) struct ReplayArgs {
     /// person (as `warden demo` prints them).
     #[arg(long, value_enum, default_value_t = Format::Json)]
     format: Format,
+    /// Also print, for every event with notifications due, the block an agent's context
+    /// gets (`{"event": N, "hook": ..., "render": "..."}`): each message once, most urgent
+    /// first, as every host injects it.
+    #[arg(long)]
+    render: bool,
     /// The session id (generated when absent).
     #[arg(long)]
     session: Option<String>,
@@ -80,12 +85,16 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let mut bad_lines = 0;
+    let mut unsaved = 0;
     for (index, parsed) in read_trace(input) {
         let mut text = String::new();
         match (parsed, &mut narrator) {
             (Ok(e), Some(n)) => {
                 text.push_str(&n.event(index, e.hook, &e.event));
                 let outcome = session.tick(e.hook, e.event);
+                if outcome.unsaved.is_some() {
+                    unsaved += 1;
+                }
                 text.push_str(&n.outcome(&outcome));
             }
             (Ok(e), None) => {
@@ -100,6 +109,12 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
                     lines.extend(explain_lines(index, &outcome));
                 }
                 lines.extend(outcome_lines(index, &outcome));
+                if let (true, Some(text)) = (a.render, &outcome.rendered) {
+                    lines.push(json!({"event": index, "hook": hook.name(), "render": text}));
+                }
+                if outcome.unsaved.is_some() {
+                    unsaved += 1;
+                }
                 if a.all {
                     lines.push(json!({
                         "event": index,
@@ -140,7 +155,12 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
     if let Some(n) = &narrator {
         writeln!(out, "\n{}", n.totals().trim_end()).map_err(|e| e.to_string())?;
     }
-    Ok(if bad_lines > 0 {
+    if unsaved > 0 {
+        eprintln!(
+            "error: {unsaved} event(s) could not be saved (their errors say why): their state writes and execution-log rows are lost"
+        );
+    }
+    Ok(if bad_lines > 0 || unsaved > 0 {
         ExitCode::FAILURE
     } else {
         loaded

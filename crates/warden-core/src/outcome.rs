@@ -340,6 +340,10 @@ pub struct Outcome {
     pub ruling: Option<Ruling>,
     /// Decisions and rewrites the ruling overrode, and why.
     pub overridden: Vec<Overridden>,
+    /// Why nothing this tick wrote (plugin state, execution-log rows, the saved session) was
+    /// saved, when the store refused it (a lock held too long by another process, a full
+    /// disk). Its decisions and notifications stand; it is also in [`Outcome::errors`].
+    pub unsaved: Option<String>,
     pub(crate) trace: Vec<TraceEntry>,
     /// Behavior nodes that ran (explain mode): rule, node, what it came to.
     pub(crate) nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,

@@ -328,6 +328,11 @@ impl Store {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
+        // A process that closes the database checkpoints the write-ahead log (SQLite's
+        // default): the next process then opens a database with an empty log. Leaving the log
+        // for the next process would save the closing one two fsyncs, but cost every opening
+        // one the rebuilding of the log's index, in proportion to the log (a hook process opens
+        // the database at every event).
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &label)?;
         Ok(Store {
@@ -462,29 +467,9 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        let mut conn = self.lock();
-        (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut stmt = tx.prepare_cached(INSERT_EXECUTION)?;
-                for r in records {
-                    stmt.execute(params![
-                        r.user_id,
-                        r.project_id,
-                        r.session_id,
-                        r.rule_id,
-                        r.trigger,
-                        r.condition_result,
-                        r.action_executed,
-                        r.execution_time_ms,
-                        r.error_message,
-                        r.decision,
-                    ])?;
-                }
-            }
-            tx.commit()
-        })()
-        .map_err(|e| self.sql_err(e))
+        let tx = self.tick();
+        tx.record_executions(records)?;
+        tx.commit(None).map(|_| ())
     }
 
     /// Reads the execution log back, newest first, filtered by `filter`.

@@ -25,6 +25,9 @@ pub struct TickTransaction<'s> {
     store: &'s Store,
     /// The connection, held from the transaction's first statement to its end.
     open: RefCell<Option<MutexGuard<'s, Connection>>>,
+    /// The transaction could not begin (the lock was held too long): what follows fails at
+    /// once instead of waiting again.
+    refused: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for TickTransaction<'_> {
@@ -42,6 +45,7 @@ impl Store {
         TickTransaction {
             store: self,
             open: RefCell::new(None),
+            refused: std::cell::Cell::new(false),
         }
     }
 }
@@ -55,10 +59,13 @@ impl<'s> TickTransaction<'s> {
         let mut open = self.open.borrow_mut();
         let conn = match &mut *open {
             Some(conn) => conn,
+            None if self.refused.get() => return Err(self.store.busy()),
             None => {
                 let conn = self.store.lock();
-                conn.execute_batch("BEGIN IMMEDIATE")
-                    .map_err(|e| self.store.sql_err(e))?;
+                if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+                    self.refused.set(true);
+                    return Err(self.store.sql_err(e));
+                }
                 open.insert(conn)
             }
         };
@@ -194,6 +201,10 @@ impl<'s> TickTransaction<'s> {
     /// session's new version. A session saved by another process since `session.loaded` is
     /// [`StoreError::SessionConflict`], and then nothing is written.
     pub fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
+        // A tick whose transaction could not begin read or wrote nothing it needed.
+        if self.refused.get() {
+            return Err(self.store.busy());
+        }
         if session.is_none() && !self.is_begun() {
             return Ok(None);
         }

@@ -223,15 +223,15 @@ pub(crate) fn deliver(
     (due, dropped)
 }
 
-/// Records a step's evaluations in the execution log. Rules held back before their condition
-/// (switched off, out of mode, a decorator) were not evaluated: they are not recorded.
-pub(crate) fn record_executions(
+/// Records a step's evaluations (each with how long it took, in milliseconds) in the execution
+/// log. Rules held back before their condition (switched off, out of mode, a decorator) were
+/// not evaluated: they are not recorded.
+pub(crate) fn record_executions<'t>(
     tx: &TickTransaction<'_>,
     actor: &Actor<'_>,
     program: &Program,
     hook: Hook,
-    trace: &[TraceEntry],
-    timings: &[f64],
+    evaluations: impl Iterator<Item = (&'t TraceEntry, f64)>,
     effects: &[Effect],
 ) {
     // What each rule decided (applied, whether or not its decision won).
@@ -243,9 +243,7 @@ pub(crate) fn record_executions(
             _ => None,
         })
         .collect();
-    let records: Vec<ExecutionRecord> = trace
-        .iter()
-        .zip(timings)
+    let records: Vec<ExecutionRecord> = evaluations
         .filter(|(t, _)| {
             !matches!(
                 t.evaluation,
@@ -260,7 +258,7 @@ pub(crate) fn record_executions(
             trigger: hook.name().to_string(),
             condition_result: matches!(t.evaluation, Evaluation::Fired | Evaluation::Running),
             action_executed: t.evaluation == Evaluation::Fired,
-            execution_time_ms: *ms,
+            execution_time_ms: ms,
             error_message: match &t.evaluation {
                 Evaluation::Failed(e) => Some(e.clone()),
                 Evaluation::Undetermined(e) => Some(format!("undetermined: {e}")),

@@ -60,6 +60,9 @@ pub(crate) struct Tick<'a, 'f> {
     /// The trace entry of the rule being evaluated, if one is.
     pub(crate) at: Option<usize>,
     pub(crate) timings: Option<Vec<f64>>,
+    /// When the tick is not sampled: the failed evaluations (trace entry, milliseconds), which
+    /// go into the execution log whatever the sampling.
+    pub(crate) unsampled_failures: Vec<(usize, f64)>,
     pub(crate) scripts: &'a mut Scripts,
     /// What the nodes left running in the current entry wait for.
     pub(crate) wake: HookSet,
@@ -81,7 +84,14 @@ impl Tick<'_, '_> {
     /// Runs one leaf; Success means the rule fired (a selector stops there).
     pub(crate) fn run(&mut self, node: Node) -> Status {
         let Node::Rule(ix) = node;
-        let start = self.timings.as_ref().map(|_| Instant::now());
+        // Scripts and trees are timed whatever the sampling (their failure, a timeout, is
+        // logged with how long it took); expressions only when the tick is sampled.
+        let timed = self.timings.is_some()
+            || !matches!(
+                self.program.rules[ix as usize].condition,
+                RuleCondition::Expr(_)
+            );
+        let start = timed.then(Instant::now);
         // What the rule fires is recorded with the trace entry its evaluation gets.
         self.at = Some(self.trace.len());
         let evaluation = self.rule(ix);
@@ -97,8 +107,13 @@ impl Tick<'_, '_> {
             }
             _ => Status::Failure,
         };
-        if let (Some(t), Some(start)) = (self.timings.as_mut(), start) {
-            t.push(start.elapsed().as_secs_f64() * 1000.0);
+        let ms = start.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0);
+        match self.timings.as_mut() {
+            Some(t) => t.push(ms),
+            None if matches!(evaluation, Evaluation::Failed(_)) => {
+                self.unsampled_failures.push((self.trace.len(), ms));
+            }
+            None => {}
         }
         if let Evaluation::Failed(error) = &evaluation {
             self.errors.push(RuleError {

@@ -510,10 +510,9 @@ impl Session {
                 if let Some(d) = &mut self.durable {
                     d.stale = true;
                 }
-                outcome.errors.push(RuleError {
-                    rule: None,
-                    error: format!("nothing this tick wrote was saved: {e}"),
-                });
+                let error = format!("nothing this tick wrote was saved: {e}");
+                outcome.unsaved = Some(error.clone());
+                outcome.errors.push(RuleError { rule: None, error });
             }
         }
     }

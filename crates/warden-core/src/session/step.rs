@@ -87,6 +87,7 @@ impl Step<'_, '_, '_> {
             trace: Vec::with_capacity(tree.entries.len()),
             at: None,
             timings: self.logging.then(Vec::new),
+            unsampled_failures: Vec::new(),
             scripts: &mut trees.scripts,
             wake: HookSet::default(),
             entry_hook: hook,
@@ -181,6 +182,7 @@ impl Step<'_, '_, '_> {
             mut errors,
             mut trace,
             timings,
+            unsampled_failures,
             halted,
             node_trace,
             ..
@@ -203,8 +205,31 @@ impl Step<'_, '_, '_> {
             &mut errors,
             &mut trace,
         );
-        if let Some(timings) = timings {
-            effects::record_executions(self.tx, &actor, program, hook, &trace, &timings, &effects);
+        match timings {
+            Some(timings) => effects::record_executions(
+                self.tx,
+                &actor,
+                program,
+                hook,
+                trace.iter().zip(timings),
+                &effects,
+            ),
+            // A failure is recorded whatever the sampling.
+            None if !unsampled_failures.is_empty() => effects::record_executions(
+                self.tx,
+                &actor,
+                program,
+                hook,
+                unsampled_failures
+                    .iter()
+                    .filter_map(|&(at, ms)| Some((trace.get(at)?, ms))),
+                &effects,
+            ),
+            None => {}
+        }
+        for e in &errors {
+            let rule = e.rule.as_deref().unwrap_or("-");
+            tracing::warn!(target: "warden::rule", session = self.session, hook = hook.name(), rule, error = %e.error, "a rule failed");
         }
         let merged = ruling::merge(
             &effects,
@@ -241,6 +266,7 @@ impl Step<'_, '_, '_> {
             mode_change: None,
             ruling: merged.ruling,
             overridden: merged.overridden,
+            unsaved: None,
             trace,
             nodes: node_trace.unwrap_or_default(),
             program: program.clone(),

@@ -17,6 +17,13 @@ SPIN = '[rule]\nid = "spin"\ntrigger = "on_tool_call"\n[condition]\nscript = "sp
 SPIN_LUA = "local n = event.data.n\nlocal x = 0\nfor i = 1, n do x = x + i end\nreturn x < 0\n"
 
 
+def spin_once(session: warden.Session, n: int) -> float:
+    start = time.perf_counter()
+    outcome = session.tick("on_tool_call", {"tool": {"name": "x"}, "data": {"n": n}})
+    assert outcome.errors == []
+    return time.perf_counter() - start
+
+
 @pytest.fixture
 def spinner(rules_dir):
     """A supervisor whose `on_tool_call` runs a Lua loop of `data.n` steps, and the `n` that
@@ -25,10 +32,9 @@ def spinner(rules_dir):
     session = w.session()
     n = 200_000
     while True:
-        start = time.perf_counter()
-        outcome = session.tick("on_tool_call", {"tool": {"name": "x"}, "data": {"n": n}})
-        took = time.perf_counter() - start
-        assert outcome.errors == []
+        # The fastest of three runs: the machine is shared, and a slow moment would make the
+        # ticks asked for later shorter than meant.
+        took = min(spin_once(session, n) for _ in range(3))
         if took > 0.05:
             break
         n *= 4
@@ -92,7 +98,8 @@ def test_the_gil_is_released_while_a_tick_runs(spinner):
     start, end = span
     points = [start, *(t for t in stamps if start < t < end), end]
     longest = max(b - a for a, b in zip(points, points[1:]))
-    assert end - start > 0.5
+    # Long enough to mean something: far longer than a switch of threads.
+    assert end - start > 0.2
     assert longest < (end - start) / 2, f"Python stood still {longest:.3f} s of a {end - start:.3f} s tick"
 
 
@@ -123,7 +130,8 @@ def test_atick_does_not_block_the_event_loop(spinner):
 
     outcome, took, longest = asyncio.run(main())
     assert isinstance(outcome, Outcome) and outcome.errors == []
-    assert took > 0.5
+    # Long enough to mean something: far longer than the heartbeat's 5 ms.
+    assert took > 0.2
     assert longest < took / 2, f"the event loop stood still {longest:.3f} s of a {took:.3f} s tick"
 
 

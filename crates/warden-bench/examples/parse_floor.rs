@@ -1,6 +1,6 @@
 //! The parse-only floor of a replay, as a whole process: reads a trace a line at a time and
 //! parses each line into a JSON value with serde_json, and does nothing else. What
-//! `scripts/bench-compare.sh` measures `warden replay` against.
+//! `benches/bench-compare.sh` measures `warden replay` against.
 //!
 //! ```sh
 //! cargo run --release -p warden-bench --example parse_floor -- TRACE.jsonl

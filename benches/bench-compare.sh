@@ -4,7 +4,7 @@
 # the times and the ratios. Absolute times on a shared machine move from run to run: compare
 # the ratios, which are measured in the same run.
 #
-#   scripts/bench-compare.sh SEED_ENGINE_DIR      (or SEED_ENGINE=DIR scripts/bench-compare.sh)
+#   benches/bench-compare.sh SEED_ENGINE_DIR      (or SEED_ENGINE=DIR benches/bench-compare.sh)
 #
 # SEED_ENGINE_DIR holds seed_engine.py, requirements.txt, rules/builtin and workloads/. The
 # engine's Python packages are installed once into a virtual environment (SEED_VENV, by default

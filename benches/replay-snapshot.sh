@@ -4,7 +4,7 @@
 # run it with the binary before a change and after, then `diff -r` the two folders. A change
 # that should not change behavior must leave them byte-identical.
 #
-#   scripts/replay-snapshot.sh target/debug/warden /tmp/replay-before
+#   benches/replay-snapshot.sh target/debug/warden /tmp/replay-before
 set -euo pipefail
 bin=$(realpath "${1:?usage: $0 WARDEN_BINARY OUT_DIR}")
 out=${2:?usage: $0 WARDEN_BINARY OUT_DIR}

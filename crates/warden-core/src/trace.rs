@@ -29,13 +29,82 @@ pub struct TraceError {
     pub message: String,
 }
 
-/// Reads one trace line (not blank).
+/// Reads one trace line (not blank). A key given twice in one object is refused (JSON readers
+/// disagree on which one counts; serde_json would silently keep the last).
 pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
-    let value = serde_json::from_str(line).map_err(|e| TraceError {
+    let value = serde_json::from_str::<Unique>(line).map_err(|e| TraceError {
         line: line_no,
-        message: format!("not valid JSON: {e}"),
+        message: match e.classify() {
+            serde_json::error::Category::Data => format!("{e}; give each field once"),
+            _ => format!("not valid JSON: {e}"),
+        },
     })?;
-    parse_value(line_no, value)
+    parse_value(line_no, value.0)
+}
+
+/// A JSON value whose objects name each key once.
+struct Unique(Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<Value, E> {
+        Ok(Value::Bool(b))
+    }
+    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
+        Ok(Value::from(n))
+    }
+    fn visit_f64<E>(self, x: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<Value, E> {
+        Ok(Value::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<Value, E> {
+        Ok(Value::String(s))
+    }
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(64));
+        while let Some(Unique(v)) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Value::Array(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Unique(v) = map.next_value()?;
+            match out.entry(key) {
+                serde_json::map::Entry::Vacant(e) => {
+                    e.insert(v);
+                }
+                serde_json::map::Entry::Occupied(e) => {
+                    return Err(serde::de::Error::custom(format!(
+                        "`{}` is given twice",
+                        e.key()
+                    )));
+                }
+            }
+        }
+        Ok(Value::Object(out))
+    }
 }
 
 /// Reads one event given as a JSON value (`{"hook": "on_turn_start", "turn": {...}}`).
@@ -387,6 +456,36 @@ mod tests {
         let e = parse_line(0, r#"{"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": 7}}"#).unwrap();
         assert_eq!(e.hook, Hook::OnToolComplete);
         assert_eq!(e.event.result.unwrap()["count"], 7);
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        for (line, key) in [
+            (
+                r#"{"hook": "on_turn_start", "turn": {}, "hook": "on_session_end"}"#,
+                "hook",
+            ),
+            (
+                r#"{"hook": "on_turn_start", "turn": {"number": 1, "number": 2}}"#,
+                "number",
+            ),
+            (
+                r#"{"hook": "on_tool_complete", "tool": {"name": "t"}, "result": [{"a": 1, "a": 1}]}"#,
+                "a",
+            ),
+        ] {
+            let e = parse_line(6, line).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("line 7: `{key}` is given twice at line 1 column"))
+                    && e.ends_with("; give each field once"),
+                "{e}"
+            );
+        }
+        let same = r#"{"hook": "on_turn_start", "turn": {"number": 2, "token_usage": 0.5}, "data": {"a": [1, {"b": null}], "c": -1.5e3, "d": 18446744073709551615}}"#;
+        assert_eq!(
+            parse_line(0, same).unwrap(),
+            parse_value(0, serde_json::from_str(same).unwrap()).unwrap()
+        );
     }
 
     #[test]

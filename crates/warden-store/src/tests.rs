@@ -609,3 +609,14 @@ fn a_held_lock_fails_the_tick_after_its_timeout() {
     drop(held);
     assert_eq!(s.state_get(&scope("a", "p", "x"), "k").expect("read"), None);
 }
+
+#[test]
+fn commits_can_be_made_durable_on_power_loss() {
+    let dir = tempfile::tempdir().expect("dir");
+    let s = Store::open(dir.path().join("w.db")).expect("open");
+    assert!(!s.is_synchronous_full().expect("read"), "NORMAL by default");
+    s.set_synchronous_full(true).expect("set");
+    assert!(s.is_synchronous_full().expect("read"));
+    s.set_synchronous_full(false).expect("set");
+    assert!(!s.is_synchronous_full().expect("read"));
+}

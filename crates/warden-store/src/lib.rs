@@ -190,6 +190,29 @@ pub struct ExecutionRow {
     pub record: ExecutionRecord,
 }
 
+impl ExecutionRow {
+    /// The row as JSON, as `warden log --json` prints it and the service serves it: `id`,
+    /// `at`, `user`, `project`, `session`, `rule`, `hook`, `matched`, `acted`, `ms`, `error`,
+    /// `decision`.
+    pub fn to_json(&self) -> serde_json::Value {
+        let r = &self.record;
+        serde_json::json!({
+            "id": self.id,
+            "at": self.created_at,
+            "user": r.user_id,
+            "project": r.project_id,
+            "session": r.session_id,
+            "rule": r.rule_id,
+            "hook": r.trigger,
+            "matched": r.condition_result,
+            "acted": r.action_executed,
+            "ms": r.execution_time_ms,
+            "error": r.error_message,
+            "decision": r.decision,
+        })
+    }
+}
+
 /// A handle on one Warden database. Cheap to share: it is `Send + Sync` and
 /// serializes access to its single connection with a mutex.
 pub struct Store {
@@ -328,15 +351,11 @@ impl Store {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
-        // A process that closes the database leaves the write-ahead log for the next one
-        // instead of checkpointing it: a hook process opens and closes the database at every
-        // event, and a checkpoint at each close cost it several fsyncs. The log is checkpointed
-        // as it grows (every 1000 pages, by whichever process commits then).
-        conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )
-        .map_err(open_err)?;
+        // A process that closes the database checkpoints the write-ahead log (SQLite's
+        // default): the next process then opens a database with an empty log. Leaving the log
+        // for the next process would save the closing one two fsyncs, but cost every opening
+        // one the rebuilding of the log's index, in proportion to the log (a hook process opens
+        // the database at every event).
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &label)?;
         Ok(Store {
@@ -490,29 +509,9 @@ impl Store {
         if records.is_empty() {
             return Ok(());
         }
-        let mut conn = self.lock();
-        (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            {
-                let mut stmt = tx.prepare_cached(INSERT_EXECUTION)?;
-                for r in records {
-                    stmt.execute(params![
-                        r.user_id,
-                        r.project_id,
-                        r.session_id,
-                        r.rule_id,
-                        r.trigger,
-                        r.condition_result,
-                        r.action_executed,
-                        r.execution_time_ms,
-                        r.error_message,
-                        r.decision,
-                    ])?;
-                }
-            }
-            tx.commit()
-        })()
-        .map_err(|e| self.sql_err(e))
+        let tx = self.tick();
+        tx.record_executions(records)?;
+        tx.commit(None).map(|_| ())
     }
 
     /// Reads the execution log back, newest first, filtered by `filter`.

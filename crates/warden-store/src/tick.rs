@@ -82,7 +82,15 @@ impl<'s> TickTransaction<'s> {
             None => {
                 let conn = self.store.lock();
                 if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-                    self.refused.set(true);
+                    // Held too long by another process, or refused outright (a read-only
+                    // connection, a damaged file): either way, what follows fails at once, and
+                    // the commit says which.
+                    if crate::is_busy(&e) {
+                        self.refused.set(true);
+                    } else {
+                        self.failed
+                            .replace(Some(format!("beginning its transaction: {e}")));
+                    }
                     return Err(self.store.sql_err(e));
                 }
                 open.insert(conn)

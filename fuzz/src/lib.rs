@@ -26,6 +26,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("template", template),
     ("trace", trace),
     ("claude_code_hook", claude_code_hook),
+    ("serve_body", serve_body),
 ];
 
 /// Operator files are UTF-8 (`warden_input::read_text` refuses anything else before a reader
@@ -331,4 +332,86 @@ pub fn claude_code_hook(data: &[u8]) {
         };
         let _ = warden_claude_code::fail(&closed, Some("PreToolUse"), "x");
     });
+}
+
+/// The bodies of `warden serve`'s requests, sent over loopback to a real server (started once
+/// per process, with the built-in rules, an in-memory store and sessions kept in memory): the
+/// first byte picks the endpoint, the rest is the body. Whatever the body, the answer is a
+/// well-formed HTTP response and never a server error (5xx): a bad request gets a 4xx that
+/// names what is wrong.
+pub fn serve_body(data: &[u8]) {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpStream};
+    use std::time::Duration;
+
+    const ENDPOINTS: &[(&str, &str)] = &[
+        ("POST", "/v1/sessions/fuzz/events"),
+        ("POST", "/v1/claude-code"),
+        ("PUT", "/v1/rules/token-budget-warning/enabled"),
+        ("PUT", "/v1/plugins/builtin/settings"),
+        ("POST", "/v1/rules/repeated-failure-warning/test"),
+        ("POST", "/v1/sessions/fuzz-2/events?user=ada&project=p"),
+    ];
+    static SERVER: OnceLock<SocketAddr> = OnceLock::new();
+    let addr = *SERVER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let rt = warden_serve::runtime().expect("a runtime");
+            rt.block_on(async move {
+                let warden = Warden::builder()
+                    .builtin_rules()
+                    .build()
+                    .expect("the built-in rules build");
+                let options = warden_serve::ServeOptions {
+                    listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+                    max_sessions: 64,
+                    durable: false,
+                    request_timeout: Duration::from_secs(20),
+                    ..warden_serve::ServeOptions::default()
+                };
+                let server = warden_serve::Server::bind(warden, options)
+                    .await
+                    .expect("the server binds on loopback");
+                tx.send(server.local_addr()).expect("the address is sent");
+                let _ = server.run(std::future::pending()).await;
+            });
+        });
+        rx.recv().expect("the server started")
+    });
+    let Some((&pick, body)) = data.split_first() else {
+        return;
+    };
+    let (method, path) = ENDPOINTS[pick as usize % ENDPOINTS.len()];
+    let mut stream = TcpStream::connect(addr).expect("the server takes connections");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a timeout");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream
+        .write_all(head.as_bytes())
+        .expect("the request is sent");
+    // The server may answer and close before reading a body it refuses.
+    let _ = stream.write_all(body);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let status = std::str::from_utf8(&answer[..answer.len().min(12)])
+        .ok()
+        .and_then(|line| line.strip_prefix("HTTP/1.1 "))
+        .and_then(|code| code.parse::<u16>().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "{method} {path}: not an HTTP answer: {:?}",
+                String::from_utf8_lossy(&answer[..answer.len().min(200)])
+            )
+        });
+    assert!(
+        status < 500,
+        "{method} {path} with {:?} answered {}",
+        String::from_utf8_lossy(body),
+        String::from_utf8_lossy(&answer)
+    );
 }

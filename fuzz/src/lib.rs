@@ -16,8 +16,11 @@ use serde_json::{Value, json};
 use warden_core::{Diagnostic, Warden};
 use warden_expr::{CompileOptions, Compiler, Facts, Frame, MapId, Scalar, ScalarId, Verdict};
 
+/// A target's entry: it takes the input's bytes, and panics on what must not happen.
+pub type Entry = fn(&[u8]);
+
 /// Every target: its name (the file in `fuzz_targets/`, the folder in `corpus/`) and its entry.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Entry)] = &[
     ("condition", condition),
     ("rule_file", rule_file),
     ("manifest", manifest),

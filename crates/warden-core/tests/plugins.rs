@@ -672,10 +672,8 @@ fn a_file_still_being_written_is_not_applied_half_written() {
         .unwrap();
     // Tables may come in any order, so the first half is a whole rule of priority 1, and the
     // second makes it 100.
-    let whole = format!(
-        "[condition]\nexpression = \"true\"\n[action]\ntype = \"notify_self\"\nmessage = \"b\"\n\
-         [rule]\nid = \"b\"\ntrigger = \"on_turn_start\"\npriority = 100\n"
-    );
+    let whole = "[condition]\nexpression = \"true\"\n[action]\ntype = \"notify_self\"\nmessage = \"b\"\n\
+         [rule]\nid = \"b\"\ntrigger = \"on_turn_start\"\npriority = 100\n";
     let (first, rest) = whole.split_at(whole.find("00\n").unwrap());
     let mut file = fs::File::create(rules.join("b.toml")).unwrap();
     file.write_all(first.as_bytes()).unwrap();

@@ -8,8 +8,8 @@
 # Each run starts from the target's corpus in the repository (fuzz/corpus/TARGET/) and writes
 # what it finds into a scratch corpus (fuzz/work/TARGET/, not committed). At the end the two are
 # merged into a minimal corpus (libFuzzer's -merge: the fewest inputs that keep the coverage),
-# and its files of at most 4 KiB become fuzz/corpus/TARGET/ again, which `cargo test` replays
-# (tests/fuzz_corpus.rs). A crash or hang is written to fuzz/artifacts/TARGET/; fix it, then copy
+# and its smallest files, up to 200 KB in all, become fuzz/corpus/TARGET/ again, which
+# `cargo test` replays (tests/fuzz_corpus.rs); the whole corpus stays under 2 MB. A crash or hang is written to fuzz/artifacts/TARGET/; fix it, then copy
 # it into fuzz/corpus/TARGET/ under a name that says what it was, so CI replays it for ever.
 #
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). Nightly is not needed: RUSTC_BOOTSTRAP=1 lets
@@ -26,6 +26,7 @@ triple="x86_64-unknown-linux-gnu"
 # Address Sanitizer also watches the C code inside (SQLite, Lua); FUZZ_SANITIZER=none is faster.
 sanitizer="${FUZZ_SANITIZER:-address}"
 max_file=4096
+budget=$((200 * 1000))
 
 targets() { ls "$root/fuzz/fuzz_targets" | sed -n 's/\.rs$//p'; }
 
@@ -54,7 +55,13 @@ run() {
     if [ -n "$(ls -A "$merged")" ]; then
         find "$corpus" -maxdepth 1 -type f -name '[0-9a-f]*' -regextype posix-extended \
             -regex '.*/[0-9a-f]{40}' -delete
-        find "$merged" -maxdepth 1 -type f -size -$((max_file + 1))c -exec cp {} "$corpus/" \;
+        # The smallest first, until the target's budget is spent.
+        local spent=0 size f
+        while read -r size f; do
+            spent=$((spent + size))
+            [ "$spent" -gt "$budget" ] && break
+            cp "$f" "$corpus/"
+        done < <(find "$merged" -maxdepth 1 -type f -printf '%s %p\n' | sort -n)
         # A named input (a past crash) is kept under its name only.
         for f in "$corpus"/*; do
             case "$(basename "$f")" in

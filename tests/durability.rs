@@ -316,16 +316,31 @@ fn several_processes_on_one_database_lose_no_update() {
     assert!(committed > 0);
 }
 
-/// Makes `dir` writable by anyone or by no one but root, and has `cmd` run as a user who
-/// cannot write what root owns when the tests run as root (root writes any file, so a read-only
-/// file is read-only for root's tests only through another user).
-fn as_other_user(dir: &Path, dir_mode: u32, cmd: &mut Command) {
+/// A replay of `dir` after making `dir` writable by anyone or by no one but its owner, run as a
+/// user who cannot write what root owns when the tests run as root (root writes any file, so a
+/// read-only file is read-only for root's tests only through another user). That user runs a
+/// copy of the binary kept in `dir`: the build's own folder may be closed to it.
+fn replay_as_other_user(dir: &Path, dir_mode: u32) -> Command {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dir_mode)).unwrap();
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        cmd.uid(65534).gid(65534);
-    }
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut cmd = if root {
+        let copy = dir.join("warden-bin");
+        if !copy.exists() {
+            std::fs::copy(env!("CARGO_BIN_EXE_warden"), &copy).unwrap();
+        }
+        let mut c = Command::new(copy);
+        c.uid(65534).gid(65534);
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_warden"))
+    };
+    cmd.arg("--config")
+        .arg(dir.join("warden.toml"))
+        .arg("replay")
+        .arg(dir.join("trace.jsonl"));
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dir_mode)).unwrap();
+    cmd
 }
 
 // Issue 17: a database file that is read-only (in a folder its process may write, where SQLite
@@ -349,9 +364,7 @@ fn a_read_only_database_fails_writes_visibly_and_stateless_rules_run() {
     assert!(!dir.path().join("w.db-wal").exists());
     std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o444)).unwrap();
 
-    let mut cmd = replay(dir.path());
-    as_other_user(dir.path(), 0o555, &mut cmd);
-    let out = cmd.output().unwrap();
+    let out = replay_as_other_user(dir.path(), 0o555).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -361,9 +374,7 @@ fn a_read_only_database_fails_writes_visibly_and_stateless_rules_run() {
         "{stderr}"
     );
 
-    let mut cmd = replay(dir.path());
-    as_other_user(dir.path(), 0o777, &mut cmd);
-    let out = cmd.output().unwrap();
+    let out = replay_as_other_user(dir.path(), 0o777).output().unwrap();
     let r = report(&String::from_utf8(out.stdout).unwrap());
     assert_eq!(
         out.status.code(),
@@ -397,8 +408,10 @@ fn a_full_disk_fails_writes_visibly_and_stateless_rules_run() {
     let dir = tempfile::tempdir().unwrap();
     installation(dir.path(), 200);
     drop(warden::Store::open(dir.path().join("w.db")).unwrap());
-    let wal = std::fs::metadata(dir.path().join("w.db-wal")).map_or(0, |m| m.len());
-    let limit = wal.max(4096) + 24 * 1024;
+    // Room for the files as they are (the database, SQLite's 32 KiB index of the log) and a
+    // few ticks' worth of log.
+    let size = |name: &str| std::fs::metadata(dir.path().join(name)).map_or(0, |m| m.len());
+    let limit = size("w.db").max(size("w.db-wal")).max(32 << 10) + (24 << 10);
     let mut cmd = replay(dir.path());
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
@@ -416,7 +429,13 @@ fn a_full_disk_fails_writes_visibly_and_stateless_rules_run() {
     }
     let out = cmd.output().unwrap();
     let r = report(&String::from_utf8(out.stdout).unwrap());
-    assert_eq!(out.status.code(), Some(1), "{:?}", r.errors);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{:?} {}",
+        r.errors,
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(r.hello, 200, "the stateless rule stopped: {:?}", r.errors);
     assert!(r.unsaved > 0, "the limit was never reached");
     assert_eq!(r.committed.len() + r.unsaved, 200);

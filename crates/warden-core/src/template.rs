@@ -252,14 +252,25 @@ impl Templates {
 
     fn render_named(&self, name: &str, values: Value) -> Result<String, String> {
         let template = self.env.get_template(name).map_err(|e| describe(&e))?;
-        let mut out = Capped::default();
-        match template.render_captured_to(values, &mut out) {
-            Ok(_) => Ok(String::from_utf8(out.text)
-                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())),
-            Err(_) if out.over => Err(format!(
+        let too_large = || {
+            format!(
                 "the template wrote more than {} MiB, the most one render may write, and was stopped",
                 MAX_OUTPUT >> 20
-            )),
+            )
+        };
+        match template.render(values.clone()) {
+            Ok(text) if text.len() > MAX_OUTPUT => Err(too_large()),
+            Ok(text) => Ok(text),
+            // The fuel counts written bytes as steps: render again into an output that stops
+            // at the size limit, to tell a render that wrote too much from one that ran too
+            // long (only a failed render pays for this).
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => {
+                let mut out = Capped::default();
+                match template.render_captured_to(values, &mut out) {
+                    Err(_) if out.over => Err(too_large()),
+                    _ => Err(describe(&e)),
+                }
+            }
             Err(e) => Err(describe(&e)),
         }
     }
@@ -294,7 +305,8 @@ impl Templates {
     }
 }
 
-/// A render's output, refusing to grow past [`MAX_OUTPUT`].
+/// A render's output, refusing to grow past [`MAX_OUTPUT`] (to tell which limit a failed
+/// render hit).
 #[derive(Default)]
 struct Capped {
     text: Vec<u8>,

@@ -41,7 +41,8 @@ run() {
     local corpus="$root/fuzz/corpus/$t" work="$root/fuzz/work/$t"
     local artifacts="$root/fuzz/artifacts/$t" logs="$root/fuzz/work/logs/$t"
     mkdir -p "$corpus" "$work" "$artifacts" "$logs"
-    cargo fuzz build -O -s "$sanitizer" --target-dir "$target_dir" "$t"
+    # Optimised, with debug assertions (overflow checks) on: -O alone turns them off.
+    cargo fuzz build -O -a -s "$sanitizer" --target-dir "$target_dir" "$t"
     echo "fuzzing $t for ${secs}s (log: fuzz/work/logs/$t/fuzz-0.log)"
     local status=0
     # -jobs=1 runs the fuzzer in a child that writes fuzz-0.log in the current folder.

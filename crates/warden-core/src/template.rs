@@ -496,7 +496,8 @@ fn scan_tag(b: &[u8], mut at: usize, close: u8) -> Tag {
             }
             b'(' | b'[' | b'{' => {
                 balance += 1;
-                tag.brackets = tag.brackets.max(balance as usize);
+                // A closer too many before (`)(`) leaves the balance below zero: no depth.
+                tag.brackets = tag.brackets.max(usize::try_from(balance).unwrap_or(0));
             }
             b')' | b']' | b'}' => balance -= 1,
             // Two-character operators: `//`, `**`, `==`, `!=`, `>=`, `<=`.
@@ -776,6 +777,22 @@ mod tests {
         .unwrap();
         let err = t.render(&text, &mut || minijinja::context! {}).unwrap_err();
         assert!(err.contains("stopped") || err.contains("range"), "{err}");
+    }
+
+    #[test]
+    fn a_closing_bracket_too_many_is_minijinjas_syntax_error_not_a_nesting_limit() {
+        // Found by the `template` fuzz target: the bracket balance went below zero and was read
+        // as a depth of 2^64 (an overflow in a debug build, "nests too deeply" in release).
+        assert!(
+            limits("{{ x)) ( }}").is_ok(),
+            "the limits passed it to minijinja"
+        );
+        let mut t = Templates::new();
+        let e = compile(&mut t, "{{ x)) ( }}").unwrap_err();
+        assert!(
+            !e.contains("nests too deeply") && e.contains("syntax"),
+            "{e}"
+        );
     }
 
     #[test]

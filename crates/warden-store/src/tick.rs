@@ -6,7 +6,9 @@
 //! The transaction begins lazily: at the tick's first read of plugin state, or at its commit,
 //! whichever comes first. It is an IMMEDIATE transaction (SQLite's write lock, taken up front),
 //! so a read made inside it cannot be overtaken by another process's write before the commit.
-//! A tick that reads no state holds the lock only while it commits.
+//! A tick that reads no state holds the lock only while it commits. A durable session is saved
+//! with the version it was read at: a save over a newer version is refused
+//! ([`StoreError::SessionConflict`]), and the engine runs the tick again on the newer session.
 
 use std::cell::RefCell;
 use std::sync::MutexGuard;

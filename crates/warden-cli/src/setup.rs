@@ -141,7 +141,14 @@ pub(crate) fn build(config: &Config, memory: bool, any_capability: bool) -> Resu
 /// Opens the configured database, or says how to name one.
 pub(crate) fn open_store(config: &Config, what: &str) -> Result<Store, String> {
     match &config.database {
-        Some(db) => Store::open(db).map_err(|e| e.to_string()),
+        Some(db) => Store::open(db)
+            .and_then(|s| {
+                if config.synchronous_full {
+                    s.set_synchronous_full(true)?;
+                }
+                Ok(s)
+            })
+            .map_err(|e| e.to_string()),
         None => Err(format!(
             "{what} needs a database: give --db FILE, or `database = \"...\"` in {CONFIG_FILE}"
         )),

@@ -397,6 +397,20 @@ fn number(path: &str, v: &Value) -> Result<(), EventError> {
     }
 }
 
+/// A share, as the turn's usages are: a number from 0 to 1.
+fn share(path: &str, v: &Value) -> Result<(), EventError> {
+    match v.as_f64() {
+        Some(x) if (0.0..=1.0).contains(&x) => Ok(()),
+        _ => Err(bad(
+            path,
+            format!(
+                "`{path}` must be a share from 0.0 to 1.0 (0.42 is 42%), not {}",
+                describe(v)
+            ),
+        )),
+    }
+}
+
 pub(crate) fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
     // `null` is an absent value, as serde reads it (an agent loop may write `None` so).
     if v.is_null() {
@@ -414,7 +428,7 @@ pub(crate) fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
                         whole(&path, x, u64::from(u32::MAX))?
                     }
                     "context_window" => whole(&path, x, u64::MAX)?,
-                    "token_usage" | "context_usage" => number(&path, x)?,
+                    "token_usage" | "context_usage" => share(&path, x)?,
                     "final" => boolean(&path, x)?,
                     _ => return Err(unknown("turn", k, TURN_FIELDS)),
                 }
@@ -528,11 +542,27 @@ mod tests {
             ),
             (
                 json!({"turn": {"token_usage": "high"}}),
-                "`turn.token_usage` must be a number, not \"high\"",
+                "`turn.token_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not \"high\"",
             ),
             (
                 json!({"turn": {"token_usage": 1e308}}),
-                "`turn.token_usage` must be a number, not 1e+308",
+                "`turn.token_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not 1e+308",
+            ),
+            (
+                json!({"turn": {"token_usage": -5}}),
+                "`turn.token_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not -5",
+            ),
+            (
+                json!({"turn": {"context_usage": 1.5}}),
+                "`turn.context_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not 1.5",
+            ),
+            (
+                json!({"turn": {"iteration_count": -1}}),
+                "`turn.iteration_count` must be a whole number from 0 to 4294967295, not -1",
+            ),
+            (
+                json!({"turn": {"context_window": 1.5}}),
+                "`turn.context_window` must be a whole number from 0 to 18446744073709551615, not 1.5",
             ),
             (
                 json!({"turn": [7, 0.9]}),

@@ -70,6 +70,7 @@ pub use outcome::{
 pub use program::Program;
 pub use session::{Session, SessionOptions};
 pub use shared::{BusEvent, Reload};
+pub use template::check_template;
 pub use warden::{AsyncSession, Warden, WardenBuilder};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;

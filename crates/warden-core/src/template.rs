@@ -13,8 +13,14 @@ use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
 use serde_json::Value as Json;
 use warden_expr::{CompileOptions, Compiler, ExprError};
 
-/// Most template instructions one render may take (stops runaway loops).
+/// Most template instructions one render may take (stops runaway loops). minijinja counts into
+/// the same budget every 64 bytes of text a template builds or writes as one more step, so a
+/// template that builds a huge string is stopped by it too.
 const FUEL: u64 = 100_000;
+
+/// The most one render may write, in bytes: a notification or a value that large is a mistake,
+/// and it is said to be one (the fuel's share of bytes would stop it later, and say "steps").
+const MAX_OUTPUT: usize = 1 << 20;
 
 /// Most tokens one `{{ }}` or `{% %}` tag may hold, and the deepest a template may nest (open
 /// `{% %}` blocks, one more per `elif`, plus the brackets open in a tag). Checked by [`limits`]
@@ -304,11 +310,32 @@ impl Templates {
 
     fn render_named(&self, name: &str, values: &mut dyn Values) -> Result<String, String> {
         let template = self.env.get_template(name).map_err(|e| describe(&e))?;
+        let too_large = || {
+            format!(
+                "the template wrote more than {} MiB, the most one render may write, and was stopped",
+                MAX_OUTPUT >> 20
+            )
+        };
         loop {
             let rendered = template.render(values.values());
-            if !values.again() {
-                return rendered.map_err(|e| describe(&e));
+            if values.again() {
+                continue;
             }
+            return match rendered {
+                Ok(text) if text.len() > MAX_OUTPUT => Err(too_large()),
+                Ok(text) => Ok(text),
+                // The fuel counts written bytes as steps: render again into an output that
+                // stops at the size limit, to tell a render that wrote too much from one that
+                // ran too long (only a failed render pays for this).
+                Err(e) if e.kind() == ErrorKind::OutOfFuel => {
+                    let mut out = Capped::default();
+                    match template.render_captured_to(values.values(), &mut out) {
+                        Err(_) if out.over => Err(too_large()),
+                        _ => Err(describe(&e)),
+                    }
+                }
+                Err(e) => Err(describe(&e)),
+            };
         }
     }
 
@@ -340,6 +367,50 @@ impl Templates {
             ),
         })
     }
+}
+
+/// A render's output, refusing to grow past [`MAX_OUTPUT`] (to tell which limit a failed
+/// render hit).
+#[derive(Default)]
+struct Capped {
+    text: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.text.len() + buf.len() > MAX_OUTPUT {
+            self.over = true;
+            return Err(std::io::Error::other("the render's output limit"));
+        }
+        self.text.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Checks `src` as a rule's template is checked when its file is loaded (the size and nesting
+/// limits first, then minijinja's syntax, then every path it reads against the context schema)
+/// and, when it passes, renders it with `values` (an object: `context`, `event`, `tool`,
+/// `result`...) under the limits a rule's template renders with. The rendered text, or what is
+/// wrong (starting with `line N: ` when the problem has a line in the template). For tools that
+/// check a template on its own, and the `template` fuzz target.
+pub fn check_template(src: &str, values: &Json) -> Result<String, String> {
+    static COMPILER: std::sync::OnceLock<Compiler> = std::sync::OnceLock::new();
+    let compiler = COMPILER.get_or_init(|| Compiler::new(crate::context::schema().clone()));
+    let mut templates = Templates::new();
+    let text = templates
+        .text(src, compiler, &CompileOptions::default())
+        .map_err(|e| match e {
+            TemplateError::Syntax(message, Some(line)) => format!("line {line}: {message}"),
+            TemplateError::Syntax(message, None) => message,
+            TemplateError::Path(e) => e.to_string(),
+        })?;
+    templates
+        .render(&text, &mut || Value::from(minijinja::value::Serde(values)))
+        .map(|s| s.to_string())
 }
 
 /// Refuses a template that would nest too deeply for minijinja to compile on a small stack (see
@@ -489,7 +560,8 @@ fn scan_tag(b: &[u8], mut at: usize, close: u8) -> Tag {
             }
             b'(' | b'[' | b'{' => {
                 balance += 1;
-                tag.brackets = tag.brackets.max(balance as usize);
+                // A closer too many before (`)(`) leaves the balance below zero: no depth.
+                tag.brackets = tag.brackets.max(usize::try_from(balance).unwrap_or(0));
             }
             b')' | b']' | b'}' => balance -= 1,
             // Two-character operators: `//`, `**`, `==`, `!=`, `>=`, `<=`.
@@ -587,7 +659,9 @@ fn describe(e: &Error) -> String {
     }
     let what = match e.kind() {
         ErrorKind::UndefinedError => "the template reads a value that is not there".to_string(),
-        ErrorKind::OutOfFuel => format!("the template ran more than {FUEL} steps and was stopped"),
+        ErrorKind::OutOfFuel => format!(
+            "the template used up its {FUEL} steps and was stopped (every instruction is a step, and so are every 64 bytes of text it builds: a loop too long or a text too large)"
+        ),
         ErrorKind::SyntaxError => "template syntax error".to_string(),
         ErrorKind::UnknownMethod => "unknown method".to_string(),
         ErrorKind::UnknownFilter => "unknown filter".to_string(),
@@ -767,5 +841,51 @@ mod tests {
         .unwrap();
         let err = t.render(&text, &mut || minijinja::context! {}).unwrap_err();
         assert!(err.contains("stopped") || err.contains("range"), "{err}");
+    }
+
+    #[test]
+    fn a_closing_bracket_too_many_is_minijinjas_syntax_error_not_a_nesting_limit() {
+        // Found by the `template` fuzz target: the bracket balance went below zero and was read
+        // as a depth of 2^64 (an overflow in a debug build, "nests too deeply" in release).
+        assert!(
+            limits("{{ x)) ( }}").is_ok(),
+            "the limits passed it to minijinja"
+        );
+        let mut t = Templates::new();
+        let e = compile(&mut t, "{{ x)) ( }}").unwrap_err();
+        assert!(
+            !e.contains("nests too deeply") && e.contains("syntax"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_limit_a_render_hits_is_the_one_it_names() {
+        let mut t = Templates::new();
+        let mut render = |src: &str| {
+            let text = compile(&mut t, src).unwrap();
+            t.render(&text, &mut || minijinja::context! {}).unwrap_err()
+        };
+        // Too much written: the size, not the steps (it took a handful).
+        assert_eq!(
+            render("{{ 'x' * 2000000 }}"),
+            "the template wrote more than 1 MiB, the most one render may write, and was stopped"
+        );
+        assert!(
+            render("{% for i in range(3000) %}{{ 'abcdefgh' * 64 }}{% endfor %}")
+                .contains("wrote more than 1 MiB")
+        );
+        // A loop too long, and a text too large to build: the shared budget, which says both.
+        for src in [
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "{% set s = 'x' * 100000000 %}",
+        ] {
+            let e = render(src);
+            assert!(
+                e.starts_with("the template used up its 100000 steps and was stopped")
+                    && e.contains("a loop too long or a text too large"),
+                "{src}: {e}"
+            );
+        }
     }
 }

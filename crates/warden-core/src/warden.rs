@@ -93,7 +93,11 @@ impl WardenBuilder {
                 .knowledge_at_query_start(config.knowledge_at_query_start);
         }
         if let Some(db) = &config.database {
-            b = b.store(Store::open(db)?);
+            let store = Store::open(db)?;
+            if config.synchronous_full {
+                store.set_synchronous_full(true)?;
+            }
+            b = b.store(store);
         }
         if let Some(n) = config.journal_limit {
             b = b.journal_limit(n);

@@ -313,7 +313,7 @@ fn float_literal(f: f64) -> String {
     if f < 0.0 { format!("-{s}") } else { s }
 }
 
-fn string_literal(s: &str) -> String {
+pub(crate) fn string_literal(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

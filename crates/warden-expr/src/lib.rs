@@ -340,7 +340,7 @@ impl Compiler {
         let text = if ir.ty == Type::Bool {
             text
         } else {
-            format!("w_bool({text}, {:?})", src)
+            format!("w_bool({text}, {})", emit::string_literal(src))
         };
         let ast = self.engine.compile(&text).map_err(|e| {
             ExprError::new(

@@ -24,6 +24,14 @@ pub struct Doc {
 }
 
 impl Doc {
+    /// Where the file's text ends (after its last character that is not blank): where a table
+    /// the file lacks is reported, since a file cut short by a write still under way lacks its
+    /// last tables, and its end is what the reader should look at.
+    pub fn end(&self) -> Range<usize> {
+        let end = self.file.text().trim_end().len();
+        end..end
+    }
+
     /// Starts reading `file`.
     pub fn new(file: Arc<SourceFile>) -> Self {
         Doc {

@@ -371,7 +371,6 @@ pub const ACTION_TYPES: &[(&str, &[&str])] = &[
 pub(crate) fn read_actions(
     doc: &mut Doc,
     top: &mut Table<'_>,
-    rule_span: &Range<usize>,
     scripted: bool,
 ) -> Option<Vec<ActionDef>> {
     let Some(raw) = top.raw("action") else {
@@ -380,9 +379,9 @@ pub(crate) fn read_actions(
             return Some(Vec::new());
         }
         doc.error(
-            rule_span.clone(),
+            doc.end(),
             "action",
-            "the rule has no [action]",
+            "the rule has no [action] (the file ends here)",
             Some("add [action] with `type = \"notify_self\"` and a `message`".into()),
         );
         return None;

@@ -7,6 +7,7 @@
 //! plugins = ["plugins"]                # folders of plugins
 //! capabilities = ["vault_search"]      # what the host provides, for plugins that require it
 //! database = "warden.db"               # plugin state, user choices, the execution log
+//!                                      # (or [database] with `path` and `synchronous`)
 //! user = "default"                     # who `warden rules ...` acts for
 //! project = "default"
 //!
@@ -112,6 +113,9 @@ pub struct Config {
     pub capabilities: Vec<String>,
     /// The SQLite database (in memory when absent).
     pub database: Option<PathBuf>,
+    /// Make every commit durable on power loss (`[database] synchronous = "full"`), not only on
+    /// a crash of the process (`"normal"`, the default).
+    pub synchronous_full: bool,
     /// The user commands act for.
     pub user: String,
     /// The project commands act in.
@@ -148,6 +152,7 @@ impl Default for Config {
             plugins: Vec::new(),
             capabilities: Vec::new(),
             database: None,
+            synchronous_full: false,
             user: DEFAULT_ID.to_string(),
             project: DEFAULT_ID.to_string(),
             log_sample: 0.0,
@@ -209,8 +214,30 @@ impl Config {
                     None => ModeSource::File(resolve(at.value)),
                 });
             }
-            if let Some(at) = top.string(&mut doc, "database") {
-                config.database = Some(resolve(at.value));
+            let database_table = top
+                .raw("database")
+                .is_some_and(|v| matches!(v.get_ref(), toml::de::DeValue::Table(_)));
+            if !database_table {
+                if let Some(at) = top.string(&mut doc, "database") {
+                    config.database = Some(resolve(at.value));
+                }
+            } else if let Some(mut t) = top.table(&mut doc, "database") {
+                if let Some(at) = t.string(&mut doc, "path") {
+                    config.database = Some(resolve(at.value));
+                }
+                if let Some(at) = t.string(&mut doc, "synchronous") {
+                    match at.value.as_str() {
+                        "normal" => config.synchronous_full = false,
+                        "full" => config.synchronous_full = true,
+                        other => doc.error(
+                            at.span,
+                            "database.synchronous",
+                            format!("`synchronous` is \"normal\" or \"full\", not {other:?}"),
+                            Some("\"full\" makes every commit survive a power cut, at the cost of an fsync per commit; \"normal\" (the default) survives a crash of the process".into()),
+                        ),
+                    }
+                }
+                t.finish(&mut doc, &["path", "synchronous"]);
             }
             for (key, slot) in [("user", &mut config.user), ("project", &mut config.project)] {
                 if let Some(at) = top.string(&mut doc, key) {
@@ -394,6 +421,33 @@ mod tests {
         assert_eq!(c.log_sample, 0.25);
         assert_eq!(c.script_timeout, Some(Duration::from_millis(500)));
         assert_eq!(c.script_memory, Some(8 << 20));
+    }
+
+    #[test]
+    fn the_database_is_a_path_or_a_table_with_its_durability() {
+        let c = Config::parse(Path::new("/srv/warden.toml"), "database = \"w.db\"\n").unwrap();
+        assert_eq!(
+            (c.database, c.synchronous_full),
+            (Some(PathBuf::from("/srv/w.db")), false)
+        );
+        let c = Config::parse(
+            Path::new("/srv/warden.toml"),
+            "[database]\npath = \"w.db\"\nsynchronous = \"full\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            (c.database, c.synchronous_full),
+            (Some(PathBuf::from("/srv/w.db")), true)
+        );
+        let e = Config::parse(
+            Path::new("warden.toml"),
+            "[database]\nsynchronous = \"extra\"\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e[0].to_string().lines().next().unwrap(),
+            "warden.toml:2:15: error: database.synchronous: `synchronous` is \"normal\" or \"full\", not \"extra\""
+        );
     }
 
     #[test]

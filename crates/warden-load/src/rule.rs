@@ -360,9 +360,9 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
     } else {
         let shorthand = rule.string(doc, "condition");
         rule.finish(doc, RULE_FIELDS);
-        let condition = read_condition(doc, &mut top, &rule_span, shorthand);
+        let condition = read_condition(doc, &mut top, shorthand);
         let scripted = matches!(condition, Some(ConditionDef::Script { .. }));
-        let actions = read_actions(doc, &mut top, &rule_span, scripted);
+        let actions = read_actions(doc, &mut top, scripted);
         top.finish(doc, &["rule", "condition", "action"]);
         if let (Some(hook), Some(list)) = (trigger, &actions) {
             check_placement(doc, hook, list);
@@ -431,7 +431,6 @@ fn check_placement(doc: &mut Doc, hook: Hook, actions: &[ActionDef]) {
 fn read_condition(
     doc: &mut Doc,
     top: &mut Table<'_>,
-    rule_span: &Range<usize>,
     shorthand: Option<At<String>>,
 ) -> Option<ConditionDef> {
     // `condition = "expr"` (in [rule], or before it) is shorthand for
@@ -487,9 +486,9 @@ fn read_condition(
     let Some(mut cond) = top.table(doc, "condition") else {
         if !top.has("condition") {
             doc.error(
-                rule_span.clone(),
+                doc.end(),
                 "condition",
-                "the rule has no [condition]",
+                "the rule has no [condition] (the file ends here)",
                 Some("add [condition] with `expression = \"...\"` (or `script = \"...\"`); `expression = \"true\"` always fires".into()),
             );
         }
@@ -692,6 +691,25 @@ type = "notify_selff"
         let joined = errors("[rule\nid=").join("\n");
         assert!(joined.contains("not valid TOML"), "{joined}");
         assert!(joined.starts_with("rules/test.toml:1:"), "{joined}");
+    }
+
+    #[test]
+    fn a_file_cut_short_is_reported_where_it_ends() {
+        // What an editor's save caught halfway leaves: the tables still to come are missing,
+        // and the error points at the end of what was written, not at 1:1.
+        let cut = "[rule]\nid = \"x\"\ntrigger = \"on_turn_start\"\n\n[condition]\nexpression = \"true\"\n\n";
+        let errs = errors(cut);
+        assert_eq!(
+            errs,
+            [
+                "rules/test.toml:6:20: error: action: the rule has no [action] (the file ends here)\n  help: add [action] with `type = \"notify_self\"` and a `message`"
+            ]
+        );
+        let errs = errors("[rule]\nid = \"x\"\ntrigger = \"on_turn_start\"");
+        assert!(
+            errs.iter().any(|e| e.starts_with("rules/test.toml:3:26: error: condition: the rule has no [condition] (the file ends here)")),
+            "{errs:#?}"
+        );
     }
 
     #[test]

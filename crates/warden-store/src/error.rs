@@ -110,6 +110,18 @@ pub enum StoreError {
         id: String,
     },
 
+    /// A write of a tick failed in a way that ends its transaction (the database is read-only,
+    /// full, damaged, or the disk failed): the tick was rolled back, and nothing of it written.
+    #[error(
+        "database {db} refused this tick's writes ({reason}); nothing of this tick was written"
+    )]
+    Refused {
+        /// The database.
+        db: String,
+        /// The first write that failed, and why.
+        reason: String,
+    },
+
     /// Another process held the database's write lock for longer than this one waits.
     #[error(
         "database {db} is locked by another process (waited {} ms); nothing of this tick was written: retry, or find the process that holds the lock",

@@ -379,6 +379,25 @@ impl Store {
         Ok(())
     }
 
+    /// Makes every commit durable on power loss (`true`: SQLite's `synchronous = FULL`, an
+    /// fsync of the write-ahead log at each commit) or only on a crash of the process (`false`,
+    /// the default: `NORMAL`, where a power cut may lose the last commits but never damages the
+    /// file).
+    pub fn set_synchronous_full(&self, full: bool) -> Result<(), StoreError> {
+        let conn = self.lock();
+        conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })
+            .map_err(|e| self.sql_err(e))
+    }
+
+    /// Whether every commit is made durable on power loss ([`Store::set_synchronous_full`]).
+    pub fn is_synchronous_full(&self) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let level: i64 = conn
+            .pragma_query_value(None, "synchronous", |row| row.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(level >= 2)
+    }
+
     /// The file this store was opened from; `None` for [`Store::in_memory`].
     pub fn path(&self) -> Option<&Path> {
         self.path.as_deref()
@@ -576,6 +595,14 @@ impl Store {
         StoreError::Sqlite {
             db: self.label.clone(),
             cause,
+        }
+    }
+
+    /// A tick's transaction ended by a write the database refused.
+    fn refused(&self, reason: String) -> StoreError {
+        StoreError::Refused {
+            db: self.label.clone(),
+            reason,
         }
     }
 

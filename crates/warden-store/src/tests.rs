@@ -609,3 +609,58 @@ fn a_held_lock_fails_the_tick_after_its_timeout() {
     drop(held);
     assert_eq!(s.state_get(&scope("a", "p", "x"), "k").expect("read"), None);
 }
+
+#[test]
+fn commits_can_be_made_durable_on_power_loss() {
+    let dir = tempfile::tempdir().expect("dir");
+    let s = Store::open(dir.path().join("w.db")).expect("open");
+    assert!(!s.is_synchronous_full().expect("read"), "NORMAL by default");
+    s.set_synchronous_full(true).expect("set");
+    assert!(s.is_synchronous_full().expect("read"));
+    s.set_synchronous_full(false).expect("set");
+    assert!(!s.is_synchronous_full().expect("read"));
+}
+
+#[test]
+fn a_write_the_database_refuses_as_a_whole_fails_the_tick() {
+    let s = Store::in_memory().expect("store");
+    let sc = scope("a", "p", "x");
+    s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+        .expect("seed");
+    // A connection that may not write stands for a read-only or damaged file.
+    s.with_conn(|c| c.pragma_update(None, "query_only", true))
+        .expect("query_only");
+    let tx = s.tick();
+    let err = tx
+        .write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(2))]])
+        .expect_err("the write fails the tick");
+    assert!(err.to_string().contains("readonly"), "{err}");
+    // Nothing more is written in the tick's name, not even outside a transaction.
+    let log = tx.record_executions(&[ExecutionRecord {
+        user_id: "a".into(),
+        project_id: "p".into(),
+        session_id: None,
+        rule_id: "r".into(),
+        trigger: "on_turn_start".into(),
+        condition_result: true,
+        action_executed: true,
+        execution_time_ms: 0.1,
+        error_message: None,
+        decision: None,
+    }]);
+    assert!(matches!(log, Err(StoreError::Refused { .. })), "{log:?}");
+    let commit = tx.commit(None).expect_err("the commit says so");
+    assert!(
+        commit.to_string().contains("refused this tick's writes")
+            && commit.to_string().contains("readonly"),
+        "{commit}"
+    );
+    s.with_conn(|c| c.pragma_update(None, "query_only", false))
+        .expect("query_only off");
+    assert_eq!(s.state_get(&sc, "k").expect("read"), Some(json!(1)));
+    assert!(
+        s.executions(&ExecutionFilter::default())
+            .expect("log")
+            .is_empty()
+    );
+}

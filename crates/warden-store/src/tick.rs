@@ -30,6 +30,21 @@ pub struct TickTransaction<'s> {
     /// The transaction could not begin (the lock was held too long): what follows fails at
     /// once instead of waiting again.
     refused: std::cell::Cell<bool>,
+    /// A write ended the transaction (the database cannot take writes now): why. What follows,
+    /// the commit included, fails with it.
+    failed: RefCell<Option<String>>,
+}
+
+/// Whether a failed write says the database cannot take writes at all now, rather than
+/// something about this one write: then the whole tick fails, not only the rule that wrote.
+fn ends_the_tick(e: &StoreError) -> bool {
+    use rusqlite::ErrorCode::{
+        CannotOpen, DatabaseCorrupt, DiskFull, NotADatabase, ReadOnly, SystemIoFailure,
+    };
+    matches!(e, StoreError::Write { cause, .. } if matches!(
+        cause.sqlite_error_code(),
+        Some(ReadOnly | DiskFull | SystemIoFailure | DatabaseCorrupt | NotADatabase | CannotOpen)
+    ))
 }
 
 impl std::fmt::Debug for TickTransaction<'_> {
@@ -48,6 +63,7 @@ impl Store {
             store: self,
             open: RefCell::new(None),
             refused: std::cell::Cell::new(false),
+            failed: RefCell::new(None),
         }
     }
 }
@@ -58,6 +74,9 @@ impl<'s> TickTransaction<'s> {
         &self,
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
+        if let Some(reason) = self.failed.borrow().clone() {
+            return Err(self.store.refused(reason));
+        }
         let mut open = self.open.borrow_mut();
         let conn = match &mut *open {
             Some(conn) => conn,
@@ -65,7 +84,15 @@ impl<'s> TickTransaction<'s> {
             None => {
                 let conn = self.store.lock();
                 if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-                    self.refused.set(true);
+                    // Held too long by another process, or refused outright (a read-only
+                    // connection, a damaged file): either way, what follows fails at once, and
+                    // the commit says which.
+                    if crate::is_busy(&e) {
+                        self.refused.set(true);
+                    } else {
+                        self.failed
+                            .replace(Some(format!("beginning its transaction: {e}")));
+                    }
                     return Err(self.store.sql_err(e));
                 }
                 open.insert(conn)
@@ -144,9 +171,20 @@ impl<'s> TickTransaction<'s> {
                         results.push(Ok(()));
                     }
                     Err(err) => {
-                        if conn.is_autocommit() {
-                            // The failure ended the whole transaction (a full disk): nothing
-                            // was written.
+                        if conn.is_autocommit() || ends_the_tick(&err) {
+                            // The failure ended the whole transaction (a full disk), or the
+                            // database takes no writes now (read-only, damaged): nothing of
+                            // the tick is written, and its commit fails visibly.
+                            if !conn.is_autocommit() {
+                                let _ = conn.execute_batch("ROLLBACK");
+                            }
+                            let reason = match &err {
+                                StoreError::Write {
+                                    scope, key, cause, ..
+                                } => format!("writing key {key:?} of {scope}: {cause}"),
+                                other => other.to_string(),
+                            };
+                            self.failed.replace(Some(reason));
                             return Err(err);
                         }
                         conn.execute_batch("ROLLBACK TO tick_group; RELEASE tick_group")
@@ -206,6 +244,9 @@ impl<'s> TickTransaction<'s> {
         // A tick whose transaction could not begin read or wrote nothing it needed.
         if self.refused.get() {
             return Err(self.store.busy());
+        }
+        if let Some(reason) = self.failed.borrow_mut().take() {
+            return Err(self.store.refused(reason));
         }
         if session.is_none() && !self.is_begun() {
             return Ok(None);

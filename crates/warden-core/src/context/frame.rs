@@ -332,7 +332,7 @@ impl crate::template::Values for TemplateContext<'_, '_> {
             return false;
         };
         let again = self.frame.state.refetch(&plugin);
-        if self.frame.state.failed(&plugin) {
+        if self.frame.state.take_failed_read(&plugin) {
             self.frame.state_error.set(true);
         }
         again

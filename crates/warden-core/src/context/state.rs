@@ -52,6 +52,9 @@ pub(crate) struct Snapshot {
     wants_all: bool,
     /// Why the state could not be read (every later read of the tick fails the same way).
     error: Option<String>,
+    /// A view read the state after it failed (the render that did so reports the failure; one
+    /// that read nothing of the state does not).
+    read_failed: bool,
 }
 
 /// A key as a snapshot knows it.
@@ -95,6 +98,11 @@ impl Snapshot {
     /// Whether the state could not be read.
     pub(crate) fn failed(&self) -> bool {
         self.error.is_some()
+    }
+
+    /// A view read the state, which could not be read.
+    pub(crate) fn mark_failed_read(&mut self) {
+        self.read_failed = true;
     }
 
     /// A view asks for `key`, which was not read yet.
@@ -240,6 +248,9 @@ impl<'a> StateReader<'a> {
                     read_key(source, scope, &mut snap, &key);
                 }
             }
+            if snap.failed() {
+                snap.read_failed = true;
+            }
             !snap.failed()
         })
     }
@@ -249,13 +260,14 @@ impl<'a> StateReader<'a> {
         self.with(plugin, |s| failure(&lock(&s.snapshot)).to_string())
     }
 
-    /// Whether reading the state of `plugin` failed in this tick.
-    pub(crate) fn failed(&self, plugin: &Arc<str>) -> bool {
+    /// Whether a view read the state of `plugin` that could not be read, since the last time
+    /// this was asked (so a render that read no state is not failed by an earlier one's read).
+    pub(crate) fn take_failed_read(&self, plugin: &Arc<str>) -> bool {
         self.plugins
             .borrow()
             .iter()
             .find(|s| same(&s.plugin, plugin))
-            .is_some_and(|s| lock(&s.snapshot).failed())
+            .is_some_and(|s| std::mem::take(&mut lock(&s.snapshot).read_failed))
     }
 }
 

@@ -564,7 +564,10 @@ impl Object for StateView {
                 snap.want(key);
                 None
             }
-            Known::Failed => None,
+            Known::Failed => {
+                snap.mark_failed_read();
+                None
+            }
         }
     }
 
@@ -573,7 +576,9 @@ impl Object for StateView {
         match snap.all() {
             Some(all) => Enumerator::Values(all.keys().map(|k| Value::from(k.as_str())).collect()),
             None => {
-                if !snap.failed() {
+                if snap.failed() {
+                    snap.mark_failed_read();
+                } else {
                     snap.want_all();
                 }
                 Enumerator::Empty
@@ -586,7 +591,9 @@ impl Object for StateView {
         match snap.all() {
             Some(all) => Some(all.len()),
             None => {
-                if !snap.failed() {
+                if snap.failed() {
+                    snap.mark_failed_read();
+                } else {
                     snap.want_all();
                 }
                 Some(0)

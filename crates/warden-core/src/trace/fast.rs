@@ -13,6 +13,7 @@ use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use warden_load::Hook;
 
+use super::unique::Unique;
 use crate::event::{Event, ToolCall, TurnUpdate, check_field};
 
 /// The hook and event of `line`, when it is an ordinary line; `None` to read it the checked way.
@@ -99,12 +100,25 @@ fn once<E: de::Error>(seen: &mut u32, key: u8) -> Result<(), E> {
     Ok(())
 }
 
-/// A share or a time, as the checked way accepts it (finite, below 10^15 in size).
+/// A time, as the checked way accepts it (finite, below 10^15 in size).
 fn number<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
     match x {
         Some(v) if !(v.is_finite() && v.abs() < 1e15) => Err(give_up()),
         other => Ok(other),
     }
+}
+
+/// A share (the turn's usages), as the checked way accepts it: from 0 to 1.
+fn share<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
+    match x {
+        Some(v) if !(0.0..=1.0).contains(&v) => Err(give_up()),
+        other => Ok(other),
+    }
+}
+
+/// A free-form value, whose objects name each key once (a key given twice gives up).
+fn free<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Value, A::Error> {
+    map.next_value::<Unique>().map(|u| u.0)
 }
 
 /// A rare field, read as a value and checked as the checked way checks it.
@@ -137,14 +151,16 @@ impl<'de> Deserialize<'de> for Line {
                         }
                         LineKey::Turn => e.turn = map.next_value::<Option<Turn>>()?.map(|t| t.0),
                         LineKey::Tool => e.tool = map.next_value::<Option<Tool>>()?.map(|t| t.0),
-                        LineKey::Result => e.result = map.next_value()?,
+                        LineKey::Result => {
+                            e.result = Some(free(&mut map)?).filter(|v| !v.is_null())
+                        }
                         LineKey::Error => e.error = map.next_value()?,
-                        LineKey::Data => e.data = map.next_value()?,
+                        LineKey::Data => e.data = Some(free(&mut map)?).filter(|v| !v.is_null()),
                         LineKey::Time => e.time = number(map.next_value()?)?,
-                        LineKey::Query => e.query = checked("query", map.next_value()?)?,
-                        LineKey::Message => e.message = checked("message", map.next_value()?)?,
-                        LineKey::User => e.user = checked("user", map.next_value()?)?,
-                        LineKey::Project => e.project = checked("project", map.next_value()?)?,
+                        LineKey::Query => e.query = checked("query", free(&mut map)?)?,
+                        LineKey::Message => e.message = checked("message", free(&mut map)?)?,
+                        LineKey::User => e.user = checked("user", free(&mut map)?)?,
+                        LineKey::Project => e.project = checked("project", free(&mut map)?)?,
                     }
                 }
                 match hook {
@@ -194,8 +210,8 @@ impl<'de> Deserialize<'de> for Turn {
                     once(&mut seen, key as u8)?;
                     match key {
                         TurnKey::Number => t.number = map.next_value()?,
-                        TurnKey::TokenUsage => t.token_usage = number(map.next_value()?)?,
-                        TurnKey::ContextUsage => t.context_usage = number(map.next_value()?)?,
+                        TurnKey::TokenUsage => t.token_usage = share(map.next_value()?)?,
+                        TurnKey::ContextUsage => t.context_usage = share(map.next_value()?)?,
                         TurnKey::IterationCount => t.iteration_count = map.next_value()?,
                         TurnKey::MaxIterations => t.max_iterations = map.next_value()?,
                         TurnKey::ContextWindow => t.context_window = map.next_value()?,
@@ -228,7 +244,7 @@ impl<'de> Deserialize<'de> for Tool {
                     once(&mut seen, key as u8)?;
                     match key {
                         ToolKey::Name => name = Some(map.next_value()?),
-                        ToolKey::Arguments => arguments = map.next_value()?,
+                        ToolKey::Arguments => arguments = free(&mut map)?,
                     }
                 }
                 match name {
@@ -244,7 +260,7 @@ impl<'de> Deserialize<'de> for Tool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::parse_line_checked;
+    use crate::trace::{parse_line, parse_line_checked};
 
     /// Lines of every kind the checked way reads, and many it refuses or reads oddly.
     const LINES: &[&str] = &[
@@ -282,6 +298,9 @@ mod tests {
         r#"[1,2]"#,
         r#"{"hook":"on_turn_start"} trailing"#,
         r#"{"hook":"on_tool_complete","tool":{"name":"web"},"result":{"a":1,"a":2}}"#,
+        r#"{"hook":"on_tool_call","tool":{"name":"web","arguments":{"q":1,"q":2}}}"#,
+        r#"{"hook":"on_turn_start","turn":{"token_usage":-5}}"#,
+        r#"{"hook":"on_turn_start","turn":{"context_usage":1.5}}"#,
     ];
 
     #[test]
@@ -300,9 +319,11 @@ mod tests {
                 }
             }
         }
-        // The ten ordinary lines, and one with a repeated key inside a result (free-form data
-        // keeps the last value either way).
-        assert_eq!(fast, 11, "the ordinary lines take the fast way");
+        assert_eq!(fast, 10, "the ten ordinary lines take the fast way");
+        // A key given twice, even inside free-form data, and a usage outside 0-1 are refused.
+        for line in &LINES[LINES.len() - 4..] {
+            assert!(parse_line(0, line).is_err(), "{line} is refused");
+        }
     }
 
     #[test]

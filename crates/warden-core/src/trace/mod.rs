@@ -13,6 +13,9 @@ use warden_load::Hook;
 
 mod fast;
 mod output;
+pub(super) mod unique;
+
+use unique::Unique;
 
 pub use output::{
     explain_lines, node_lines, outcome_lines, write_bad_line, write_explain_lines,
@@ -38,7 +41,8 @@ pub struct TraceError {
     pub message: String,
 }
 
-/// Reads one trace line (not blank).
+/// Reads one trace line (not blank). A key given twice in one object is refused (JSON readers
+/// disagree on which one counts; serde_json would silently keep the last).
 pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
     match fast::parse(line) {
         Some((hook, event)) => Ok(TraceEvent { hook, event }),
@@ -49,11 +53,14 @@ pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> 
 /// Reads one trace line the checked way: as a JSON value, then field by field, so that a
 /// mistake is named by its field.
 fn parse_line_checked(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
-    let value = serde_json::from_str(line).map_err(|e| TraceError {
+    let value = serde_json::from_str::<Unique>(line).map_err(|e| TraceError {
         line: line_no,
-        message: format!("not valid JSON: {e}"),
+        message: match e.classify() {
+            serde_json::error::Category::Data => format!("{e}; give each field once"),
+            _ => format!("not valid JSON: {e}"),
+        },
     })?;
-    parse_value(line_no, value)
+    parse_value(line_no, value.0)
 }
 
 /// Reads one event given as a JSON value (`{"hook": "on_turn_start", "turn": {...}}`).
@@ -243,6 +250,36 @@ mod tests {
         let e = parse_line(0, r#"{"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": 7}}"#).unwrap();
         assert_eq!(e.hook, Hook::OnToolComplete);
         assert_eq!(e.event.result.unwrap()["count"], 7);
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        for (line, key) in [
+            (
+                r#"{"hook": "on_turn_start", "turn": {}, "hook": "on_session_end"}"#,
+                "hook",
+            ),
+            (
+                r#"{"hook": "on_turn_start", "turn": {"number": 1, "number": 2}}"#,
+                "number",
+            ),
+            (
+                r#"{"hook": "on_tool_complete", "tool": {"name": "t"}, "result": [{"a": 1, "a": 1}]}"#,
+                "a",
+            ),
+        ] {
+            let e = parse_line(6, line).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("line 7: `{key}` is given twice at line 1 column"))
+                    && e.ends_with("; give each field once"),
+                "{e}"
+            );
+        }
+        let same = r#"{"hook": "on_turn_start", "turn": {"number": 2, "token_usage": 0.5}, "data": {"a": [1, {"b": null}], "c": -1.5e3, "d": 18446744073709551615}}"#;
+        assert_eq!(
+            parse_line(0, same).unwrap(),
+            parse_value(0, serde_json::from_str(same).unwrap()).unwrap()
+        );
     }
 
     #[test]

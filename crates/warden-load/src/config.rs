@@ -7,6 +7,7 @@
 //! plugins = ["plugins"]                # folders of plugins
 //! capabilities = ["vault_search"]      # what the host provides, for plugins that require it
 //! database = "warden.db"               # plugin state, user choices, the execution log
+//!                                      # (or postgres://USER@HOST/DB for many nodes)
 //! user = "default"                     # who `warden rules ...` acts for
 //! project = "default"
 //!
@@ -110,7 +111,8 @@ pub struct Config {
     pub plugins: Vec<PathBuf>,
     /// Capabilities the host provides.
     pub capabilities: Vec<String>,
-    /// The SQLite database (in memory when absent).
+    /// The database (in memory when absent): a SQLite file, or a PostgreSQL URL
+    /// (`postgres://...`, kept as written).
     pub database: Option<PathBuf>,
     /// The user commands act for.
     pub user: String,
@@ -210,7 +212,12 @@ impl Config {
                 });
             }
             if let Some(at) = top.string(&mut doc, "database") {
-                config.database = Some(resolve(at.value));
+                // A URL names a server, not a file beside this one.
+                config.database = Some(if is_database_url(&at.value) {
+                    PathBuf::from(at.value)
+                } else {
+                    resolve(at.value)
+                });
             }
             for (key, slot) in [("user", &mut config.user), ("project", &mut config.project)] {
                 if let Some(at) = top.string(&mut doc, key) {
@@ -375,9 +382,32 @@ impl Config {
     }
 }
 
+/// Whether `database` names a PostgreSQL server (`postgres://` or `postgresql://`) rather than
+/// a SQLite file.
+pub fn is_database_url(database: &str) -> bool {
+    let lower = database.get(..13).unwrap_or(database).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_url_is_kept_as_written() {
+        for url in [
+            "postgres://warden@db.internal/warden?pool_size=4",
+            "postgresql://warden@db.internal:6543/warden",
+        ] {
+            let c = Config::parse(
+                Path::new("/srv/agent/warden.toml"),
+                &format!("database = \"{url}\"\n"),
+            )
+            .unwrap();
+            assert_eq!(c.database, Some(PathBuf::from(url)));
+        }
+        assert!(!is_database_url("postgres.db"));
+    }
 
     #[test]
     fn a_full_configuration_reads() {

@@ -9,12 +9,34 @@ pub enum DbError {
     #[error(transparent)]
     Sqlite(#[from] rusqlite::Error),
     /// PostgreSQL (the `postgres` crate).
-    #[error(transparent)]
+    #[error("{}", describe_pg(.0))]
     Postgres(#[from] postgres::Error),
     /// What the PostgreSQL server reported from inside one of Warden's functions (a group of
     /// state writes that failed on its own), or a failure described in words.
     #[error("{0}")]
     Server(String),
+}
+
+/// What a PostgreSQL error says in full: the server's message with its SQLSTATE, detail and
+/// hint, or the driver's with its causes (the driver's own `Display` says only its kind).
+pub(crate) fn describe_pg(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut out = format!("{}: {} ({})", db.severity(), db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            out.push_str(&format!("; {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            out.push_str(&format!("; hint: {hint}"));
+        }
+        return out;
+    }
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        out.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    out
 }
 
 impl DbError {

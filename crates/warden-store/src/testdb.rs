@@ -107,7 +107,9 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Some((schema, url)) = &self.schema
-            && let Ok(mut client) = url.parse::<postgres::Config>().and_then(|c| c.connect(postgres::NoTls))
+            && let Ok(mut client) = url
+                .parse::<postgres::Config>()
+                .and_then(|c| c.connect(postgres::NoTls))
         {
             let _ = client.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
         }

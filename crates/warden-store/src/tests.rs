@@ -594,8 +594,7 @@ fn another_stores_changes_are_noticed_within_a_second(db: &TestDb) {
     } else {
         // The listener is in place (its connection counts once), then quiet.
         let started = Instant::now();
-        while a.data_version().unwrap() == before && started.elapsed() < Duration::from_secs(5)
-        {
+        while a.data_version().unwrap() == before && started.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_ne!(a.data_version().unwrap(), before, "the listener connected");
@@ -867,7 +866,9 @@ fn a_copy_holds_every_row(db: &TestDb) {
             source.executions(&all).unwrap()
         );
         // New rows continue after the copied ids; the session carries on at its version.
-        target.record_executions(&[record("after", None, None)]).unwrap();
+        target
+            .record_executions(&[record("after", None, None)])
+            .unwrap();
         let newest = &target.executions(&ExecutionFilter::default()).unwrap()[0];
         assert_eq!(newest.record.rule_id, "after");
         assert_eq!(save(&target, write("s1", Some(2), "3")).unwrap(), 3);

@@ -7,6 +7,18 @@ use std::collections::HashMap;
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
+/// Why a connection could not be opened, in full (the pool keeps it as text).
+#[derive(Debug)]
+pub(crate) struct ConnectError(pub postgres::Error);
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&crate::error::describe_pg(&self.0))
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
 /// Opens connections for the pool.
 pub(crate) struct Manager {
     pub config: postgres::Config,
@@ -26,19 +38,22 @@ pub(crate) struct Conn {
 
 impl r2d2::ManageConnection for Manager {
     type Connection = Conn;
-    type Error = postgres::Error;
+    type Error = ConnectError;
 
-    fn connect(&self) -> Result<Conn, postgres::Error> {
+    fn connect(&self) -> Result<Conn, ConnectError> {
         Ok(Conn {
-            client: self.config.connect(NoTls)?,
+            client: self.config.connect(NoTls).map_err(ConnectError)?,
             statements: HashMap::new(),
             completed: 0,
             broken: false,
         })
     }
 
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), ConnectError> {
+        conn.client
+            .simple_query("")
+            .map(|_| ())
+            .map_err(ConnectError)
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {

@@ -94,13 +94,13 @@ fn run(
                 // Whatever changed before now is read again.
                 count.fetch_add(1, Ordering::Relaxed);
                 if let Err(e) = listen(&mut client, schema, count, stop) {
-                    tracing::warn!(db = %label, error = %e, "the listener for changed choices lost its connection; reconnecting (the choices last read stay in force meanwhile)");
+                    tracing::warn!(db = %label, error = %crate::error::describe_pg(&e), "the listener for changed choices lost its connection; reconnecting (the choices last read stay in force meanwhile)");
                     warned = true;
                 }
             }
             Err(e) => {
                 if !warned {
-                    tracing::warn!(db = %label, error = %e, "the listener for changed choices cannot connect; retrying (the choices last read stay in force meanwhile)");
+                    tracing::warn!(db = %label, error = %crate::error::describe_pg(&e), "the listener for changed choices cannot connect; retrying (the choices last read stay in force meanwhile)");
                     warned = true;
                 }
             }

@@ -180,10 +180,7 @@ pub(crate) const CHANNEL: &str = "warden_controls";
 /// The schema version of the database (0 when it has no `schema_version` table yet).
 pub(crate) fn current(client: &mut impl GenericClient) -> Result<u32, postgres::Error> {
     let exists: bool = client
-        .query_one(
-            "SELECT to_regclass('schema_version') IS NOT NULL",
-            &[],
-        )?
+        .query_one("SELECT to_regclass('schema_version') IS NOT NULL", &[])?
         .get(0);
     if !exists {
         return Ok(0);

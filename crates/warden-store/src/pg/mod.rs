@@ -90,7 +90,7 @@ pub(crate) fn classify(label: &str, waited: Duration, e: postgres::Error) -> Sto
     if e.is_closed() || (e.as_db_error().is_none() && is_io(&e)) {
         return StoreError::Unreachable {
             db: label.to_string(),
-            reason: e.to_string(),
+            reason: crate::error::describe_pg(&e),
         };
     }
     StoreError::Database {
@@ -635,8 +635,7 @@ pub(crate) fn insert_executions(
     records: &[ExecutionRecord],
 ) -> Result<(), postgres::Error> {
     let col = |f: fn(&ExecutionRecord) -> &str| records.iter().map(f).collect::<Vec<&str>>();
-    let opt =
-        |f: fn(&ExecutionRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
+    let opt = |f: fn(&ExecutionRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
     let users = col(|r| &r.user_id);
     let projects = col(|r| &r.project_id);
     let rules = col(|r| &r.rule_id);

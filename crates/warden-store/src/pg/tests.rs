@@ -200,7 +200,11 @@ fn schemas_keep_installations_apart() {
     assert_ne!(listening, seen, "b's listener connected");
     a.set_toggle("ann", "r", Some(false)).unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(b.data_version().unwrap(), listening, "a's change is not b's");
+    assert_eq!(
+        b.data_version().unwrap(),
+        listening,
+        "a's change is not b's"
+    );
     assert!(b.toggles().unwrap().is_empty());
     let mut client: postgres::Client = url
         .parse::<postgres::Config>()

@@ -177,7 +177,10 @@ impl<'s> PgTick<'s> {
         Ok(row.and_then(|r| r.get::<_, Option<i64>>(0)))
     }
 
-    pub(crate) fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn commit(
+        self,
+        session: Option<SessionWrite<'_>>,
+    ) -> Result<Option<i64>, StoreError> {
         if let Some(failure) = &*self.failed.borrow() {
             return Err(self.failure_error(failure));
         }

@@ -262,7 +262,10 @@ mod tests {
     #[test]
     fn redacting_hides_every_password() {
         assert_eq!(redact("postgres://ann:pw@h/db"), "postgres://ann:***@h/db");
-        assert_eq!(redact("postgres://h/db?password=pw"), "postgres://h/db?password=***");
+        assert_eq!(
+            redact("postgres://h/db?password=pw"),
+            "postgres://h/db?password=***"
+        );
         assert_eq!(redact("postgres://ann@h"), "postgres://ann@h");
     }
 }

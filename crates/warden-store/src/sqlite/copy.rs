@@ -5,8 +5,7 @@ use rusqlite::{Connection, TransactionBehavior, params};
 use super::{SqliteStore, execution_row};
 use crate::error::StoreError;
 use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleToggle, SessionSummary, StateRow, StateScope,
-    StoredSession,
+    CopyReport, Dump, ExecutionRow, RuleToggle, SessionSummary, StateRow, StateScope, StoredSession,
 };
 
 /// The tables a copy fills, children of nothing: emptied in this order by `--replace`.

@@ -73,7 +73,11 @@ fn a_poisoned_mutex_is_recovered() {
     s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
         .expect("write");
     assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(1)));
-    assert!(s.executions(&ExecutionFilter::default()).expect("log").is_empty());
+    assert!(
+        s.executions(&ExecutionFilter::default())
+            .expect("log")
+            .is_empty()
+    );
 }
 
 #[test]

@@ -88,8 +88,8 @@ impl<'s> SqliteTick<'s> {
         &self,
         scope: &StateScope,
     ) -> Result<std::collections::BTreeMap<String, serde_json::Value>, StoreError> {
-        let rows = self
-            .with(|conn| select_state_all(conn, scope).map_err(|e| self.store.sql_err(e)))?;
+        let rows =
+            self.with(|conn| select_state_all(conn, scope).map_err(|e| self.store.sql_err(e)))?;
         rows.into_iter()
             .map(|(key, raw)| {
                 let value = decode(&self.store.label, scope, &key, raw)?;
@@ -165,7 +165,10 @@ impl<'s> SqliteTick<'s> {
     /// Saves `session` (when given) and commits everything the transaction wrote; the
     /// session's new version. A session saved by another process since `session.loaded` is
     /// `StoreError::SessionConflict`, and then nothing is written.
-    pub(crate) fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
+    pub(crate) fn commit(
+        self,
+        session: Option<SessionWrite<'_>>,
+    ) -> Result<Option<i64>, StoreError> {
         // A tick whose transaction could not begin read or wrote nothing it needed.
         if self.refused.get() {
             return Err(self.store.busy());

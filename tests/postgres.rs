@@ -642,3 +642,27 @@ fn ticks_go_on_while_the_database_is_unreachable_and_say_so() {
     let saved = db.store().load_session("outage").unwrap().unwrap();
     assert_eq!(saved.summary.version, 2);
 }
+
+/// The `warden.toml` the many-nodes chapter shows reads, its URL kept as written.
+#[test]
+fn the_many_nodes_chapter_configuration_reads() {
+    let chapter = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src/many-nodes.md"),
+    )
+    .unwrap();
+    let start = chapter.find("```toml,file=warden.toml\n").unwrap();
+    let body = &chapter[start..]
+        .split_once('\n')
+        .unwrap()
+        .1
+        .split("```")
+        .next()
+        .unwrap();
+    let config = warden::Config::parse(Path::new("/srv/node/warden.toml"), body).unwrap();
+    assert_eq!(
+        config.database,
+        Some(PathBuf::from(
+            "postgres://warden:change-me@db.internal:5432/warden?pool_size=8"
+        ))
+    );
+}

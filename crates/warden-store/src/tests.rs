@@ -81,6 +81,7 @@ both_backends!(
     a_tick_dropped_uncommitted_writes_nothing,
     a_copy_holds_every_row,
     a_copy_refuses_a_target_that_holds_data,
+    hostile_strings_are_only_data,
 );
 
 fn a_store_is_migrated_and_reopening_is_idempotent(db: &TestDb) {
@@ -898,4 +899,67 @@ fn a_copy_refuses_a_target_that_holds_data(db: &TestDb) {
     // A store is never copied into itself.
     let err = source.copy_to(&source, true).expect_err("itself");
     assert!(err.to_string().contains("same database"), "{err}");
+}
+
+/// What users, projects, keys and session ids may hold (they come from events and payloads)
+/// is data: quotes, SQL, `LIKE` patterns, any script, long text. A NUL character, which
+/// PostgreSQL cannot store in text, fails the write plainly there, never the process.
+fn hostile_strings_are_only_data(db: &TestDb) {
+    let s = db.open();
+    let nasty = [
+        "'; DROP TABLE plugin_state; --",
+        "\" OR 1=1 --",
+        "%_\\",
+        "ünïcødé ✓ 🦀",
+        "$1 $$ $tag$",
+        &"x".repeat(10_000),
+    ];
+    for (i, text) in nasty.iter().enumerate() {
+        let sc = scope(text, text, text);
+        apply_ok(&s, &[vec![StateWrite::set(sc.clone(), *text, json!(text))]]);
+        assert_eq!(s.state_get(&sc, text).unwrap(), Some(json!(text)), "{i}");
+        let tx = s.tick();
+        assert_eq!(tx.state_all(&sc).unwrap().len(), 1);
+        tx.write_groups(&[vec![StateWrite::set(sc.clone(), *text, json!(i))]])
+            .unwrap();
+        tx.record_executions(&[ExecutionRecord {
+            user_id: text.to_string(),
+            session_id: Some(text.to_string()),
+            ..record(text, None, Some(text))
+        }])
+        .unwrap();
+        let w = SessionWrite {
+            user: text,
+            project: text,
+            ..write(text, None, text)
+        };
+        assert_eq!(tx.commit(Some(w)).unwrap(), Some(1));
+        assert_eq!(s.load_session(text).unwrap().unwrap().snapshot, *text);
+        assert!(s.set_toggle(text, text, Some(false)).unwrap());
+        let found = s
+            .executions(&ExecutionFilter {
+                rule_id: Some(text.to_string()),
+                session_id: Some(text.to_string()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(found.len(), 1, "{i}");
+    }
+    assert_eq!(s.toggles().unwrap().len(), nasty.len());
+    let sc = scope("nul\0user", "p", "x");
+    let result = s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]]);
+    match db.backend {
+        Backend::Sqlite => assert!(result.unwrap()[0].is_ok()),
+        Backend::Postgres => {
+            let e = result
+                .expect_err("PostgreSQL text holds no NUL")
+                .to_string();
+            assert!(e.contains("0x00"), "{e}");
+        }
+    }
+    // The store goes on working.
+    apply_ok(
+        &s,
+        &[vec![StateWrite::set(scope("a", "b", "c"), "k", json!(1))]],
+    );
 }

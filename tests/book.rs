@@ -118,6 +118,29 @@ fn every_rule_behavior_and_modes_file_in_the_book_loads() {
     );
 }
 
+/// A block fenced `toml,config` is (part of) a `warden.toml`: it must read without an error.
+#[test]
+fn every_configuration_in_the_book_reads() {
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for chapter in chapters() {
+        let text = fs::read_to_string(&chapter).unwrap();
+        for (info, body, line) in blocks(&text) {
+            let lang: Vec<&str> = info.split(',').map(str::trim).collect();
+            if lang.first() != Some(&"toml") || !lang.contains(&"config") {
+                continue;
+            }
+            checked += 1;
+            if let Err(d) = warden::Config::parse(Path::new("warden.toml"), &body) {
+                let all: Vec<String> = d.iter().map(ToString::to_string).collect();
+                failures.push(format!("{}:{line}: {}", chapter.display(), all.join("; ")));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked >= 1, "no `toml,config` block found in the book");
+}
+
 #[test]
 fn the_context_api_chapter_documents_every_field() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src/reference/context-api.md");

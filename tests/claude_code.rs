@@ -113,15 +113,16 @@ impl Project {
         c
     }
 
+    /// A hook process started with `input` on its stdin (closed after it).
+    fn spawn_hook(&self, input: &[u8]) -> std::process::Child {
+        let mut child = self.hook_command().spawn().unwrap();
+        child.stdin.take().unwrap().write_all(input).unwrap();
+        child
+    }
+
     /// Runs one hook: its answer (`null` when it printed nothing). Every hook exits 0.
     fn hook(&self, payload: &Value) -> Value {
-        let mut child = self.hook_command().spawn().unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(payload.to_string().as_bytes())
-            .unwrap();
+        let child = self.spawn_hook(payload.to_string().as_bytes());
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),
@@ -271,16 +272,7 @@ fn eight_processes_on_one_session_lose_no_update() {
     );
     for _ in 0..3 {
         let children: Vec<_> = (0..8)
-            .map(|_| {
-                let mut child = project.hook_command().spawn().unwrap();
-                child
-                    .stdin
-                    .take()
-                    .unwrap()
-                    .write_all(payload.to_string().as_bytes())
-                    .unwrap();
-                child
-            })
+            .map(|_| project.spawn_hook(payload.to_string().as_bytes()))
             .collect();
         for child in children {
             let out = child.wait_with_output().unwrap();
@@ -320,13 +312,7 @@ fn a_hook_killed_mid_tick_loses_nothing() {
         "PreToolUse",
         Some(&json!({"tool_name": "Slow", "tool_input": {}})),
     );
-    let mut child = project.hook_command().spawn().unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(slow.to_string().as_bytes())
-        .unwrap();
+    let mut child = project.spawn_hook(slow.to_string().as_bytes());
     std::thread::sleep(Duration::from_millis(700));
     let started = Instant::now();
     child.kill().unwrap();
@@ -361,4 +347,80 @@ fn a_hook_killed_mid_tick_loses_nothing() {
         None,
         "the killed tick's state write is not there"
     );
+}
+
+/// The book's chapter, followed as written: `warden init claude-code`, the first rule, its
+/// check, and the hook answering the payload the chapter pipes in, print what the chapter
+/// quotes.
+#[test]
+fn the_chapter_runs_as_written() {
+    let chapter = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("book/src/claude-code.md"),
+    )
+    .unwrap();
+    let fence = |start: &str| -> String {
+        let at = chapter
+            .find(start)
+            .unwrap_or_else(|| panic!("no block starting {start:?}"));
+        let body = &chapter[at..];
+        body[..body.find("\n```").unwrap()].to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("my-project");
+    std::fs::create_dir(&project).unwrap();
+    let warden = |args: &[&str], stdin: Option<&str>| -> String {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_warden"));
+        c.args(args)
+            .current_dir(&project)
+            .env_remove("WARDEN_CONFIG")
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        let mut input = child.stdin.take().unwrap();
+        if let Some(text) = stdin {
+            input.write_all(text.as_bytes()).unwrap();
+        }
+        drop(input);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // `init` prints what the chapter shows (the path to `warden` in the hook aside).
+    let quoted = fence("$ cd my-project\n$ warden init claude-code\n");
+    let printed = warden(&["init", "claude-code"], None);
+    let want: Vec<&str> = quoted.lines().skip(2).collect();
+    assert_eq!(printed.trim_end().lines().collect::<Vec<_>>(), want);
+    // The first rule, saved where the chapter says.
+    let rule = fence("[rule]\nid = \"no-env-files\"");
+    std::fs::write(project.join(".warden/rules/no-env-files.toml"), rule).unwrap();
+    let check = fence("$ warden --config .warden/warden.toml check\n");
+    let printed = warden(&["--config", ".warden/warden.toml", "check"], None);
+    assert_eq!(printed.trim_end(), check.lines().nth(1).unwrap());
+    // The payload piped into the hook, and its answer.
+    let hook = fence("$ echo '{\"session_id\": \"try-1\"");
+    let payload = hook.split('\'').nth(1).unwrap();
+    let answer = hook.lines().last().unwrap();
+    let printed = warden(
+        &["hook", "claude-code", "--config", ".warden/warden.toml"],
+        Some(payload),
+    );
+    assert_eq!(printed.trim_end(), answer);
+    let disable = fence("$ warden --config .warden/warden.toml rules disable no-env-files\n");
+    let printed = warden(
+        &[
+            "--config",
+            ".warden/warden.toml",
+            "rules",
+            "disable",
+            "no-env-files",
+        ],
+        None,
+    );
+    assert_eq!(printed.trim_end(), disable.lines().nth(1).unwrap());
 }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use warden_core::{Config, ExecutionFilter, MANIFEST_FILE};
 use warden_load::CONFIG_FILE;
+use warden_store::ExecutionRow;
 use warden_testing::{
     BUILTIN_TESTS, TEST_SUFFIX, TestReport, discover_test_files, read_test_files, run_tests,
 };
@@ -384,25 +385,7 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
         })
         .map_err(|e| e.to_string())?;
     if q.json {
-        let items: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "id": r.id,
-                    "at": r.created_at,
-                    "user": r.record.user_id,
-                    "project": r.record.project_id,
-                    "session": r.record.session_id,
-                    "rule": r.record.rule_id,
-                    "hook": r.record.trigger,
-                    "matched": r.record.condition_result,
-                    "acted": r.record.action_executed,
-                    "ms": r.record.execution_time_ms,
-                    "error": r.record.error_message,
-                    "decision": r.record.decision,
-                })
-            })
-            .collect();
+        let items: Vec<serde_json::Value> = rows.iter().map(ExecutionRow::to_json).collect();
         json_out(&items)?;
         return Ok(ExitCode::SUCCESS);
     }

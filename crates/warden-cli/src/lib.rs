@@ -20,6 +20,7 @@ mod migrate;
 mod narrate;
 mod new;
 mod replay;
+mod serve;
 mod sessions;
 mod setup;
 
@@ -122,6 +123,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run Warden as an HTTP service: the agent API, the management API and the Settings
+    /// page, with hot reload (until SIGTERM or Ctrl-C).
+    Serve(serve::ServeArgs),
     /// Answer a hook of an agent (`warden hook claude-code`: Claude Code's payload on stdin,
     /// its answer on stdout).
     Hook {
@@ -235,6 +239,7 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
         Command::Log(q) => check::log(config, &q),
         Command::Enrich(q) => check::enrich(config, &q),
         Command::Watch { json } => watch(config, json),
+        Command::Serve(args) => serve::run(config, args),
         Command::Demo { trace, print_trace } => {
             if print_trace {
                 print!("{DEMO_TRACE}");
@@ -302,7 +307,7 @@ pub(crate) fn load_status(warden: &Warden) -> ExitCode {
 }
 
 /// Builds a Warden from the configuration, printing what is wrong in its files.
-fn load(config: &Config, memory: bool) -> Result<Warden, String> {
+pub(crate) fn load(config: &Config, memory: bool) -> Result<Warden, String> {
     let warden = build(config, memory, false)?;
     let diagnostics = warden.diagnostics();
     if !diagnostics.is_empty() {

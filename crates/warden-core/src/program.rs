@@ -205,6 +205,11 @@ impl Program {
         &self.plugins
     }
 
+    /// Its generation: 0 at build, one more at each applied reload.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     /// The modes, in priority order (empty without a modes file).
     pub fn modes(&self) -> Vec<&warden_load::ModeDef> {
         self.modes

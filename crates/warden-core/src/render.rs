@@ -19,6 +19,7 @@ use warden_load::Priority;
 use crate::outcome::Notification;
 
 /// How notifications are written into the agent's context.
+#[derive(Clone)]
 pub(crate) struct Renderer {
     /// An operator's template; Warden's own rendering when absent.
     template: Option<minijinja::Environment<'static>>,

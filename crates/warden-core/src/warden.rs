@@ -365,6 +365,37 @@ impl Warden {
         Session::new(self.shared.clone(), id, &opts)
     }
 
+    /// A supervisor running the same program on `store`, with a bus of its own: for trials
+    /// that must leave no trace in the real store or reach no real subscriber (a rule tried
+    /// by hand from a settings page, on an in-memory store). The users' choices are those
+    /// `store` holds; a reload of either Warden does not reach the other.
+    pub fn with_store(&self, store: Store) -> Result<Warden, Error> {
+        let s = &self.shared;
+        let (bus, _) = broadcast::channel(64);
+        let controls = Controls::load(&store, 0)?;
+        let data_version = store.data_version()?;
+        Ok(Warden {
+            shared: Arc::new(Shared {
+                renderer: s.renderer.clone(),
+                program: RwLock::new(s.program()),
+                store,
+                bus,
+                config: s.config.clone(),
+                sources: s.sources.clone(),
+                capabilities: s.capabilities.clone(),
+                modes: s.modes.clone(),
+                next_session: AtomicU64::new(1),
+                reload_lock: Mutex::new(()),
+                controls: RwLock::new(Arc::new(controls)),
+                polled_at: AtomicU64::new(0),
+                data_version: AtomicI64::new(data_version),
+                started: Instant::now(),
+                knowledge_config: s.knowledge_config.clone(),
+                knowledge: RwLock::new(s.knowledge()),
+            }),
+        })
+    }
+
     /// Opens the session `id`, saved in the store after every tick (in the same transaction
     /// as the tick's state writes and execution-log rows): read back from the store when it
     /// was saved there, new otherwise. With a database file, the session survives the process:

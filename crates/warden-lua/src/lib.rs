@@ -4,8 +4,10 @@
 //! runs as a coroutine ([`Task`]): a run lasts until the script returns, fails or waits
 //! (`wait_turns`, `wait_for`), and a waiting task is resumed by a later run. Each run has a time
 //! limit that also stops loops inside `pcall`, coroutines, `string.gsub` callbacks and
-//! `table.sort` comparators; the state has a memory limit. A run that hits a limit or fails is
-//! reported as [`Step::Failed`] and its effects are discarded.
+//! `table.sort` comparators, and pattern matching (on Warden's own matcher, which can be
+//! stopped); calls may nest 10,000 deep; the state has a memory limit, of which each script may
+//! keep a quarter between runs. A run that hits a limit or fails is reported as
+//! [`Step::Failed`] and its effects are discarded.
 //!
 //! What a script can reach is decided in `prelude.lua`: no `io`, `os` beyond `os.time` and
 //! `os.clock`, `require`, `package`, `dofile`, `loadfile`, `debug`, `string.dump`, binary
@@ -39,12 +41,17 @@
 #![warn(missing_docs)]
 
 mod effect;
+mod errors;
 mod host;
 mod journal;
-mod patterns;
+mod lmatch;
+mod memory;
+mod strings;
 
+use errors::{describe_error, is_stack_overflow, root_message, script_frames};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -62,6 +69,10 @@ pub use journal::{Input, Journal, Recorded, RunRecord};
 
 /// How often (in Lua instructions) the time limit is checked.
 const CHECK_EVERY: u32 = 1000;
+
+/// Most nested calls a script may make (checked with the time limit). Lua itself only stops a
+/// recursion when its stack reaches a million slots, far past a session's memory limit.
+const MAX_DEPTH: usize = 10_000;
 
 /// The limits of a runtime.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -211,6 +222,8 @@ pub enum Step {
 pub struct Task {
     thread: Thread,
     script: Arc<str>,
+    /// Its script's key (for what the script keeps, see `memory.rs`).
+    key: u64,
     /// Its random numbers' state.
     rng: Cell<u64>,
     /// Its replay record, when the runtime records (see [`Runtime::set_recording`]).
@@ -240,7 +253,9 @@ impl Task {
 struct RunState {
     deadline: Option<Instant>,
     limit: Duration,
+    /// Whether a limit stopped the run, and what it said (every later check repeats it).
     tripped: bool,
+    tripped_by: String,
     effects: Vec<Effect>,
     /// The host of the run in progress, so `fetch` (made once per state) can reach it. Set by
     /// [`Runtime::run`] for exactly the duration of a run and cleared on the way out, even if
@@ -265,7 +280,37 @@ struct RunState {
 // threads at once (mlua's `send` feature serializes access).
 unsafe impl Send for RunState {}
 
+impl RunState {
+    /// Stops the run for good with `message`.
+    fn trip(&mut self, message: String) -> mlua::Error {
+        self.tripped = true;
+        self.tripped_by.clone_from(&message);
+        mlua::Error::RuntimeError(message)
+    }
+}
+
 type Shared = Arc<Mutex<RunState>>;
+
+/// The clock of the pattern functions: `None` while the run in progress may go on, else the
+/// message that stops it (and the run is then stopped for good).
+fn pattern_clock(shared: &Shared, pattern: &[u8]) -> Option<String> {
+    let mut state = lock(shared);
+    if state.tripped {
+        return Some(state.tripped_by.clone());
+    }
+    match state.deadline {
+        Some(deadline) if Instant::now() >= deadline => {
+            let message = format!(
+                "stopped: the pattern '{}' ran past the script's time limit of {}",
+                strings::shown(pattern),
+                human(state.limit)
+            );
+            state.trip(message.clone());
+            Some(message)
+        }
+        _ => None,
+    }
+}
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, RunState> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
@@ -297,6 +342,11 @@ pub struct Runtime {
     limits: Limits,
     /// Whether waiting scripts keep a replay record.
     recording: bool,
+    /// What each script keeps; the sandbox's own roots, which no script is charged for.
+    ledger: memory::Ledger,
+    shared_roots: Vec<Value>,
+    /// Whether the run that just ended ran out of memory.
+    ran_out: AtomicBool,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -305,51 +355,6 @@ impl std::fmt::Debug for Runtime {
             .field("scripts", &self.compiled.len())
             .field("memory", &self.lua.used_memory())
             .finish()
-    }
-}
-
-/// The frames of a traceback that belong to scripts (not Warden's prelude or the C calls that
-/// run them), under a `stack traceback:` header; empty when none is left.
-fn script_frames(traceback: &str) -> String {
-    let frames: Vec<&str> = traceback
-        .lines()
-        .skip(1)
-        .filter(|l| {
-            let l = l.trim();
-            !l.starts_with("warden-prelude:")
-                && !l.starts_with("[C]: in function 'xpcall'")
-                && !l.starts_with("[C]: in function 'error'")
-                && !l.starts_with("[C]: in upvalue ")
-                && l != "(...tail calls...)"
-                && !l.is_empty()
-        })
-        .collect();
-    if frames.is_empty() {
-        return String::new();
-    }
-    format!("\nstack traceback:\n{}", frames.join("\n"))
-}
-
-/// The message of an error raised in a host function, without the layers (and tracebacks)
-/// mlua wraps it in on the way out.
-fn root_message(e: &mlua::Error) -> String {
-    match e {
-        mlua::Error::CallbackError { cause, .. } => root_message(cause),
-        mlua::Error::RuntimeError(message) => message.clone(),
-        other => describe_error(other),
-    }
-}
-
-fn describe_error(e: &mlua::Error) -> String {
-    match e {
-        mlua::Error::RuntimeError(message) => message.clone(),
-        mlua::Error::CallbackError { cause, traceback } => {
-            format!("{}\n{traceback}", describe_error(cause))
-        }
-        mlua::Error::MemoryError(_) => {
-            "stopped: the script ran out of memory (the session's Lua memory limit)".into()
-        }
-        other => other.to_string(),
     }
 }
 
@@ -384,6 +389,7 @@ impl Runtime {
             deadline: None,
             limit: limits.timeout,
             tripped: false,
+            tripped_by: String::new(),
             effects: Vec::new(),
             host: None,
             has_tool: false,
@@ -397,10 +403,11 @@ impl Runtime {
         let record = lua.create_table()?;
 
         let host = lua.create_table()?;
-        host.set(
-            "check_pattern",
-            lua.create_function(|_, (s, p): (Value, Value)| patterns::check(&s, &p))?,
-        )?;
+        let sh = shared.clone();
+        let clock = lua.create_function(move |_, pattern: LuaString| {
+            Ok(pattern_clock(&sh, &pattern.as_bytes()))
+        })?;
+        host.set("strings", strings::install(&lua, &clock)?)?;
         let sh = shared.clone();
         let marker = record.clone();
         let ctors: Mutex<HashMap<CtorKey, Function>> = Mutex::new(HashMap::new());
@@ -650,9 +657,18 @@ impl Runtime {
             .load(include_str!("prelude.lua"))
             .set_name("=warden-prelude")
             .call(host)?;
+        let new_env: Function = exports.get("new_env")?;
+        let start: Function = exports.get("start")?;
         let runtime = Runtime {
-            new_env: exports.get("new_env")?,
-            start: exports.get("start")?,
+            shared_roots: vec![
+                Value::Table(lua.globals()),
+                Value::Function(new_env.clone()),
+                Value::Function(start.clone()),
+            ],
+            ledger: memory::Ledger::new(&lua, limits.memory)?,
+            ran_out: AtomicBool::new(false),
+            new_env,
+            start,
             wait_tag: exports.get("wait_tag")?,
             compiled: HashMap::new(),
             envs: HashMap::new(),
@@ -666,21 +682,30 @@ impl Runtime {
         let sh = shared;
         runtime.lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(CHECK_EVERY),
-            move |_, _| {
-                let mut state = lock(&sh);
-                if let Some(why) = &state.stop {
-                    return Err(mlua::Error::RuntimeError(why.clone()));
-                }
-                match state.deadline {
-                    Some(deadline) if state.tripped || Instant::now() >= deadline => {
-                        state.tripped = true;
-                        Err(mlua::Error::RuntimeError(format!(
+            move |lua, _| {
+                {
+                    let mut state = lock(&sh);
+                    if let Some(why) = &state.stop {
+                        return Err(mlua::Error::RuntimeError(why.clone()));
+                    }
+                    if state.tripped {
+                        return Err(mlua::Error::RuntimeError(state.tripped_by.clone()));
+                    }
+                    if state.deadline.is_some_and(|d| Instant::now() >= d) {
+                        let message = format!(
                             "stopped: the script ran longer than its time limit of {}",
                             human(state.limit)
-                        )))
+                        );
+                        return Err(state.trip(message));
                     }
-                    _ => Ok(VmState::Continue),
                 }
+                // Costs a walk of the stack as deep as it is, up to the limit.
+                if lua.inspect_stack(MAX_DEPTH, |_| ()).is_some() {
+                    let message =
+                        format!("stopped: recursion too deep (more than {MAX_DEPTH} nested calls)");
+                    return Err(lock(&sh).trip(message));
+                }
+                Ok(VmState::Continue)
             },
         )?;
         runtime.lua.set_memory_limit(limits.memory)?;
@@ -688,6 +713,7 @@ impl Runtime {
     }
 
     fn out_of_memory(&self) -> String {
+        self.ran_out.store(true, Ordering::Relaxed);
         format!(
             "stopped: the script ran out of memory (the session's Lua memory limit is {} MiB)",
             self.limits.memory >> 20
@@ -698,6 +724,9 @@ impl Runtime {
     /// program may mean other scripts).
     pub fn forget_scripts(&mut self) {
         self.compiled.clear();
+        // Their globals go with them (a reload starts scripts with fresh globals).
+        self.envs.clear();
+        self.ledger.forget();
     }
 
     /// The memory the state uses now, in bytes.
@@ -754,6 +783,10 @@ impl Runtime {
         timeout: Duration,
         seed: u64,
     ) -> (Option<Task>, Step) {
+        if let Some(error) = self.ledger.notice(script.key) {
+            return (None, Step::Failed { error });
+        }
+        let before = self.lua.used_memory();
         let thread = match self.spare.pop() {
             Some(t) => t.reset(self.start.clone()).map(|()| t),
             None => self.lua.create_thread(self.start.clone()),
@@ -770,6 +803,7 @@ impl Runtime {
                 );
             }
         };
+        self.ledger.open(script.key, &script.name);
         let globals = self
             .recording
             .then(|| self.globals(script))
@@ -781,34 +815,45 @@ impl Runtime {
             Tape::Off
         };
         let (step, tape, rng) = self.run(&thread, host, timeout, Some(f), tape, seed);
-        if !matches!(step, Step::Waiting { .. }) {
-            // A coroutine that returned can run the next script; one that failed is dropped.
-            if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
-                self.spare.push(thread);
-            }
-            return (None, step);
-        }
-        let journal = match tape {
-            Tape::Record(inputs) => Some(Journal {
-                seed,
-                globals,
-                runs: vec![run_record(inputs, &step)],
-            }),
-            _ => None,
-        };
-        (
+        let task = if matches!(step, Step::Waiting { .. }) {
+            self.ledger.own(&thread, script.key);
+            let journal = match tape {
+                Tape::Record(inputs) => Some(Journal {
+                    seed,
+                    globals,
+                    runs: vec![run_record(inputs, &step)],
+                }),
+                _ => None,
+            };
             Some(Task {
                 thread,
                 script: script.name.clone(),
+                key: script.key,
                 rng: Cell::new(rng),
                 journal: RefCell::new(journal),
-            }),
-            step,
-        )
+            })
+        } else {
+            // A coroutine that returned can run the next script; one that failed is dropped.
+            if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
+                self.spare.push(thread);
+            } else {
+                // Before the ledger collects what the run left.
+                drop(thread);
+            }
+            None
+        };
+        match self.settle(script.key, before, step) {
+            step @ Step::Waiting { .. } => (task, step),
+            step => (None, step),
+        }
     }
 
     /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
     pub fn resume(&mut self, task: &Task, host: &dyn Host, timeout: Duration) -> Step {
+        if let Some(error) = self.ledger.stopped(&task.thread) {
+            return Step::Failed { error };
+        }
+        let before = self.lua.used_memory();
         let tape = match &*task.journal.borrow() {
             Some(_) => Tape::Record(Vec::new()),
             None => Tape::Off,
@@ -820,7 +865,38 @@ impl Runtime {
         {
             journal.runs.push(run_record(inputs, &step));
         }
-        step
+        if self.ran_out.load(Ordering::Relaxed)
+            && let Ok(noop) = self.lua.create_function(|_, ()| Ok(()))
+        {
+            // What the failed run left on its stack goes with it.
+            let _ = task.thread.reset(noop);
+        }
+        self.settle(task.key, before, step)
+    }
+
+    /// Accounts for what a run of script `key` left in the state (see `memory.rs`), and names
+    /// the limit a failed run hit.
+    fn settle(&mut self, key: u64, before: usize, step: Step) -> Step {
+        let mut roots = memory::Roots {
+            shared: &self.shared_roots,
+            compiled: &mut self.compiled,
+            envs: &mut self.envs,
+        };
+        if self.ran_out.swap(false, Ordering::Relaxed) {
+            let error = self.ledger.out_of_memory(&self.lua, &mut roots, key);
+            return Step::Failed { error };
+        }
+        let reset = self.ledger.after_run(&self.lua, &mut roots, key, before);
+        match (step, reset) {
+            (Step::Failed { error }, None) if is_stack_overflow(&error) => Step::Failed {
+                error: format!("stopped: recursion too deep: {error}"),
+            },
+            (step, None) => step,
+            (Step::Failed { error }, Some(reset)) => Step::Failed {
+                error: format!("{reset}\n(the run had failed: {error})"),
+            },
+            (_, Some(error)) => Step::Failed { error },
+        }
     }
 
     /// Brings back a waiting script from its replay record (made by a runtime that records,
@@ -884,9 +960,12 @@ impl Runtime {
                 return Err(format!("run {} of {}: {why}", n + 1, journal.runs.len()));
             }
         }
+        self.ledger.open(script.key, &script.name);
+        self.ledger.own(&thread, script.key);
         Ok(Task {
             thread,
             script: script.name.clone(),
+            key: script.key,
             rng: Cell::new(rng),
             journal: RefCell::new(Some(journal.clone())),
         })

@@ -12,9 +12,8 @@ local setmetatable, getmetatable = setmetatable, getmetatable
 local real_pcall, real_xpcall, real_load, real_collect = pcall, xpcall, load, collectgarbage
 local co_yield, co_resume, co_close = coroutine.yield, coroutine.resume, coroutine.close
 local co_running = coroutine.running
-local s_find, s_match, s_gmatch, s_gsub = string.find, string.match, string.gmatch, string.gsub
 local os_time, os_clock = os.time, os.clock
-local check_pattern, tripped, handler, effect = host.check_pattern, host.tripped, host.handler, host.effect
+local tripped, handler, effect = host.tripped, host.handler, host.effect
 -- Values that differ from one run to the next (the clock, the memory count) go through `input`,
 -- which records them, and answers them from the record when a waiting script is replayed in
 -- another process.
@@ -204,36 +203,69 @@ end
 ---------------------------------------------------------------------------------------------
 -- Library functions that could escape or stall the sandbox, made safe.
 
--- Pattern matching runs in C, where the time limit cannot interrupt it: refuse matches that
--- could take too long for the size of their subject.
+-- Lua's pattern matching runs in C, where the time limit cannot interrupt it: scripts match
+-- with Warden's matcher instead, which counts its steps against the run's time (strings.rs).
 local S = {}
 for k, v in next, string do
   S[k] = v
 end
 S.dump = nil
-S.find = function(s, p, init, plain)
-  if not plain then
-    check_pattern(s, p)
-  end
-  return s_find(s, p, init, plain)
-end
-S.match = function(s, p, init)
-  check_pattern(s, p)
-  return s_match(s, p, init)
-end
-S.gmatch = function(s, p, init)
-  check_pattern(s, p)
-  return s_gmatch(s, p, init)
-end
-S.gsub = function(s, p, r, n)
-  check_pattern(s, p)
-  return s_gsub(s, p, r, n)
-end
+local strings = host.strings
+S.find, S.match, S.gmatch, S.gsub = strings.find, strings.match, strings.gmatch, strings.gsub
+-- In the real library too, where Lua looks for a function's name for its error messages.
+string.find, string.match, string.gmatch, string.gsub = S.find, S.match, S.gmatch, S.gsub
+local s_find = S.find
 -- Method calls on strings (`s:find(...)`) go through the same functions; the shared string
 -- metatable is then locked, so no script can change what strings do for the others.
 local string_mt = getmetatable("")
 string_mt.__index = S
 string_mt.__metatable = "the string metatable is protected"
+
+-- table.move loops in C over the range it is given, even an empty one: a billion keys would
+-- run past any time limit. Large moves are made in pieces, between which the limit is checked,
+-- in the order (and with the checks) of Lua's own.
+local T = {}
+for k, v in next, table do
+  T[k] = v
+end
+local t_move, tointeger, maxinteger = table.move, math.tointeger, math.maxinteger
+local MOVE_PIECE = 4096
+T.move = function(a1, f, e, t, a2)
+  local fi, ei, ti = tointeger(f), tointeger(e), tointeger(t)
+  if not (fi and ei and ti) or ei - fi < MOVE_PIECE then
+    return t_move(a1, f, e, t, a2)
+  end
+  t_move(a1, 1, 0, 1, a2) -- the checks of the tables
+  if not (fi > 0 or ei < maxinteger + fi) then
+    error("bad argument #3 to 'move' (too many elements to move)", 2)
+  end
+  local n = ei - fi + 1
+  if ti > maxinteger - n + 1 then
+    error("bad argument #4 to 'move' (destination wrap around)", 2)
+  end
+  local dest = a2
+  if dest == nil then
+    dest = a1
+  end
+  if ti > ei or ti <= fi or (a2 ~= nil and a1 ~= a2) then
+    for lo = 0, n - 1, MOVE_PIECE do
+      local hi = lo + MOVE_PIECE - 1
+      if hi > n - 1 then
+        hi = n - 1
+      end
+      t_move(a1, fi + lo, fi + hi, ti + lo, dest)
+    end
+  else
+    for hi = n - 1, 0, -MOVE_PIECE do
+      local lo = hi - MOVE_PIECE + 1
+      if lo < 0 then
+        lo = 0
+      end
+      t_move(a1, fi + lo, fi + hi, ti + lo, dest)
+    end
+  end
+  return dest
+end
 
 local function safe_setmetatable(t, mt)
   if type(t) == "table" and getmetatable(t) ~= nil and type(getmetatable(t)) ~= "table" then
@@ -283,9 +315,15 @@ local function new_env()
   return env
 end
 
+-- Compiling runs in C, out of reach of the time limit: its time grows with the chunk's length.
+local MAX_CHUNK = 1 << 20
+
 local function safe_load(chunk, name, mode, env)
   if type(chunk) ~= "string" then
     error("load: scripts can only load source text", 2)
+  end
+  if #chunk > MAX_CHUNK then
+    error("load: the chunk is " .. #chunk .. " bytes long; scripts can load at most 1 MiB at once", 2)
   end
   if mode ~= nil and mode ~= "t" then
     error("load: binary chunks are not allowed", 2)
@@ -550,7 +588,7 @@ fill({
   end,
   _VERSION = _VERSION,
   string = lock(S),
-  table = lock(table),
+  table = lock(T),
   math = lock(M),
   utf8 = lock(utf8),
   coroutine = lock(CO),

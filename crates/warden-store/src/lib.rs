@@ -250,9 +250,15 @@ impl Store {
         each!(self, s => s.apply_writes(groups))
     }
 
-    /// Appends records to the execution log, all in one transaction.
+    /// Appends records to the execution log, all in one transaction (a tick's, which commits
+    /// nothing else).
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        each!(self, s => s.record_executions(records))
+        if records.is_empty() {
+            return Ok(());
+        }
+        let tx = self.tick();
+        tx.record_executions(records)?;
+        tx.commit(None).map(|_| ())
     }
 
     /// Reads the execution log back, newest first, filtered by `filter`.

@@ -344,6 +344,18 @@ impl Session {
             .map(warden_lua::Runtime::memory_used)
     }
 
+    /// The rules with something running (a script waiting for a later hook, or a behavior's
+    /// tree), in rule order.
+    pub fn running(&self) -> Vec<&str> {
+        let Some(program) = &self.program else {
+            return Vec::new();
+        };
+        (0..program.rules.len() as u32)
+            .filter(|&ix| self.trees.scripts.waiting(ix))
+            .map(|ix| program.rule_key(ix))
+            .collect()
+    }
+
     /// Whether `on_session_end` was handled.
     pub fn is_ended(&self) -> bool {
         self.ended

@@ -273,19 +273,6 @@ impl PgStore {
         Ok(group_results(&self.label, groups, failed))
     }
 
-    pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        // One statement, but in a transaction all the same: a stale connection then fails at
-        // BEGIN, which can be run again, never at a write that may have been done.
-        self.run(|c| {
-            c.batch("BEGIN")?;
-            insert_executions(c, records)?;
-            c.batch("COMMIT")
-        })
-    }
-
     pub(crate) fn executions(
         &self,
         filter: &ExecutionFilter,

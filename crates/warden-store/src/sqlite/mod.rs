@@ -207,15 +207,11 @@ impl SqliteStore {
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
-        // A process that closes the database leaves the write-ahead log for the next one
-        // instead of checkpointing it: a hook process opens and closes the database at every
-        // event, and a checkpoint at each close cost it several fsyncs. The log is checkpointed
-        // as it grows (every 1000 pages, by whichever process commits then).
-        conn.set_db_config(
-            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-            true,
-        )
-        .map_err(open_err)?;
+        // A process that closes the database checkpoints the write-ahead log (SQLite's
+        // default): the next process then opens a database with an empty log. Leaving the log
+        // for the next process would save the closing one two fsyncs, but cost every opening
+        // one the rebuilding of the log's index, in proportion to the log (a hook process opens
+        // the database at every event).
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &label)?;
         Ok(SqliteStore {
@@ -324,19 +320,6 @@ impl SqliteStore {
         }
         tx.commit().map_err(|e| self.sql_err(e))?;
         Ok(results)
-    }
-
-    pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let mut conn = self.lock();
-        (|| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            insert_executions(&tx, records)?;
-            tx.commit()
-        })()
-        .map_err(|e| self.sql_err(e))
     }
 
     pub(crate) fn executions(

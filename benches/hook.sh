@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The cost of one Claude Code hook process, whole process, as Claude Code pays it: the built-in
+# rules and 100 threshold rules of an operator, a session of 1 000 events saved in the
+# database, and a PreToolUse payload on stdin. Measured beside a minimal Python hook that only
+# parses its payload (`python3 -c 'import json,sys; json.load(sys.stdin)'`, the interpreter
+# binary itself), in the same run: the ratio is what to read, not the times, on a shared
+# machine. Instruction counts (valgrind) are printed too when valgrind is there: they do not
+# move with the machine's load.
+#
+#   benches/hook.sh [WARDEN_BINARY]        (default: target/release/warden, built if missing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+warden=${1:-target/release/warden}
+if [ ! -x "$warden" ]; then
+    cargo build --release -j 2 >&2
+fi
+warden=$(realpath "$warden")
+command -v hyperfine >/dev/null || { echo "hyperfine is needed: apt-get install -y hyperfine" >&2; exit 1; }
+python=$(python3 -c 'import os,sys; print(os.path.realpath(sys.executable))')
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/rules"
+for i in $(seq -w 0 99); do
+    cat > "$work/rules/threshold-$i.toml" <<RULE
+[rule]
+id = "threshold-$i"
+trigger = "on_turn_start"
+
+[condition]
+expression = "context.turn.token_usage > 0.$i and context.history.tool_count > 4"
+
+[action]
+type = "notify_self"
+message = "threshold $i: {{ (context.turn.token_usage * 100) | int }}% after {{ context.history.tool_count }} tool calls"
+RULE
+done
+cat > "$work/warden.toml" <<'CONF'
+builtin = true
+rules = ["rules"]
+database = "warden.db"
+CONF
+post='{"session_id":"bench","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":"x"}}'
+echo "building a session of 1000 events..." >&2
+for _ in $(seq 1 1000); do
+    echo "$post" | "$warden" hook claude-code --config "$work/warden.toml" > /dev/null
+done
+echo '{"session_id":"bench","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cargo test"}}' > "$work/pre.json"
+
+hyperfine -w 5 -r 100 --export-json "$work/times.json" \
+    -n warden "$warden hook claude-code --config $work/warden.toml < $work/pre.json" \
+    -n python "$python -c 'import json,sys; json.load(sys.stdin)' < $work/pre.json" >&2
+python3 - "$work/times.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+w, p = r["warden"], r["python"]
+print(f"warden hook: median {w['median']*1000:.1f} ms, min {w['min']*1000:.1f} ms")
+print(f"python -c json.load: median {p['median']*1000:.1f} ms, min {p['min']*1000:.1f} ms")
+print(f"warden / python: {w['median']/p['median']:.2f} (median), {w['min']/p['min']:.2f} (min)")
+PY
+if command -v valgrind >/dev/null; then
+    count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 < "$work/pre.json" | sed -n 's/.*Collected : //p'; }
+    wi=$(count "$warden" hook claude-code --config "$work/warden.toml")
+    pi=$(count "$python" -c 'import json,sys; json.load(sys.stdin)')
+    echo "instructions: warden $wi, python $pi, ratio $(python3 -c "print(f'{$wi/$pi:.2f}')")"
+fi

@@ -1,0 +1,397 @@
+//! A red-team corpus: scripts written to hang, exhaust or escape the sandbox, by family. Each
+//! must be stopped with a clear error (or be harmless), and return within the run's limit
+//! plus a generous margin: these are safety tests, not timing benchmarks. After each, the same
+//! session must still run an ordinary script.
+
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// The runs of `runtime()` last at most 300 ms; anything within this bound is responsive.
+const BOUND: Duration = Duration::from_secs(5);
+
+/// Runs `src` in a fresh session; it must fail with an error containing one of `why`.
+fn stopped(src: &str, why: &[&str]) {
+    let mut rt = runtime();
+    let start = Instant::now();
+    let (_, step) = run_with(&mut rt, src, &Frame::default());
+    let elapsed = start.elapsed();
+    let error = match &step {
+        Step::Failed { error } => error.clone(),
+        other => panic!("{src}: not stopped: {other:?}"),
+    };
+    assert!(why.iter().any(|w| error.contains(w)), "{src}: {error}");
+    assert!(elapsed < BOUND, "{src} took {elapsed:?}");
+    assert!(
+        holds_in(&mut rt, "return ('a'):rep(3) == 'aaa'"),
+        "{src}: the session is broken"
+    );
+}
+
+/// Runs `src`, which must handle what it tries itself and return true, quickly.
+fn harmless(src: &str) {
+    let mut rt = runtime();
+    let start = Instant::now();
+    let (_, step) = run_with(&mut rt, src, &Frame::default());
+    assert!(
+        matches!(step, Step::Done { holds: true, .. }),
+        "{src}: {step:?}"
+    );
+    assert!(start.elapsed() < BOUND, "{src} took {:?}", start.elapsed());
+}
+
+const TIME: &[&str] = &["time limit"];
+const MEMORY: &[&str] = &["out of memory"];
+const DEEP: &[&str] = &["recursion too deep"];
+
+#[test]
+fn metatables() {
+    stopped(
+        "local t = setmetatable({}, { __index = function(t, k) return t[k] end }); return t.x",
+        DEEP,
+    );
+    stopped(
+        "local t = setmetatable({}, { __newindex = function(t, k, v) t[k] = v end }); t.x = 1",
+        DEEP,
+    );
+    stopped(
+        "local a, b = {}, {}; setmetatable(a, { __index = b }); setmetatable(b, { __index = a }); return a.x",
+        &["'__index' chain too long"],
+    );
+    stopped(
+        "local mt = { __eq = function() while true do end end }; \
+         return setmetatable({}, mt) == setmetatable({}, mt)",
+        TIME,
+    );
+    stopped(
+        "local mt = {}; mt.__lt = function(a, b) return a < b end; \
+         return setmetatable({}, mt) < setmetatable({}, mt)",
+        DEEP,
+    );
+    stopped(
+        "local mt = {}; mt.__concat = function(a, b) return a .. b end; return setmetatable({}, mt) .. 'x'",
+        DEEP,
+    );
+    stopped(
+        "local t = setmetatable({}, { __len = function(t) return #t end }); return #t",
+        DEEP,
+    );
+    stopped(
+        "local t = setmetatable({}, { __call = function(self) return self() end }); return t()",
+        &["time limit", "recursion too deep"],
+    );
+    stopped(
+        "for k in pairs(setmetatable({}, { __pairs = function() return function() return 1 end end })) do end",
+        TIME,
+    );
+    stopped(
+        "return tostring(setmetatable({}, { __tostring = function() while true do end end }))",
+        TIME,
+    );
+    // Views compare, concatenate and measure as tables do, and their metatables stay theirs.
+    stopped(
+        "return context.turn < context.turn",
+        &["attempt to compare two table values"],
+    );
+    stopped("return context.turn .. 'x'", &["attempt to concatenate"]);
+    stopped(
+        "getmetatable(context.turn).__index = function() return 1 end",
+        &["attempt to index a string value"],
+    );
+    stopped(
+        "setmetatable(context.history, { __len = function() return 1e9 end })",
+        &["protected"],
+    );
+    harmless(
+        "local turn = context.turn; return turn == turn and turn ~= context.turn and #context.history.tools == 1 \
+         and rawequal(context, context) and rawlen(context.history.tools) == 0",
+    );
+    stopped("setmetatable(_ENV, {})", &["protected"]);
+}
+
+#[test]
+fn coroutines() {
+    stopped(
+        "local co = coroutine.wrap(function() while true do coroutine.yield() end end); while true do co() end",
+        TIME,
+    );
+    stopped(
+        "while true do coroutine.wrap(function() coroutine.yield() end)() end",
+        TIME,
+    );
+    stopped(
+        "local function nest() return coroutine.wrap(nest)() end; return nest()",
+        DEEP,
+    );
+    stopped(
+        "local t = {}; while true do t[#t + 1] = coroutine.create(function() end) end",
+        MEMORY,
+    );
+    stopped(
+        "local function f() coroutine.yield(f) ; return f() end; \
+         local co = coroutine.create(f); while true do coroutine.resume(co) end",
+        TIME,
+    );
+    harmless(
+        "local co = coroutine.create(function() return 1 end); coroutine.resume(co); \
+         local ok, e = coroutine.resume(co); return not ok and e == 'cannot resume dead coroutine'",
+    );
+    harmless("local ok, e = pcall(coroutine.close, coroutine.running()); return not ok");
+    harmless(
+        "local co = coroutine.create(function() error('x') end); coroutine.resume(co); \
+         local ok = coroutine.close(co); return ok == false",
+    );
+    // A gsub callback cannot yield, as in Lua (nor wait for a later turn).
+    harmless(
+        "local ok, e = pcall(coroutine.wrap(function() return ('a'):gsub('a', coroutine.yield) end)); \
+         return not ok and e:find('attempt to yield across a C%-call boundary') ~= nil",
+    );
+    stopped(
+        "return ('a'):gsub('a', function() wait_turns(1) end)",
+        &["attempt to yield across a C-call boundary"],
+    );
+    // A coroutine stopped by the limit cannot be resumed past it.
+    stopped(
+        "local co = coroutine.create(function() while true do end end); \
+         local ok = coroutine.resume(co); coroutine.resume(co); return true",
+        TIME,
+    );
+}
+
+#[test]
+fn patterns() {
+    for src in [
+        "return string.match(string.rep('ab', 100000), '(.-)x(.-)y')",
+        "return string.rep('a', 5000):find('.-.-.-.-b')",
+        "return string.rep('(', 100000):find('%b()')",
+        "return string.rep('a', 100000):match('(.*)%1b')",
+        "return string.rep('a', 100000):match('a*.*a*b')",
+        "return string.rep('a', 60):match(string.rep('a*', 60) .. 'b')",
+        "return string.rep('a', 60):match(string.rep('a-', 60) .. 'b')",
+        "return string.rep('ab', 20000):gsub('(.-)(.-)(.-)x', '%1')",
+        "for w in string.rep(' ', 200000):gmatch('%s*%s*%s*x') do end",
+        "return string.rep('a', 40):find(string.rep('[%a%d]?', 40) .. string.rep('a', 40))",
+        "return string.rep('a', 40):match(string.rep('(a?)', 30) .. string.rep('a', 40))",
+        "return string.rep('a', 200000):find('%f[%a]a-a-b')",
+    ] {
+        stopped(src, &["ran past the script's time limit"]);
+    }
+    // Plain searches are linear, whatever the needle.
+    harmless(
+        "return string.rep('a', 1000000):find(string.rep('a', 100000) .. 'b', 1, true) == nil",
+    );
+    harmless(
+        "local n = 0; for _ in string.rep('x', 10000):gmatch('') do n = n + 1 end; return n == 10001",
+    );
+    stopped("for _ in string.rep('x', 3e6):gmatch('') do end", TIME);
+    stopped(
+        "return string.rep('x', 100000):gsub('', string.rep('y', 100))",
+        MEMORY,
+    );
+    stopped(
+        "return ('a'):find(string.rep('a-', 300))",
+        &["pattern too complex"],
+    );
+    stopped(
+        "return ('x'):match('[a')",
+        &["malformed pattern (missing ']')"],
+    );
+    stopped(
+        "return ('x'):gsub('x', '%2')",
+        &["invalid capture index %2"],
+    );
+}
+
+#[test]
+fn string_builders() {
+    stopped(
+        "return string.rep('x', 1e10)",
+        &["resulting string too large", "out of memory"],
+    );
+    stopped("return string.rep('x', 1e9)", MEMORY);
+    stopped("return string.rep('x', 1e6, string.rep('y', 1e3))", MEMORY);
+    stopped(
+        "return string.rep('x', math.maxinteger)",
+        &["resulting string too large", "out of memory"],
+    );
+    stopped(
+        "local t = {}; for i = 1, 1e6 do t[i] = string.rep('x', 100) end; return table.concat(t)",
+        MEMORY,
+    );
+    stopped("local s = 'x'; while true do s = s .. s end", MEMORY);
+    stopped(
+        "local s = ''; for i = 1, 1e9 do s = s .. 'x' end",
+        &["time limit", "out of memory"],
+    );
+    stopped(
+        "local t = {}; for i = 1, 10000 do t[i] = 'x' end; local s = table.concat(t); \
+         while true do s = table.concat({ s, s }) end",
+        MEMORY,
+    );
+    stopped(
+        "return string.format('%99999d', 1)",
+        &["invalid conversion"],
+    );
+    stopped(
+        "return string.format('%' .. string.rep('9', 100) .. 's', 'x')",
+        &["invalid format"],
+    );
+    stopped(
+        "return string.format('%s', setmetatable({}, { __tostring = function() while true do end end }))",
+        TIME,
+    );
+    stopped(
+        "return ('x'):rep(1e7):upper():lower():reverse():rep(10)",
+        MEMORY,
+    );
+    stopped(
+        "return table.unpack({}, 1, 1e8)",
+        &["too many results to unpack"],
+    );
+    stopped(
+        "return string.byte(string.rep('x', 1e7), 1, -1)",
+        &["string slice too long", "out of memory"],
+    );
+    // table.move over an empty range of a billion keys is a loop in C: Warden's runs it in
+    // pieces the time limit can stop.
+    stopped("table.move({}, 1, 1e12, 2)", TIME);
+    stopped(
+        "table.move({}, 1, math.maxinteger, 2)",
+        &["destination wrap around"],
+    );
+    stopped(
+        "table.move({}, -2, math.maxinteger, 1)",
+        &["too many elements to move"],
+    );
+    stopped(
+        "table.move({}, 1, 1e12, 2, setmetatable({}, { __newindex = function() end }))",
+        TIME,
+    );
+    harmless(
+        "local t = table.move({ 1, 2, 3, 4, 5 }, 2, 4, 1); \
+         local u = table.move({ 1, 2, 3 }, 1, 3, 2); \
+         local w = table.move({ 1, 2, 3 }, 1, 3, 1, {}); \
+         return t[1] == 2 and t[3] == 4 and t[5] == 5 and u[4] == 3 and u[2] == 1 and w[3] == 3",
+    );
+}
+
+#[test]
+fn load_with_a_custom_environment() {
+    for src in [
+        "return load('return io', 'x', 't', {})() == nil",
+        "return load('return _G', 'x', 't', {})() == nil",
+        "return load('return debug or package or require', 'x', 't', setmetatable({}, { __index = _G }))() == nil",
+        "return load('return string.dump', 'x', 't', { string = string })() == nil",
+        "local env = { x = 1 }; return load('x = 2; return x', 'x', 't', env)() == 2 and env.x == 2 and x == nil",
+        "return load('return getmetatable(\"\").__index', 'x', 't', { getmetatable = getmetatable })() == nil",
+        "return pcall(load('string.upper = nil', 'x', 't', { string = string })) == false and string.upper ~= nil",
+        "local f = load('return ...', 'x', 't', 'a string as env'); return f(1) == 1",
+        "local ok, e = load('\\27Lua'); return ok == nil and e:find('binary') ~= nil",
+        "return select('#', load(string.rep('(', 1000) .. '1' .. string.rep(')', 1000))) == 2",
+    ] {
+        harmless(src);
+    }
+    stopped(
+        "load('return x', 'x', 't', setmetatable({}, { __index = function() while true do end end }))()",
+        TIME,
+    );
+    stopped("load('while true do end', 'x', 't', {})()", TIME);
+    stopped(
+        "load(string.rep('x = 1; ', 2e5))()",
+        &["scripts can load at most 1 MiB at once"],
+    );
+    stopped(
+        "return load(function() return 'x' end)",
+        &["only load source text"],
+    );
+}
+
+#[test]
+fn error_objects() {
+    stopped(
+        "error(setmetatable({}, { __tostring = function() error('inner') end }))",
+        &["an error object of type table"],
+    );
+    stopped("error({ code = 1 })", &["an error object of type table"]);
+    stopped("error()", &["an error object of type nil"]);
+    stopped(
+        "error(coroutine.create(function() end))",
+        &["an error object of type thread"],
+    );
+    stopped("error(12)", &["12"]);
+    harmless("return not xpcall(error, error)");
+    stopped(
+        "local e = setmetatable({}, { __index = function() while true do end end }); error(e)",
+        &["an error object of type table"],
+    );
+    stopped(
+        "local mt = {}; mt.__tostring = function(e) return tostring(e) end; \
+         local ok, e = pcall(error, setmetatable({}, mt)); return tostring(e)",
+        DEEP,
+    );
+    harmless(
+        "local ok, e = pcall(error, { 1 }); return not ok and type(e) == 'table' and e[1] == 1",
+    );
+    harmless(
+        "local ok, e = pcall(string.rep); return not ok and type(e) == 'string' \
+         and e:find('bad argument #1') ~= nil",
+    );
+    harmless(
+        "local ok, e = pcall(string.find, 'x', '%'); return not ok and type(e) == 'string' \
+         and e:find('malformed pattern') ~= nil",
+    );
+}
+
+#[test]
+fn finalizers_and_closers() {
+    stopped(
+        "setmetatable({}, { __gc = function() while true do end end })",
+        &["__gc"],
+    );
+    stopped(
+        "local x <close> = setmetatable({}, { __close = function() end })",
+        &["__close"],
+    );
+    stopped("local x <close> = {}", &["non-closable value"]);
+    // Metamethods found through __index are not finalizers or closers (Lua looks them up raw).
+    stopped(
+        "local x <close> = setmetatable({}, setmetatable({}, { __index = { __close = function() end } }))",
+        &["non-closable value"],
+    );
+    harmless(
+        "setmetatable({}, setmetatable({}, { __index = { __gc = function() while true do end end } })); \
+         for i = 1, 1e5 do local _ = {} end; return true",
+    );
+    harmless(
+        "local mt = {}; local t = setmetatable({}, mt); mt.__gc = function() while true do end end; \
+         t = nil; for i = 1, 1e5 do local _ = { i } end; return true",
+    );
+    harmless("local x <close> = nil; local y <const> = 1; return y == 1");
+}
+
+#[test]
+fn utf8_edges() {
+    for src in [
+        "return utf8.len('\\xff') == nil",
+        "return select(2, utf8.len('ab\\xff')) == 3",
+        "return utf8.char(0x7FFFFFFF):len() == 6",
+        "return utf8.offset('abc', 1e9) == nil",
+        "return not pcall(utf8.char, -1)",
+        "return not pcall(utf8.codepoint, '\\xff')",
+        "return not pcall(function() for p, c in utf8.codes('a\\xffb') do end end)",
+        "return utf8.len(string.rep('\\u{10FFFF}', 100000)) == 100000",
+        "return utf8.charpattern == '[\\0-\\x7F\\xC2-\\xFD][\\x80-\\xBF]*'",
+        "local n = 0; for c in string.rep('é', 1000):gmatch(utf8.charpattern) do n = n + 1 end; return n == 1000",
+    ] {
+        harmless(src);
+    }
+    stopped(
+        "return utf8.codepoint(string.rep('x', 1e7), 1, -1)",
+        &["string slice too long", "out of memory"],
+    );
+    stopped(
+        "return utf8.char(table.unpack({}, 1, 1e7))",
+        &["too many results to unpack"],
+    );
+    stopped("return utf8.char(0x80000000)", &["value out of range"]);
+}

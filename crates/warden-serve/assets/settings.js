@@ -1,0 +1,262 @@
+// Warden's Settings page: switches, settings forms, Test buttons and the live feed, over the
+// management API. Everything shown is set with textContent: nothing from a rule is ever
+// parsed as HTML.
+"use strict";
+
+(function () {
+  const body = document.body;
+  const user = body.dataset.user;
+  const project = body.dataset.project;
+
+  function query(withProject) {
+    const q = new URLSearchParams({ user: user });
+    if (withProject) q.set("project", project);
+    return "?" + q.toString();
+  }
+
+  async function api(method, path, data) {
+    const init = { method: method, credentials: "same-origin", headers: { "accept": "application/json" } };
+    if (data !== undefined) {
+      init.headers["content-type"] = "application/json";
+      init.body = JSON.stringify(data);
+    }
+    let response;
+    try {
+      response = await fetch(path, init);
+    } catch (e) {
+      return { ok: false, status: 0, data: { error: "the server cannot be reached" } };
+    }
+    let json = null;
+    try { json = await response.json(); } catch (e) { json = null; }
+    return { ok: response.ok, status: response.status, data: json || {} };
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function ruleUrl(key, rest) {
+    return "/v1/rules/" + encodeURIComponent(key) + rest;
+  }
+
+  // Switches.
+  document.querySelectorAll("input.toggle").forEach(function (input) {
+    input.addEventListener("change", async function () {
+      const li = input.closest(".rule");
+      const error = li.querySelector(".rule-error");
+      const wanted = input.checked;
+      input.disabled = true;
+      const r = await api("PUT", ruleUrl(input.dataset.rule, "/enabled" + query(false)), { enabled: wanted });
+      input.disabled = false;
+      if (r.ok) {
+        error.hidden = true;
+        li.classList.toggle("off", !r.data.enabled);
+        input.checked = r.data.enabled;
+        li.querySelector("[data-status]").textContent = r.data.enabled ? "On" : "Off";
+      } else {
+        input.checked = !wanted;
+        error.textContent = r.data.error || ("the change failed (HTTP " + r.status + ")");
+        error.hidden = false;
+      }
+    });
+  });
+
+  // Settings forms.
+  function readValue(field) {
+    const type = field.dataset.type;
+    if (type === "boolean") return field.value === "true";
+    if (type === "integer" || type === "float") {
+      if (field.validity && field.validity.badInput) return { bad: "enter a number" };
+      if (field.value.trim() === "") return null;
+      const n = Number(field.value);
+      return Number.isFinite(n) ? n : { bad: "enter a number" };
+    }
+    return field.value;
+  }
+
+  function showFieldError(form, name, message) {
+    const field = form.querySelector("[name='" + CSS.escape(name) + "']");
+    if (!field) return false;
+    const error = document.getElementById(field.id + "-error");
+    field.setAttribute("aria-invalid", "true");
+    error.textContent = message;
+    error.hidden = false;
+    return true;
+  }
+
+  document.querySelectorAll("form.settings").forEach(function (form) {
+    form.addEventListener("submit", async function (event) {
+      event.preventDefault();
+      const status = form.querySelector(".form-status");
+      const button = form.querySelector("button[type=submit]");
+      form.querySelectorAll("[aria-invalid]").forEach(function (f) { f.removeAttribute("aria-invalid"); });
+      form.querySelectorAll(".field-error").forEach(function (e) { e.hidden = true; e.textContent = ""; });
+      status.textContent = "";
+      status.classList.remove("bad");
+      const values = {};
+      let firstBad = null;
+      form.querySelectorAll("[name]").forEach(function (field) {
+        const v = readValue(field);
+        if (v && typeof v === "object" && v.bad) {
+          showFieldError(form, field.name, v.bad);
+          firstBad = firstBad || field;
+        } else {
+          values[field.name] = v;
+        }
+      });
+      if (firstBad) { firstBad.focus(); return; }
+      button.disabled = true;
+      const r = await api("PUT", "/v1/plugins/" + encodeURIComponent(form.dataset.plugin) + "/settings" + query(false), values);
+      button.disabled = false;
+      if (r.ok) {
+        status.textContent = "Saved. Sessions use the new values from their next event.";
+        return;
+      }
+      const errors = (r.data && r.data.errors) || [];
+      let first = null;
+      errors.forEach(function (e) {
+        if (showFieldError(form, e.setting, e.message) && !first) first = e.setting;
+      });
+      status.classList.add("bad");
+      status.textContent = errors.length ? "Nothing was saved: fix the marked setting." : (r.data.error || ("Saving failed (HTTP " + r.status + ")."));
+      if (first) form.querySelector("[name='" + CSS.escape(first) + "']").focus();
+    });
+  });
+
+  // Test buttons.
+  function renderTest(box, key, r, events) {
+    box.replaceChildren();
+    box.hidden = false;
+    box.className = "test-result";
+    if (!r.ok) {
+      box.classList.add("failed");
+      box.append(el("p", "verdict", "The test could not run"), el("p", "why", r.data.error || ("HTTP " + r.status)));
+      return;
+    }
+    const d = r.data;
+    box.classList.add(d.fired ? "fired" : (d.evaluation === "failed" ? "failed" : "quiet"));
+    let verdict = d.fired ? "Fired" : "Did not fire";
+    if (d.decision) verdict = "Fired: decides " + d.decision.decision;
+    box.append(el("p", "verdict", verdict + (d.sample ? " (on the sample session)" : "")));
+    (d.messages || []).forEach(function (m) {
+      box.append(el("p", "label", "Would inject:"), el("blockquote", "message", m.message));
+    });
+    if (d.decision && d.decision.reason) box.append(el("p", "label", "Reason given:"), el("blockquote", "message", d.decision.reason));
+    if (d.input) box.append(el("p", "label", "Rewritten arguments:"), el("blockquote", "message", JSON.stringify(d.input, null, 2)));
+    box.append(el("p", "why", "Why: " + d.why));
+    (d.errors || []).forEach(function (e) { box.append(el("p", "rule-error", e)); });
+    if (!d.enabled_for_user) box.append(el("p", "why", "This rule is off for " + user + "; the test ran it anyway."));
+    const details = el("details");
+    details.append(el("summary", null, "Try other events"));
+    const label = el("label", "sr-only", "Events, one JSON object per hook, as a JSON list");
+    const area = el("textarea");
+    area.id = box.id + "-events";
+    label.htmlFor = area.id;
+    area.spellcheck = false;
+    area.value = JSON.stringify(d.events || events || [], null, 2);
+    const run = el("button", "btn", "Run with these events");
+    run.type = "button";
+    run.addEventListener("click", function () {
+      let parsed;
+      try { parsed = JSON.parse(area.value); } catch (e) {
+        area.setAttribute("aria-invalid", "true");
+        run.nextSibling && run.nextSibling.remove();
+        run.after(el("p", "field-error", "Not valid JSON: " + e.message));
+        return;
+      }
+      runTest(box, key, Array.isArray(parsed) ? { events: parsed } : { event: parsed });
+    });
+    details.append(label, area, run);
+    box.append(details);
+  }
+
+  async function runTest(box, key, request) {
+    box.hidden = false;
+    box.className = "test-result";
+    box.replaceChildren(el("p", "why", "Running…"));
+    const r = await api("POST", ruleUrl(key, "/test" + query(true)), request);
+    renderTest(box, key, r, request.events);
+  }
+
+  document.querySelectorAll("button.test").forEach(function (button) {
+    button.addEventListener("click", function () {
+      const box = document.getElementById(button.getAttribute("aria-controls"));
+      runTest(box, button.dataset.rule, {});
+    });
+  });
+
+  // The live feed.
+  const feed = document.getElementById("feed");
+  const feedStatus = document.getElementById("feed-status");
+  const MAX_ITEMS = 60;
+
+  function clock(seconds) {
+    const d = seconds ? new Date(seconds * 1000) : new Date();
+    return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+  }
+
+  function addItem(kind, tag, rule, what, at) {
+    const empty = feed.querySelector(".feed-empty");
+    if (empty) empty.remove();
+    const li = el("li", "feed-item " + kind);
+    const top = el("div", "top");
+    const name = el("span", "rule-name");
+    name.append(el("span", "tag", tag), document.createTextNode(rule || "event"));
+    const time = el("time", null, clock(at));
+    top.append(name, time);
+    li.append(top);
+    if (what) li.append(el("div", "what", what));
+    feed.prepend(li);
+    while (feed.children.length > MAX_ITEMS) feed.lastElementChild.remove();
+  }
+
+  // Keeps a rule's "last fired" up to date: once per firing, whatever its actions.
+  function markFired(d, counted) {
+    const key = d.session + " " + d.rule + " " + d.at;
+    if (counted.has(key)) return;
+    counted.add(key);
+    if (counted.size > 5000) counted.clear();
+    const li = [...document.querySelectorAll("li.rule")].find(function (r) { return r.dataset.rule === d.rule; });
+    if (!li) return;
+    const span = li.querySelector(".fired");
+    const count = Number(span.dataset.count || 0) + 1;
+    span.dataset.count = String(count);
+    const time = el("time", null, clock(d.at));
+    time.dateTime = new Date(d.at * 1000).toISOString();
+    span.replaceChildren(document.createTextNode("last fired "), time, document.createTextNode(" · " + count + "×"));
+  }
+
+  function connect() {
+    if (!window.EventSource) { feedStatus.textContent = "not supported by this browser"; return; }
+    const source = new EventSource("/v1/events", { withCredentials: true });
+    source.addEventListener("ready", function () { feedStatus.textContent = "live"; feedStatus.classList.add("live"); });
+    source.onerror = function () { feedStatus.textContent = "reconnecting…"; feedStatus.classList.remove("live"); };
+    function on(type, handler) {
+      source.addEventListener(type, function (event) {
+        let data;
+        try { data = JSON.parse(event.data); } catch (e) { return; }
+        handler(data);
+      });
+    }
+    const counted = new Set();
+    on("fired", function (d) {
+      markFired(d, counted);
+      // A decision is shown once, merged, as its `decision` item; an emitted event as its
+      // `emitted` item.
+      if (d.action === "decide" || d.action === "rewrite" || d.action === "emit_event") return;
+      addItem("fired", d.action.replace("_", " "), d.rule, d.message, d.at);
+    });
+    on("decision", function (d) { addItem("decision", d.decision, d.rule, d.reason, d.at); });
+    on("rule_error", function (d) { addItem("rule_error", "error", d.rule, d.error, d.at); });
+    on("emitted", function (d) { addItem("emitted", "event", d.rule, d.event_type, null); });
+    on("reload", function (d) {
+      addItem("reload", d.applied ? "reloaded" : "reload refused", null,
+        d.applied ? "Rules reloaded (generation " + d.generation + "): refresh the page to see them." : (d.errors || []).join("; "), null);
+    });
+    on("lagged", function (d) { addItem("rule_error", "missed", null, d.missed + " items were missed", null); });
+  }
+  connect();
+})();

@@ -1,0 +1,248 @@
+//! The agent API: an event in, the supervisor's outcome out (`POST /v1/sessions/{id}/events`),
+//! a session looked at or ended, the live event stream, and the service's health and metrics.
+
+use std::convert::Infallible;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures_util::Stream;
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio::sync::broadcast::error::RecvError;
+use warden_core::knowledge_pipeline::Enrichment;
+use warden_core::trace::parse_value;
+use warden_core::{
+    Effect, Halted, Hook, Notification, Outcome, Overridden, Proceed, RuleError, Ruling,
+};
+
+use crate::error::{ApiError, JsonBody, PathParam, QueryParams};
+use crate::guard::Scope;
+use crate::sessions::{SessionError, valid_id};
+use crate::state::AppState;
+
+/// Seconds since the Unix epoch.
+pub fn now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+impl From<SessionError> for ApiError {
+    fn from(e: SessionError) -> Self {
+        match e {
+            SessionError::InvalidId(_) => ApiError::bad_request(e.to_string()),
+            SessionError::Unreadable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
+            SessionError::Store(_) => ApiError::internal(e.to_string()),
+            SessionError::Full(_) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
+        }
+    }
+}
+
+/// What the host must do, in one word (see `Outcome::proceed`).
+fn proceed_word(o: &Outcome) -> &'static str {
+    match o.proceed() {
+        Proceed::Yes => "yes",
+        Proceed::WithInput(_) => "with_input",
+        Proceed::Ask { .. } => "ask",
+        Proceed::No { .. } => "no",
+        Proceed::KeepWorking { .. } => "keep_working",
+        Proceed::Stop { .. } => "stop",
+    }
+}
+
+/// A mode change, as the agent API answers it.
+#[derive(Serialize)]
+struct ModeChangeBody<'a> {
+    from: &'a str,
+    to: &'a str,
+    fired: Vec<&'a str>,
+}
+
+/// An outcome as the agent API answers it: the engine's own types, serialized as they are.
+#[derive(Serialize)]
+pub struct OutcomeBody<'a> {
+    session: &'a str,
+    hook: Hook,
+    mode: &'a str,
+    proceed: &'static str,
+    ruling: &'a Option<Ruling>,
+    inject: &'a [Notification],
+    rendered: &'a Option<String>,
+    fired: Vec<&'a str>,
+    effects: &'a [Effect],
+    errors: &'a [RuleError],
+    halted: &'a [Halted],
+    overridden: &'a [Overridden],
+    mode_change: Option<ModeChangeBody<'a>>,
+    enrichment: &'a Option<Arc<Enrichment>>,
+}
+
+impl<'a> OutcomeBody<'a> {
+    /// The answer to an event of `session`.
+    pub fn new(session: &'a str, o: &'a Outcome) -> Self {
+        OutcomeBody {
+            session,
+            hook: o.hook,
+            mode: &o.mode,
+            proceed: proceed_word(o),
+            ruling: &o.ruling,
+            inject: &o.inject,
+            rendered: &o.rendered,
+            fired: o.fired(),
+            effects: &o.effects,
+            errors: &o.errors,
+            halted: &o.halted,
+            overridden: &o.overridden,
+            mode_change: o.mode_change.as_ref().map(|c| ModeChangeBody {
+                from: &c.from,
+                to: &c.to,
+                fired: c.outcome.fired(),
+            }),
+            enrichment: &o.enrichment,
+        }
+    }
+}
+
+/// `POST /v1/sessions/{id}/events`: one event, in the trace format.
+pub async fn post_event(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Response, ApiError> {
+    scope.check()?;
+    valid_id(&id)?;
+    let event = parse_value(0, body).map_err(|e| ApiError::unprocessable(e.message))?;
+    let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
+    let hook = event.hook;
+    // As many ticks at once as there are cores: more would only wait for each other (and
+    // for the store) on the blocking pool.
+    let _permit = app
+        .ticks
+        .acquire()
+        .await
+        .map_err(|_| ApiError::internal("the server is shutting down"))?;
+    let worker = app.clone();
+    let session = id.clone();
+    let (outcome, took) = tokio::task::spawn_blocking(move || {
+        let _counted = worker.metrics.tick_started();
+        let start = Instant::now();
+        let outcome = worker
+            .sessions
+            .tick(&session, &owner, event.hook, event.event);
+        (outcome, start.elapsed())
+    })
+    .await
+    .map_err(|_| {
+        ApiError::internal("the tick panicked (a bug in Warden; the server log has it)")
+    })?;
+    let outcome = outcome?;
+    let at = now();
+    app.metrics.record_tick(hook, took, &outcome, at);
+    app.feed.publish_outcome(&id, &outcome, at);
+    let body = serde_json::to_vec(&OutcomeBody::new(&id, &outcome))
+        .map_err(|e| ApiError::internal(format!("the outcome could not be written: {e}")))?;
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// `GET /v1/sessions/{id}`.
+pub async fn get_session(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+) -> Result<Json<Value>, ApiError> {
+    valid_id(&id)?;
+    let worker = app.clone();
+    let wanted = id.clone();
+    let view = tokio::task::spawn_blocking(move || worker.sessions.view(&wanted))
+        .await
+        .map_err(|_| ApiError::internal("reading the session panicked"))??;
+    match view {
+        Some(v) => Ok(Json(serde_json::to_value(v).unwrap_or_default())),
+        None => Err(ApiError::not_found(format!("no session `{id}`"))),
+    }
+}
+
+/// `DELETE /v1/sessions/{id}`: forgets the session, here and in the store.
+pub async fn delete_session(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+) -> Result<StatusCode, ApiError> {
+    valid_id(&id)?;
+    let worker = app.clone();
+    let wanted = id.clone();
+    let existed = tokio::task::spawn_blocking(move || worker.sessions.delete(&wanted))
+        .await
+        .map_err(|_| ApiError::internal("deleting the session panicked"))??;
+    if existed {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found(format!("no session `{id}`")))
+    }
+}
+
+/// `GET /v1/health`.
+pub async fn health(State(app): State<AppState>) -> Json<Value> {
+    let program = app.warden.program();
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "generation": program.generation(),
+        "rules": program.rule_keys().count(),
+        "sessions": app.sessions.count(),
+        "uptime_seconds": app.started.elapsed().as_secs_f64(),
+    }))
+}
+
+/// `GET /v1/metrics`, in Prometheus's text format.
+pub async fn metrics(State(app): State<AppState>) -> Response {
+    let text = app.metrics.render(
+        app.sessions.count(),
+        app.started.elapsed(),
+        app.warden.program().generation(),
+    );
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+/// `GET /v1/events`: the live feed as server-sent events. A first `ready` event says the
+/// subscription is in place; a subscriber that falls behind gets a `lagged` event with the
+/// number of items it missed. The stream ends when the server shuts down.
+pub async fn events(
+    State(app): State<AppState>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let rx = app.feed.subscribe();
+    let ready = SseEvent::default()
+        .event("ready")
+        .data(json!({"generation": app.warden.program().generation()}).to_string());
+    let state = (Some(ready), rx, app.shutdown.clone());
+    let stream = futures_util::stream::unfold(state, |(first, mut rx, mut shutdown)| async move {
+        if let Some(ready) = first {
+            return Some((Ok(ready), (None, rx, shutdown)));
+        }
+        let event = tokio::select! {
+            r = rx.recv() => match r {
+                Ok(item) => SseEvent::default()
+                    .event(item.name())
+                    .data(crate::feed::to_json(&item).to_string()),
+                Err(RecvError::Lagged(n)) => SseEvent::default()
+                    .event("lagged")
+                    .data(json!({"missed": n}).to_string()),
+                Err(RecvError::Closed) => return None,
+            },
+            _ = shutdown.wait_for(|down| *down) => return None,
+        };
+        Some((Ok(event), (None, rx, shutdown)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}

@@ -1,0 +1,362 @@
+//! The management API: rules and plugins as a user sees them, switching rules on and off,
+//! plugin settings, the Test button, the execution log. Every change goes through the engine's
+//! control API (`Warden::set_rule_enabled`, `set_setting`...), the one the `warden rules`
+//! commands use, so a refusal reads the same here and there; changes apply from the next tick.
+
+use axum::Json;
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use warden_core::{ControlError, ExecutionFilter, PluginInfo, RuleInfo, SettingInfo, SettingKind};
+
+use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
+use crate::guard::Scope;
+use crate::metrics::RuleStats;
+use crate::state::{App, AppState};
+use crate::trial::{self, TrialRequest};
+
+/// The most rows `GET /v1/log` returns.
+pub const MAX_LOG_ROWS: usize = 1000;
+
+/// A rule as the management API shows it: the engine's [`RuleInfo`], with its firings on this
+/// server.
+#[derive(Debug, Serialize)]
+pub struct RuleView {
+    /// The rule.
+    #[serde(flatten)]
+    pub info: RuleInfo,
+    /// Why users cannot switch it off (core rules only).
+    pub core_reason: Option<String>,
+    /// How often it fired on this server since it started.
+    pub fire_count: u64,
+    /// When it last fired on this server, in seconds since the Unix epoch.
+    pub last_fired: Option<f64>,
+}
+
+impl RuleView {
+    /// A rule with its firings.
+    pub fn new(info: RuleInfo, stats: RuleStats) -> Self {
+        // The engine's own refusal says why, so the page and the API never differ from it.
+        let core_reason = info.core.then(|| {
+            ControlError::CoreRule {
+                rule: info.key.clone(),
+                file: info.file.clone(),
+            }
+            .to_string()
+        });
+        RuleView {
+            core_reason,
+            fire_count: stats.fires,
+            last_fired: (stats.fires > 0).then_some(stats.last_fired),
+            info,
+        }
+    }
+}
+
+/// A plugin as the management API shows it: the loader's [`PluginInfo`], with its settings'
+/// values for the user.
+#[derive(Debug, Serialize)]
+pub struct PluginView {
+    /// The plugin.
+    #[serde(flatten)]
+    pub info: PluginInfo,
+    /// Its settings, with the user's values (`values` replaces the declarations in `settings`).
+    pub values: Vec<SettingInfo>,
+}
+
+/// Every rule as the scope's user sees it, in priority order per hook.
+pub fn rule_views(app: &App, user: &str, project: &str) -> Vec<RuleView> {
+    app.warden
+        .rule_list(user, project)
+        .into_iter()
+        .map(|r| {
+            let stats = app.metrics.rule(&r.key);
+            RuleView::new(r, stats)
+        })
+        .collect()
+}
+
+/// Every plugin found (loaded or skipped), with the user's setting values.
+pub fn plugin_views(app: &App, user: &str, project: &str) -> Vec<PluginView> {
+    let settings = app.warden.setting_list(user, project);
+    app.warden
+        .program()
+        .plugins()
+        .iter()
+        .map(|p| PluginView {
+            values: settings
+                .iter()
+                .filter(|s| s.plugin == p.id)
+                .cloned()
+                .collect(),
+            info: p.clone(),
+        })
+        .collect()
+}
+
+fn names(app: &App, scope: &Scope) -> Result<(String, String), ApiError> {
+    scope.check()?;
+    let o = app.owner(scope.user.as_deref(), scope.project.as_deref());
+    Ok((o.user, o.project))
+}
+
+/// `GET /v1/rules`.
+pub async fn list_rules(
+    State(app): State<AppState>,
+    QueryParams(scope): QueryParams<Scope>,
+) -> Result<Json<Vec<RuleView>>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    Ok(Json(rule_views(&app, &user, &project)))
+}
+
+/// `GET /v1/rules/{id}`.
+pub async fn get_rule(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+) -> Result<Json<RuleView>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    let info = app.warden.rule_info(&user, &project, &id)?;
+    let stats = app.metrics.rule(&info.key);
+    Ok(Json(RuleView::new(info, stats)))
+}
+
+/// The body of `PUT /v1/rules/{id}/enabled`: `{"enabled": false}`, or a bare `false`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Switch {
+    Bare(bool),
+    Object { enabled: bool },
+}
+
+/// `PUT /v1/rules/{id}/enabled`: switches a rule on or off for the user (toggles are per user,
+/// in all their projects, as with `warden rules enable`).
+pub async fn put_enabled(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<RuleView>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    no_project(&scope)?;
+    let on = match serde_json::from_value::<Switch>(body) {
+        Ok(Switch::Bare(b) | Switch::Object { enabled: b }) => b,
+        Err(_) => {
+            return Err(ApiError::unprocessable(
+                "the body must be `{\"enabled\": true}` or `{\"enabled\": false}` (or a bare `true` or `false`)",
+            ));
+        }
+    };
+    app.warden.set_rule_enabled(&user, &id, on)?;
+    let info = app.warden.rule_info(&user, &project, &id)?;
+    let stats = app.metrics.rule(&info.key);
+    Ok(Json(RuleView::new(info, stats)))
+}
+
+/// `DELETE /v1/rules/{id}/enabled`: forgets the user's choice; the rule file's `enabled`
+/// applies again.
+pub async fn reset_enabled(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+) -> Result<Json<RuleView>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    no_project(&scope)?;
+    app.warden.reset_rule(&user, &id)?;
+    let info = app.warden.rule_info(&user, &project, &id)?;
+    let stats = app.metrics.rule(&info.key);
+    Ok(Json(RuleView::new(info, stats)))
+}
+
+/// A rule toggle is per user; a `project` would be silently ignored, so it is refused.
+fn no_project(scope: &Scope) -> Result<(), ApiError> {
+    if scope.project.is_some() {
+        return Err(ApiError::bad_request(
+            "rules are switched on and off per user, in all of the user's projects: leave `project` out (settings can be set per project)",
+        )
+        .with("parameter", "project"));
+    }
+    Ok(())
+}
+
+/// `GET /v1/plugins`.
+pub async fn list_plugins(
+    State(app): State<AppState>,
+    QueryParams(scope): QueryParams<Scope>,
+) -> Result<Json<Vec<PluginView>>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    Ok(Json(plugin_views(&app, &user, &project)))
+}
+
+/// `PUT /v1/plugins/{id}/settings`: a flat object, `{"setting_name": value, ...}`; `null`
+/// puts a setting back to its default. Every value is checked against the manifest before
+/// any is written: one that does not fit is a 422 naming it and its bounds, and nothing
+/// changes. With `?project=`, the values hold in that project only; else in all the user's
+/// projects.
+pub async fn put_settings(
+    State(app): State<AppState>,
+    PathParam(plugin): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Vec<SettingInfo>>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    let only_in = scope.project.as_deref();
+    let program = app.warden.program();
+    let Some(info) = program.plugins().iter().find(|p| p.id == plugin) else {
+        let ids: Vec<&str> = program.plugins().iter().map(|p| p.id.as_str()).collect();
+        return Err(ApiError::not_found(format!(
+            "no plugin `{plugin}`; the plugins are {} (the built-in rules' plugin is `builtin`)",
+            ids.join(", ")
+        )));
+    };
+    if let Some(why) = &info.skipped {
+        return Err(ApiError::new(
+            axum::http::StatusCode::CONFLICT,
+            format!("plugin `{plugin}` is not loaded ({why}), so its settings do nothing"),
+        ));
+    }
+    let values: Map<String, Value> = match body {
+        Value::Object(m) if !m.is_empty() => m,
+        _ => {
+            return Err(ApiError::unprocessable(
+                "the body must be a JSON object of settings, such as {\"max_sources\": 5}",
+            ));
+        }
+    };
+    let current = app.warden.setting_list(&user, &project);
+    let mut problems = Vec::new();
+    for (name, value) in &values {
+        let Some(s) = current
+            .iter()
+            .find(|s| s.plugin == plugin && s.def.name == *name)
+        else {
+            let declared: Vec<&str> = info.settings.iter().map(|d| d.name.as_str()).collect();
+            problems.push(json!({
+                "setting": name,
+                "message": format!("plugin `{plugin}` has no setting `{name}`; its settings are: {}", if declared.is_empty() { "none".to_string() } else { declared.join(", ") }),
+            }));
+            continue;
+        };
+        if value.is_null() {
+            continue;
+        }
+        if let Err(why) = s.def.check(value) {
+            let mut p = json!({"setting": name, "message": why.0, "type": s.def.kind});
+            if let Some(fields) = p.as_object_mut() {
+                for (k, v) in [("min", s.def.min), ("max", s.def.max)] {
+                    if let Some(v) = v {
+                        // An integer setting's bounds are integers.
+                        let whole = s.def.kind == SettingKind::Integer && v.fract() == 0.0;
+                        fields.insert(k.into(), if whole { json!(v as i64) } else { json!(v) });
+                    }
+                }
+                if !s.def.options.is_empty() {
+                    fields.insert("options".into(), json!(s.def.options));
+                }
+            }
+            problems.push(p);
+        }
+    }
+    if !problems.is_empty() {
+        let first = problems[0]["message"].as_str().unwrap_or("").to_string();
+        let message = if problems.len() == 1 {
+            first
+        } else {
+            format!("{} settings do not fit; the first: {first}", problems.len())
+        };
+        return Err(ApiError::unprocessable(message).with("errors", problems));
+    }
+    for (name, value) in &values {
+        let key = format!("{plugin}.{name}");
+        if value.is_null() {
+            app.warden.reset_setting(&user, only_in, &key)?;
+        } else {
+            app.warden.set_setting(&user, only_in, &key, value)?;
+        }
+    }
+    let after = app.warden.setting_list(&user, &project);
+    Ok(Json(
+        after.into_iter().filter(|s| s.plugin == plugin).collect(),
+    ))
+}
+
+/// `POST /v1/rules/{id}/test`: the Test button (see `trial.rs`).
+pub async fn test_rule(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<trial::TrialReport>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    let info = app.warden.rule_info(&user, &project, &id)?;
+    let request: TrialRequest = if body.is_null() {
+        TrialRequest::default()
+    } else {
+        typed(body, "the test request")?
+    };
+    let program = app.warden.program();
+    let Some(def) = program.rules().find(|d| *d.key() == *info.key) else {
+        return Err(ApiError::not_found(format!(
+            "rule `{}` is gone (reloaded?)",
+            info.key
+        )));
+    };
+    let tools = def.tools.clone();
+    let (events, sample) = trial::events_of(request, def)?;
+    let owner = app.owner(Some(&user), Some(&project));
+    let warden = app.warden.clone();
+    let report = tokio::task::spawn_blocking(move || {
+        trial::run(&warden, &info, &tools, &owner, events, sample)
+    })
+    .await
+    .map_err(|_| {
+        ApiError::internal("the trial panicked (a bug in Warden; the server log has it)")
+    })??;
+    Ok(Json(report))
+}
+
+/// The query of `GET /v1/log`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogQuery {
+    /// Only this rule (`id`, or `plugin/id`).
+    pub rule: Option<String>,
+    /// Only this session.
+    pub session: Option<String>,
+    /// Only this user.
+    pub user: Option<String>,
+    /// Only evaluations that ended in an error.
+    #[serde(default)]
+    pub failures: bool,
+    /// At most this many rows, newest first (default 50, at most 1000).
+    pub limit: Option<usize>,
+}
+
+/// `GET /v1/log`: the execution log, newest first.
+pub async fn log(
+    State(app): State<AppState>,
+    QueryParams(q): QueryParams<LogQuery>,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(50);
+    if limit == 0 || limit > MAX_LOG_ROWS {
+        return Err(
+            ApiError::bad_request(format!("`limit` must be 1 to {MAX_LOG_ROWS}"))
+                .with("parameter", "limit"),
+        );
+    }
+    let filter = ExecutionFilter {
+        rule_id: q.rule,
+        session_id: q.session,
+        user_id: q.user,
+        failures_only: q.failures,
+        limit: Some(limit),
+    };
+    let warden = app.warden.clone();
+    let rows = tokio::task::spawn_blocking(move || warden.store().executions(&filter))
+        .await
+        .map_err(|_| ApiError::internal("reading the log panicked"))?
+        .map_err(|e| ApiError::internal(format!("the execution log could not be read: {e}")))?;
+    Ok(Json(Value::Array(
+        rows.iter().map(|r| r.to_json()).collect(),
+    )))
+}

@@ -1,0 +1,316 @@
+//! The sessions the server serves, by id. They are the engine's durable sessions
+//! (`Warden::open_session`): every tick saves its session in the store, in the tick's own
+//! transaction, so a restarted server (or another server on the same database) carries on
+//! where the last tick left off. The server keeps the sessions it uses in memory, at most
+//! [`Sessions::new`]'s `max`; past that, the least recently used one is put down (it is in
+//! the store, and is read back at its next event). One tick at a time per session; different
+//! sessions tick in parallel. This is the only module that knows how sessions are kept.
+//!
+//! An operator may trade that for speed (`ServeOptions::durable` false): sessions then live in
+//! this process only, and a restart loses them.
+//!
+//! Ticks are synchronous CPU work: the callers run [`Sessions::tick`] on tokio's blocking
+//! pool, never on the runtime's threads.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+use warden_core::{
+    Event, Hook, Notification, Outcome, Session, SessionFacts, SessionOptions, Warden,
+};
+
+/// The longest session id accepted.
+pub const MAX_ID_LEN: usize = 128;
+
+/// Why a session could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The id has characters a session id may not have, or is too long.
+    #[error(
+        "`{0}` is not a valid session id: use 1 to {MAX_ID_LEN} letters, digits and `-_.:@` (a UUID is fine)"
+    )]
+    InvalidId(String),
+    /// The saved session cannot be read back (saved by a Warden that this one cannot follow).
+    #[error(
+        "the saved session cannot be resumed ({0}); DELETE /v1/sessions/{{id}} starts it afresh"
+    )]
+    Unreadable(String),
+    /// The store failed.
+    #[error("the session store failed: {0}")]
+    Store(String),
+    /// Sessions are kept in memory only, and the server holds as many as it may.
+    #[error(
+        "this server keeps sessions in memory only and holds {0} already (see --max-sessions): end finished ones with DELETE /v1/sessions/{{id}}"
+    )]
+    Full(usize),
+}
+
+impl From<warden_core::Error> for SessionError {
+    fn from(e: warden_core::Error) -> Self {
+        match e {
+            warden_core::Error::Session { reason, .. } => SessionError::Unreadable(reason),
+            other => SessionError::Store(other.to_string()),
+        }
+    }
+}
+
+/// Who a new session is for (an event's `user` and `project` change it later).
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// The user.
+    pub user: String,
+    /// The project.
+    pub project: String,
+}
+
+/// A session as `GET /v1/sessions/{id}` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionView {
+    /// Its id.
+    pub id: String,
+    /// The active mode.
+    pub mode: String,
+    /// Whether `on_session_end` was handled.
+    pub ended: bool,
+    /// Events ticked so far.
+    pub events: u64,
+    /// What Warden knows of it: turn, history, user, project, query.
+    pub facts: SessionFacts,
+    /// The rules with a script or behavior running (waiting for a later hook).
+    pub running: Vec<String>,
+    /// Notifications waiting for a later delivery point.
+    pub pending: Vec<Notification>,
+}
+
+/// A session in memory, and when it was last used (for putting down the least recent).
+struct Open {
+    session: Mutex<Session>,
+    used: AtomicU64,
+}
+
+/// The sessions of one server.
+pub struct Sessions {
+    warden: Warden,
+    open: Mutex<HashMap<String, Arc<Open>>>,
+    max: usize,
+    clock: AtomicU64,
+    durable: bool,
+}
+
+impl std::fmt::Debug for Sessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sessions")
+            .field("open", &self.count())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A tick that panicked is a bug reported where it happened; the session it left is
+    // still whole (a tick applies its effects at its end, and the store has the last save).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether `id` may name a session.
+pub fn valid_id(id: &str) -> Result<(), SessionError> {
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:@".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        let shown: String = id.chars().take(MAX_ID_LEN).collect();
+        Err(SessionError::InvalidId(shown.escape_debug().to_string()))
+    }
+}
+
+impl Sessions {
+    /// No sessions in memory yet; at most `max` at once. Not `durable`: sessions live in
+    /// memory only (faster; a restart loses them, and none is put down: past `max`, new
+    /// sessions are refused).
+    pub fn new(warden: Warden, max: usize, durable: bool) -> Self {
+        Sessions {
+            warden,
+            open: Mutex::new(HashMap::new()),
+            max: max.max(1),
+            clock: AtomicU64::new(0),
+            durable,
+        }
+    }
+
+    fn open_session(&self, id: &str, opts: SessionOptions) -> Result<Session, SessionError> {
+        if self.durable {
+            Ok(self.warden.open_session(id, opts)?)
+        } else {
+            Ok(self.warden.session_with(opts))
+        }
+    }
+
+    /// The session `id` in memory, read from the store (or new) when it is not.
+    fn get(&self, id: &str, owner: &Owner) -> Result<Arc<Open>, SessionError> {
+        if let Some(open) = self.in_memory(id) {
+            return Ok(open);
+        }
+        // Read outside the map's lock: it may take a store read.
+        let session = self.open_session(
+            id,
+            SessionOptions {
+                id: Some(id.to_string()),
+                user: Some(owner.user.clone()),
+                project: Some(owner.project.clone()),
+                explain: false,
+            },
+        )?;
+        self.keep(id, session)
+    }
+
+    fn in_memory(&self, id: &str) -> Option<Arc<Open>> {
+        let open = lock(&self.open).get(id).cloned()?;
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        open.used.store(now, Ordering::Relaxed);
+        Some(open)
+    }
+
+    /// Keeps `session` in memory (unless another request just did), putting one down if full
+    /// (refusing it, when sessions are not durable).
+    fn keep(&self, id: &str, session: Session) -> Result<Arc<Open>, SessionError> {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut open = lock(&self.open);
+        if let Some(raced) = open.get(id) {
+            return Ok(raced.clone());
+        }
+        if open.len() >= self.max {
+            if !self.durable {
+                return Err(SessionError::Full(self.max));
+            }
+            self.put_down_one(&mut open);
+        }
+        let entry = Arc::new(Open {
+            session: Mutex::new(session),
+            used: AtomicU64::new(now),
+        });
+        open.insert(id.to_string(), entry.clone());
+        Ok(entry)
+    }
+
+    /// Forgets the least recently used session that is not ticking (it is in the store).
+    fn put_down_one(&self, open: &mut HashMap<String, Arc<Open>>) {
+        let idle = open
+            .iter()
+            .filter(|(_, o)| Arc::strong_count(o) == 1)
+            .min_by_key(|(_, o)| o.used.load(Ordering::Relaxed))
+            .map(|(id, _)| id.clone());
+        if let Some(id) = idle {
+            open.remove(&id);
+        }
+    }
+
+    /// Runs one event in session `id`, opening it for `owner` if it is new. Blocks for the
+    /// tick (and for a tick of the same session already running).
+    pub fn tick(
+        &self,
+        id: &str,
+        owner: &Owner,
+        hook: Hook,
+        event: Event,
+    ) -> Result<Outcome, SessionError> {
+        valid_id(id)?;
+        let open = self.get(id, owner)?;
+        let mut session = lock(&open.session);
+        Ok(session.tick(hook, event))
+    }
+
+    /// The session `id`, if it has seen an event (here, or in a process before this one).
+    pub fn view(&self, id: &str) -> Result<Option<SessionView>, SessionError> {
+        valid_id(id)?;
+        let open = match self.in_memory(id) {
+            Some(o) => o,
+            None if !self.durable => return Ok(None),
+            None => {
+                let s = self.open_session(id, SessionOptions::default())?;
+                if s.events() == 0 {
+                    return Ok(None);
+                }
+                self.keep(id, s)?
+            }
+        };
+        let s = lock(&open.session);
+        if s.events() == 0 {
+            return Ok(None);
+        }
+        Ok(Some(SessionView {
+            id: s.id().to_string(),
+            mode: s.facts().mode.clone(),
+            ended: s.is_ended(),
+            events: s.events(),
+            facts: s.facts().clone(),
+            running: s.running().into_iter().map(str::to_string).collect(),
+            pending: s.pending().to_vec(),
+        }))
+    }
+
+    /// Deletes session `id`, in memory and in the store; whether it existed.
+    pub fn delete(&self, id: &str) -> Result<bool, SessionError> {
+        valid_id(id)?;
+        let in_memory = lock(&self.open).remove(id).is_some();
+        let saved = self.durable && self.warden.delete_session(id)?;
+        Ok(in_memory || saved)
+    }
+
+    /// How many sessions the server has in memory.
+    pub fn count(&self) -> usize {
+        lock(&self.open).len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_checked() {
+        for ok in ["s1", "9b2f1c3e-8c2a-4e5f-9d7a-1b2c3d4e5f60", "a.b:c@d_e"] {
+            assert!(valid_id(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "a b",
+            "a/b",
+            "<script>",
+            "é",
+            &"x".repeat(MAX_ID_LEN + 1),
+        ] {
+            assert!(valid_id(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn sessions_put_down_are_read_back_and_deleted_everywhere() {
+        let w = Warden::builder().builtin_rules().build().unwrap();
+        let s = Sessions::new(w, 1, true);
+        let owner = Owner {
+            user: "ada".into(),
+            project: "p".into(),
+        };
+        let fail = || Event::tool_failure("web", "timeout");
+        s.tick("a", &owner, Hook::OnToolFailure, fail()).unwrap();
+        s.tick("a", &owner, Hook::OnToolFailure, fail()).unwrap();
+        // Opening `b` puts `a` down; `a` comes back from the store with its two failures.
+        s.tick("b", &owner, Hook::OnTurnStart, Event::new())
+            .unwrap();
+        assert_eq!(s.count(), 1);
+        let third = s.tick("a", &owner, Hook::OnToolFailure, fail()).unwrap();
+        assert_eq!(third.fired(), ["repeated-failure-warning"]);
+        let view = s.view("a").unwrap().unwrap();
+        assert_eq!(view.facts.user.id, "ada");
+        assert_eq!(view.events, 3);
+        assert!(s.view("never").unwrap().is_none());
+        assert!(s.delete("a").unwrap());
+        assert!(!s.delete("a").unwrap());
+        assert!(s.view("a").unwrap().is_none());
+    }
+}

@@ -1,0 +1,118 @@
+//! What the server is started with ([`ServeOptions`]) and what every request handler shares
+//! ([`App`]): the supervisor, the sessions, the counters, the live feed, the tokens, the
+//! Settings page's sign-ins.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use warden_core::{ClaudeCodeConfig, DEFAULT_ID, Warden};
+
+use crate::feed::Feed;
+use crate::metrics::Metrics;
+use crate::sessions::{Owner, Sessions};
+use crate::tokens::Tokens;
+
+/// How long a sign-in to the Settings page lasts.
+pub const SIGN_IN_TTL: Duration = Duration::from_secs(12 * 3600);
+
+/// How a server is started.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Where to listen (default `127.0.0.1:7878`).
+    pub listen: SocketAddr,
+    /// The tokens requests must carry (none: a loopback address only).
+    pub tokens: Tokens,
+    /// The user a request acts for when it names none (`?user=`).
+    pub user: String,
+    /// The project a request acts in when it names none (`?project=`).
+    pub project: String,
+    /// The largest request body accepted, in bytes (413 above).
+    pub body_limit: usize,
+    /// How long a request may take before it is answered 408 (the event stream excepted).
+    pub request_timeout: Duration,
+    /// How many sessions the server keeps in memory (the least recently used is put down past
+    /// that: it is in the store, and read back at its next event).
+    pub max_sessions: usize,
+    /// How long a shutdown waits for requests in flight before it gives up on them.
+    pub shutdown_grace: Duration,
+    /// Whether sessions are saved in the store after every event (a restart loses none); when
+    /// false they live in this process's memory only, which is faster.
+    pub durable: bool,
+    /// How Claude Code's hooks are answered (`[claude_code]` in warden.toml).
+    pub claude_code: ClaudeCodeConfig,
+}
+
+/// The default port: `warden serve` listens on 127.0.0.1:7878.
+pub const DEFAULT_PORT: u16 = 7878;
+
+impl Default for ServeOptions {
+    fn default() -> Self {
+        ServeOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], DEFAULT_PORT)),
+            tokens: Tokens::none(),
+            user: DEFAULT_ID.to_string(),
+            project: DEFAULT_ID.to_string(),
+            body_limit: 1 << 20,
+            request_timeout: Duration::from_secs(30),
+            max_sessions: 100_000,
+            shutdown_grace: Duration::from_secs(30),
+            durable: true,
+            claude_code: ClaudeCodeConfig::default(),
+        }
+    }
+}
+
+/// What every handler shares.
+pub struct App {
+    /// The supervisor.
+    pub warden: Warden,
+    /// The sessions.
+    pub sessions: Sessions,
+    /// The counters.
+    pub metrics: Metrics,
+    /// The live feed.
+    pub feed: Feed,
+    /// The options the server started with.
+    pub options: ServeOptions,
+    /// The address it listens on.
+    pub local: SocketAddr,
+    /// When it started.
+    pub started: Instant,
+    /// Sign-ins to the Settings page: cookie value -> when it expires.
+    pub sign_ins: Mutex<HashMap<String, Instant>>,
+    /// Becomes true when the server shuts down (the event streams end then).
+    pub shutdown: watch::Receiver<bool>,
+    /// Permits to tick: one per core.
+    pub ticks: tokio::sync::Semaphore,
+}
+
+/// The shared state of the handlers.
+pub type AppState = Arc<App>;
+
+impl App {
+    /// Who a new session is for, and whom a management request acts for, when the request
+    /// names nobody.
+    pub fn owner(&self, user: Option<&str>, project: Option<&str>) -> Owner {
+        Owner {
+            user: user.unwrap_or(&self.options.user).to_string(),
+            project: project.unwrap_or(&self.options.project).to_string(),
+        }
+    }
+
+    /// Whether a page sign-in cookie is valid now.
+    pub fn signed_in(&self, cookie: &str) -> bool {
+        let mut s = self.sign_ins.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        s.retain(|_, until| *until > now);
+        s.contains_key(cookie)
+    }
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App").field("local", &self.local).finish()
+    }
+}

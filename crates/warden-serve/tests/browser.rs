@@ -1,0 +1,471 @@
+//! The Settings page in a real headless Chromium, driven over WebDriver (chromedriver): the
+//! page lists the rules by plugin, a switch turns a rule off (by keyboard) and the next event of
+//! a session no longer fires it, a core rule's switch is disabled with its reason on hover and
+//! for screen readers, an invalid setting shows its error inline, the Test button shows the
+//! rendered message, the live feed shows a firing, text from rules is never markup, and the
+//! sign-in of a server with a token works. It saves a screenshot of the page
+//! (`WARDEN_UPDATE_SCREENSHOT=1` also writes it to the book).
+//!
+//! Skipped, saying so, where chromedriver or Chromium is missing; `.ci/run` installs both.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use support::webdriver::{Browser, tools};
+use support::{HOSTILE, Running, enc};
+use warden_serve::{ServeOptions, Tokens};
+
+const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/plugins");
+
+fn rule(key: &str) -> String {
+    format!("li.rule[data-rule=\"{key}\"]")
+}
+
+/// The installation the page shows: the built-in rules, the example plugins and `demo`.
+fn installation(dir: &Path) -> warden_core::Warden {
+    support::plugins(dir);
+    let w = warden_core::Warden::builder()
+        .builtin_rules()
+        .plugins_dir(EXAMPLES)
+        .plugins_dir(dir)
+        .capabilities(["vault_search", "web_search"])
+        .build()
+        .unwrap();
+    assert!(w.diagnostics().iter().all(|d| !d.is_error()));
+    w
+}
+
+/// chromedriver and Chromium; `None` (and a line saying so) when they are missing, unless
+/// `WARDEN_REQUIRE_BROWSER` is set (as `.ci/run` sets it), where a skip would hide a failure.
+fn browser_tools() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    match tools() {
+        Ok(t) => Some(t),
+        Err(why) if std::env::var_os("WARDEN_REQUIRE_BROWSER").is_some() => {
+            panic!("WARDEN_REQUIRE_BROWSER is set, but {why}")
+        }
+        Err(why) => {
+            println!("skipped: {why}");
+            None
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_settings_page_in_a_real_browser() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(installation(dir.path()), ServeOptions::default()).await;
+    let api = server.client();
+    let base = format!("http://127.0.0.1:{}", server.addr.port());
+    let b = Browser::start(&driver, &chromium, 1360, 1900).await;
+    b.goto(&format!("{base}/?user=ada")).await;
+    b.wait_for(
+        "the live feed to connect",
+        "return document.getElementById('feed-status').textContent === 'live'",
+        json!([]),
+    )
+    .await;
+
+    // The rules, grouped by plugin.
+    let keys = b
+        .run(
+            "return [...document.querySelectorAll('li.rule')].map(li => li.dataset.rule)",
+            json!([]),
+        )
+        .await;
+    for k in [
+        "token-budget-warning",
+        "research-assistant/search-first",
+        "guardrails/deny-destructive-shell",
+        "demo/no-rm",
+    ] {
+        assert!(
+            keys.as_array().unwrap().contains(&json!(k)),
+            "{k} in {keys}"
+        );
+    }
+    let groups = b
+        .run("return [...document.querySelectorAll('section.plugin h2')].map(h => h.textContent.trim())", json!([]))
+        .await;
+    let groups: Vec<String> = groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        groups
+            .iter()
+            .any(|g| g.starts_with("Warden built-in rules")),
+        "{groups:?}"
+    );
+    assert!(
+        groups.iter().any(|g| g.starts_with("Research Assistant")),
+        "{groups:?}"
+    );
+    assert!(
+        groups.iter().any(|g| g.starts_with("Demo plugin")),
+        "{groups:?}"
+    );
+    let skipped = b.text(&b.one(".skipped").await).await;
+    assert!(
+        skipped.contains("code-review") && skipped.contains("git_diff"),
+        "{skipped}"
+    );
+
+    // A core rule's switch is disabled, and says why on hover and to screen readers.
+    let core = b
+        .one(&format!("{} input.toggle", rule("token-budget-warning")))
+        .await;
+    assert_eq!(
+        b.run("return arguments[0].disabled", json!([Browser::arg(&core)]))
+            .await,
+        true
+    );
+    let described = b.attr(&core, "aria-describedby").await;
+    let reason = b
+        .run(
+            "return document.getElementById(arguments[0]).textContent",
+            json!([described]),
+        )
+        .await;
+    assert!(reason.as_str().unwrap().contains("core rule"), "{reason}");
+    let tooltip = b
+        .one(&format!("{} .tooltip", rule("token-budget-warning")))
+        .await;
+    let shown = "return getComputedStyle(arguments[0]).display !== 'none'";
+    assert_eq!(b.run(shown, json!([Browser::arg(&tooltip)])).await, false);
+    b.hover(
+        &b.one(&format!("{} .switch", rule("token-budget-warning")))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        b.run(shown, json!([Browser::arg(&tooltip)])).await,
+        true,
+        "the reason shows on hover"
+    );
+    // Every control has a name a screen reader can say.
+    let unnamed = b
+        .run(
+            "return [...document.querySelectorAll('input, select, textarea, button')].filter(e => \
+             !(e.labels && e.labels.length) && !e.getAttribute('aria-labelledby') && !e.getAttribute('aria-label') && !e.textContent.trim()).map(e => e.outerHTML)",
+            json!([]),
+        )
+        .await;
+    assert_eq!(unnamed, json!([]), "controls without a name");
+
+    // The keyboard reaches the skip link first, then a switch, which Space turns off.
+    b.press(&["\u{E004}"]).await;
+    assert_eq!(
+        b.run("return document.activeElement.className", json!([]))
+            .await,
+        "skip"
+    );
+    let no_rm = b.one(&format!("{} input.toggle", rule("demo/no-rm"))).await;
+    b.run("arguments[0].focus()", json!([Browser::arg(&no_rm)]))
+        .await;
+    let ring = b
+        .run(
+            "return getComputedStyle(arguments[0].nextElementSibling).outlineStyle",
+            json!([Browser::arg(&no_rm)]),
+        )
+        .await;
+    assert_eq!(ring, "solid", "a visible focus ring");
+    b.press(&[" "]).await;
+    let status = b
+        .one(&format!("{} [data-status]", rule("demo/no-rm")))
+        .await;
+    b.wait_for(
+        "the switch to apply",
+        "return arguments[0].textContent === 'Off'",
+        json!([Browser::arg(&status)]),
+    )
+    .await;
+    let listed = api
+        .get(&format!("/v1/rules/{}?user=ada", enc("demo/no-rm")))
+        .await
+        .json();
+    assert_eq!(listed["enabled"], false);
+    let call = json!({"hook": "on_tool_call", "tool": {"name": "Bash", "arguments": {"command": "rm -rf /"}}});
+    let o = api
+        .post("/v1/sessions/ada-1/events?user=ada", &call)
+        .await
+        .json();
+    assert!(
+        !o["fired"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo/no-rm")),
+        "the next tick no longer fires it: {o}"
+    );
+    let o = api
+        .post("/v1/sessions/bob-1/events?user=bob", &call)
+        .await
+        .json();
+    assert!(
+        o["fired"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo/no-rm")),
+        "Bob's is on: {o}"
+    );
+
+    // An invalid setting shows its error beside the field, and nothing is saved.
+    let field = b.one("#plugin-builtin-token-budget-threshold").await;
+    b.clear(&field).await;
+    b.keys(&field, "5").await;
+    b.click(
+        &b.one("form[data-plugin=\"builtin\"] button[type=submit]")
+            .await,
+    )
+    .await;
+    let error = b.one("#plugin-builtin-token-budget-threshold-error").await;
+    b.wait_for(
+        "the setting's error",
+        "return !arguments[0].hidden",
+        json!([Browser::arg(&error)]),
+    )
+    .await;
+    let message = b.text(&error).await;
+    assert!(message.contains("at most 1"), "{message}");
+    assert_eq!(b.attr(&field, "aria-invalid").await, "true");
+    let values = api.get("/v1/plugins?user=ada").await.json();
+    let builtin = values
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == "builtin")
+        .unwrap();
+    assert_eq!(builtin["values"][0]["value"], 0.8, "nothing was saved");
+    // A valid one saves.
+    b.clear(&field).await;
+    b.keys(&field, "0.85").await;
+    b.click(
+        &b.one("form[data-plugin=\"builtin\"] button[type=submit]")
+            .await,
+    )
+    .await;
+    b.wait_for("the save", "return document.querySelector('form[data-plugin=builtin] .form-status').textContent.startsWith('Saved')", json!([])).await;
+    assert_eq!(
+        b.run("return arguments[0].hidden", json!([Browser::arg(&error)]))
+            .await,
+        true
+    );
+
+    // The Test button shows what the rule would inject.
+    b.click(
+        &b.one(&format!("{} button.test", rule("token-budget-warning")))
+            .await,
+    )
+    .await;
+    let result = b
+        .one(&format!("{} .test-result", rule("token-budget-warning")))
+        .await;
+    b.wait_for(
+        "the test's result",
+        "return arguments[0].querySelector('.verdict')",
+        json!([Browser::arg(&result)]),
+    )
+    .await;
+    let shown = b.text(&result).await;
+    assert!(shown.contains("Fired"), "{shown}");
+    assert!(
+        shown.contains("Token budget at 90%. Consider wrapping up or summarizing."),
+        "{shown}"
+    );
+
+    // The live feed shows a firing.
+    let o = api
+        .post(
+            "/v1/sessions/ada-2/events?user=ada",
+            &json!({"hook": "on_turn_start", "turn": {"token_usage": 0.93}}),
+        )
+        .await
+        .json();
+    assert_eq!(o["fired"], json!(["token-budget-warning"]));
+    api.post(
+        "/v1/sessions/ada-2/events?user=ada",
+        &json!({"hook": "on_query_start", "query": "research and compare WAL modes"}),
+    )
+    .await;
+    api.post(
+        "/v1/sessions/ada-3/events?user=bob",
+        &json!({"hook": "on_tool_call", "tool": {"name": "Bash", "arguments": {"command": "rm -rf build"}}}),
+    )
+    .await;
+    let item = b
+        .wait_for(
+            "a firing in the feed",
+            "const li = [...document.querySelectorAll('#feed li.feed-item')].find(li => li.textContent.includes('token-budget-warning')); return li ? li.textContent : null",
+            json!([]),
+        )
+        .await;
+    assert!(
+        item.as_str().unwrap().contains("Token budget at 93%"),
+        "{item}"
+    );
+    b.wait_for(
+        "a decision in the feed",
+        "return document.querySelector('#feed li.decision')",
+        json!([]),
+    )
+    .await;
+
+    // The picture for the book.
+    b.run(
+        "window.scrollTo(0, 0); document.activeElement.blur()",
+        json!([]),
+    )
+    .await;
+    let png = b.screenshot().await;
+    assert!(png.starts_with(b"\x89PNG"), "a PNG");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("settings-page.png");
+    std::fs::write(&out, &png).unwrap();
+    println!("screenshot: {}", out.display());
+    if std::env::var_os("WARDEN_UPDATE_SCREENSHOT").is_some() {
+        let book =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/images/settings-page.png");
+        std::fs::create_dir_all(book.parent().unwrap()).unwrap();
+        std::fs::write(&book, &png).unwrap();
+    }
+    drop(b);
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_from_rules_is_never_markup() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    support::hostile(dir.path());
+    let w = warden_core::Warden::builder()
+        .plugins_dir(dir.path())
+        .build()
+        .unwrap();
+    let server = Running::start(w, ServeOptions::default()).await;
+    let api = server.client();
+    let b = Browser::start(&driver, &chromium, 1200, 900).await;
+    b.goto(&format!("http://127.0.0.1:{}/", server.addr.port()))
+        .await;
+    b.wait_for(
+        "the live feed to connect",
+        "return document.getElementById('feed-status').textContent === 'live'",
+        json!([]),
+    )
+    .await;
+    let key = "hostile/markup";
+    let name = b.text(&b.one(&format!("{} h4", rule(key))).await).await;
+    assert_eq!(
+        name,
+        format!("Markup {HOSTILE}"),
+        "the name is shown as text"
+    );
+    let heading = b.text(&b.one("section.plugin h2").await).await;
+    assert!(heading.starts_with("Hostile <b>plugin</b>"), "{heading}");
+
+    b.click(&b.one(&format!("{} button.test", rule(key))).await)
+        .await;
+    let result = b.one(&format!("{} .test-result", rule(key))).await;
+    b.wait_for(
+        "the test's result",
+        "return arguments[0].querySelector('blockquote')",
+        json!([Browser::arg(&result)]),
+    )
+    .await;
+    let quoted = b
+        .text(
+            &b.one(&format!("{} .test-result blockquote", rule(key)))
+                .await,
+        )
+        .await;
+    assert_eq!(quoted, format!("Searching again: {HOSTILE}"));
+
+    api.post(
+        "/v1/sessions/h/events",
+        &json!({"hook": "on_tool_call", "tool": {"name": "web_search"}}),
+    )
+    .await;
+    let item = b
+        .wait_for(
+            "the firing in the feed",
+            "const li = document.querySelector('#feed li.feed-item .what'); return li ? li.textContent : null",
+            json!([]),
+        )
+        .await;
+    assert_eq!(item, Value::String(format!("Searching again: {HOSTILE}")));
+
+    let injected = b
+        .run(
+            "return { pwned: window.__pwned === undefined ? null : window.__pwned, \
+             scripts: document.querySelectorAll('main script, aside script').length, \
+             images: document.querySelectorAll('main img, aside img').length, \
+             bold: document.querySelectorAll('h2 b').length }",
+            json!([]),
+        )
+        .await;
+    assert_eq!(
+        injected,
+        json!({"pwned": null, "scripts": 0, "images": 0, "bold": 0})
+    );
+    drop(b);
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let token = "page-token-0123456789abcdefghij";
+    let options = ServeOptions {
+        tokens: Tokens::new(token, None).unwrap(),
+        ..ServeOptions::default()
+    };
+    let server = Running::start(installation(dir.path()), options).await;
+    let b = Browser::start(&driver, &chromium, 1200, 900).await;
+    b.goto(&format!("http://127.0.0.1:{}/", server.addr.port()))
+        .await;
+    let field = b.one("#token").await;
+    b.keys(&field, "not-the-token").await;
+    b.click(&b.one("form button[type=submit]").await).await;
+    b.wait_for(
+        "the refusal",
+        "return document.querySelector('#token-error')",
+        json!([]),
+    )
+    .await;
+    let field = b.one("#token").await;
+    b.keys(&field, token).await;
+    b.click(&b.one("form button[type=submit]").await).await;
+    b.wait_for("the page", "return document.getElementById('feed-status') && document.getElementById('feed-status').textContent === 'live'", json!([])).await;
+    // The page's own requests carry the sign-in (and pass the cross-site check).
+    let toggle = b.one(&format!("{} input.toggle", rule("demo/no-rm"))).await;
+    b.click(&b.one(&format!("{} .switch", rule("demo/no-rm"))).await)
+        .await;
+    let status = b
+        .one(&format!("{} [data-status]", rule("demo/no-rm")))
+        .await;
+    b.wait_for(
+        "the switch to apply",
+        "return arguments[0].textContent === 'Off'",
+        json!([Browser::arg(&status)]),
+    )
+    .await;
+    assert_eq!(
+        b.run(
+            "return arguments[0].checked",
+            json!([Browser::arg(&toggle)])
+        )
+        .await,
+        false
+    );
+    drop(b);
+    server.stop().await.unwrap();
+}

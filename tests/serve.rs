@@ -1,0 +1,301 @@
+//! `warden serve` as an operator runs it: the configuration of the other commands, a refusal
+//! to listen on the network without a token, tokens from a file, hot reload, and SIGTERM with
+//! a request in flight (it is answered before the process exits).
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A `warden serve` process, stopped when dropped.
+struct Serve {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `warden serve --listen 127.0.0.1:0 ARGS` in `dir`, and reads the port it prints.
+fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .arg("serve")
+        .args(["--listen", "127.0.0.1:0"])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("WARDEN_CONFIG")
+        .env_remove("WARDEN_TOKEN")
+        .env_remove("WARDEN_AGENT_TOKEN")
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    Serve { child, port }
+}
+
+/// One HTTP/1.1 request, `Connection: close`; the status and the body.
+fn http(port: u16, method: &str, path: &str, headers: &[&str], body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !body.is_empty() {
+        head.push_str("Content-Type: application/json\r\n");
+    }
+    for h in headers {
+        head.push_str(h);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    s.write_all(head.as_bytes()).unwrap();
+    s.write_all(body.as_bytes()).unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+fn json(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[test]
+fn a_network_address_without_a_token_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["serve", "--listen", "0.0.0.0:7878"])
+        .current_dir(dir.path())
+        .env_remove("WARDEN_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to listen on 0.0.0.0:7878 without a token"),
+        "{err}"
+    );
+    assert!(err.contains("--token-file"), "{err}");
+    // A weak token is refused too, saying why.
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["serve", "--listen", "0.0.0.0:7878"])
+        .current_dir(dir.path())
+        .env("WARDEN_TOKEN", "secret")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shorter than 16"));
+}
+
+#[test]
+fn tokens_come_from_a_file_and_the_configuration_from_warden_toml() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = env!("CARGO_MANIFEST_DIR");
+    fs::write(
+        dir.path().join("warden.toml"),
+        format!(
+            "plugins = [{:?}]\ncapabilities = [\"vault_search\", \"web_search\"]\ndatabase = \"warden.db\"\nuser = \"ann\"\n",
+            Path::new(root).join("examples/plugins")
+        ),
+    )
+    .unwrap();
+    let token = "file-token-0123456789abcdefghij";
+    fs::write(dir.path().join("token"), format!("{token}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(dir.path().join("token"), fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let s = serve(dir.path(), &["--token-file", "token"], &[]);
+    assert_eq!(http(s.port, "GET", "/v1/rules", &[], "").0, 401);
+    let auth = format!("Authorization: Bearer {token}");
+    let (status, body) = http(s.port, "GET", "/v1/rules", &[&auth], "");
+    assert_eq!(status, 200);
+    let rules = json(&body);
+    assert_eq!(
+        rules.as_array().unwrap().len(),
+        17,
+        "warden.toml's plugins and the built-in rules"
+    );
+    // `user` in warden.toml is whom requests act for when they name nobody.
+    let (status, _) = http(
+        s.port,
+        "PUT",
+        "/v1/rules/search-first/enabled",
+        &[&auth],
+        "false",
+    );
+    assert_eq!(status, 200);
+    drop(s);
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["rules", "show", "search-first", "--json"])
+        .current_dir(dir.path())
+        .env_remove("WARDEN_CONFIG")
+        .output()
+        .unwrap();
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        shown["enabled"], false,
+        "the choice is in the database, for ann"
+    );
+}
+
+#[test]
+fn rule_files_are_reloaded_while_serving() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    fs::create_dir_all(&rules).unwrap();
+    let rule = |message: &str| {
+        format!(
+            "[rule]\nid = \"hello\"\nname = \"Hello\"\ntrigger = \"on_turn_start\"\n\n[condition]\nexpression = \"true\"\n\n[action]\ntype = \"notify_self\"\nmessage = \"{message}\"\ndeliver_at = \"immediate\"\n"
+        )
+    };
+    fs::write(rules.join("hello.toml"), rule("first")).unwrap();
+    let s = serve(dir.path(), &["--rules", "rules"], &[]);
+    let event = r#"{"hook": "on_turn_start"}"#;
+    let (_, body) = http(s.port, "POST", "/v1/sessions/r/events", &[], event);
+    assert_eq!(json(&body)["inject"][0]["message"], "first");
+    fs::write(rules.join("hello.toml"), rule("second")).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, body) = http(s.port, "POST", "/v1/sessions/r/events", &[], event);
+        if json(&body)["inject"][0]["message"] == "second" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the change was not picked up: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, health) = http(s.port, "GET", "/v1/health", &[], "");
+    assert!(json(&health)["generation"].as_u64().unwrap() >= 1);
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_answers_the_request_in_flight_then_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    fs::create_dir_all(&rules).unwrap();
+    fs::write(
+        rules.join("slow.lua"),
+        "local n = 0\nfor i = 1, 20000000 do n = n + i end\nreturn n > 0\n",
+    )
+    .unwrap();
+    fs::write(
+        rules.join("slow.toml"),
+        "[rule]\nid = \"slow\"\nname = \"Slow\"\ntrigger = \"on_turn_start\"\n\n[condition]\nscript = \"slow.lua\"\n\n[action]\ntype = \"notify_self\"\nmessage = \"done\"\n",
+    )
+    .unwrap();
+    let mut s = serve(dir.path(), &["--rules", "rules"], &[]);
+    let port = s.port;
+    let request = std::thread::spawn(move || {
+        http(
+            port,
+            "POST",
+            "/v1/sessions/slow/events",
+            &[],
+            r#"{"hook": "on_turn_start"}"#,
+        )
+    });
+    // Stop only once the tick is running.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !http(port, "GET", "/v1/metrics", &[], "")
+        .1
+        .contains("warden_ticks_in_flight 1")
+    {
+        assert!(Instant::now() < deadline, "the tick never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &s.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let (status, body) = request.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    // The tick ran to its end (the rule fired, or ran out of time on a busy machine: either
+    // way the answer is the tick's).
+    let outcome = json(&body);
+    assert_eq!(outcome["session"], "slow");
+    assert!(
+        outcome["fired"] == serde_json::json!(["slow"]) || !outcome["errors"][0].is_null(),
+        "{body}"
+    );
+    let code = s.child.wait().unwrap();
+    assert!(code.success(), "{code:?}");
+    let mut rest = String::new();
+    s.child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut rest)
+        .unwrap();
+    assert!(rest.contains("warden stopped"), "{rest}");
+}
+
+#[test]
+fn the_python_client_of_the_book_runs_against_the_server() {
+    let python = ["python3", "python"].into_iter().find(|p| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let Some(python) = python else {
+        println!("skipped: no python3 on this machine; CI has one");
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = root.join("examples/plugins");
+    let plugins = plugins.to_str().unwrap();
+    let s = serve(
+        dir.path(),
+        &[
+            "--builtin",
+            "--plugins",
+            plugins,
+            "--capability",
+            "vault_search,web_search",
+        ],
+        &[],
+    );
+    let out = Command::new(python)
+        .arg(root.join("examples/serve/client.py"))
+        .arg(format!("http://127.0.0.1:{}", s.port))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = fs::read_to_string(root.join("examples/serve/client.out")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

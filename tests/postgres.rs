@@ -15,8 +15,9 @@
 //! `scripts/pg-test-cluster.sh`); without it they pass without running and say so. Each uses
 //! a schema of its own, dropped at the end.
 //!
-//! Not here yet: the same checks through two `warden serve` processes (the service is not on
-//! this branch's main yet).
+//! - Two `warden serve` processes on one database: counters, a session handed from one to the
+//!   other and ticked by both at once, a rule switched off and a setting changed on one seen by
+//!   the other within a second.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -641,6 +642,166 @@ fn ticks_go_on_while_the_database_is_unreachable_and_say_so() {
     assert_eq!(count_of(&db.store(), "local"), Some(json!(2)));
     let saved = db.store().load_session("outage").unwrap().unwrap();
     assert_eq!(saved.summary.version, 2);
+}
+
+/// A `warden serve` process on a loopback port, stopped when dropped.
+struct Serve {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serve {
+    fn start(db: &str) -> Serve {
+        let rules = rules_dir();
+        let mut child = warden()
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--builtin",
+                "--rules",
+                &rules,
+            ])
+            .args(["--db", db])
+            .env_remove("WARDEN_TOKEN")
+            .env_remove("WARDEN_AGENT_TOKEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .split("http://127.0.0.1:")
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no address in {line:?}"));
+        Serve { child, port }
+    }
+
+    /// One request; the status and the body as JSON (`null` when empty).
+    fn call(&self, method: &str, path: &str, body: &str) -> (u16, Value) {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        let status = answer[9..12].parse().unwrap();
+        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        let value = if body.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+        };
+        (status, value)
+    }
+
+    /// Reports an event of session `id`; the rules that fired.
+    fn event(&self, id: &str, event: &Value) -> Vec<String> {
+        let (status, v) = self.call(
+            "POST",
+            &format!("/v1/sessions/{id}/events"),
+            &event.to_string(),
+        );
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["errors"], json!([]), "{v}");
+        let mut fired: Vec<String> = v["fired"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect();
+        fired.sort();
+        fired
+    }
+}
+
+/// Two `warden serve` processes on one database behave as one service: counters in plugin
+/// state lose no update when both run them at once; a session moves from one to the other and
+/// carries on, and both ticking it at once lose no event; a rule switched off, or a setting
+/// changed, through one is in force on the other a second later.
+#[test]
+fn two_services_on_one_database_behave_as_one() {
+    let Some(db) = Db::new() else { return };
+    db.store();
+    let (a, b) = (Serve::start(&db.url), Serve::start(&db.url));
+    let result = json!({"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": 9}});
+
+    // Counters: both at once, sessions of one user.
+    std::thread::scope(|scope| {
+        for (node, name) in [(&a, "a"), (&b, "b")] {
+            let result = &result;
+            scope.spawn(move || {
+                for i in 0..40 {
+                    node.event(&format!("{name}-{}", i % 4), result);
+                }
+            });
+        }
+    });
+    assert_eq!(count_of(&db.store(), "local"), Some(json!(80)));
+
+    // A session handed over: its third tool failure is the third, wherever it happens.
+    let failure = json!({"hook": "on_tool_failure", "tool": {"name": "web"}, "error": "timeout"});
+    assert!(a.event("moving", &failure).is_empty());
+    assert!(b.event("moving", &failure).is_empty());
+    assert_eq!(a.event("moving", &failure), ["repeated-failure-warning"]);
+    let (_, shown) = b.call("GET", "/v1/sessions/moving", "");
+    assert_eq!(shown["events"], 3, "{shown}");
+
+    // One session ticked by both at once: every event is in it, once.
+    std::thread::scope(|scope| {
+        for node in [&a, &b] {
+            let result = &result;
+            scope.spawn(move || {
+                for _ in 0..25 {
+                    node.event("hot", result);
+                }
+            });
+        }
+    });
+    let saved = db.store().load_session("hot").unwrap().unwrap();
+    assert_eq!(saved.summary.events, 50);
+    assert_eq!(count_of(&db.store(), "local"), Some(json!(130)));
+
+    // Choices: made through one, in force on the other a second later, and undone alike.
+    let both = ["count-calls", "large-result-summary"];
+    assert_eq!(b.event("choices", &result), both);
+    let (status, _) = a.call("PUT", "/v1/rules/count-calls/enabled", "false");
+    assert_eq!(status, 200);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(b.event("choices", &result), ["large-result-summary"]);
+    let (status, v) = b.call(
+        "PUT",
+        "/v1/plugins/builtin/settings",
+        r#"{"large_result_count": 100}"#,
+    );
+    assert_eq!(status, 200, "{v}");
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(a.event("choices", &result).is_empty());
+    a.call("DELETE", "/v1/rules/count-calls/enabled", "");
+    b.call(
+        "PUT",
+        "/v1/plugins/builtin/settings",
+        r#"{"large_result_count": null}"#,
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(a.event("choices", &result), both);
+    assert_eq!(b.event("choices", &result), both);
 }
 
 /// The `warden.toml` the many-nodes chapter shows reads, its URL kept as written.

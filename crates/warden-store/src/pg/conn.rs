@@ -7,6 +7,24 @@ use std::collections::HashMap;
 use postgres::types::ToSql;
 use postgres::{Client, NoTls, Row, Statement};
 
+/// Runs `f`, which blocks on the database, where blocking is allowed. The synchronous driver
+/// runs a small runtime of its own for each connection, which cannot run (nor be dropped) on a
+/// thread that drives tokio tasks: an async host that calls the store from a task would panic.
+/// There, `f` runs through `block_in_place` (a multi-thread runtime) or on a thread of its own
+/// (a current-thread runtime); anywhere else (a plain thread, tokio's blocking pool) it just
+/// runs.
+pub(crate) fn blocking<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Err(_) => f(),
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        Ok(_) => std::thread::scope(|s| match s.spawn(f).join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }),
+    }
+}
+
 /// Why a connection could not be opened, in full (the pool keeps it as text).
 #[derive(Debug)]
 pub(crate) struct ConnectError(pub postgres::Error);

@@ -125,14 +125,16 @@ impl PgStore {
         &self,
         dump: &Dump,
         replace: bool,
-        log: &mut dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError>,
+        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
     ) -> Result<CopyReport, StoreError> {
-        let mut conn = self.checkout()?;
-        let result = self.import_on(&mut conn, dump, replace, log);
-        if result.is_err() {
-            conn.rollback();
-        }
-        result
+        super::conn::blocking(|| {
+            let mut conn = self.checkout()?;
+            let result = self.import_on(&mut conn, dump, replace, log);
+            if result.is_err() {
+                conn.rollback();
+            }
+            result
+        })
     }
 
     fn import_on(
@@ -140,7 +142,7 @@ impl PgStore {
         c: &mut Conn,
         dump: &Dump,
         replace: bool,
-        log: &mut dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError>,
+        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
     ) -> Result<CopyReport, StoreError> {
         let pg = |e| self.err(e);
         c.batch("BEGIN").map_err(pg)?;

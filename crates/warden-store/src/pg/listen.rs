@@ -130,18 +130,19 @@ fn listen(
 ) -> Result<(), postgres::Error> {
     let mut pinged = Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        let mut heard = false;
         {
+            let started = Instant::now();
             let mut notifications = client.notifications();
             let mut iter = notifications.timeout_iter(WAKE);
+            // Counted as each is heard: other installations' notifications may keep coming.
             while let Some(n) = iter.next()? {
                 if n.payload() == schema {
-                    heard = true;
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+                if started.elapsed() >= WAKE || stop.load(Ordering::Relaxed) {
+                    break;
                 }
             }
-        }
-        if heard {
-            count.fetch_add(1, Ordering::Relaxed);
         }
         if client.is_closed() {
             return client.simple_query("").map(|_| ());

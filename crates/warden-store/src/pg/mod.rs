@@ -32,7 +32,7 @@ use crate::types::{
     DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle,
     SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
 };
-use conn::{Conn, Manager};
+use conn::{Conn, Manager, blocking};
 use url::PgUrl;
 
 /// After the database could not be reached, what needs it fails at once for this long instead
@@ -44,7 +44,8 @@ pub(crate) type Pooled = PooledConnection<Manager>;
 
 /// A PostgreSQL database.
 pub(crate) struct PgStore {
-    pool: r2d2::Pool<Manager>,
+    /// Always there but while the store is dropped (see `Drop`).
+    pool: Option<r2d2::Pool<Manager>>,
     url: PgUrl,
     /// How the database is named in messages (never with its password).
     pub(crate) label: String,
@@ -117,8 +118,8 @@ impl PgStore {
         let url = PgUrl::parse(url)?;
         let label = url.label.clone();
         let pool = pool(&url, crate::DEFAULT_LOCK_TIMEOUT)?;
-        let store = PgStore {
-            pool,
+        let mut store = PgStore {
+            pool: Some(pool),
             label,
             lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
             schema: String::new(),
@@ -128,15 +129,17 @@ impl PgStore {
             opened: Instant::now(),
             url,
         };
-        let mut conn = store.checkout()?;
-        migrations::migrate(&mut conn.client, &store.label, store.url.schema.as_deref())?;
-        let schema: String = conn
-            .client
-            .query_one("SELECT current_schema()", &[])
-            .map_err(|e| store.err(e))?
-            .get(0);
-        drop(conn);
-        Ok(PgStore { schema, ..store })
+        store.schema = blocking(|| {
+            let mut conn = store.checkout()?;
+            migrations::migrate(&mut conn.client, &store.label, store.url.schema.as_deref())?;
+            let schema: String = conn
+                .client
+                .query_one("SELECT current_schema()", &[])
+                .map_err(|e| store.err(e))?
+                .get(0);
+            Ok::<_, StoreError>(schema)
+        })?;
+        Ok(store)
     }
 
     /// A connection from the pool; fails at once while the database is known to be down.
@@ -153,7 +156,13 @@ impl PgStore {
                 ),
             });
         }
-        match self.pool.get() {
+        let Some(pool) = &self.pool else {
+            return Err(StoreError::Unreachable {
+                db: self.label.clone(),
+                reason: "the store is closing".into(),
+            });
+        };
+        match pool.get() {
             Ok(mut c) => {
                 c.completed = 0;
                 Ok(c)
@@ -173,25 +182,27 @@ impl PgStore {
     /// Runs `f` on a pooled connection. A connection that went stale in the pool (the server
     /// restarted, a proxy dropped it) fails its first statement without running it: `f` is
     /// then run again on another, as many times as the pool holds connections.
-    pub(crate) fn run<R>(
+    pub(crate) fn run<R: Send>(
         &self,
-        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error>,
+        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error> + Send,
     ) -> Result<R, StoreError> {
-        let mut tries = 0;
-        loop {
-            let mut conn = self.checkout()?;
-            match f(&mut conn) {
-                Ok(r) => return Ok(r),
-                Err(e) if self.stale(&mut conn, tries) => {
-                    tracing::debug!(db = %self.label, error = %e, "a pooled connection had gone stale; trying another");
-                    tries += 1;
-                }
-                Err(e) => {
-                    conn.rollback();
-                    return Err(self.err(e));
+        blocking(|| {
+            let mut tries = 0;
+            loop {
+                let mut conn = self.checkout()?;
+                match f(&mut conn) {
+                    Ok(r) => return Ok(r),
+                    Err(e) if self.stale(&mut conn, tries) => {
+                        tracing::debug!(db = %self.label, error = %e, "a pooled connection had gone stale; trying another");
+                        tries += 1;
+                    }
+                    Err(e) => {
+                        conn.rollback();
+                        return Err(self.err(e));
+                    }
                 }
             }
-        }
+        })
     }
 
     /// Whether `conn` failed on its first statement because it had gone stale, and another
@@ -215,7 +226,8 @@ impl PgStore {
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
         self.url.set_lock_timeout(timeout);
-        self.pool = pool(&self.url, timeout)?;
+        let old = self.pool.replace(pool(&self.url, timeout)?);
+        blocking(move || drop(old));
         self.lock_timeout = timeout;
         Ok(())
     }
@@ -476,6 +488,15 @@ impl PgStore {
     #[cfg(test)]
     pub(crate) fn exec(&self, sql: &str) -> Result<(), StoreError> {
         self.run(|c| c.batch(sql))
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Closing a connection blocks on the driver's runtime: not on a tokio worker.
+        if let Some(pool) = self.pool.take() {
+            blocking(move || drop(pool));
+        }
     }
 }
 

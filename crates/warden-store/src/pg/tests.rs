@@ -239,3 +239,44 @@ fn a_pool_of_one_serves_tick_after_tick() {
         assert_eq!(s.state_get(&sc, "n").unwrap(), Some(json!(n)));
     }
 }
+
+/// An async host may call the store from a task, and drop it there: the driver's own runtime
+/// must not start (nor be dropped) on a thread that drives tokio tasks. On both kinds of
+/// runtime, every kind of call works, a tick included, and so does dropping the store.
+#[test]
+fn an_async_host_may_call_the_store_from_a_task() {
+    let Some(db) = TestDb::postgres() else {
+        return;
+    };
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let current = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for (n, runtime) in [multi, current].into_iter().enumerate() {
+        let location = db.location.clone();
+        let n = i64::try_from(n).unwrap();
+        runtime.block_on(async move {
+            let task = tokio::spawn(async move {
+                let s = Store::open(&location).unwrap();
+                let sc = StateScope::new("ann", "p", "x");
+                s.set_toggle("ann", "r", Some(n == 0)).unwrap();
+                let tx = s.tick();
+                let before = tx.state_all(&sc).unwrap().len();
+                tx.write_groups(&[vec![StateWrite::set(sc.clone(), "n", json!(n))]])
+                    .unwrap();
+                tx.commit(None).unwrap();
+                // A tick dropped unfinished gives its connection back from the task too.
+                let abandoned = s.tick();
+                abandoned.state_all(&sc).unwrap();
+                drop(abandoned);
+                assert_eq!(s.state_get(&sc, "n").unwrap(), Some(json!(n)));
+                drop(s);
+                before
+            });
+            task.await.unwrap()
+        });
+    }
+}

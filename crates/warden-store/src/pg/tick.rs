@@ -15,7 +15,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
-use super::conn::Conn;
+use super::conn::{Conn, blocking};
 use super::{
     PgStore, Pooled, SELECT_SESSION, decode, group_results, insert_executions, stored_session,
     write_groups,
@@ -76,23 +76,10 @@ impl<'s> PgTick<'s> {
         e
     }
 
-    /// A pooled connection with a transaction begun on it.
-    fn begin_on(&self) -> Result<Pooled, StoreError> {
-        let mut tries = 0;
-        loop {
-            let mut conn = self.store.checkout()?;
-            match conn.batch("BEGIN") {
-                Ok(()) => return Ok(conn),
-                Err(_) if self.store.stale(&mut conn, tries) => tries += 1,
-                Err(e) => return Err(self.store.err(e)),
-            }
-        }
-    }
-
     /// Runs `f` inside the transaction, beginning it first if needed.
-    fn with<R>(
+    fn with<R: Send>(
         &self,
-        f: impl FnOnce(&mut Conn) -> Result<R, postgres::Error>,
+        f: impl FnOnce(&mut Conn) -> Result<R, postgres::Error> + Send,
     ) -> Result<R, StoreError> {
         if let Some(failure) = &*self.failed.borrow() {
             return Err(self.failure_error(failure));
@@ -100,9 +87,12 @@ impl<'s> PgTick<'s> {
         let mut open = self.open.borrow_mut();
         let conn = match &mut *open {
             Some(conn) => conn,
-            None => open.insert(self.begin_on().map_err(|e| self.fail(e))?),
+            None => {
+                let store = self.store;
+                open.insert(blocking(|| begin_on(store)).map_err(|e| self.fail(e))?)
+            }
         };
-        f(conn).map_err(|e| self.fail(self.store.err(e)))
+        blocking(|| f(conn)).map_err(|e| self.fail(self.store.err(e)))
     }
 
     pub(crate) fn is_begun(&self) -> bool {
@@ -211,8 +201,22 @@ impl<'s> PgTick<'s> {
             });
         }
         // The transaction is over; `Drop` has nothing to roll back.
-        self.open.borrow_mut().take();
+        let conn = self.open.borrow_mut().take();
+        blocking(move || drop(conn));
         Ok(version)
+    }
+}
+
+/// A pooled connection with a transaction begun on it.
+fn begin_on(store: &PgStore) -> Result<Pooled, StoreError> {
+    let mut tries = 0;
+    loop {
+        let mut conn = store.checkout()?;
+        match conn.batch("BEGIN") {
+            Ok(()) => return Ok(conn),
+            Err(_) if store.stale(&mut conn, tries) => tries += 1,
+            Err(e) => return Err(store.err(e)),
+        }
     }
 }
 
@@ -256,8 +260,11 @@ fn save_session(c: &mut Conn, s: &SessionWrite<'_>) -> Result<Option<i64>, postg
 
 impl Drop for PgTick<'_> {
     fn drop(&mut self) {
-        if let Some(conn) = self.open.get_mut().as_mut() {
-            conn.rollback();
+        if let Some(mut conn) = self.open.get_mut().take() {
+            blocking(move || {
+                conn.rollback();
+                drop(conn);
+            });
         }
     }
 }

@@ -140,7 +140,7 @@ impl SqliteStore {
         &self,
         dump: &Dump,
         replace: bool,
-        log: &mut dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError>,
+        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
     ) -> Result<CopyReport, StoreError> {
         let mut conn = self.lock();
         let tx = conn

@@ -400,7 +400,8 @@ impl Warden {
     /// as the tick's state writes and execution-log rows): read back from the store when it
     /// was saved there, new otherwise. With a database file, the session survives the process:
     /// any process that opens `id` on the same database carries on where the last tick left
-    /// it, and two processes ticking it at once take turns.
+    /// it. Two processes ticking it at once never lose an event: a tick that finds the session
+    /// saved by another since it read it runs again on the newer session.
     ///
     /// ```
     /// use warden_core::{Event, Hook, SessionOptions, Warden};

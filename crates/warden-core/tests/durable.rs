@@ -188,3 +188,61 @@ fn the_rule_set_exercises_what_is_saved() {
         assert!(all.contains(needle), "missing {needle}:\n{all}");
     }
 }
+
+/// Several processes (here, threads with a connection each) ticking one session at once: each
+/// tick that finds the session saved by another since it read it runs again on the newer
+/// session, so no event and no count is lost or counted twice.
+#[test]
+fn ticks_of_one_session_from_many_connections_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let rules = dir.path().join("rules");
+    std::fs::create_dir(&rules).unwrap();
+    std::fs::write(
+        rules.join("count.toml"),
+        "[rule]\nid = \"count\"\ntrigger = \"on_tool_complete\"\n\n[condition]\nexpression = \"true\"\n\n[action]\ntype = \"set_state\"\nkey = \"n\"\nvalue = \"{{ context.state.get('n', 0) + 1 }}\"\n",
+    )
+    .unwrap();
+    Store::open(&db).unwrap();
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let (db, rules) = (db.clone(), rules.clone());
+            std::thread::spawn(move || {
+                let mut store = Store::open(&db).unwrap();
+                store
+                    .set_lock_timeout(std::time::Duration::from_secs(30))
+                    .unwrap();
+                let w = Warden::builder()
+                    .rules_dir(&rules)
+                    .store(store)
+                    .build()
+                    .unwrap();
+                let mut s = w.open_session("shared", SessionOptions::default()).unwrap();
+                for _ in 0..40 {
+                    let o = s.tick(Hook::OnToolComplete, Event::tool_complete("t", json!({})));
+                    assert_eq!(o.unsaved, None, "{:?}", o.errors);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let w = Warden::builder()
+        .rules_dir(&rules)
+        .store(Store::open(&db).unwrap())
+        .build()
+        .unwrap();
+    let s = w.open_session("shared", SessionOptions::default()).unwrap();
+    assert_eq!(s.events(), 240);
+    assert_eq!(s.facts().history.counts.tool_calls, 240);
+    assert_eq!(
+        w.store()
+            .state_get(
+                &warden_core::StateScope::new("default", "default", "local"),
+                "n"
+            )
+            .unwrap(),
+        Some(json!(240))
+    );
+}

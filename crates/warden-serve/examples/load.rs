@@ -1,5 +1,5 @@
 //! A load driver for `warden serve`, run as a second process on this machine (see
-//! `scripts/serve-load.sh`): SESSIONS sessions of 50 events each, in order within a session,
+//! `benches/serve-load.sh`): SESSIONS sessions of 50 events each, in order within a session,
 //! over CONNECTIONS kept-alive HTTP/1.1 connections, each with one request in flight. First,
 //! as the baseline of the same run, the same connections send `GET /v1/health` (the HTTP floor:
 //! no tick). Bounded in requests and in time. Prints one JSON object.

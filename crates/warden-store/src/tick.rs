@@ -4,9 +4,12 @@
 //! (or two nodes) running the same read-modify-write never lose an update.
 //!
 //! How each back end makes that so is in its own `tick.rs`: SQLite takes its one write lock
-//! (`BEGIN IMMEDIATE`) at the transaction's first statement; PostgreSQL locks the durable
-//! session's row and, at the first read or write of a (user, project)'s plugin state, an
-//! advisory lock of that scope.
+//! (`BEGIN IMMEDIATE`) at the transaction's first statement; PostgreSQL takes, at the first read
+//! or write of a (user, project)'s plugin state, an advisory lock of that scope. A durable
+//! session is saved with the version it was read at: a save over a newer version is refused
+//! ([`StoreError::SessionConflict`]), and the engine runs the tick again on the newer session.
+//! (A host that prefers to wait its turn can lock the session first: `session_version` inside
+//! the transaction does, on both back ends.)
 
 use std::collections::BTreeMap;
 

@@ -44,6 +44,10 @@ use trees::Trees;
 
 pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;
 
+/// How many times a tick runs again on a session another process saved meanwhile, before it
+/// gives up and says its writes were not saved.
+const MAX_ATTEMPTS: usize = 32;
+
 /// Options for a new session.
 #[derive(Debug, Clone, Default)]
 pub struct SessionOptions {
@@ -295,9 +299,7 @@ impl Session {
         let Some(before) = self.durable else {
             return Ok(false);
         };
-        let shared = self.shared.clone();
-        let tx = shared.store.tick();
-        self.catch_up(&tx)
+        self.catch_up()
             .map_err(|reason| crate::error::Error::Session {
                 id: self.id.clone(),
                 reason,
@@ -306,19 +308,20 @@ impl Session {
         Ok(after != Some(before.version) || before.stale)
     }
 
-    /// Under the tick's lock: reads the session again if another process saved it since this
-    /// copy was read (or a save of this copy failed).
-    fn catch_up(&mut self, tx: &warden_store::TickTransaction<'_>) -> Result<(), String> {
+    /// Reads the session again if another process saved it since this copy was read (or a
+    /// save of this copy failed).
+    fn catch_up(&mut self) -> Result<(), String> {
         let Some(durable) = self.durable else {
             return Ok(());
         };
-        let saved = tx
+        let store = &self.shared.store;
+        let saved = store
             .session_version(&self.id)
             .map_err(|e| format!("the saved session could not be read: {e}"))?;
         if saved == durable.version && !durable.stale {
             return Ok(());
         }
-        match tx
+        match store
             .load_session(&self.id)
             .map_err(|e| format!("the saved session could not be read: {e}"))?
         {
@@ -388,24 +391,33 @@ impl Session {
     /// choices, detects the mode on the frame and, when the mode changed, runs Warden's own
     /// `on_mode_change` as a first step; then the step of the hook reported.
     pub fn tick(&mut self, hook: Hook, event: Event) -> Outcome {
+        let mut attempts = 1;
+        loop {
+            match self.attempt(hook, &event, attempts < MAX_ATTEMPTS) {
+                Some(outcome) => return outcome,
+                // Another process saved the session meanwhile: the tick runs again, on it.
+                None => attempts += 1,
+            }
+        }
+    }
+
+    /// One attempt at a tick. `None` when `retry` and the session could not be saved because
+    /// another process saved it since it was read: this copy is then stale, and the next
+    /// attempt reads it again.
+    fn attempt(&mut self, hook: Hook, event: &Event, retry: bool) -> Option<Outcome> {
         // The users' choices first: they may read the store, which the tick then locks.
         let controls = self.shared.controls();
-        let shared = self.shared.clone();
-        let tx = shared.store.tick();
         let mut early = Vec::new();
-        if self.durable.is_some()
-            && let Err(error) = tx
-                .begin()
-                .map_err(|e| e.to_string())
-                .and_then(|()| self.catch_up(&tx))
-        {
+        if let Err(error) = self.catch_up() {
             early.push(RuleError { rule: None, error });
         }
+        let shared = self.shared.clone();
+        let tx = shared.store.tick();
         let program = shared.program();
         let mut halted = std::mem::take(&mut self.restored_halted);
         halted.extend(self.adopt(&program));
         let time = event.time.unwrap_or_else(now);
-        early.extend(self.fold(hook, &event, time));
+        early.extend(self.fold(hook, event, time));
         self.resolved.refresh(
             &program,
             &controls,
@@ -420,7 +432,7 @@ impl Session {
         let frame = Frame::new(
             &self.facts,
             hook,
-            &event,
+            event,
             &self.mode.id,
             time,
             &tx,
@@ -451,7 +463,7 @@ impl Session {
                 mode_event.get_or_init(|| Event::new().with_data(data)),
             );
             let outcome = step.run(Vec::new(), Vec::new());
-            frame.set_step(hook, &event);
+            frame.set_step(hook, event);
             ModeChange {
                 from,
                 to: to.clone(),
@@ -499,8 +511,8 @@ impl Session {
             outcome.errors.push(RuleError { rule: None, error });
         }
         self.events += 1;
-        self.commit(tx, &mut outcome, after_commit);
-        outcome
+        self.commit(tx, &mut outcome, after_commit, retry)
+            .then_some(outcome)
     }
 
     /// Commits the tick (with the session, when it is saved after every tick), then publishes
@@ -511,7 +523,8 @@ impl Session {
         tx: warden_store::TickTransaction<'_>,
         outcome: &mut Outcome,
         after_commit: Vec<AfterCommit>,
-    ) {
+        retry: bool,
+    ) -> bool {
         let snapshot = self.durable.map(|_| self.snapshot());
         let write = match (&snapshot, self.durable) {
             (Some(text), Some(d)) => Some(warden_store::SessionWrite {
@@ -534,15 +547,21 @@ impl Session {
                 for action in after_commit {
                     action.run(&self.shared);
                 }
+                true
             }
             Err(e) => {
-                tracing::warn!(session = %self.id, error = %e, "a tick could not be saved");
                 if let Some(d) = &mut self.durable {
                     d.stale = true;
                 }
+                if retry && matches!(e, warden_store::StoreError::SessionConflict { .. }) {
+                    tracing::debug!(session = %self.id, "saved by another process meanwhile: the tick runs again");
+                    return false;
+                }
+                tracing::warn!(session = %self.id, error = %e, "a tick could not be saved");
                 let error = format!("nothing this tick wrote was saved: {e}");
                 outcome.unsaved = Some(error.clone());
                 outcome.errors.push(RuleError { rule: None, error });
+                true
             }
         }
     }

@@ -5,7 +5,7 @@
 # many GET /v1/health requests), and reports events/s, p50/p99 latency, errors and the
 # server's memory. Bounded: a fixed number of requests, and at most MAX_SECONDS.
 #
-#   scripts/serve-load.sh [SESSIONS] [CONNECTIONS] [MAX_SECONDS]
+#   benches/serve-load.sh [SESSIONS] [CONNECTIONS] [MAX_SECONDS]
 #
 # The load generator runs on the same machine and shares its cores with the server.
 set -euo pipefail

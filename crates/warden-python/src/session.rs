@@ -1,0 +1,239 @@
+//! `Session`: one agent conversation, ticked at every hook. The tick runs with the GIL
+//! released; the session is behind a mutex, so threads (and asyncio's worker threads) that
+//! share it take turns.
+
+use std::str::FromStr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use warden_core::{Event, Hook, Session, SessionOptions, Warden};
+
+use crate::convert::{At, describe, dict_to_map, to_py};
+use crate::errors::event_error;
+use crate::outcome::{PyNotification, PyOutcome};
+
+/// Opens a session on `warden`: the one place sessions are opened. With a database
+/// (`durable`) and an id, the session is saved after every tick and read back when it was
+/// saved before, by this process or another; otherwise it lives as long as this object.
+pub(crate) fn open(
+    warden: &Warden,
+    opts: SessionOptions,
+    durable: bool,
+) -> Result<Session, warden_core::Error> {
+    match opts.id.clone() {
+        Some(id) if durable => warden.open_session(&id, opts),
+        _ => Ok(warden.session_with(opts)),
+    }
+}
+
+/// One agent conversation. Tick it at every hook with what just happened; every tick returns
+/// an `Outcome`.
+#[pyclass(frozen, module = "warden", name = "Session")]
+pub struct PySession {
+    id: String,
+    inner: Mutex<Session>,
+}
+
+impl PySession {
+    pub(crate) fn new(session: Session) -> Self {
+        PySession {
+            id: session.id().to_string(),
+            inner: Mutex::new(session),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Session> {
+        // A tick never panics; were one to, the session's state is still whole.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Reads the hook's name.
+pub(crate) fn read_hook(py: Python<'_>, hook: &str) -> PyResult<Hook> {
+    match Hook::from_str(hook) {
+        Ok(h) if h.is_reported() => Ok(h),
+        Ok(h) => Err(event_error(
+            py,
+            "hook",
+            format!("`{h}` is Warden's own hook: an agent loop does not report it"),
+        )),
+        Err(e) => Err(event_error(py, "hook", e.to_string())),
+    }
+}
+
+/// Reads an event: a dict in the trace format (or `None`, an empty event).
+pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> PyResult<Event> {
+    let Some(event) = event.filter(|e| !e.is_none()) else {
+        return Ok(Event::new());
+    };
+    let Ok(dict) = event.cast::<PyDict>() else {
+        let kind = describe(event);
+        return Err(event_error(
+            py,
+            "",
+            format!(
+                "an event must be a dict such as {{\"tool\": {{\"name\": \"web_search\", \"arguments\": {{}}}}}}, not {kind}"
+            ),
+        ));
+    };
+    let map = dict_to_map(dict, &At::Root, 0).map_err(|e| event_error(py, &e.field, e.message))?;
+    Event::from_json(map).map_err(|e| event_error(py, &e.field, e.message))
+}
+
+/// Reads a trace line: its hook and its event, or the field that is wrong and why.
+fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
+    let value: serde_json::Value = serde_json::from_slice(text)
+        .map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
+    let serde_json::Value::Object(mut map) = value else {
+        return Err((String::new(), "each event must be a JSON object".into()));
+    };
+    let hook = match map.remove("hook") {
+        Some(serde_json::Value::String(h)) => match Hook::from_str(&h) {
+            Ok(h) if h.is_reported() => h,
+            Ok(h) => {
+                return Err((
+                    "hook".into(),
+                    format!("`{h}` is Warden's own hook: an agent loop does not report it"),
+                ));
+            }
+            Err(e) => return Err(("hook".into(), e.to_string())),
+        },
+        Some(_) => {
+            return Err((
+                "hook".into(),
+                "`hook` must be a string such as \"on_turn_start\"".into(),
+            ));
+        }
+        None => return Err(("hook".into(), "the line has no `hook`".into())),
+    };
+    Event::from_json(map)
+        .map(|event| (hook, event))
+        .map_err(|e| (e.field, e.message))
+}
+
+#[pymethods]
+impl PySession {
+    /// Handles one hook: `hook` is its name (`"on_tool_call"`, or a `Hook`), `event` what
+    /// happened, as a dict in the trace format (`{"tool": {"name": ..., "arguments": ...}}`).
+    ///
+    /// Raises `EventError` (a `ValueError`) naming the field when the hook or the event is
+    /// not what it must be. A rule that fails (a Lua error included) raises nothing: it is in
+    /// `Outcome.errors`, and the other rules ran. The GIL is released while the tick runs.
+    #[pyo3(signature = (hook, event = None))]
+    fn tick(
+        &self,
+        py: Python<'_>,
+        hook: &str,
+        event: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyOutcome> {
+        let hook = read_hook(py, hook)?;
+        let event = read_event(py, event)?;
+        let outcome = py.detach(|| self.lock().tick(hook, event));
+        Ok(PyOutcome(outcome))
+    }
+
+    /// Handles one line of a session trace: JSON text (`str` or `bytes`) holding the `hook`
+    /// and the event's fields, as `warden replay` reads it. The JSON is read by the engine, so
+    /// a host that has the event as text (from a file, a socket, another process) does not
+    /// build a dict for it. Raises `EventError` naming the field when the line is not an
+    /// event.
+    fn tick_json(&self, py: Python<'_>, line: &Bound<'_, PyAny>) -> PyResult<PyOutcome> {
+        let text: &[u8] = if let Ok(s) = line.cast::<PyString>() {
+            s.to_str()?.as_bytes()
+        } else if let Ok(b) = line.cast::<PyBytes>() {
+            b.as_bytes()
+        } else {
+            return Err(event_error(
+                py,
+                "",
+                format!("a trace line must be str or bytes, not {}", describe(line)),
+            ));
+        };
+        let ticked =
+            py.detach(|| read_line(text).map(|(hook, event)| self.lock().tick(hook, event)));
+        ticked
+            .map(PyOutcome)
+            .map_err(|(field, message)| event_error(py, &field, message))
+    }
+
+    /// `tick` for asyncio: awaitable, it runs the tick on a worker thread
+    /// (`asyncio.to_thread`), so the event loop goes on meanwhile. Await each tick of a
+    /// session before the next: ticks are applied in the order they reach the session.
+    #[pyo3(signature = (hook, event = None))]
+    fn atick<'py>(
+        slf: &Bound<'py, Self>,
+        hook: &Bound<'py, PyAny>,
+        event: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let to_thread = py.import("asyncio")?.getattr("to_thread")?;
+        to_thread.call1((slf.getattr("tick")?, hook, event))
+    }
+
+    /// The session id.
+    #[getter]
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// Whether `on_session_end` was handled (later ticks report an error in the outcome).
+    #[getter]
+    fn ended(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.lock().is_ended())
+    }
+
+    /// Notifications waiting for a later delivery point (`turn_start`, `turn_end`).
+    #[getter]
+    fn pending<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let pending = py.detach(|| self.lock().pending().to_vec());
+        PyList::new(py, pending.into_iter().map(PyNotification))
+    }
+
+    /// What Warden knows about the session: turn values, user, project, history, counts, as
+    /// the context API names them.
+    #[getter]
+    fn facts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let facts = py.detach(|| serde_json::to_value(self.lock().facts()));
+        let facts = facts.map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+        to_py(py, &facts)
+    }
+
+    /// The memory of the session's Lua state, in bytes; `None` while no script has run.
+    #[getter]
+    fn script_memory(&self, py: Python<'_>) -> Option<usize> {
+        py.detach(|| self.lock().script_memory())
+    }
+
+    fn __repr__(&self) -> String {
+        format!("<Session {:?}>", self.id)
+    }
+}
+
+/// For the benchmark (`python/bench/tick.py`): ticks `session` `n` times with the same hook
+/// and event from Rust, without Python in the loop, and returns the nanoseconds per tick. It
+/// measures in the same process, on the same session, what a tick costs without the binding.
+#[pyfunction]
+pub(crate) fn _rust_ticks(
+    py: Python<'_>,
+    session: &PySession,
+    hook: &str,
+    event: Option<&Bound<'_, PyAny>>,
+    n: u32,
+) -> PyResult<f64> {
+    let hook = read_hook(py, hook)?;
+    let event = read_event(py, event)?;
+    let n = n.max(1);
+    Ok(py.detach(|| {
+        let mut s = session.lock();
+        let mut sink = 0usize;
+        let start = Instant::now();
+        for _ in 0..n {
+            sink += s.tick(hook, event.clone()).effects.len();
+        }
+        let elapsed = start.elapsed().as_nanos() as f64;
+        std::hint::black_box(sink);
+        elapsed / f64::from(n)
+    }))
+}

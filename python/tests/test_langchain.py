@@ -1,0 +1,306 @@
+"""End to end: a real ``create_agent`` agent, driven offline by a scripted fake chat model,
+supervised by ``WardenMiddleware``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from conftest import need  # noqa: E402
+
+try:
+    import langchain  # noqa: F401
+except ImportError:
+    need(False, "the [langchain] extra is not installed")
+
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage  # noqa: E402
+from langchain_core.tools import ToolException, tool  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.types import Command  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+import warden  # noqa: E402
+from warden import Hook  # noqa: E402
+from warden.langchain import WardenMiddleware  # noqa: E402
+
+from conftest import PLUGINS  # noqa: E402
+from scripted import call, reply, script  # noqa: E402
+
+ROOT = "/home/ada/app"
+
+
+class Tools:
+    """The agent's tools, recording what they were called with."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        calls = self.calls
+
+        @tool
+        def Bash(command: str) -> str:
+            """Run a shell command."""
+            calls.append(("Bash", {"command": command}))
+            if command.startswith("pytest"):
+                raise ToolException("1 failed, 12 passed")
+            return "ok"
+
+        Bash.handle_tool_error = True
+
+        @tool
+        def web_search(query: str, limit: int = 10) -> str:
+            """Search the web."""
+            calls.append(("web_search", {"query": query, "limit": limit}))
+            return json.dumps({"count": 9, "titles": ["a", "b"]})
+
+        @tool
+        def write_file(path: str, content: str) -> str:
+            """Write a file."""
+            calls.append(("write_file", {"path": path, "content": content}))
+            return "written"
+
+        @tool
+        def flaky(x: int) -> str:
+            """A tool that breaks."""
+            calls.append(("flaky", {"x": x}))
+            raise RuntimeError("the tool broke")
+
+        self.all = [Bash, web_search, write_file, flaky]
+
+
+def guarded(**options: Any) -> WardenMiddleware:
+    return WardenMiddleware(warden.Warden(plugins=PLUGINS, builtin=True), project_root=ROOT, **options)
+
+
+def agent_for(model: Any, middleware: WardenMiddleware, tools: Tools, **kwargs: Any) -> Any:
+    return create_agent(model, tools.all, middleware=[middleware], **kwargs)
+
+
+def ask(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def test_a_guardrails_deny_stops_a_destructive_call():
+    tools = Tools()
+    model = script(call("Bash", {"command": "rm -rf /"}, "c1"), reply("I will not do that."))
+    result = agent_for(model, guarded(), tools).invoke(ask("clean up the disk"))
+
+    assert tools.calls == []
+    denied = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert len(denied) == 1 and denied[0].status == "error"
+    assert "`rm` recursive and forced on `/`, outside the project" in denied[0].text
+    # The model read the reason as the call's result.
+    assert "outside the project" in model.text_of_call(1)
+    assert result["messages"][-1].text == "I will not do that."
+
+
+def test_a_rewrite_changes_the_arguments_the_tool_receives():
+    tools = Tools()
+    model = script(call("web_search", {"query": "sqlite wal", "limit": 5000}, "c1"), reply("Found it."))
+    result = agent_for(model, guarded(), tools).invoke(ask("look up WAL"))
+
+    assert tools.calls == [("web_search", {"query": "sqlite wal", "limit": 50})]
+    [answer] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert answer.text.startswith('[warden] The call ran with these arguments instead: {"query": "sqlite wal", "limit": 50}')
+
+
+def test_a_notification_reaches_the_models_input():
+    tools = Tools()
+    model = script(call("web_search", {"query": "wal", "limit": 20}, "c1"), reply("Summary: ..."))
+    agent_for(model, guarded(), tools).invoke(ask("research WAL"))
+
+    hint = "web_search returned 9 results. Summarize the key findings before going on."
+    assert hint not in model.text_of_call(0)
+    assert hint in model.text_of_call(1)
+    note = model.seen[1][-1]
+    assert isinstance(note, HumanMessage) and note.text.startswith("[warden]\n- ")
+
+
+def test_the_token_budget_rule_fires_from_usage_metadata():
+    tools = Tools()
+    model = script(
+        call("web_search", {"query": "wal", "limit": 5}, "c1", input_tokens=600, output_tokens=300),
+        reply("Done.", input_tokens=50, output_tokens=10),
+    )
+    middleware = guarded(token_budget=1000, context_window=4000)
+    agent_for(model, middleware, tools).invoke(ask("research WAL"), {"configurable": {"thread_id": "t-budget"}})
+
+    assert "Token budget" not in model.text_of_call(0)
+    assert "Token budget at 90%. Consider wrapping up or summarizing." in model.text_of_call(1)
+    turn = middleware.session("t-budget").facts["turn"]
+    assert turn["token_usage"] == pytest.approx(0.96)
+    assert turn["context_usage"] == pytest.approx(60 / 4000)
+    assert turn["context_window"] == 4000
+
+
+def test_ask_interrupts_as_langchains_human_in_the_loop_does():
+    tools = Tools()
+    model = script(
+        call("write_file", {"path": "/etc/hosts", "content": "127.0.0.1 shop"}, "c1"),
+        reply("Written."),
+        call("write_file", {"path": "/etc/motd", "content": "hi"}, "c2"),
+        reply("Not written."),
+    )
+    middleware = guarded()
+    agent = agent_for(model, middleware, tools, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t-ask"}}
+
+    paused = agent.invoke(ask("add a host"), config)
+    [question] = paused["__interrupt__"]
+    assert question.value["type"] == "tool_approval"
+    assert question.value["name"] == "write_file"
+    assert question.value["args"] == {"path": "/etc/hosts", "content": "127.0.0.1 shop"}
+    assert question.value["rule"] == "guardrails/ask-write-outside-project"
+    assert tools.calls == []
+    calls_before = middleware.session("t-ask").facts["history"]["counts"]["tool_calls"]
+
+    # An answer that is none of approve, edit, reject is refused as LangChain's own
+    # human-in-the-loop refuses it, and the question stands.
+    with pytest.raises(ValidationError, match="ApproveDecision"):
+        agent.invoke(Command(resume={"type": "approve_all"}), config)
+    assert tools.calls == []
+
+    done = agent.invoke(Command(resume={"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "/etc/hosts", "content": "edited"}}}), config)
+    assert tools.calls == [("write_file", {"path": "/etc/hosts", "content": "edited"})]
+    assert done["messages"][-1].text == "Written."
+    # The resumed call was not reported twice.
+    assert middleware.session("t-ask").facts["history"]["counts"]["tool_calls"] == calls_before
+
+    paused = agent.invoke(ask("and the motd"), config)
+    assert paused["__interrupt__"][0].value["args"]["path"] == "/etc/motd"
+    rejected = agent.invoke(Command(resume={"type": "reject", "message": "not that file"}), config)
+    assert len(tools.calls) == 1
+    refusal = [m for m in rejected["messages"] if isinstance(m, ToolMessage)][-1]
+    assert refusal.text == "User rejected the tool call for `write_file` with reason: not that file"
+    assert "not that file" in model.text_of_call(3)
+
+
+def test_continue_sends_the_agent_back_to_work_a_bounded_number_of_times():
+    tools = Tools()
+    model = script(
+        call("Bash", {"command": "pytest -q"}, "c1"),
+        reply("All done."),
+        reply("Really done."),
+        reply("Still done."),
+    )
+    result = agent_for(model, guarded(max_continues=2), tools).invoke(ask("fix the bug"))
+
+    reason = "The last test run failed. Fix the failing tests and run them again before you finish."
+    assert len(model.seen) == 4
+    assert reason not in model.text_of_call(1)
+    assert reason in model.text_of_call(2) and reason in model.text_of_call(3)
+    sent_back = [m for m in result["messages"] if isinstance(m, HumanMessage) and m.text == reason]
+    assert len(sent_back) == 2
+    assert result["messages"][-1].text == "Still done."
+
+
+def test_stop_ends_the_agent():
+    tools = Tools()
+    rm = [call("Bash", {"command": f"rm -rf /srv/{i}"}, f"c{i}") for i in range(4)]
+    model = script(*rm, reply("never said"))
+    result = agent_for(model, guarded(), tools).invoke(ask("clean everything"))
+
+    assert tools.calls == []
+    # Three refusals in a row, then the fourth call stops the session: no model call after it.
+    assert len(model.seen) == 4
+    last = result["messages"][-1]
+    assert isinstance(last, AIMessage)
+    assert last.text.startswith("3 tool calls in a row were refused; the session stops here")
+
+
+def test_a_prompt_can_be_refused(rules_dir):
+    folder = rules_dir(
+        {
+            "no-prompts.toml": '[rule]\nid = "no-prompts"\ntrigger = "on_query_start"\n'
+            "condition = \"matches(event.query.text, 'password')\"\n"
+            '[action]\ntype = "decide"\ndecision = "deny"\nreason = "Warden refuses prompts about passwords."\n'
+        }
+    )
+    tools = Tools()
+    model = script(reply("never said"))
+    middleware = WardenMiddleware(warden.Warden(rules=folder))
+    result = agent_for(model, middleware, tools).invoke(ask("print the admin password"))
+    assert model.seen == []
+    assert result["messages"][-1].text == "Warden refuses prompts about passwords."
+
+
+def test_a_tool_that_raises_is_a_failure_for_warden():
+    tools = Tools()
+    model = script(call("flaky", {"x": 1}, "c1"), reply("never said"))
+    middleware = guarded(session_id="flaky-session")
+    with pytest.raises(RuntimeError, match="the tool broke"):
+        agent_for(model, middleware, tools).invoke(ask("try it"))
+    history = middleware.session().facts["history"]
+    assert history["failures"] == {"flaky": 1}
+    assert "RuntimeError: the tool broke" in history["tools"][-1]["error"]
+
+
+def test_sessions_follow_threads_and_end_when_asked():
+    tools = Tools()
+    middleware = guarded()
+    model = script(reply("one"), reply("two"), reply("three"))
+    agent = agent_for(model, middleware, tools)
+    agent.invoke(ask("first"), {"configurable": {"thread_id": "a"}})
+    agent.invoke(ask("second"), {"configurable": {"thread_id": "a"}})
+    agent.invoke(ask("third"), {"configurable": {"thread_id": "b"}})
+    assert middleware.session("a").facts["history"]["counts"]["queries"] == 2
+    assert middleware.session("b").facts["history"]["counts"]["queries"] == 1
+    ended = middleware.end_session("a")
+    assert ended is not None and ended.hook is Hook.ON_SESSION_END
+    assert middleware.end_session("a") is None
+
+    once = guarded(end_session_after_run=True, session_id="once")
+    agent_for(script(reply("bye")), once, tools).invoke(ask("hello"))
+    # The run's session ended with it; the next run starts a new one.
+    assert once.session().facts["history"]["counts"]["queries"] == 0
+
+
+def test_the_async_agent_is_supervised_the_same_way():
+    tools = Tools()
+    model = script(
+        call("Bash", {"command": "rm -rf /"}, "c1"),
+        call("web_search", {"query": "wal", "limit": 5000}, "c2", input_tokens=700, output_tokens=200),
+        reply("Done."),
+    )
+    agent = agent_for(model, guarded(token_budget=1000), tools)
+    result = asyncio.run(agent.ainvoke(ask("clean up, then look up WAL")))
+
+    assert tools.calls == [("web_search", {"query": "wal", "limit": 50})]
+    assert "outside the project" in model.text_of_call(1)
+    assert "Token budget at 90%" in model.text_of_call(2)
+    assert "web_search returned 9 results" in model.text_of_call(2)
+    assert result["messages"][-1].text == "Done."
+
+
+def test_a_thread_carries_on_with_another_supervisor_on_the_same_database(tmp_path):
+    db = tmp_path / "warden.db"
+    config = {"configurable": {"thread_id": "t-durable"}}
+    tools = Tools()
+    for query in ("first", "second"):
+        # A new supervisor each time, as a new process would build: the thread's session is
+        # read back from the database.
+        middleware = WardenMiddleware(warden.Warden(database=db))
+        model = script(call("web_search", {"query": query}, "c1"), reply("done"))
+        agent_for(model, middleware, tools).invoke(ask(query), config)
+    facts = WardenMiddleware(warden.Warden(database=db)).session("t-durable").facts
+    assert facts["history"]["counts"]["queries"] == 2
+    assert facts["history"]["counts"]["tool_calls"] == 2
+
+
+def test_a_failing_rule_is_logged_and_the_agent_goes_on(rules_dir, caplog):
+    folder = rules_dir(
+        {
+            "broken.toml": '[rule]\nid = "broken"\ntrigger = "on_tool_call"\n[condition]\nscript = "broken.lua"\n',
+            "broken.lua": 'error("the guard broke")\n',
+        }
+    )
+    tools = Tools()
+    model = script(call("web_search", {"query": "wal"}, "c1"), reply("done"))
+    with caplog.at_level("WARNING", logger="warden.langchain"):
+        result = agent_for(model, WardenMiddleware(warden.Warden(rules=folder)), tools).invoke(ask("go"))
+    assert tools.calls == [("web_search", {"query": "wal", "limit": 10})]
+    assert result["messages"][-1].text == "done"
+    assert any("broken" in r.getMessage() and "the guard broke" in r.getMessage() for r in caplog.records)

@@ -1,0 +1,609 @@
+"""Warden as LangChain v1 agent middleware: ``WardenMiddleware`` supervises an agent made with
+``langchain.agents.create_agent``.
+
+::
+
+    import warden
+    from langchain.agents import create_agent
+    from warden.langchain import WardenMiddleware
+
+    supervisor = WardenMiddleware(
+        warden.Warden(plugins="plugins", builtin=True),
+        project_root="/home/ada/shop",
+        token_budget=200_000,
+    )
+    agent = create_agent(model, tools, middleware=[supervisor])
+
+How the agent's steps map to Warden's hooks, and how the outcome is honoured:
+
+=====================  ==================  =================================================
+agent step             Warden hook         what the outcome does
+=====================  ==================  =================================================
+run starts             ``on_query_start``  ``deny`` or ``stop``: the run ends, the reason is
+                       (the last human     the answer. Knowledge enrichment goes into the
+                       message)            system prompt of every model call.
+before each model      ``on_turn_start``   notifications due (from this tick and every tick
+call (a turn)          (iterations,        since the last model call) are added to the
+                       token and context   conversation as one human message, before the
+                       usage)              call. ``stop``: the run ends.
+after each model call  ``on_turn_end``     ``continue`` at a final answer (no tool calls):
+                       (the reply, its     the reason is sent as the next instruction and the
+                       ``usage_metadata``) model is called again, at most ``max_continues``
+                                           times per run. ``stop``: the run ends.
+each tool call         ``on_tool_call``    ``deny``: the tool does not run; the model reads
+                                           the reason as the tool's result (and Warden is
+                                           told the call failed). ``rewrite``: the tool runs
+                                           with the rewritten arguments. ``ask``: a LangGraph
+                                           interrupt, answered as LangChain's own
+                                           human-in-the-loop middleware is answered.
+                                           ``stop``: the tool does not run, the run ends.
+its result             ``on_tool_complete``
+                       or
+                       ``on_tool_failure``
+run ends               ``on_session_end``  only with ``end_session_after_run=True``;
+                                           otherwise the session lives on for the thread's
+                                           next run (``end_session()`` ends it).
+=====================  ==================  =================================================
+
+Sessions: one Warden session per LangGraph thread (``config["configurable"]["thread_id"]``),
+or the ``session_id`` given, or one for the middleware when runs have no thread. The
+middleware keeps in memory, per session: the Warden session, the notifications waiting for the
+next model call, the query's knowledge enrichment, and a stop. The agent's state (checkpointed
+with it) keeps the run's model calls, continues and tokens used.
+
+``ask`` needs a checkpointer, as every LangGraph interrupt does. The interrupt's value is a
+dict like the per-call value of ``HumanInTheLoopMiddleware``: ``{"type": "tool_approval",
+"tool_call_id", "name", "args", "description", "rule", "reason"}``; resume with
+``Command(resume={"type": "approve"})``, ``{"type": "edit", "edited_action": {"name": ...,
+"args": {...}}}`` or ``{"type": "reject", "message": "..."}``. The call's ruling is kept in
+memory until the interrupt is answered, so the resumed call is not ticked twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    PrivateStateAttr,
+    hook_config,
+)
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command, interrupt
+
+# How LangChain's own human-in-the-loop middleware checks a person's answer (and publishes its
+# schema to clients); the [langchain] extra pins the version it is read from.
+_decision_schema: Any = getattr(
+    importlib.import_module("langchain.agents.middleware.human_in_the_loop"), "_decision_schema", None
+)
+
+from ._enums import Hook, ProceedKind
+from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
+
+__all__ = ["WardenMiddleware", "WardenState"]
+
+log = logging.getLogger("warden.langchain")
+
+
+class WardenState(AgentState[Any]):
+    """The agent state the middleware adds to (private: not in the agent's input or output)."""
+
+    warden_iterations: NotRequired[Annotated[int, PrivateStateAttr]]
+    """Model calls so far in this run."""
+    warden_continues: NotRequired[Annotated[int, PrivateStateAttr]]
+    """Times a ``continue`` sent the agent back to work in this run."""
+    warden_tokens: NotRequired[Annotated[int, PrivateStateAttr]]
+    """Tokens used by every model call of the thread (``usage_metadata["total_tokens"]``)."""
+    warden_context_tokens: NotRequired[Annotated[int, PrivateStateAttr]]
+    """Tokens of the last model call (input and output): how full its context window was."""
+
+
+@dataclass
+class _Ask:
+    """A tool call waiting for a person's answer."""
+
+    value: dict[str, Any]
+    input: dict[str, Any] | None
+
+    def question(self, request: ToolCallRequest) -> Any:
+        """Interrupts the run with the question; the person's answer, once resumed."""
+        if _decision_schema is None:
+            return interrupt(self.value)
+        schema = _decision_schema(["approve", "edit", "reject"], request.tool_call["name"], request.tool)
+        return interrupt(self.value, response_schema=schema)
+
+
+@dataclass
+class _Conversation:
+    """What the middleware keeps in memory for one session."""
+
+    session: Session
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pending: list[Notification] = field(default_factory=list)
+    enrichment: Enrichment | None = None
+    stopped: str | None = None
+    asked: dict[str, _Ask] = field(default_factory=dict)
+
+    def keep(self, notifications: list[Notification]) -> None:
+        if notifications:
+            with self.lock:
+                self.pending.extend(notifications)
+
+    def take(self, notifications: list[Notification]) -> list[Notification]:
+        """Every notification waiting, and `notifications`."""
+        with self.lock:
+            notes, self.pending = self.pending + notifications, []
+        return notes
+
+
+def _text(message: AnyMessage) -> str:
+    return str(message.text)
+
+
+def _last_human(messages: list[AnyMessage]) -> str:
+    for m in reversed(messages):
+        if isinstance(m, HumanMessage):
+            return _text(m)
+    return ""
+
+
+def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
+    for m in reversed(messages):
+        if isinstance(m, AIMessage):
+            return m
+    return None
+
+
+def _json(value: Any) -> Any:
+    """`value` as plain JSON (what a tick accepts): objects it cannot hold become text."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _result(result: ToolMessage | Command[Any]) -> Any:
+    """A tool's result as rules read it: its text, or the JSON the text holds."""
+    if not isinstance(result, ToolMessage):
+        return None
+    content = result.content
+    if isinstance(content, str):
+        stripped = content.strip()
+        if stripped[:1] in ("{", "["):
+            try:
+                return json.loads(stripped)
+            except ValueError:
+                pass
+        return content
+    return content
+
+
+def _noted(
+    result: ToolMessage | Command[Any], asked: ToolCallRequest, ran: ToolCallRequest
+) -> ToolMessage | Command[Any]:
+    """The result, telling the model which arguments the call ran with when they are not the
+    ones it wrote (a rewrite, or a person's edit), as LangChain's human-in-the-loop does."""
+    args = ran.tool_call["args"]
+    if not isinstance(result, ToolMessage) or args == asked.tool_call["args"]:
+        return result
+    notice = f"[warden] The call ran with these arguments instead: {json.dumps(args, default=str)}"
+    content = result.content
+    if isinstance(content, str):
+        return result.model_copy(update={"content": f"{notice}\n{content}" if content else notice})
+    return result.model_copy(update={"content": [{"type": "text", "text": notice}, *content]})
+
+
+class WardenMiddleware(AgentMiddleware[WardenState, Any]):
+    """Warden supervising a LangChain agent (see the module's documentation for the mapping).
+
+    Args:
+        warden: the supervisor (one is enough for every agent and thread of the process).
+        session_id: one session id for every run (by default, the run's thread id).
+        user: the user the sessions are for (rules read ``context.user.id``).
+        project: the project (``context.project.id``).
+        project_root: the project's folder (``context.project.root``; the guardrails
+            plugin's rules need it).
+        token_budget: the tokens a thread may use; ``turn.token_usage`` is the share used
+            (the sum of the model calls' ``usage_metadata["total_tokens"]``).
+        context_window: the model's context window, in tokens; ``turn.context_usage`` is the
+            share the last model call filled.
+        max_iterations: the model calls a run may make (``turn.max_iterations``).
+        max_continues: how many times one run's agent is sent back to work by ``continue``.
+        end_session_after_run: tick ``on_session_end`` when a run ends, and forget the session
+            (for agents whose every run is a whole conversation).
+    """
+
+    state_schema = WardenState
+
+    def __init__(
+        self,
+        warden: Warden,
+        *,
+        session_id: str | None = None,
+        user: str | None = None,
+        project: str | None = None,
+        project_root: str | None = None,
+        token_budget: int | None = None,
+        context_window: int | None = None,
+        max_iterations: int | None = None,
+        max_continues: int = 3,
+        end_session_after_run: bool = False,
+    ) -> None:
+        super().__init__()
+        if token_budget is not None and token_budget <= 0:
+            raise ValueError(f"token_budget must be a number of tokens above 0, not {token_budget}")
+        if context_window is not None and context_window <= 0:
+            raise ValueError(f"context_window must be a number of tokens above 0, not {context_window}")
+        if max_continues < 0:
+            raise ValueError(f"max_continues must be 0 or more, not {max_continues}")
+        self.warden = warden
+        self.session_id = session_id
+        self.user = user
+        self.project = project
+        self.project_root = project_root
+        self.token_budget = token_budget
+        self.context_window = context_window
+        self.max_iterations = max_iterations
+        self.max_continues = max_continues
+        self.end_session_after_run = end_session_after_run
+        self._default_id = f"langchain-{uuid.uuid4().hex[:12]}"
+        self._conversations: dict[str, _Conversation] = {}
+        self._lock = threading.Lock()
+
+    # Sessions.
+
+    def _id(self, thread_id: str | None = None) -> str:
+        if thread_id is not None:
+            return thread_id
+        if self.session_id is not None:
+            return self.session_id
+        try:
+            configurable = get_config().get("configurable") or {}
+        except RuntimeError:
+            configurable = {}
+        thread = configurable.get("thread_id")
+        return str(thread) if thread is not None else self._default_id
+
+    def _conversation(self, thread_id: str | None = None) -> _Conversation:
+        sid = self._id(thread_id)
+        with self._lock:
+            conv = self._conversations.get(sid)
+            if conv is None:
+                session = self.warden.session(sid, user=self.user, project=self.project)
+                conv = self._conversations[sid] = _Conversation(session)
+            return conv
+
+    def session(self, thread_id: str | None = None) -> Session:
+        """The Warden session of a thread (of ``session_id``, or of runs without a thread,
+        when ``thread_id`` is ``None``)."""
+        return self._conversation(thread_id).session
+
+    def end_session(self, thread_id: str | None = None) -> Outcome | None:
+        """Ticks ``on_session_end`` for a thread's session and forgets it (``None`` when the
+        thread has none)."""
+        sid = self._id(thread_id)
+        with self._lock:
+            conv = self._conversations.pop(sid, None)
+        if conv is None:
+            return None
+        return conv.session.tick(Hook.ON_SESSION_END)
+
+    def _tick(self, conv: _Conversation, hook: Hook, event: dict[str, Any]) -> Outcome:
+        try:
+            outcome = conv.session.tick(hook, event)
+        except EventError:
+            # Something the agent produced is not JSON (an object in a tool's arguments or
+            # result): rules see it as text rather than the supervision failing.
+            outcome = conv.session.tick(hook, _json(event))
+        # A rule that failed did not stop the others; whoever runs the agent should hear of it.
+        for error in outcome.errors:
+            log.warning("session %s, %s: %s", conv.session.id, hook.value, error)
+        return outcome
+
+    # The run.
+
+    @hook_config(can_jump_to=["end"])
+    def before_agent(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """``on_query_start`` with the last human message; ``deny`` or ``stop`` ends the run."""
+        conv = self._conversation()
+        conv.stopped = None
+        event: dict[str, Any] = {"query": _last_human(state["messages"])}
+        if self.max_iterations is not None:
+            event["turn"] = {"max_iterations": self.max_iterations}
+        if self.user is not None:
+            event["user"] = {"id": self.user}
+        if self.project is not None or self.project_root is not None:
+            event["project"] = {"id": self.project, "root": self.project_root}
+        outcome = self._tick(conv, Hook.ON_QUERY_START, event)
+        conv.keep(outcome.inject)
+        conv.enrichment = outcome.enrichment
+        update: dict[str, Any] = {"warden_iterations": 0, "warden_continues": 0}
+        proceed = outcome.proceed
+        if proceed.kind in (ProceedKind.NO, ProceedKind.STOP):
+            update["messages"] = [AIMessage(content=proceed.reason or "")]
+            update["jump_to"] = "end"
+        return update
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """``on_turn_start``; the notifications due go into the conversation before the call."""
+        conv = self._conversation()
+        if conv.stopped is not None:
+            return {"messages": [AIMessage(content=conv.stopped)], "jump_to": "end"}
+        iterations = state.get("warden_iterations", 0) + 1
+        turn: dict[str, Any] = {"iteration_count": iterations}
+        turn.update(self._usage(state.get("warden_tokens", 0), state.get("warden_context_tokens", 0)))
+        if self.max_iterations is not None:
+            turn["max_iterations"] = self.max_iterations
+        outcome = self._tick(conv, Hook.ON_TURN_START, {"turn": turn})
+        update: dict[str, Any] = {"warden_iterations": iterations}
+        notes = conv.take(outcome.inject)
+        proceed = outcome.proceed
+        if proceed.kind == ProceedKind.STOP:
+            update["messages"] = [AIMessage(content=proceed.reason or "")]
+            update["jump_to"] = "end"
+        elif notes:
+            text = self.warden.render(notes)
+            if text is not None:
+                update["messages"] = [HumanMessage(content=text)]
+        return update
+
+    def _usage(self, tokens: int, context_tokens: int) -> dict[str, Any]:
+        turn: dict[str, Any] = {}
+        if self.token_budget is not None:
+            turn["token_usage"] = tokens / self.token_budget
+        if self.context_window is not None:
+            turn["context_window"] = self.context_window
+            turn["context_usage"] = context_tokens / self.context_window
+        return turn
+
+    @hook_config(can_jump_to=["end", "model"])
+    def after_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """``on_turn_end`` with the reply and its token usage; ``continue`` at a final answer
+        sends the agent back to work, ``stop`` ends the run."""
+        conv = self._conversation()
+        reply = _last_ai(state["messages"])
+        if reply is None:
+            return None
+        tokens = state.get("warden_tokens", 0)
+        context_tokens = state.get("warden_context_tokens", 0)
+        usage = reply.usage_metadata
+        if usage:
+            tokens += usage.get("total_tokens") or usage["input_tokens"] + usage["output_tokens"]
+            context_tokens = usage["input_tokens"] + usage["output_tokens"]
+        final = not reply.tool_calls
+        turn = {"final": final, **self._usage(tokens, context_tokens)}
+        event = {"turn": turn, "message": {"role": "assistant", "content": _text(reply)}}
+        outcome = self._tick(conv, Hook.ON_TURN_END, event)
+        conv.keep(outcome.inject)
+        update: dict[str, Any] = {"warden_tokens": tokens, "warden_context_tokens": context_tokens}
+        proceed = outcome.proceed
+        if proceed.kind == ProceedKind.STOP:
+            reason = proceed.reason or ""
+            # The calls the reply asked for will not run: answer them, so the conversation
+            # stays one a model accepts.
+            unanswered = [
+                ToolMessage(content=reason, name=c["name"], tool_call_id=c["id"], status="error")
+                for c in reply.tool_calls
+            ]
+            update["messages"] = [*unanswered, AIMessage(content=reason)]
+            update["jump_to"] = "end"
+        elif proceed.kind == ProceedKind.KEEP_WORKING and final:
+            continues = state.get("warden_continues", 0)
+            if continues < self.max_continues:
+                update["messages"] = [HumanMessage(content=proceed.reason or "")]
+                update["warden_continues"] = continues + 1
+                update["jump_to"] = "model"
+        return update
+
+    def after_agent(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """``on_session_end``, with ``end_session_after_run=True``."""
+        if self.end_session_after_run:
+            self.end_session()
+        return None
+
+    # Model calls: knowledge enrichment goes into the system prompt.
+
+    def _enriched(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        enrichment = self._conversation().enrichment
+        if enrichment is None or enrichment.section is None:
+            return request
+        prompt = enrichment.integrate(request.system_prompt or "")
+        return request.override(system_message=SystemMessage(content=prompt))
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Adds the query's knowledge enrichment, if any, to the system prompt."""
+        return handler(self._enriched(request))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Adds the query's knowledge enrichment, if any, to the system prompt."""
+        return await handler(self._enriched(request))
+
+    # Tool calls.
+
+    def _gate(
+        self, conv: _Conversation, request: ToolCallRequest
+    ) -> ToolCallRequest | ToolMessage | _Ask:
+        """``on_tool_call``: the request to run (rewritten or not), the message the model
+        gets instead of the result, or a question for a person."""
+        call = request.tool_call
+        call_id = call.get("id") or ""
+        waiting = conv.asked.get(call_id)
+        if waiting is not None:
+            return waiting
+        tool = {"name": call["name"], "arguments": call["args"]}
+        outcome = self._tick(conv, Hook.ON_TOOL_CALL, {"tool": tool})
+        conv.keep(outcome.inject)
+        proceed = outcome.proceed
+        kind = proceed.kind
+        reason = proceed.reason or ""
+        if kind == ProceedKind.WITH_INPUT:
+            rewritten = proceed.input if proceed.input is not None else call["args"]
+            return request.override(tool_call={**call, "args": rewritten})
+        if kind in (ProceedKind.NO, ProceedKind.STOP):
+            if kind == ProceedKind.STOP:
+                conv.stopped = reason
+            self._refused(conv, call, reason)
+            return ToolMessage(content=reason, name=call["name"], tool_call_id=call_id, status="error")
+        if kind == ProceedKind.ASK:
+            args = proceed.input if proceed.input is not None else call["args"]
+            ruling = outcome.ruling
+            ask = _Ask(
+                value={
+                    "type": "tool_approval",
+                    "tool_call_id": call_id,
+                    "name": call["name"],
+                    "args": args,
+                    "description": f"{reason}\n\nTool: {call['name']}\nArgs: {json.dumps(args, default=str)}",
+                    "rule": ruling.rule if ruling is not None else None,
+                    "reason": reason,
+                },
+                input=proceed.input,
+            )
+            conv.asked[call_id] = ask
+            return ask
+        return request
+
+    def _refused(self, conv: _Conversation, call: Any, reason: str) -> None:
+        """A call that did not run is still a call the agent made: Warden hears it failed."""
+        tool = {"name": call["name"], "arguments": call["args"]}
+        outcome = self._tick(conv, Hook.ON_TOOL_FAILURE, {"tool": tool, "error": reason})
+        conv.keep(outcome.inject)
+        if outcome.proceed.kind == ProceedKind.STOP:
+            conv.stopped = outcome.proceed.reason or ""
+
+    def _answer(
+        self, conv: _Conversation, request: ToolCallRequest, ask: _Ask, decision: Any
+    ) -> ToolCallRequest | ToolMessage:
+        """A person's answer to an ``ask``, as LangChain's human-in-the-loop answers are
+        read: approve, edit or reject."""
+        call = request.tool_call
+        conv.asked.pop(call.get("id") or "", None)
+        kind = decision.get("type") if isinstance(decision, dict) else None
+        if kind == "approve":
+            if ask.input is None:
+                return request
+            return request.override(tool_call={**call, "args": ask.input})
+        if kind == "edit":
+            edited = decision.get("edited_action") or {}
+            if edited.get("name", call["name"]) != call["name"]:
+                raise ValueError(
+                    f"an edit must keep the tool `{call['name']}`, not change it to `{edited.get('name')}`"
+                )
+            return request.override(tool_call={**call, "args": edited.get("args", call["args"])})
+        if kind == "reject":
+            if message := decision.get("message"):
+                content = f"User rejected the tool call for `{call['name']}` with reason: {message}"
+            else:
+                content = (
+                    f"User rejected the tool call for `{call['name']}` with id {call.get('id')}. "
+                    "The tool was not executed. Do not retry this tool call unless the user "
+                    "explicitly requests it."
+                )
+            self._refused(conv, call, content)
+            return ToolMessage(content=content, name=call["name"], tool_call_id=call.get("id") or "", status="error")
+        raise ValueError(
+            f"unexpected answer to Warden's question about `{call['name']}`: {decision!r}; "
+            'answer {"type": "approve"}, {"type": "edit", "edited_action": {"name": ..., '
+            '"args": {...}}} or {"type": "reject", "message": "..."}'
+        )
+
+    def _done(
+        self,
+        conv: _Conversation,
+        request: ToolCallRequest,
+        result: ToolMessage | Command[Any] | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        """``on_tool_complete`` or ``on_tool_failure``."""
+        call = request.tool_call
+        tool = {"name": call["name"], "arguments": call["args"]}
+        event: dict[str, Any]
+        if error is not None:
+            hook, event = Hook.ON_TOOL_FAILURE, {"tool": tool, "error": f"{type(error).__name__}: {error}"}
+        elif isinstance(result, ToolMessage) and result.status == "error":
+            hook, event = Hook.ON_TOOL_FAILURE, {"tool": tool, "error": _text(result)}
+        else:
+            hook, event = Hook.ON_TOOL_COMPLETE, {"tool": tool, "result": _result(result) if result is not None else None}
+        outcome = self._tick(conv, hook, event)
+        conv.keep(outcome.inject)
+        if outcome.proceed.kind == ProceedKind.STOP:
+            conv.stopped = outcome.proceed.reason or ""
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        """``on_tool_call`` before the tool runs (deny, rewrite, ask, stop), then
+        ``on_tool_complete`` or ``on_tool_failure``."""
+        conv = self._conversation()
+        gate = self._gate(conv, request)
+        if isinstance(gate, _Ask):
+            gate = self._answer(conv, request, gate, gate.question(request))
+        if isinstance(gate, ToolMessage):
+            return gate
+        try:
+            result = handler(gate)
+        except Exception as e:
+            self._done(conv, gate, error=e)
+            raise
+        self._done(conv, gate, result=result)
+        return _noted(result, request, gate)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """``wrap_tool_call`` for async agents: the ticks run on a worker thread."""
+        conv = self._conversation()
+        gate = await asyncio.to_thread(self._gate, conv, request)
+        if isinstance(gate, _Ask):
+            answer = gate.question(request)
+            gate = await asyncio.to_thread(self._answer, conv, request, gate, answer)
+        if isinstance(gate, ToolMessage):
+            return gate
+        try:
+            result = await handler(gate)
+        except Exception as e:
+            await asyncio.to_thread(self._done, conv, gate, None, e)
+            raise
+        await asyncio.to_thread(self._done, conv, gate, result)
+        return _noted(result, request, gate)
+
+    # The async hooks: the same, with the ticks on a worker thread.
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_agent(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.before_agent, state, runtime)
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.before_model, state, runtime)
+
+    @hook_config(can_jump_to=["end", "model"])
+    async def aafter_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.after_model, state, runtime)
+
+    async def aafter_agent(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return await asyncio.to_thread(self.after_agent, state, runtime)

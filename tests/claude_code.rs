@@ -279,8 +279,9 @@ fn eight_processes_on_one_session_lose_no_update() {
             assert!(out.status.success());
             assert!(
                 out.stdout.is_empty(),
-                "{}",
-                String::from_utf8_lossy(&out.stdout)
+                "stdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
             );
         }
     }

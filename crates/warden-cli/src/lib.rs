@@ -16,6 +16,7 @@ mod demo;
 mod folders;
 mod hook;
 mod manage;
+mod migrate;
 mod narrate;
 mod new;
 mod replay;
@@ -141,6 +142,9 @@ enum Command {
         #[command(subcommand)]
         command: sessions::SessionsCommand,
     },
+    /// Copy a store into another: `warden migrate --from warden.db --to postgres://...` moves
+    /// plugin state, users' choices, saved sessions and the execution log, in one transaction.
+    Migrate(migrate::MigrateArgs),
     /// Run a simulated research session supervised by the built-in rules, and show each hook,
     /// the rules that fired and the notifications.
     Demo {
@@ -245,6 +249,7 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
         }
         Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
         Command::Sessions { command } => sessions::run(config, command),
+        Command::Migrate(args) => migrate::run(&args),
         // Answered before the configuration is read (see `main`).
         Command::Hook { .. } | Command::Init { .. } => Ok(ExitCode::SUCCESS),
     }

@@ -34,8 +34,9 @@ pub(crate) struct Setup {
         global = true
     )]
     capabilities: Vec<String>,
-    /// The SQLite database (plugin state, users' choices, the execution log).
-    #[arg(long, value_name = "FILE", global = true)]
+    /// The database (plugin state, users' choices, the execution log, saved sessions): a
+    /// SQLite file, or a PostgreSQL URL (`postgres://USER:PASSWORD@HOST:PORT/DB`).
+    #[arg(long, value_name = "FILE|URL", global = true)]
     db: Option<PathBuf>,
     /// The user to act for or show.
     #[arg(long, global = true)]

@@ -4,7 +4,9 @@
 //!
 //! A session resolves the choices for its user and project once, and again only when they
 //! change: through this API (seen at the next tick), or in the database by another process
-//! (noticed within [`POLL_INTERVAL`], through SQLite's `data_version`).
+//! (noticed within [`POLL_INTERVAL`] of hearing of it, through the store's `data_version`:
+//! SQLite's count of other connections' commits, or the notifications a PostgreSQL listener
+//! heard from other nodes).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -18,7 +20,8 @@ use warden_input::closest;
 use warden_load::Hook;
 use warden_load::{SettingDef, SettingValue};
 
-/// How often a running Warden looks for changes other processes made to the database.
+/// How often a running Warden looks for changes other processes made to the database (a
+/// cheap check: a SQLite pragma, or a counter PostgreSQL's listener keeps).
 pub const POLL_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Why a change was refused.

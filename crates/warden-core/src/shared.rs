@@ -80,7 +80,8 @@ pub(crate) struct Shared {
     pub(crate) controls: RwLock<Arc<Controls>>,
     /// When the store was last polled for changes by other processes (ms since `started`).
     pub(crate) polled_at: AtomicU64,
-    /// The store's `data_version` at that poll.
+    /// The store's `data_version` at that poll (SQLite: other connections' commits;
+    /// PostgreSQL: notifications of changed choices heard by its listener).
     pub(crate) data_version: AtomicI64,
     pub(crate) started: Instant,
     /// How notifications are written into the agent's context.
@@ -96,7 +97,8 @@ impl Shared {
     }
 
     /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
-    /// process changed them, and reads them again if so.
+    /// process changed them, and reads them again if so (on PostgreSQL the question costs no
+    /// round trip: a listener connection counts the changes announced).
     pub(crate) fn controls(&self) -> Arc<Controls> {
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let last = self.polled_at.load(Ordering::Relaxed);

@@ -7,7 +7,8 @@
 //! plugins = ["plugins"]                # folders of plugins
 //! capabilities = ["vault_search"]      # what the host provides, for plugins that require it
 //! database = "warden.db"               # plugin state, user choices, the execution log
-//!                                      # (or [database] with `path` and `synchronous`)
+//!                                      # (or postgres://USER@HOST/DB for many nodes,
+//!                                      # or [database] with `path` and `synchronous`)
 //! user = "default"                     # who `warden rules ...` acts for
 //! project = "default"
 //!
@@ -111,7 +112,8 @@ pub struct Config {
     pub plugins: Vec<PathBuf>,
     /// Capabilities the host provides.
     pub capabilities: Vec<String>,
-    /// The SQLite database (in memory when absent).
+    /// The database (in memory when absent): a SQLite file, or a PostgreSQL URL
+    /// (`postgres://...`, kept as written).
     pub database: Option<PathBuf>,
     /// Make every commit durable on power loss (`[database] synchronous = "full"`), not only on
     /// a crash of the process (`"normal"`, the default).
@@ -194,6 +196,14 @@ impl Config {
             let p = PathBuf::from(p);
             if p.is_absolute() { p } else { base.join(p) }
         };
+        // A URL names a server, not a file beside this one.
+        let database = |p: String| {
+            if is_database_url(&p) {
+                PathBuf::from(p)
+            } else {
+                resolve(p)
+            }
+        };
         if let Some(table) = doc.parse(file.text()) {
             let mut top = Table::new(table.get_ref(), "", 0..0);
             if let Some(at) = top.boolean(&mut doc, "builtin") {
@@ -219,11 +229,11 @@ impl Config {
                 .is_some_and(|v| matches!(v.get_ref(), toml::de::DeValue::Table(_)));
             if !database_table {
                 if let Some(at) = top.string(&mut doc, "database") {
-                    config.database = Some(resolve(at.value));
+                    config.database = Some(database(at.value));
                 }
             } else if let Some(mut t) = top.table(&mut doc, "database") {
                 if let Some(at) = t.string(&mut doc, "path") {
-                    config.database = Some(resolve(at.value));
+                    config.database = Some(database(at.value));
                 }
                 if let Some(at) = t.string(&mut doc, "synchronous") {
                     match at.value.as_str() {
@@ -402,9 +412,32 @@ impl Config {
     }
 }
 
+/// Whether `database` names a PostgreSQL server (`postgres://` or `postgresql://`) rather than
+/// a SQLite file.
+pub fn is_database_url(database: &str) -> bool {
+    let lower = database.get(..13).unwrap_or(database).to_ascii_lowercase();
+    lower.starts_with("postgres://") || lower.starts_with("postgresql://")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_url_is_kept_as_written() {
+        for url in [
+            "postgres://warden@db.internal/warden?pool_size=4",
+            "postgresql://warden@db.internal:6543/warden",
+        ] {
+            let c = Config::parse(
+                Path::new("/srv/agent/warden.toml"),
+                &format!("database = \"{url}\"\n"),
+            )
+            .unwrap();
+            assert_eq!(c.database, Some(PathBuf::from(url)));
+        }
+        assert!(!is_database_url("postgres.db"));
+    }
 
     #[test]
     fn a_full_configuration_reads() {

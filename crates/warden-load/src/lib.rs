@@ -51,7 +51,7 @@ pub use action::{
     rewrite_misplaced_at,
 };
 pub use builtin::{BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_RULES, BUILTIN_SCRIPTS};
-pub use config::{CONFIG_FIELDS, CONFIG_FILE, ClaudeCodeConfig, Config};
+pub use config::{CONFIG_FIELDS, CONFIG_FILE, ClaudeCodeConfig, Config, is_database_url};
 pub use hook::{Hook, UnknownHook};
 pub use ids::{BUILTIN_PLUGIN, DEFAULT_ID, LOCAL_PLUGIN, is_kebab, kebab_id, rule_key, to_kebab};
 pub use load::{Capabilities, Loaded, PluginDef, RuleSource, load, load_modes};

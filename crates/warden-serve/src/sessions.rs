@@ -238,7 +238,9 @@ impl Sessions {
                 self.keep(id, s)?
             }
         };
-        let s = lock(&open.session);
+        let mut s = lock(&open.session);
+        // Another server on the same database may have ticked it since.
+        s.refresh()?;
         if s.events() == 0 {
             return Ok(None);
         }

@@ -1,6 +1,53 @@
-//! The one error type of this crate.
+//! The one error type of this crate, and the database errors it carries.
 
-use crate::StateScope;
+use crate::types::StateScope;
+
+/// What the database driver said: SQLite's, PostgreSQL's, or the connection pool's.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// SQLite (rusqlite).
+    #[error(transparent)]
+    Sqlite(#[from] rusqlite::Error),
+    /// PostgreSQL (the `postgres` crate).
+    #[error("{}", describe_pg(.0))]
+    Postgres(#[from] postgres::Error),
+    /// What the PostgreSQL server reported from inside one of Warden's functions (a group of
+    /// state writes that failed on its own), or a failure described in words.
+    #[error("{0}")]
+    Server(String),
+}
+
+/// What a PostgreSQL error says in full: the server's message with its SQLSTATE, detail and
+/// hint, or the driver's with its causes (the driver's own `Display` says only its kind).
+pub(crate) fn describe_pg(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut out = format!("{}: {} ({})", db.severity(), db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            out.push_str(&format!("; {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            out.push_str(&format!("; hint: {hint}"));
+        }
+        return out;
+    }
+    let mut out = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        out.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    out
+}
+
+impl DbError {
+    /// The SQLSTATE code of a PostgreSQL error (`55P03`...), if it is one.
+    pub fn sqlstate(&self) -> Option<&str> {
+        match self {
+            DbError::Postgres(e) => e.code().map(postgres::error::SqlState::code),
+            DbError::Sqlite(_) | DbError::Server(_) => None,
+        }
+    }
+}
 
 /// Everything that can go wrong while opening or using a [`Store`](crate::Store).
 ///
@@ -10,13 +57,13 @@ use crate::StateScope;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The database file could not be created, opened or configured
-    /// (missing permissions, not a SQLite file, locked for longer than the busy timeout, ...).
+    /// (missing permissions, not a SQLite file, a PostgreSQL server that refused the login, ...).
     #[error("cannot open database {db}: {cause}")]
     Open {
         /// The database that was being opened.
         db: String,
-        /// What SQLite said.
-        cause: rusqlite::Error,
+        /// What the database said.
+        cause: DbError,
     },
 
     /// The directory that should contain the database could not be created.
@@ -35,8 +82,8 @@ pub enum StoreError {
         db: String,
         /// The schema version the failed migration would have produced.
         version: u32,
-        /// What SQLite said.
-        cause: rusqlite::Error,
+        /// What the database said.
+        cause: DbError,
     },
 
     /// The database was written by a newer warden; this build refuses to touch it.
@@ -61,8 +108,8 @@ pub enum StoreError {
         scope: Box<StateScope>,
         /// The key that could not be written.
         key: String,
-        /// What SQLite said.
-        cause: rusqlite::Error,
+        /// What the database said.
+        cause: DbError,
     },
 
     /// A stored `value_json` is not valid JSON (or not text at all).
@@ -91,13 +138,13 @@ pub enum StoreError {
         reason: String,
     },
 
-    /// Any other SQLite failure while using an open database.
+    /// Any other database failure while using an open database.
     #[error("database {db}: {cause}")]
-    Sqlite {
+    Database {
         /// The database that was being used.
         db: String,
-        /// What SQLite said.
-        cause: rusqlite::Error,
+        /// What the database said.
+        cause: DbError,
     },
 
     /// Another process saved the session since this one loaded it: the tick must be run again
@@ -120,6 +167,38 @@ pub enum StoreError {
         db: String,
         /// The first write that failed, and why.
         reason: String,
+    },
+
+    /// The database server could not be reached (or a connection to it broke) within the
+    /// connection timeout. Nothing of the operation was written.
+    #[error(
+        "database {db} cannot be reached: {reason}; nothing of this was written (check that the server runs and the URL is right)"
+    )]
+    Unreachable {
+        /// The database.
+        db: String,
+        /// What the driver or the pool said.
+        reason: String,
+    },
+
+    /// A database URL that cannot be used.
+    #[error("database URL {url}: {reason}")]
+    BadUrl {
+        /// The URL, without its password.
+        url: String,
+        /// What is wrong, and how to write it.
+        reason: String,
+    },
+
+    /// `warden migrate` was asked to copy into a store that already holds data.
+    #[error(
+        "database {db} already holds data ({what}); copy into an empty database, or pass --replace to empty it first"
+    )]
+    NotEmpty {
+        /// The target database.
+        db: String,
+        /// What it holds (`12 keys of plugin state, 3 sessions`).
+        what: String,
     },
 
     /// Another process held the database's write lock for longer than this one waits.

@@ -1,15 +1,16 @@
+//! The store's test suite, run against both back ends (see `testdb.rs`).
+
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use super::*;
+use crate::testdb::{TestDb, both_backends};
 
 fn scope(user: &str, project: &str, plugin: &str) -> StateScope {
     StateScope::new(user, project, plugin)
-}
-
-fn store() -> Store {
-    Store::in_memory().expect("in-memory store")
 }
 
 fn apply_ok(store: &Store, groups: &[Vec<StateWrite>]) {
@@ -42,17 +43,80 @@ fn errors_stay_small() {
 
 #[test]
 fn in_memory_store_is_migrated() {
-    let s = store();
+    let s = Store::in_memory().expect("in-memory store");
     assert_eq!(
         s.schema_version().expect("version"),
         Store::latest_schema_version()
     );
     assert_eq!(s.path(), None);
+    assert_eq!(s.backend(), Backend::Sqlite);
 }
 
-#[test]
-fn state_round_trips_json_values() {
-    let s = store();
+both_backends!(
+    a_store_is_migrated_and_reopening_is_idempotent,
+    a_newer_schema_is_refused,
+    state_round_trips_json_values,
+    null_value_is_not_deletion,
+    scopes_isolate,
+    upsert_keeps_created_at_and_bumps_updated_at,
+    later_write_in_a_group_wins,
+    failed_group_rolls_back_alone,
+    empty_groups_are_fine,
+    corrupt_value_names_scope_and_key,
+    execution_log_round_trips_and_filters,
+    execution_default_limit_is_100,
+    a_bare_rule_id_finds_the_rule_in_any_plugin,
+    store_works_from_two_threads,
+    two_stores_on_one_database_share_data,
+    toggles_round_trip_and_report_changes,
+    overrides_round_trip,
+    a_corrupt_override_names_itself,
+    another_stores_changes_are_noticed_within_a_second,
+    a_session_round_trips_and_its_version_grows,
+    a_stale_save_is_a_conflict_and_writes_nothing,
+    sessions_are_deleted_and_pruned,
+    ticks_on_two_connections_lose_no_update,
+    two_connections_ticking_one_session_take_turns,
+    a_held_lock_fails_the_tick_after_its_timeout,
+    a_tick_dropped_uncommitted_writes_nothing,
+    a_copy_holds_every_row,
+    a_copy_refuses_a_target_that_holds_data,
+    hostile_strings_are_only_data,
+);
+
+fn a_store_is_migrated_and_reopening_is_idempotent(db: &TestDb) {
+    let latest = Store::latest_schema_version_of(db.backend);
+    let s = db.open();
+    assert_eq!(s.schema_version().expect("version"), latest);
+    drop(s);
+    let s = db.open();
+    assert_eq!(s.schema_version().expect("version"), latest);
+    assert_eq!(s.contents().expect("contents"), "nothing");
+}
+
+fn a_newer_schema_is_refused(db: &TestDb) {
+    let s = db.open();
+    db.exec(
+        &s,
+        "PRAGMA user_version = 99",
+        "INSERT INTO schema_version (version) VALUES (99)",
+    );
+    drop(s);
+    let err = Store::open(&db.location).expect_err("refused");
+    assert!(
+        matches!(err, StoreError::SchemaTooNew { found: 99, .. }),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.contains("database schema version 99 is newer than this build knows")
+            && msg.contains("upgrade warden"),
+        "{msg}"
+    );
+}
+
+fn state_round_trips_json_values(db: &TestDb) {
+    let s = db.open();
     let sc = scope("u", "p", "x");
     let values = [
         ("string", json!("hello \"world\" ✓")),
@@ -63,6 +127,7 @@ fn state_round_trips_json_values() {
         ("array", json!([1, "two", null])),
         ("object", json!({"a": {"b": [1, 2]}, "c": null})),
         ("null", Value::Null),
+        ("quote'in key", json!("it's")),
     ];
     apply_ok(
         &s,
@@ -77,11 +142,15 @@ fn state_round_trips_json_values() {
     let all = s.state_all(&sc).expect("all");
     assert_eq!(all.len(), values.len());
     assert_eq!(all["object"], json!({"a": {"b": [1, 2]}, "c": null}));
+    // Inside a tick too.
+    let tx = s.tick();
+    assert_eq!(tx.state_get(&sc, "int").expect("get"), Some(json!(42)));
+    assert_eq!(tx.state_all(&sc).expect("all"), all);
+    tx.commit(None).expect("commit");
 }
 
-#[test]
-fn null_value_is_not_deletion() {
-    let s = store();
+fn null_value_is_not_deletion(db: &TestDb) {
+    let s = db.open();
     let sc = scope("u", "p", "x");
     apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "k", Value::Null)]]);
     assert_eq!(s.state_get(&sc, "k").expect("get"), Some(Value::Null));
@@ -95,9 +164,8 @@ fn null_value_is_not_deletion() {
     apply_ok(&s, &[vec![StateWrite::delete(sc.clone(), "never")]]);
 }
 
-#[test]
-fn scopes_isolate() {
-    let s = store();
+fn scopes_isolate(db: &TestDb) {
+    let s = db.open();
     let scopes = [
         scope("u1", "p", "x"),
         scope("u2", "p", "x"),
@@ -128,39 +196,25 @@ fn scopes_isolate() {
     );
 }
 
-#[test]
-fn upsert_keeps_created_at_and_bumps_updated_at() {
-    let s = store();
+fn upsert_keeps_created_at_and_bumps_updated_at(db: &TestDb) {
+    let s = db.open();
     let sc = scope("u", "p", "x");
     apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "k", json!(1))]]);
     // Backdate the row so a same-second update is distinguishable.
-    s.with_conn(|c| {
-        c.execute(
-            "UPDATE plugin_state SET created_at = '2000-01-01 00:00:00', \
-             updated_at = '2000-01-01 00:00:00'",
-            [],
-        )
-    })
-    .expect("backdate");
+    let backdate = "UPDATE plugin_state SET created_at = '2000-01-01 00:00:00', \
+                    updated_at = '2000-01-01 00:00:00'";
+    db.exec(&s, backdate, backdate);
     apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "k", json!(2))]]);
-    let (count, created, updated): (i64, String, String) = s
-        .with_conn(|c| {
-            c.query_row(
-                "SELECT count(*), min(created_at), min(updated_at) FROM plugin_state",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-        })
-        .expect("read");
-    assert_eq!(count, 1);
-    assert_eq!(created, "2000-01-01 00:00:00");
-    assert_ne!(updated, "2000-01-01 00:00:00");
+    let dump = s.dump();
+    assert_eq!(dump.state.len(), 1);
+    assert_eq!(dump.state[0].created_at, "2000-01-01 00:00:00");
+    assert_ne!(dump.state[0].updated_at, "2000-01-01 00:00:00");
+    assert_eq!(dump.state[0].updated_at.len(), "2000-01-01 00:00:00".len());
     assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(2)));
 }
 
-#[test]
-fn later_write_in_a_group_wins() {
-    let s = store();
+fn later_write_in_a_group_wins(db: &TestDb) {
+    let s = db.open();
     let sc = scope("u", "p", "x");
     apply_ok(
         &s,
@@ -176,75 +230,78 @@ fn later_write_in_a_group_wins() {
     assert_eq!(s.state_get(&sc, "gone").expect("get"), None);
 }
 
-#[test]
-fn failed_group_rolls_back_alone() {
-    let s = store();
-    s.with_conn(|c| {
-        c.execute_batch(
-            "CREATE TRIGGER boom BEFORE INSERT ON plugin_state \
-             WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END;",
-        )
-    })
-    .expect("trigger");
+fn failed_group_rolls_back_alone(db: &TestDb) {
+    let s = db.open();
+    db.exec(
+        &s,
+        "CREATE TRIGGER boom BEFORE INSERT ON plugin_state \
+         WHEN NEW.key = 'boom' BEGIN SELECT RAISE(ABORT, 'boom'); END;",
+        "CREATE FUNCTION boom() RETURNS trigger LANGUAGE plpgsql AS $$ \
+         BEGIN IF NEW.key = 'boom' THEN RAISE EXCEPTION 'boom'; END IF; RETURN NEW; END $$; \
+         CREATE TRIGGER boom BEFORE INSERT ON plugin_state FOR EACH ROW EXECUTE FUNCTION boom();",
+    );
     let sc = scope("u", "p", "x");
     apply_ok(
         &s,
         &[vec![StateWrite::set(sc.clone(), "existing", json!(0))]],
     );
-
-    let results = s
-        .apply_writes(&[
-            vec![StateWrite::set(sc.clone(), "first", json!(1))],
-            vec![
-                StateWrite::set(sc.clone(), "a", json!("a")),
-                StateWrite::set(sc.clone(), "existing", json!(99)),
-                StateWrite::delete(sc.clone(), "first"),
-                StateWrite::set(sc.clone(), "boom", json!(true)),
-                StateWrite::set(sc.clone(), "after", json!(1)),
-            ],
-            vec![StateWrite::set(sc.clone(), "third", json!(3))],
-        ])
-        .expect("transaction commits");
-    assert_eq!(results.len(), 3);
-    assert!(results[0].is_ok());
-    assert!(results[2].is_ok());
-    let err = results[1].as_ref().expect_err("group 2 fails");
-    match err {
-        StoreError::Write { key, scope, .. } => {
-            assert_eq!(key, "boom");
-            assert_eq!(**scope, sc);
+    let groups = [
+        vec![StateWrite::set(sc.clone(), "first", json!(1))],
+        vec![
+            StateWrite::set(sc.clone(), "a", json!("a")),
+            StateWrite::set(sc.clone(), "existing", json!(99)),
+            StateWrite::delete(sc.clone(), "first"),
+            StateWrite::set(sc.clone(), "boom", json!(true)),
+            StateWrite::set(sc.clone(), "after", json!(1)),
+        ],
+        vec![StateWrite::set(sc.clone(), "third", json!(3))],
+    ];
+    let check = |results: Vec<Result<(), StoreError>>| {
+        assert_eq!(results.len(), 3);
+        assert!(results[0].is_ok());
+        assert!(results[2].is_ok());
+        let err = results[1].as_ref().expect_err("group 2 fails");
+        match err {
+            StoreError::Write { key, scope, .. } => {
+                assert_eq!(key, "boom");
+                assert_eq!(**scope, sc);
+            }
+            other => panic!("unexpected error {other:?}"),
         }
-        other => panic!("unexpected error {other:?}"),
-    }
-    assert!(err.to_string().contains("boom"), "{err}");
-
-    let all = s.state_all(&sc).expect("all");
-    let expected: BTreeMap<String, Value> = [
-        ("existing".to_owned(), json!(0)),
-        ("first".to_owned(), json!(1)),
-        ("third".to_owned(), json!(3)),
-    ]
-    .into_iter()
-    .collect();
-    assert_eq!(all, expected);
+        assert!(err.to_string().contains("boom"), "{err}");
+        let all = s.state_all(&sc).expect("all");
+        let expected: BTreeMap<String, Value> = [
+            ("existing".to_owned(), json!(0)),
+            ("first".to_owned(), json!(1)),
+            ("third".to_owned(), json!(3)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(all, expected);
+    };
+    check(s.apply_writes(&groups).expect("transaction commits"));
+    // The same inside a tick, which goes on to commit what did not fail.
+    apply_ok(&s, &[vec![StateWrite::delete(sc.clone(), "third")]]);
+    let tx = s.tick();
+    let results = tx.write_groups(&groups).expect("transaction goes on");
+    tx.commit(None).expect("commit");
+    check(results);
 }
 
-#[test]
-fn empty_groups_are_fine() {
-    let s = store();
+fn empty_groups_are_fine(db: &TestDb) {
+    let s = db.open();
     assert!(s.apply_writes(&[]).expect("tx").is_empty());
     let results = s.apply_writes(&[vec![], vec![]]).expect("tx");
     assert_eq!(results.len(), 2);
     assert!(results.iter().all(Result::is_ok));
 }
 
-#[test]
-fn corrupt_value_names_scope_and_key() {
-    let s = store();
+fn corrupt_value_names_scope_and_key(db: &TestDb) {
+    let s = db.open();
     let sc = scope("u", "p", "x");
     apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "bad", json!(1))]]);
-    s.with_conn(|c| c.execute("UPDATE plugin_state SET value_json = '{nope'", []))
-        .expect("corrupt");
+    let corrupt = "UPDATE plugin_state SET value_json = '{nope'";
+    db.exec(&s, corrupt, corrupt);
     let err = s.state_get(&sc, "bad").expect_err("corrupt");
     assert!(
         matches!(&err, StoreError::CorruptValue { key, scope, .. } if key == "bad" && **scope == sc),
@@ -253,86 +310,11 @@ fn corrupt_value_names_scope_and_key() {
     let msg = err.to_string();
     assert!(msg.contains("\"bad\"") && msg.contains("\"x\""), "{msg}");
     assert!(s.state_all(&sc).is_err());
-
-    s.with_conn(|c| c.execute("UPDATE plugin_state SET value_json = x'00'", []))
-        .expect("blob");
-    let err = s.state_get(&sc, "bad").expect_err("blob");
-    assert!(err.to_string().contains("Blob"), "{err}");
+    assert!(s.tick().state_all(&sc).is_err());
 }
 
-#[test]
-fn file_store_persists_across_reopen_in_wal_mode() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("nested").join("warden.db");
-    let sc = scope("u", "p", "x");
-    {
-        let s = Store::open(&path).expect("open");
-        assert_eq!(s.path(), Some(path.as_path()));
-        let mode: String = s
-            .with_conn(|c| c.pragma_query_value(None, "journal_mode", |r| r.get(0)))
-            .expect("mode");
-        assert_eq!(mode, "wal");
-        let fk: i64 = s
-            .with_conn(|c| c.pragma_query_value(None, "foreign_keys", |r| r.get(0)))
-            .expect("fk");
-        assert_eq!(fk, 1);
-        apply_ok(
-            &s,
-            &[vec![StateWrite::set(sc.clone(), "k", json!({"n": 1}))]],
-        );
-        s.record_executions(&[record("r1", Some("s1"), None)])
-            .expect("log");
-    }
-    let s = Store::open(&path).expect("reopen");
-    assert_eq!(
-        s.schema_version().expect("version"),
-        Store::latest_schema_version()
-    );
-    assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!({"n": 1})));
-    assert_eq!(
-        s.executions(&ExecutionFilter::default())
-            .expect("log")
-            .len(),
-        1
-    );
-}
-
-#[test]
-fn newer_schema_is_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("warden.db");
-    drop(Store::open(&path).expect("create"));
-    {
-        let c = Connection::open(&path).expect("raw open");
-        c.pragma_update(None, "user_version", 99).expect("bump");
-    }
-    let err = Store::open(&path).expect_err("refused");
-    assert!(
-        matches!(err, StoreError::SchemaTooNew { found: 99, .. }),
-        "{err:?}"
-    );
-    let msg = err.to_string();
-    assert!(
-        msg.contains("database schema version 99 is newer than this build knows")
-            && msg.contains("upgrade warden")
-            && msg.contains(&path.display().to_string()),
-        "{msg}"
-    );
-}
-
-#[test]
-fn garbage_file_is_an_open_error_naming_the_path() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("not-a.db");
-    std::fs::write(&path, vec![b'x'; 4096]).expect("write");
-    let err = Store::open(&path).expect_err("garbage");
-    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
-    assert!(err.to_string().contains("not-a.db"), "{err}");
-}
-
-#[test]
-fn execution_log_round_trips_and_filters() {
-    let s = store();
+fn execution_log_round_trips_and_filters(db: &TestDb) {
+    let s = db.open();
     s.record_executions(&[]).expect("empty");
     s.record_executions(&[
         record("r1", Some("s1"), None),
@@ -361,23 +343,22 @@ fn execution_log_round_trips_and_filters() {
     assert!(all.windows(2).all(|w| w[0].id > w[1].id));
     assert_eq!(all[0].record, other_user);
     assert_eq!(all[4].record, record("r1", Some("s1"), None));
-    assert!(!all[0].created_at.is_empty());
+    assert_eq!(all[0].created_at.len(), "2000-01-01 00:00:00".len());
     let (newest, oldest) = (all[0].id, all[4].id);
 
+    let count = |f| ids(f).len();
     assert_eq!(
-        ids(ExecutionFilter {
+        count(ExecutionFilter {
             rule_id: Some("r1".into()),
             ..Default::default()
-        })
-        .len(),
+        }),
         4
     );
     assert_eq!(
-        ids(ExecutionFilter {
+        count(ExecutionFilter {
             session_id: Some("s1".into()),
             ..Default::default()
-        })
-        .len(),
+        }),
         3
     );
     assert_eq!(
@@ -400,22 +381,20 @@ fn execution_log_round_trips_and_filters() {
         Some("lua error")
     );
     assert_eq!(
-        ids(ExecutionFilter {
+        count(ExecutionFilter {
             rule_id: Some("r1".into()),
             session_id: Some("s2".into()),
             failures_only: true,
             ..Default::default()
-        })
-        .len(),
+        }),
         1
     );
-    assert_eq!(
-        ids(ExecutionFilter {
-            limit: Some(2),
-            ..Default::default()
-        }),
-        vec![newest, newest - 1]
-    );
+    let two = ids(ExecutionFilter {
+        limit: Some(2),
+        ..Default::default()
+    });
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[0], newest);
     assert!(
         ids(ExecutionFilter {
             limit: Some(0),
@@ -431,11 +410,22 @@ fn execution_log_round_trips_and_filters() {
         .last(),
         Some(&oldest)
     );
+    // Inside a tick, committed with it.
+    let tx = s.tick();
+    tx.record_executions(&[record("in-tick", None, None)])
+        .expect("record");
+    tx.commit(None).expect("commit");
+    assert_eq!(
+        count(ExecutionFilter {
+            rule_id: Some("in-tick".into()),
+            ..Default::default()
+        }),
+        1
+    );
 }
 
-#[test]
-fn execution_default_limit_is_100() {
-    let s = store();
+fn execution_default_limit_is_100(db: &TestDb) {
+    let s = db.open();
     let records: Vec<_> = (0..150)
         .map(|i| record(&format!("r{i}"), None, None))
         .collect();
@@ -445,81 +435,8 @@ fn execution_default_limit_is_100() {
     assert_eq!(rows[0].record.rule_id, "r149");
 }
 
-#[test]
-fn store_is_send_and_sync_and_works_from_two_threads() {
-    fn assert_send_sync<T: Send + Sync>() {}
-    assert_send_sync::<Store>();
-
-    let dir = tempfile::tempdir().expect("tempdir");
-    let s = Arc::new(Store::open(dir.path().join("warden.db")).expect("open"));
-    let handles: Vec<_> = (0..2)
-        .map(|t| {
-            let s = Arc::clone(&s);
-            std::thread::spawn(move || {
-                let sc = scope("u", "p", &format!("plugin{t}"));
-                for i in 0..50 {
-                    apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "n", json!(i))]]);
-                    s.record_executions(&[record(&format!("t{t}"), None, None)])
-                        .expect("log");
-                    assert_eq!(s.state_get(&sc, "n").expect("get"), Some(json!(i)));
-                }
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join().expect("thread");
-    }
-    for t in 0..2 {
-        assert_eq!(
-            s.state_get(&scope("u", "p", &format!("plugin{t}")), "n")
-                .expect("get"),
-            Some(json!(49))
-        );
-    }
-    assert_eq!(
-        s.executions(&ExecutionFilter {
-            limit: Some(1000),
-            ..Default::default()
-        })
-        .expect("log")
-        .len(),
-        100
-    );
-}
-
-#[test]
-fn two_stores_on_one_file_share_data() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("warden.db");
-    let a = Store::open(&path).expect("a");
-    let b = Store::open(&path).expect("b");
-    let sc = scope("u", "p", "x");
-    apply_ok(
-        &a,
-        &[vec![StateWrite::set(sc.clone(), "k", json!("from a"))]],
-    );
-    assert_eq!(b.state_get(&sc, "k").expect("get"), Some(json!("from a")));
-}
-
-#[test]
-fn poisoned_mutex_is_recovered() {
-    let s = Arc::new(store());
-    let s2 = Arc::clone(&s);
-    let joined = std::thread::spawn(move || {
-        let _guard = s2.conn.lock();
-        panic!("poison the mutex");
-    })
-    .join();
-    assert!(joined.is_err());
-    assert!(s.conn.is_poisoned());
-    let sc = scope("u", "p", "x");
-    apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "k", json!(1))]]);
-    assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(1)));
-}
-
-#[test]
-fn a_bare_rule_id_finds_the_rule_in_any_plugin() {
-    let s = store();
+fn a_bare_rule_id_finds_the_rule_in_any_plugin(db: &TestDb) {
+    let s = db.open();
     s.record_executions(&[
         record("research/search-first", Some("s1"), None),
         record("search-first", Some("s1"), None),
@@ -546,30 +463,251 @@ fn a_bare_rule_id_finds_the_rule_in_any_plugin() {
     );
     assert_eq!(rules("research/search-first"), ["research/search-first"]);
     assert_eq!(rules("first"), ["other/first"]);
+    assert!(rules("%").is_empty(), "a pattern character is a character");
 }
 
-/// A tick's read-modify-write holds the write lock from its read to its commit: two
-/// connections (as two processes would) incrementing one counter lose no update.
-#[test]
-fn ticks_on_two_connections_lose_no_update() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("warden.db");
-    Store::open(&path).expect("create");
+fn store_works_from_two_threads(db: &TestDb) {
+    let s = db.open_arc();
+    let handles: Vec<_> = (0..2)
+        .map(|t| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let sc = scope("u", "p", &format!("plugin{t}"));
+                for i in 0..50 {
+                    apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "n", json!(i))]]);
+                    s.record_executions(&[record(&format!("t{t}"), None, None)])
+                        .expect("log");
+                    assert_eq!(s.state_get(&sc, "n").expect("get"), Some(json!(i)));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("thread");
+    }
+    for t in 0..2 {
+        assert_eq!(
+            s.state_get(&scope("u", "p", &format!("plugin{t}")), "n")
+                .expect("get"),
+            Some(json!(49))
+        );
+    }
+    let log = s
+        .executions(&ExecutionFilter {
+            limit: Some(1000),
+            ..Default::default()
+        })
+        .expect("log");
+    assert_eq!(log.len(), 100);
+}
+
+fn two_stores_on_one_database_share_data(db: &TestDb) {
+    let a = db.open();
+    let b = db.open();
+    let sc = scope("u", "p", "x");
+    apply_ok(
+        &a,
+        &[vec![StateWrite::set(sc.clone(), "k", json!("from a"))]],
+    );
+    assert_eq!(b.state_get(&sc, "k").expect("get"), Some(json!("from a")));
+}
+
+fn toggles_round_trip_and_report_changes(db: &TestDb) {
+    let s = db.open();
+    assert!(s.toggles().unwrap().is_empty());
+    assert!(s.set_toggle("ann", "research/cite", Some(false)).unwrap());
+    assert!(!s.set_toggle("ann", "research/cite", Some(false)).unwrap());
+    assert!(s.set_toggle("ann", "research/cite", Some(true)).unwrap());
+    assert!(s.set_toggle("bob", "x", Some(false)).unwrap());
+    assert!(s.set_toggle("Zed", "x", Some(false)).unwrap());
+    let t = s.toggles().unwrap();
+    assert_eq!(t.len(), 3);
+    // Byte order, on both back ends.
+    let users: Vec<&str> = t.iter().map(|t| t.user_id.as_str()).collect();
+    assert_eq!(users, ["Zed", "ann", "bob"]);
+    assert_eq!(
+        (t[1].user_id.as_str(), t[1].rule_id.as_str(), t[1].enabled),
+        ("ann", "research/cite", true)
+    );
+    assert!(s.set_toggle("ann", "research/cite", None).unwrap());
+    assert!(!s.set_toggle("ann", "research/cite", None).unwrap());
+    assert_eq!(s.toggles().unwrap().len(), 2);
+}
+
+fn overrides_round_trip(db: &TestDb) {
+    let s = db.open();
+    s.set_override(
+        "ann",
+        ALL_PROJECTS,
+        "builtin",
+        "token_threshold",
+        Some(&json!(0.9)),
+    )
+    .unwrap();
+    s.set_override("ann", "p1", "builtin", "token_threshold", Some(&json!(0.7)))
+        .unwrap();
+    s.set_override(
+        "ann",
+        "p1",
+        "builtin",
+        "token_threshold",
+        Some(&json!(0.75)),
+    )
+    .unwrap();
+    let o = s.overrides().unwrap();
+    assert_eq!(o.len(), 2);
+    assert_eq!(
+        (o[0].project_id.as_str(), &o[0].value),
+        (ALL_PROJECTS, &json!(0.9))
+    );
+    assert_eq!(
+        (o[1].project_id.as_str(), &o[1].value),
+        ("p1", &json!(0.75))
+    );
+    assert!(
+        s.set_override("ann", "p1", "builtin", "token_threshold", None)
+            .unwrap()
+    );
+    assert_eq!(s.overrides().unwrap().len(), 1);
+}
+
+fn a_corrupt_override_names_itself(db: &TestDb) {
+    let s = db.open();
+    let insert = "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json) \
+                  VALUES ('ann', '*', 'p', 'limit', '{not json')";
+    db.exec(&s, insert, insert);
+    let e = s.overrides().unwrap_err().to_string();
+    assert!(
+        e.contains("limit") && e.contains("ann") && e.contains("`p`"),
+        "{e}"
+    );
+}
+
+/// What another process changes in users' choices is noticed through `data_version`:
+/// SQLite's counter of other connections' commits, PostgreSQL's notifications.
+fn another_stores_changes_are_noticed_within_a_second(db: &TestDb) {
+    let a = db.open();
+    let b = db.open();
+    let before = a.data_version().unwrap();
+    if db.backend == Backend::Sqlite {
+        a.set_toggle("ann", "x", Some(false)).unwrap();
+        assert_eq!(a.data_version().unwrap(), before, "own writes do not count");
+    } else {
+        // The listener is in place (its connection counts once), then quiet.
+        let started = Instant::now();
+        while a.data_version().unwrap() == before && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_ne!(a.data_version().unwrap(), before, "the listener connected");
+    }
+    for change in 0..2 {
+        let seen = a.data_version().unwrap();
+        let changed = Instant::now();
+        if change == 0 {
+            b.set_toggle("ann", "y", Some(false)).unwrap();
+        } else {
+            b.set_override("ann", "*", "p", "n", Some(&json!(1)))
+                .unwrap();
+        }
+        while a.data_version().unwrap() == seen && changed.elapsed() < Duration::from_secs(1) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_ne!(
+            a.data_version().unwrap(),
+            seen,
+            "change {change} was not noticed within a second"
+        );
+    }
+    assert!(a.toggles().unwrap().iter().any(|t| t.rule_id == "y"));
+}
+
+fn write<'a>(id: &'a str, loaded: Option<i64>, snapshot: &'a str) -> SessionWrite<'a> {
+    SessionWrite {
+        id,
+        user: "ann",
+        project: "p",
+        loaded,
+        snapshot,
+        events: 3,
+        ended: false,
+        updated_at: 100.0,
+    }
+}
+
+fn save(store: &Store, w: SessionWrite<'_>) -> Result<i64, StoreError> {
+    store.tick().commit(Some(w)).map(|v| v.unwrap_or(0))
+}
+
+fn a_session_round_trips_and_its_version_grows(db: &TestDb) {
+    let store = db.open();
+    assert!(store.load_session("s1").unwrap().is_none());
+    assert_eq!(save(&store, write("s1", None, "{\"a\":1}")).unwrap(), 1);
+    assert_eq!(save(&store, write("s1", Some(1), "{\"a\":2}")).unwrap(), 2);
+    let s = store.load_session("s1").unwrap().unwrap();
+    assert_eq!(s.snapshot, "{\"a\":2}");
+    assert_eq!(s.summary.version, 2);
+    assert_eq!(s.summary.events, 3);
+    assert_eq!(s.summary.size, 7);
+    assert_eq!(store.session_version("s1").unwrap(), Some(2));
+    assert_eq!(store.sessions(10).unwrap().len(), 1);
+    let tx = store.tick();
+    assert_eq!(tx.session_version("s1").unwrap(), Some(2));
+    assert_eq!(tx.load_session("s1").unwrap(), Some(s));
+    assert_eq!(tx.session_version("nobody").unwrap(), None);
+}
+
+fn a_stale_save_is_a_conflict_and_writes_nothing(db: &TestDb) {
+    let store = db.open();
+    save(&store, write("s1", None, "one")).unwrap();
+    save(&store, write("s1", Some(1), "two")).unwrap();
+    // A process that loaded version 1 tries to save over version 2.
+    let err = save(&store, write("s1", Some(1), "stale")).unwrap_err();
+    assert!(matches!(err, StoreError::SessionConflict { .. }), "{err}");
+    // Two processes that both started a new session.
+    let err = save(&store, write("s1", None, "new")).unwrap_err();
+    assert!(matches!(err, StoreError::SessionConflict { .. }), "{err}");
+    assert_eq!(store.load_session("s1").unwrap().unwrap().snapshot, "two");
+    // A conflicting tick writes none of its state either.
+    let sc = scope("ann", "p", "x");
+    let tx = store.tick();
+    tx.write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+        .unwrap();
+    let err = tx.commit(Some(write("s1", Some(1), "stale"))).unwrap_err();
+    assert!(matches!(err, StoreError::SessionConflict { .. }), "{err}");
+    assert_eq!(store.state_get(&sc, "k").unwrap(), None);
+}
+
+fn sessions_are_deleted_and_pruned(db: &TestDb) {
+    let store = db.open();
+    save(&store, write("old", None, "x")).unwrap();
+    let mut recent = write("new", None, "y");
+    recent.updated_at = 200.0;
+    save(&store, recent).unwrap();
+    assert_eq!(store.sessions(10).unwrap()[0].id, "new");
+    assert_eq!(store.prune_sessions(150.0).unwrap(), 1);
+    assert!(store.load_session("old").unwrap().is_none());
+    assert!(store.delete_session("new").unwrap());
+    assert!(!store.delete_session("new").unwrap());
+}
+
+/// A tick's read-modify-write holds its lock from its read to its commit: two connections
+/// (as two processes or two nodes would) incrementing one counter lose no update.
+fn ticks_on_two_connections_lose_no_update(db: &TestDb) {
     let sc = scope("ann", "p", "counter");
     let workers: Vec<_> = (0..2)
         .map(|_| {
-            let path = path.clone();
+            let mut s = db.open();
             let sc = sc.clone();
             std::thread::spawn(move || {
-                let mut s = Store::open(&path).expect("open");
-                s.set_lock_timeout(std::time::Duration::from_secs(30))
+                s.set_lock_timeout(Duration::from_secs(30))
                     .expect("timeout");
                 for _ in 0..300 {
                     let tx = s.tick();
                     let n = tx
-                        .state_get(&sc, "n")
+                        .state_all(&sc)
                         .expect("read")
-                        .and_then(|v| v.as_i64())
+                        .get("n")
+                        .and_then(Value::as_i64)
                         .unwrap_or(0);
                     let results = tx
                         .write_groups(&[vec![StateWrite::set(sc.clone(), "n", json!(n + 1))]])
@@ -583,84 +721,245 @@ fn ticks_on_two_connections_lose_no_update() {
     for w in workers {
         w.join().expect("worker");
     }
-    let s = Store::open(&path).expect("reopen");
+    let s = db.open();
     assert_eq!(s.state_get(&sc, "n").expect("read"), Some(json!(600)));
 }
 
-/// Another connection holding the write lock makes a tick fail after the lock timeout with
-/// `Busy`, which says how long it waited; the tick's writes are not half-applied.
-#[test]
-fn a_held_lock_fails_the_tick_after_its_timeout() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("warden.db");
-    let holder = Store::open(&path).expect("create");
-    let mut s = Store::open(&path).expect("open");
-    s.set_lock_timeout(std::time::Duration::from_millis(50))
+/// Two connections ticking one durable session, as two nodes would: each tick reads the
+/// session's version under the tick's lock and catches up when the other saved, so no save
+/// conflicts and none is lost, the very first (which creates the row) included.
+fn two_connections_ticking_one_session_take_turns(db: &TestDb) {
+    let workers: Vec<_> = (0..2)
+        .map(|_| {
+            let mut s = db.open();
+            std::thread::spawn(move || {
+                s.set_lock_timeout(Duration::from_secs(30))
+                    .expect("timeout");
+                let (mut version, mut count) = (None, 0u64);
+                for _ in 0..150 {
+                    let tx = s.tick();
+                    tx.begin().expect("begin");
+                    let saved = tx.session_version("shared").expect("version");
+                    if saved != version {
+                        let stored = tx.load_session("shared").expect("load").expect("row");
+                        count = stored.snapshot.parse().expect("a count");
+                        version = saved;
+                    }
+                    count += 1;
+                    let text = count.to_string();
+                    let w = SessionWrite {
+                        loaded: version,
+                        events: count,
+                        ..write("shared", None, &text)
+                    };
+                    version = tx.commit(Some(w)).expect("no conflict");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+    let s = db.open();
+    let stored = s.load_session("shared").unwrap().unwrap();
+    assert_eq!(stored.snapshot, "300");
+    assert_eq!(stored.summary.version, 300);
+}
+
+/// Another connection holding the lock a tick needs makes the tick fail after the lock
+/// timeout with `Busy`, which says how long it waited; the tick's writes are not half-applied.
+fn a_held_lock_fails_the_tick_after_its_timeout(db: &TestDb) {
+    let holder = db.open();
+    let mut s = db.open();
+    s.set_lock_timeout(Duration::from_millis(50))
         .expect("timeout");
+    let sc = scope("a", "p", "x");
     let held = holder.tick();
-    held.begin().expect("hold the lock");
+    held.state_all(&sc).expect("hold the lock");
     let tx = s.tick();
     let err = tx
-        .write_groups(&[vec![StateWrite::set(scope("a", "p", "x"), "k", json!(1))]])
+        .write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
         .expect_err("locked");
     assert!(matches!(err, StoreError::Busy { .. }), "{err}");
     assert!(err.to_string().contains("waited 50 ms"), "{err}");
-    drop(tx);
+    // What follows in the tick fails at once, alike.
+    let started = Instant::now();
+    let again = tx.commit(None).expect_err("still refused");
+    assert!(matches!(again, StoreError::Busy { .. }), "{again}");
+    assert!(started.elapsed() < Duration::from_millis(40));
     drop(held);
-    assert_eq!(s.state_get(&scope("a", "p", "x"), "k").expect("read"), None);
-}
-
-#[test]
-fn commits_can_be_made_durable_on_power_loss() {
-    let dir = tempfile::tempdir().expect("dir");
-    let s = Store::open(dir.path().join("w.db")).expect("open");
-    assert!(!s.is_synchronous_full().expect("read"), "NORMAL by default");
-    s.set_synchronous_full(true).expect("set");
-    assert!(s.is_synchronous_full().expect("read"));
-    s.set_synchronous_full(false).expect("set");
-    assert!(!s.is_synchronous_full().expect("read"));
-}
-
-#[test]
-fn a_write_the_database_refuses_as_a_whole_fails_the_tick() {
-    let s = Store::in_memory().expect("store");
-    let sc = scope("a", "p", "x");
-    s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
-        .expect("seed");
-    // A connection that may not write stands for a read-only or damaged file.
-    s.with_conn(|c| c.pragma_update(None, "query_only", true))
-        .expect("query_only");
+    assert_eq!(s.state_get(&sc, "k").expect("read"), None);
+    // The lock released, the next tick goes through.
     let tx = s.tick();
-    let err = tx
-        .write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(2))]])
-        .expect_err("the write fails the tick");
-    assert!(err.to_string().contains("readonly"), "{err}");
-    // Nothing more is written in the tick's name, not even outside a transaction.
-    let log = tx.record_executions(&[ExecutionRecord {
-        user_id: "a".into(),
-        project_id: "p".into(),
-        session_id: None,
-        rule_id: "r".into(),
-        trigger: "on_turn_start".into(),
-        condition_result: true,
-        action_executed: true,
-        execution_time_ms: 0.1,
-        error_message: None,
-        decision: None,
-    }]);
-    assert!(matches!(log, Err(StoreError::Refused { .. })), "{log:?}");
-    let commit = tx.commit(None).expect_err("the commit says so");
-    assert!(
-        commit.to_string().contains("refused this tick's writes")
-            && commit.to_string().contains("readonly"),
-        "{commit}"
-    );
-    s.with_conn(|c| c.pragma_update(None, "query_only", false))
-        .expect("query_only off");
+    tx.write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+        .expect("write");
+    tx.commit(None).expect("commit");
     assert_eq!(s.state_get(&sc, "k").expect("read"), Some(json!(1)));
+}
+
+fn a_tick_dropped_uncommitted_writes_nothing(db: &TestDb) {
+    let s = db.open();
+    let sc = scope("a", "p", "x");
+    let tx = s.tick();
+    tx.write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+        .expect("write");
+    tx.record_executions(&[record("r", None, None)])
+        .expect("log");
+    drop(tx);
+    assert_eq!(s.state_get(&sc, "k").expect("read"), None);
     assert!(
         s.executions(&ExecutionFilter::default())
             .expect("log")
             .is_empty()
+    );
+    // The connection is fine afterwards.
+    apply_ok(&s, &[vec![StateWrite::set(sc.clone(), "k", json!(2))]]);
+    assert_eq!(s.state_get(&sc, "k").expect("read"), Some(json!(2)));
+}
+
+/// Fills a store with a little of everything.
+fn fill(s: &Store) {
+    apply_ok(
+        s,
+        &[vec![
+            StateWrite::set(scope("ann", "p", "x"), "n", json!(3)),
+            StateWrite::set(scope("bob", "*", "y"), "o", json!({"k": [1, "✓"]})),
+        ]],
+    );
+    s.set_toggle("ann", "research/cite", Some(false)).unwrap();
+    s.set_override("ann", ALL_PROJECTS, "builtin", "t", Some(&json!(0.5)))
+        .unwrap();
+    save(s, write("s1", None, "{\"snapshot\":\"é\"}")).unwrap();
+    save(s, write("s1", Some(1), "{\"snapshot\":\"é2\"}")).unwrap();
+    let records: Vec<_> = (0..2500)
+        .map(|i| record(&format!("r{i}"), Some("s1"), (i % 7 == 0).then_some("e")))
+        .collect();
+    s.record_executions(&records).unwrap();
+}
+
+/// Copying a store (into the same kind, and into the other kind when PostgreSQL is there)
+/// moves every row as it is, the execution log across pages, and the copy goes on working.
+fn a_copy_holds_every_row(db: &TestDb) {
+    let source = db.open();
+    fill(&source);
+    let mut targets = vec![TestDb::sqlite()];
+    targets.extend(TestDb::postgres());
+    for target_db in &targets {
+        let target = target_db.open();
+        let report = source.copy_to(&target, false).expect("copy");
+        assert_eq!(
+            report,
+            CopyReport {
+                state: 2,
+                toggles: 1,
+                overrides: 1,
+                sessions: 1,
+                executions: 2500,
+            }
+        );
+        assert_eq!(target.dump(), source.dump());
+        let all = ExecutionFilter {
+            limit: Some(5000),
+            ..Default::default()
+        };
+        assert_eq!(
+            target.executions(&all).unwrap(),
+            source.executions(&all).unwrap()
+        );
+        // New rows continue after the copied ids; the session carries on at its version.
+        target
+            .record_executions(&[record("after", None, None)])
+            .unwrap();
+        let newest = &target.executions(&ExecutionFilter::default()).unwrap()[0];
+        assert_eq!(newest.record.rule_id, "after");
+        assert_eq!(save(&target, write("s1", Some(2), "3")).unwrap(), 3);
+        apply_ok(
+            &target,
+            &[vec![StateWrite::set(scope("ann", "p", "x"), "m", json!(1))]],
+        );
+    }
+}
+
+fn a_copy_refuses_a_target_that_holds_data(db: &TestDb) {
+    let source = db.open();
+    fill(&source);
+    let target_db = TestDb::sqlite();
+    let target = target_db.open();
+    target.set_toggle("zed", "x", Some(true)).unwrap();
+    let err = source.copy_to(&target, false).expect_err("refused");
+    assert!(matches!(err, StoreError::NotEmpty { .. }), "{err}");
+    assert!(
+        err.to_string().contains("(1 rule toggle)") && err.to_string().contains("--replace"),
+        "{err}"
+    );
+    assert_eq!(target.toggles().unwrap().len(), 1, "nothing was written");
+    let report = source.copy_to(&target, true).expect("replace");
+    assert_eq!(report.toggles, 1);
+    assert_eq!(target.dump(), source.dump());
+    // A store is never copied into itself.
+    let err = source.copy_to(&source, true).expect_err("itself");
+    assert!(err.to_string().contains("same database"), "{err}");
+}
+
+/// What users, projects, keys and session ids may hold (they come from events and payloads)
+/// is data: quotes, SQL, `LIKE` patterns, any script, long text. A NUL character, which
+/// PostgreSQL cannot store in text, fails the write plainly there, never the process.
+fn hostile_strings_are_only_data(db: &TestDb) {
+    let s = db.open();
+    let nasty = [
+        "'; DROP TABLE plugin_state; --",
+        "\" OR 1=1 --",
+        "%_\\",
+        "ünïcødé ✓ 🦀",
+        "$1 $$ $tag$",
+        &"x".repeat(10_000),
+    ];
+    for (i, text) in nasty.iter().enumerate() {
+        let sc = scope(text, text, text);
+        apply_ok(&s, &[vec![StateWrite::set(sc.clone(), *text, json!(text))]]);
+        assert_eq!(s.state_get(&sc, text).unwrap(), Some(json!(text)), "{i}");
+        let tx = s.tick();
+        assert_eq!(tx.state_all(&sc).unwrap().len(), 1);
+        tx.write_groups(&[vec![StateWrite::set(sc.clone(), *text, json!(i))]])
+            .unwrap();
+        tx.record_executions(&[ExecutionRecord {
+            user_id: text.to_string(),
+            session_id: Some(text.to_string()),
+            ..record(text, None, Some(text))
+        }])
+        .unwrap();
+        let w = SessionWrite {
+            user: text,
+            project: text,
+            ..write(text, None, text)
+        };
+        assert_eq!(tx.commit(Some(w)).unwrap(), Some(1));
+        assert_eq!(s.load_session(text).unwrap().unwrap().snapshot, *text);
+        assert!(s.set_toggle(text, text, Some(false)).unwrap());
+        let found = s
+            .executions(&ExecutionFilter {
+                rule_id: Some(text.to_string()),
+                session_id: Some(text.to_string()),
+                ..Default::default()
+            })
+            .unwrap();
+        assert_eq!(found.len(), 1, "{i}");
+    }
+    assert_eq!(s.toggles().unwrap().len(), nasty.len());
+    let sc = scope("nul\0user", "p", "x");
+    let result = s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]]);
+    match db.backend {
+        Backend::Sqlite => assert!(result.unwrap()[0].is_ok()),
+        Backend::Postgres => {
+            let e = result
+                .expect_err("PostgreSQL text holds no NUL")
+                .to_string();
+            assert!(e.contains("0x00"), "{e}");
+        }
+    }
+    // The store goes on working.
+    apply_ok(
+        &s,
+        &[vec![StateWrite::set(scope("a", "b", "c"), "k", json!(1))]],
     );
 }

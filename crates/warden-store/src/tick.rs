@@ -1,279 +1,131 @@
 //! One tick's transaction: everything a tick reads from the store and everything it writes
 //! (plugin state, the execution log, the session itself) in one transaction, so that after a
 //! crash at any moment the store holds the tick whole or not at all, and so that two processes
-//! running the same read-modify-write never lose an update.
+//! (or two nodes) running the same read-modify-write never lose an update.
 //!
-//! The transaction begins lazily: at the tick's first read of plugin state, or at its commit,
-//! whichever comes first. It is an IMMEDIATE transaction (SQLite's write lock, taken up front),
-//! so a read made inside it cannot be overtaken by another process's write before the commit.
-//! A tick that reads no state holds the lock only while it commits. A durable session is saved
-//! with the version it was read at: a save over a newer version is refused
+//! How each back end makes that so is in its own `tick.rs`: SQLite takes its one write lock
+//! (`BEGIN IMMEDIATE`) at the transaction's first statement; PostgreSQL takes, at the first read
+//! or write of a (user, project)'s plugin state, an advisory lock of that scope. A durable
+//! session is saved with the version it was read at: a save over a newer version is refused
 //! ([`StoreError::SessionConflict`]), and the engine runs the tick again on the newer session.
+//! (A host that prefers to wait its turn can lock the session first: `session_version` inside
+//! the transaction does, on both back ends.)
 
-use std::cell::RefCell;
-use std::sync::MutexGuard;
+use std::collections::BTreeMap;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::error::StoreError;
+use crate::pg::tick::PgTick;
+use crate::sqlite::tick::SqliteTick;
+use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
-use crate::sessions::{SessionWrite, StoredSession, load_session, save_session, session_version};
-use crate::{
-    ExecutionRecord, INSERT_EXECUTION, SELECT_STATE, StateScope, StateWrite, Store, StoreError,
-    write_group,
-};
-
-/// One tick's transaction on a [`Store`] (see the module docs). Dropping it without
-/// [`TickTransaction::commit`] rolls back whatever it began.
+/// One tick's transaction on a [`Store`](crate::Store) (see the module docs). It begins
+/// lazily: at the tick's first read of plugin state, at [`TickTransaction::begin`], or at its
+/// commit. Dropping it without [`TickTransaction::commit`] rolls back whatever it began.
 pub struct TickTransaction<'s> {
-    store: &'s Store,
-    /// The connection, held from the transaction's first statement to its end.
-    open: RefCell<Option<MutexGuard<'s, Connection>>>,
-    /// The transaction could not begin (the lock was held too long): what follows fails at
-    /// once instead of waiting again.
-    refused: std::cell::Cell<bool>,
-    /// A write ended the transaction (the database cannot take writes now): why. What follows,
-    /// the commit included, fails with it.
-    failed: RefCell<Option<String>>,
+    inner: Tick<'s>,
 }
 
-/// Whether a failed write says the database cannot take writes at all now, rather than
-/// something about this one write: then the whole tick fails, not only the rule that wrote.
-fn ends_the_tick(e: &StoreError) -> bool {
-    use rusqlite::ErrorCode::{
-        CannotOpen, DatabaseCorrupt, DiskFull, NotADatabase, ReadOnly, SystemIoFailure,
+// PostgreSQL's variant holds its pooled connection inline: a tick lives on the stack for one
+// tick, where boxing it would cost an allocation per tick for nothing.
+#[allow(clippy::large_enum_variant)]
+enum Tick<'s> {
+    Sqlite(SqliteTick<'s>),
+    Postgres(PgTick<'s>),
+}
+
+macro_rules! each {
+    ($tx:expr, $t:ident => $e:expr) => {
+        match &$tx.inner {
+            Tick::Sqlite($t) => $e,
+            Tick::Postgres($t) => $e,
+        }
     };
-    matches!(e, StoreError::Write { cause, .. } if matches!(
-        cause.sqlite_error_code(),
-        Some(ReadOnly | DiskFull | SystemIoFailure | DatabaseCorrupt | NotADatabase | CannotOpen)
-    ))
 }
 
 impl std::fmt::Debug for TickTransaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TickTransaction")
-            .field("store", self.store)
-            .field("begun", &self.open.borrow().is_some())
+            .field("begun", &self.is_begun())
             .finish()
     }
 }
 
-impl Store {
-    /// Starts a tick's transaction (nothing is locked until it first reads or commits).
-    pub fn tick(&self) -> TickTransaction<'_> {
-        TickTransaction {
-            store: self,
-            open: RefCell::new(None),
-            refused: std::cell::Cell::new(false),
-            failed: RefCell::new(None),
-        }
-    }
-}
-
 impl<'s> TickTransaction<'s> {
-    /// Runs `f` on the connection inside the transaction, beginning it first if needed.
-    fn with<R>(
-        &self,
-        f: impl FnOnce(&Connection) -> Result<R, StoreError>,
-    ) -> Result<R, StoreError> {
-        if let Some(reason) = self.failed.borrow().clone() {
-            return Err(self.store.refused(reason));
+    pub(crate) fn sqlite(t: SqliteTick<'s>) -> Self {
+        TickTransaction {
+            inner: Tick::Sqlite(t),
         }
-        let mut open = self.open.borrow_mut();
-        let conn = match &mut *open {
-            Some(conn) => conn,
-            None if self.refused.get() => return Err(self.store.busy()),
-            None => {
-                let conn = self.store.lock();
-                if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-                    // Held too long by another process, or refused outright (a read-only
-                    // connection, a damaged file): either way, what follows fails at once, and
-                    // the commit says which.
-                    if crate::is_busy(&e) {
-                        self.refused.set(true);
-                    } else {
-                        self.failed
-                            .replace(Some(format!("beginning its transaction: {e}")));
-                    }
-                    return Err(self.store.sql_err(e));
-                }
-                open.insert(conn)
-            }
-        };
-        f(conn)
     }
 
-    /// Whether the transaction has begun (the tick read plugin state).
+    pub(crate) fn postgres(t: PgTick<'s>) -> Self {
+        TickTransaction {
+            inner: Tick::Postgres(t),
+        }
+    }
+
+    /// Whether the transaction has begun.
     pub fn is_begun(&self) -> bool {
-        self.open.borrow().is_some()
+        each!(self, t => t.is_begun())
+    }
+
+    /// Begins the transaction now, if it has not begun (SQLite: takes the write lock).
+    pub fn begin(&self) -> Result<(), StoreError> {
+        each!(self, t => t.begin())
     }
 
     /// Reads one key of plugin state inside the transaction; `None` if it is not set.
+    /// PostgreSQL: under the lock of the scope's (user, project), held to the end.
     pub fn state_get(
         &self,
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let raw = self.with(|conn| {
-            conn.prepare_cached(SELECT_STATE)
-                .and_then(|mut stmt| {
-                    stmt.query_row(
-                        params![scope.user, scope.project, scope.plugin, key],
-                        |row| row.get::<_, rusqlite::types::Value>(0),
-                    )
-                    .optional()
-                })
-                .map_err(|e| self.store.sql_err(e))
-        })?;
-        raw.map(|raw| self.store.decode(scope, key, raw))
-            .transpose()
+        each!(self, t => t.state_get(scope, key))
     }
 
-    /// Reads every key of plugin state in `scope` inside the transaction.
+    /// Reads every key of plugin state in `scope` inside the transaction. PostgreSQL: under
+    /// the lock of the scope's (user, project), held to the end.
     pub fn state_all(
         &self,
         scope: &StateScope,
-    ) -> Result<std::collections::BTreeMap<String, serde_json::Value>, StoreError> {
-        let rows = self
-            .with(|conn| crate::select_state_all(conn, scope).map_err(|e| self.store.sql_err(e)))?;
-        rows.into_iter()
-            .map(|(key, raw)| {
-                let value = self.store.decode(scope, &key, raw)?;
-                Ok((key, value))
-            })
-            .collect()
+    ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        each!(self, t => t.state_all(scope))
     }
 
-    /// Begins the transaction now (taking the write lock), if it has not begun.
-    pub fn begin(&self) -> Result<(), StoreError> {
-        self.with(|_| Ok(()))
-    }
-
-    /// Applies groups of writes inside the transaction, each group in a savepoint: applied
-    /// whole or not at all. One result per group, in order; an error of the outer result
-    /// means the transaction itself failed (and will write nothing).
+    /// Applies groups of writes inside the transaction, each group applied whole or not at
+    /// all. One result per group, in order; an error of the outer result means the
+    /// transaction itself failed (and will write nothing).
     pub fn write_groups(
         &self,
         groups: &[Vec<StateWrite>],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        let store = self.store;
-        self.with(|conn| {
-            let mut results = Vec::with_capacity(groups.len());
-            for group in groups {
-                if group.is_empty() {
-                    results.push(Ok(()));
-                    continue;
-                }
-                conn.execute_batch("SAVEPOINT tick_group")
-                    .map_err(|e| store.sql_err(e))?;
-                match write_group(store, conn, group) {
-                    Ok(()) => {
-                        conn.execute_batch("RELEASE tick_group")
-                            .map_err(|e| store.sql_err(e))?;
-                        results.push(Ok(()));
-                    }
-                    Err(err) => {
-                        if conn.is_autocommit() || ends_the_tick(&err) {
-                            // The failure ended the whole transaction (a full disk), or the
-                            // database takes no writes now (read-only, damaged): nothing of
-                            // the tick is written, and its commit fails visibly.
-                            if !conn.is_autocommit() {
-                                let _ = conn.execute_batch("ROLLBACK");
-                            }
-                            let reason = match &err {
-                                StoreError::Write {
-                                    scope, key, cause, ..
-                                } => format!("writing key {key:?} of {scope}: {cause}"),
-                                other => other.to_string(),
-                            };
-                            self.failed.replace(Some(reason));
-                            return Err(err);
-                        }
-                        conn.execute_batch("ROLLBACK TO tick_group; RELEASE tick_group")
-                            .map_err(|e| store.sql_err(e))?;
-                        results.push(Err(err));
-                    }
-                }
-            }
-            Ok(results)
-        })
+        each!(self, t => t.write_groups(groups))
     }
 
     /// Adds rows to the execution log inside the transaction.
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
-        let store = self.store;
-        self.with(|conn| {
-            let mut stmt = conn
-                .prepare_cached(INSERT_EXECUTION)
-                .map_err(|e| store.sql_err(e))?;
-            for r in records {
-                stmt.execute(params![
-                    r.user_id,
-                    r.project_id,
-                    r.session_id,
-                    r.rule_id,
-                    r.trigger,
-                    r.condition_result,
-                    r.action_executed,
-                    r.execution_time_ms,
-                    r.error_message,
-                    r.decision,
-                ])
-                .map_err(|e| store.sql_err(e))?;
-            }
-            Ok(())
-        })
+        each!(self, t => t.record_executions(records))
     }
 
     /// The saved session `id`, read inside the transaction (so no other process can save it
     /// before this transaction ends).
     pub fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        self.with(|conn| load_session(self.store, conn, id))
+        each!(self, t => t.load_session(id))
     }
 
-    /// The version of the saved session `id`, read inside the transaction.
+    /// The version of the saved session `id`, read inside the transaction. PostgreSQL: locks
+    /// the session (its row, or its id while it has none) to the end of the transaction.
     pub fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
-        self.with(|conn| session_version(self.store, conn, id))
+        each!(self, t => t.session_version(id))
     }
 
     /// Saves `session` (when given) and commits everything the transaction wrote; the
     /// session's new version. A session saved by another process since `session.loaded` is
     /// [`StoreError::SessionConflict`], and then nothing is written.
     pub fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
-        // A tick whose transaction could not begin read or wrote nothing it needed.
-        if self.refused.get() {
-            return Err(self.store.busy());
-        }
-        if let Some(reason) = self.failed.borrow_mut().take() {
-            return Err(self.store.refused(reason));
-        }
-        if session.is_none() && !self.is_begun() {
-            return Ok(None);
-        }
-        let store = self.store;
-        let version = self.with(|conn| {
-            let version = match &session {
-                Some(s) => Some(save_session(store, conn, s)?),
-                None => None,
-            };
-            conn.execute_batch("COMMIT").map_err(|e| store.sql_err(e))?;
-            Ok(version)
-        })?;
-        // The transaction is over; `Drop` has nothing to roll back.
-        self.open.borrow_mut().take();
-        Ok(version)
-    }
-}
-
-impl Drop for TickTransaction<'_> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.open.get_mut().take()
-            && !conn.is_autocommit()
-            && let Err(e) = conn.execute_batch("ROLLBACK")
-        {
-            // The connection rolls back on its next use anyway.
-            tracing::warn!(db = %self.store.label, error = %e, "a tick's transaction could not be rolled back");
+        match self.inner {
+            Tick::Sqlite(t) => t.commit(session),
+            Tick::Postgres(t) => t.commit(session),
         }
     }
 }

@@ -293,6 +293,22 @@ impl Session {
         Ok(())
     }
 
+    /// Reads a durable session again if another process (another node) saved it since this
+    /// copy was read, as a tick does first: for a host that shows a session between ticks.
+    /// Whether it was read again. Does nothing for a session that is not saved.
+    pub fn refresh(&mut self) -> Result<bool, crate::error::Error> {
+        let Some(before) = self.durable else {
+            return Ok(false);
+        };
+        self.catch_up()
+            .map_err(|reason| crate::error::Error::Session {
+                id: self.id.clone(),
+                reason,
+            })?;
+        let after = self.durable.map(|d| d.version);
+        Ok(after != Some(before.version) || before.stale)
+    }
+
     /// Reads the session again if another process saved it since this copy was read (or a
     /// save of this copy failed).
     fn catch_up(&mut self) -> Result<(), String> {

@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// Migration 1: the seed schema (plugin state and the rule execution log), plus a
 /// nullable `session_id` on the log so it can be filtered by agent session.
@@ -109,9 +109,9 @@ pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
 /// processes opening the same fresh file cannot both migrate it.
 pub(crate) fn migrate(conn: &mut Connection, db: &str) -> Result<(), StoreError> {
     let known = latest_version();
-    let open_err = |cause| StoreError::Open {
+    let open_err = |cause: rusqlite::Error| StoreError::Open {
         db: db.to_owned(),
-        cause,
+        cause: cause.into(),
     };
     let too_new = |found| StoreError::SchemaTooNew {
         db: db.to_owned(),
@@ -138,10 +138,10 @@ pub(crate) fn migrate(conn: &mut Connection, db: &str) -> Result<(), StoreError>
     }
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let version = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        let mig_err = |cause| StoreError::Migration {
+        let mig_err = |cause: rusqlite::Error| StoreError::Migration {
             db: db.to_owned(),
             version,
-            cause,
+            cause: cause.into(),
         };
         tx.execute_batch(sql).map_err(mig_err)?;
         tx.pragma_update(None, "user_version", version)
@@ -150,7 +150,7 @@ pub(crate) fn migrate(conn: &mut Connection, db: &str) -> Result<(), StoreError>
     tx.commit().map_err(|cause| StoreError::Migration {
         db: db.to_owned(),
         version: known,
-        cause,
+        cause: cause.into(),
     })
 }
 

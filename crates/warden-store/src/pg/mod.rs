@@ -1,0 +1,703 @@
+//! The PostgreSQL back end, for many nodes on one database: a pool of connections (r2d2, the
+//! synchronous `postgres` driver, no TLS), a listener for changed users' choices, and ticks
+//! that lock what they read-modify-write.
+//!
+//! - `mod.rs`: opening, the pool, plugin state, the execution log, users' choices, sessions.
+//! - `url.rs`: the database URL (with Warden's `pool_size` and `schema`).
+//! - `conn.rs`: pooled connections with their prepared statements.
+//! - `migrations.rs`: versioned schema migrations (`schema_version`), and the functions
+//!   that lock.
+//! - `listen.rs`: `LISTEN`ing for changed users' choices.
+//! - `tick.rs`: one tick's transaction, its locks.
+//! - `copy.rs`: every row out and in, for `warden migrate`.
+
+pub(crate) mod conn;
+pub(crate) mod copy;
+pub(crate) mod listen;
+pub(crate) mod migrations;
+pub(crate) mod tick;
+pub(crate) mod url;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use postgres::Row;
+use postgres::error::SqlState;
+use r2d2::PooledConnection;
+
+use crate::error::{DbError, StoreError};
+use crate::types::{
+    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle,
+    SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
+};
+use conn::{Conn, Manager, blocking};
+use url::PgUrl;
+
+/// After the database could not be reached, what needs it fails at once for this long instead
+/// of each waiting out the connection timeout again.
+const DOWN_FOR: Duration = Duration::from_secs(1);
+
+/// A pooled connection.
+pub(crate) type Pooled = PooledConnection<Manager>;
+
+/// A PostgreSQL database.
+pub(crate) struct PgStore {
+    /// Always there but while the store is dropped (see `Drop`).
+    pool: Option<r2d2::Pool<Manager>>,
+    url: PgUrl,
+    /// How the database is named in messages (never with its password).
+    pub(crate) label: String,
+    lock_timeout: Duration,
+    /// The schema the tables are in (the payload of this installation's notifications).
+    schema: String,
+    /// Notifications of changed choices heard, and connections of the listener made.
+    changes: Arc<AtomicI64>,
+    listener: OnceLock<listen::Listener>,
+    /// Until when (ms since `opened`) the database is taken to be unreachable; 0: it is not.
+    down_until: AtomicU64,
+    opened: Instant,
+}
+
+fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreError> {
+    r2d2::Pool::builder()
+        .max_size(url.pool_size)
+        // Connections are opened as ticks need them: a hook process opens one.
+        .min_idle(Some(0))
+        // A connection that went stale in the pool is found by its first statement, which is
+        // then run again on a fresh one (see `PgStore::run`), instead of a test per checkout.
+        .test_on_check_out(false)
+        .connection_timeout(timeout.max(Duration::from_millis(100)))
+        .error_handler(Box::new(r2d2::NopErrorHandler))
+        .thread_pool(Arc::new(scheduled_thread_pool::ScheduledThreadPool::new(2)))
+        .build(Manager {
+            config: url.config.clone(),
+        })
+        .map_err(|e| StoreError::Unreachable {
+            db: url.label.clone(),
+            reason: e.to_string(),
+        })
+}
+
+/// What a failed statement means for the caller.
+pub(crate) fn classify(label: &str, waited: Duration, e: postgres::Error) -> StoreError {
+    if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+        return StoreError::Busy {
+            db: label.to_string(),
+            waited,
+        };
+    }
+    if e.is_closed() || (e.as_db_error().is_none() && is_io(&e)) {
+        return StoreError::Unreachable {
+            db: label.to_string(),
+            reason: crate::error::describe_pg(&e),
+        };
+    }
+    StoreError::Database {
+        db: label.to_string(),
+        cause: DbError::Postgres(e),
+    }
+}
+
+/// Whether the driver failed on the connection itself (not on what the server said).
+fn is_io(e: &postgres::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+impl PgStore {
+    /// Connects to the database `url` names and brings its schema up to date.
+    pub(crate) fn open(url: &str) -> Result<PgStore, StoreError> {
+        let url = PgUrl::parse(url)?;
+        let label = url.label.clone();
+        let pool = pool(&url, crate::DEFAULT_LOCK_TIMEOUT)?;
+        let mut store = PgStore {
+            pool: Some(pool),
+            label,
+            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+            schema: String::new(),
+            changes: Arc::new(AtomicI64::new(0)),
+            listener: OnceLock::new(),
+            down_until: AtomicU64::new(0),
+            opened: Instant::now(),
+            url,
+        };
+        store.schema = blocking(|| {
+            let mut conn = store.checkout()?;
+            migrations::migrate(&mut conn.client, &store.label, store.url.schema.as_deref())?;
+            let schema: String = conn
+                .client
+                .query_one("SELECT current_schema()", &[])
+                .map_err(|e| store.err(e))?
+                .get(0);
+            Ok::<_, StoreError>(schema)
+        })?;
+        Ok(store)
+    }
+
+    /// A connection from the pool; fails at once while the database is known to be down.
+    pub(crate) fn checkout(&self) -> Result<Pooled, StoreError> {
+        let now = self.opened.elapsed().as_millis() as u64;
+        let until = self.down_until.load(Ordering::Relaxed);
+        if now < until {
+            return Err(StoreError::Unreachable {
+                db: self.label.clone(),
+                reason: format!(
+                    "it could not be reached {} ms ago; trying again in {} ms",
+                    (DOWN_FOR.as_millis() as u64).saturating_sub(until - now),
+                    until - now
+                ),
+            });
+        }
+        let Some(pool) = &self.pool else {
+            return Err(StoreError::Unreachable {
+                db: self.label.clone(),
+                reason: "the store is closing".into(),
+            });
+        };
+        match pool.get() {
+            Ok(mut c) => {
+                c.completed = 0;
+                Ok(c)
+            }
+            Err(e) => {
+                let later = self.opened.elapsed() + DOWN_FOR;
+                self.down_until
+                    .store(later.as_millis() as u64, Ordering::Relaxed);
+                Err(StoreError::Unreachable {
+                    db: self.label.clone(),
+                    reason: e.to_string(),
+                })
+            }
+        }
+    }
+
+    /// Runs `f` on a pooled connection. A connection that went stale in the pool (the server
+    /// restarted, a proxy dropped it) fails its first statement without running it: `f` is
+    /// then run again on another, as many times as the pool holds connections.
+    pub(crate) fn run<R: Send>(
+        &self,
+        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error> + Send,
+    ) -> Result<R, StoreError> {
+        blocking(|| {
+            let mut tries = 0;
+            loop {
+                let mut conn = self.checkout()?;
+                match f(&mut conn) {
+                    Ok(r) => return Ok(r),
+                    Err(e) if self.stale(&mut conn, tries) => {
+                        tracing::debug!(db = %self.label, error = %e, "a pooled connection had gone stale; trying another");
+                        tries += 1;
+                    }
+                    Err(e) => {
+                        conn.rollback();
+                        return Err(self.err(e));
+                    }
+                }
+            }
+        })
+    }
+
+    /// Whether `conn` failed on its first statement because it had gone stale, and another
+    /// may be tried.
+    pub(crate) fn stale(&self, conn: &mut Pooled, tries: u32) -> bool {
+        conn.completed == 0 && conn.client.is_closed() && tries <= self.url.pool_size
+    }
+
+    /// A failed statement, as this store reports it.
+    pub(crate) fn err(&self, e: postgres::Error) -> StoreError {
+        classify(&self.label, self.lock_timeout, e)
+    }
+
+    /// What this store reports when a lock was held elsewhere too long.
+    pub(crate) fn busy(&self) -> StoreError {
+        StoreError::Busy {
+            db: self.label.clone(),
+            waited: self.lock_timeout,
+        }
+    }
+
+    pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
+        self.url.set_lock_timeout(timeout);
+        let old = self.pool.replace(pool(&self.url, timeout)?);
+        blocking(move || drop(old));
+        self.lock_timeout = timeout;
+        Ok(())
+    }
+
+    /// Whether the server makes each commit durable before it answers (`synchronous_commit`
+    /// is not `off`).
+    pub(crate) fn is_synchronous_full(&self) -> Result<bool, StoreError> {
+        let setting: String = self.run(|c| {
+            c.query_opt("SELECT current_setting('synchronous_commit')", &[])
+                .map(|row| row.map(|r| r.get(0)).unwrap_or_default())
+        })?;
+        Ok(setting != "off")
+    }
+
+    /// The server decides how durable a commit is; asked for every commit to survive a power
+    /// cut, this says so when the server has `synchronous_commit` off.
+    pub(crate) fn set_synchronous_full(&self, full: bool) -> Result<(), StoreError> {
+        if full && !self.is_synchronous_full()? {
+            return Err(StoreError::Database {
+                db: self.label.clone(),
+                cause: crate::error::DbError::Server(
+                    "[database] synchronous = \"full\" asks every commit to survive a power cut, but this server has synchronous_commit = off: turn it on (postgresql.conf or ALTER SYSTEM), or leave synchronous at \"normal\"".into(),
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn schema_version(&self) -> Result<u32, StoreError> {
+        self.run(|c| migrations::current(&mut c.client))
+    }
+
+    pub(crate) fn state_get(
+        &self,
+        scope: &StateScope,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = self.run(|c| {
+            c.query_opt(
+                "SELECT value_json FROM plugin_state
+                 WHERE user_id = $1 AND project_id = $2 AND plugin_id = $3 AND key = $4",
+                &[&scope.user, &scope.project, &scope.plugin, &key],
+            )
+        })?;
+        row.map(|r| decode(&self.label, scope, key, &r.get::<_, String>(0)))
+            .transpose()
+    }
+
+    pub(crate) fn state_all(
+        &self,
+        scope: &StateScope,
+    ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        let rows = self.run(|c| {
+            c.query(
+                "SELECT key, value_json FROM plugin_state
+                 WHERE user_id = $1 AND project_id = $2 AND plugin_id = $3",
+                &[&scope.user, &scope.project, &scope.plugin],
+            )
+        })?;
+        rows.iter()
+            .map(|r| {
+                let key: String = r.get(0);
+                let value = decode(&self.label, scope, &key, &r.get::<_, String>(1))?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    pub(crate) fn apply_writes(
+        &self,
+        groups: &[Vec<StateWrite>],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let failed = self.run(|c| {
+            c.batch("BEGIN")?;
+            let failed = write_groups(c, groups)?;
+            c.batch("COMMIT")?;
+            Ok(failed)
+        })?;
+        Ok(group_results(&self.label, groups, failed))
+    }
+
+    pub(crate) fn executions(
+        &self,
+        filter: &ExecutionFilter,
+    ) -> Result<Vec<ExecutionRow>, StoreError> {
+        let mut sql = String::from(
+            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
+             condition_result, action_executed, execution_time_ms, error_message, decision \
+             FROM rule_execution_log",
+        );
+        let mut conditions: Vec<String> = Vec::new();
+        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = Vec::new();
+        let limit =
+            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
+        if let Some(rule_id) = &filter.rule_id {
+            args.push(rule_id);
+            let n = args.len();
+            if rule_id.contains('/') {
+                conditions.push(format!("rule_id = ${n}"));
+            } else {
+                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
+                conditions.push(format!(
+                    "(rule_id = ${n} OR right(rule_id, length(${n}) + 1) = '/' || ${n})"
+                ));
+            }
+        }
+        if let Some(session_id) = &filter.session_id {
+            args.push(session_id);
+            conditions.push(format!("session_id = ${}", args.len()));
+        }
+        if let Some(user_id) = &filter.user_id {
+            args.push(user_id);
+            conditions.push(format!("user_id = ${}", args.len()));
+        }
+        if filter.failures_only {
+            conditions.push("error_message IS NOT NULL".to_string());
+        }
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        args.push(&limit);
+        // created_at has one-second resolution; id breaks ties in insertion order.
+        sql.push_str(&format!(
+            " ORDER BY created_at DESC, id DESC LIMIT ${}",
+            args.len()
+        ));
+        let rows = self.run(|c| c.client.query(sql.as_str(), &args))?;
+        Ok(rows.iter().map(execution_row).collect())
+    }
+
+    pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
+        let rows = self.run(|c| {
+            c.query(
+                "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle
+                 ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
+                &[],
+            )
+        })?;
+        Ok(rows
+            .iter()
+            .map(|r| RuleToggle {
+                user_id: r.get(0),
+                rule_id: r.get(1),
+                enabled: r.get(2),
+                updated_at: r.get(3),
+            })
+            .collect())
+    }
+
+    pub(crate) fn set_toggle(
+        &self,
+        user_id: &str,
+        rule_id: &str,
+        enabled: Option<bool>,
+    ) -> Result<bool, StoreError> {
+        let n = self.run(|c| match enabled {
+            // A row that already holds the value is left alone: no change to report.
+            Some(on) => c.execute(
+                "INSERT INTO rule_toggle (user_id, rule_id, enabled) VALUES ($1, $2, $3)
+                 ON CONFLICT (user_id, rule_id)
+                 DO UPDATE SET enabled = excluded.enabled, updated_at = warden_now()
+                 WHERE rule_toggle.enabled <> excluded.enabled",
+                &[&user_id, &rule_id, &on],
+            ),
+            None => c.execute(
+                "DELETE FROM rule_toggle WHERE user_id = $1 AND rule_id = $2",
+                &[&user_id, &rule_id],
+            ),
+        })?;
+        Ok(n > 0)
+    }
+
+    pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
+        let rows = self.run(|c| {
+            c.query(
+                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+                 FROM setting_override ORDER BY user_id COLLATE \"C\",
+                 project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
+                &[],
+            )
+        })?;
+        rows.iter()
+            .map(|r| {
+                let (user_id, plugin_id, name): (String, String, String) =
+                    (r.get(0), r.get(2), r.get(3));
+                let raw: String = r.get(4);
+                let value = serde_json::from_str(&raw).map_err(|e| StoreError::CorruptSetting {
+                    db: self.label.clone(),
+                    setting: format!(
+                        "setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"
+                    ),
+                    reason: e.to_string(),
+                })?;
+                Ok(SettingOverride {
+                    user_id,
+                    project_id: r.get(1),
+                    plugin_id,
+                    name,
+                    value,
+                    updated_at: r.get(5),
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) fn set_override(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        plugin_id: &str,
+        name: &str,
+        value: Option<&serde_json::Value>,
+    ) -> Result<bool, StoreError> {
+        let text = value.map(serde_json::Value::to_string);
+        let n = self.run(|c| match &text {
+            Some(v) => c.execute(
+                "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (user_id, project_id, plugin_id, name)
+                 DO UPDATE SET value_json = excluded.value_json, updated_at = warden_now()",
+                &[&user_id, &project_id, &plugin_id, &name, v],
+            ),
+            None => c.execute(
+                "DELETE FROM setting_override
+                 WHERE user_id = $1 AND project_id = $2 AND plugin_id = $3 AND name = $4",
+                &[&user_id, &project_id, &plugin_id, &name],
+            ),
+        })?;
+        Ok(n > 0)
+    }
+
+    /// The count of changes to users' choices heard from the database (the listener starts at
+    /// the first call).
+    pub(crate) fn data_version(&self) -> i64 {
+        self.listener.get_or_init(|| {
+            listen::start(
+                self.url.config.clone(),
+                migrations::CHANNEL,
+                self.schema.clone(),
+                self.label.clone(),
+                self.changes.clone(),
+            )
+        });
+        self.changes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        let row = self.run(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
+        Ok(row.as_ref().map(stored_session))
+    }
+
+    pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
+        let row = self.run(|c| c.query_opt("SELECT version FROM session WHERE id = $1", &[&id]))?;
+        Ok(row.map(|r| r.get(0)))
+    }
+
+    pub(crate) fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self.run(|c| {
+            c.query(
+                "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at,
+                        octet_length(snapshot)
+                 FROM session ORDER BY updated_at DESC, id COLLATE \"C\" LIMIT $1",
+                &[&limit],
+            )
+        })?;
+        Ok(rows.iter().map(session_summary).collect())
+    }
+
+    pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+        let n = self.run(|c| c.execute("DELETE FROM session WHERE id = $1", &[&id]))?;
+        Ok(n > 0)
+    }
+
+    pub(crate) fn prune_sessions(&self, before: f64) -> Result<usize, StoreError> {
+        let n = self.run(|c| c.execute("DELETE FROM session WHERE updated_at < $1", &[&before]))?;
+        Ok(usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
+    /// Runs `sql` (tests: install triggers, poke at rows).
+    #[cfg(test)]
+    pub(crate) fn exec(&self, sql: &str) -> Result<(), StoreError> {
+        self.run(|c| c.batch(sql))
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        // Closing a connection blocks on the driver's runtime: not on a tokio worker.
+        if let Some(pool) = self.pool.take() {
+            blocking(move || drop(pool));
+        }
+    }
+}
+
+/// A stored session, with its snapshot (columns of [`SELECT_SESSION`]).
+pub(crate) const SELECT_SESSION: &str =
+    "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at,
+            octet_length(snapshot), snapshot
+     FROM session WHERE id = $1";
+
+pub(crate) fn session_summary(r: &Row) -> SessionSummary {
+    SessionSummary {
+        id: r.get(0),
+        user: r.get(1),
+        project: r.get(2),
+        version: r.get(3),
+        events: u64::try_from(r.get::<_, i64>(4)).unwrap_or(0),
+        ended: r.get(5),
+        created_at: r.get(6),
+        updated_at: r.get(7),
+        size: u64::try_from(r.get::<_, i32>(8)).unwrap_or(0),
+    }
+}
+
+pub(crate) fn stored_session(r: &Row) -> StoredSession {
+    StoredSession {
+        summary: session_summary(r),
+        snapshot: r.get(9),
+    }
+}
+
+/// An execution-log row, selected in the order of [`PgStore::executions`].
+pub(crate) fn execution_row(r: &Row) -> ExecutionRow {
+    ExecutionRow {
+        id: r.get(0),
+        created_at: r.get(1),
+        record: ExecutionRecord {
+            user_id: r.get(2),
+            project_id: r.get(3),
+            session_id: r.get(4),
+            rule_id: r.get(5),
+            trigger: r.get(6),
+            condition_result: r.get(7),
+            action_executed: r.get(8),
+            execution_time_ms: r.get(9),
+            error_message: r.get(10),
+            decision: r.get(11),
+        },
+    }
+}
+
+/// Turns a stored `value_json` into a JSON value.
+pub(crate) fn decode(
+    label: &str,
+    scope: &StateScope,
+    key: &str,
+    text: &str,
+) -> Result<serde_json::Value, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::CorruptValue {
+        db: label.to_owned(),
+        scope: Box::new(scope.clone()),
+        key: key.to_owned(),
+        reason: format!("invalid JSON: {e}"),
+    })
+}
+
+/// A group that failed inside `warden_write_groups`: its index, the key, why.
+pub(crate) type GroupFailure = (usize, String, String);
+
+/// Applies groups of writes in one round trip (inside the caller's transaction), each group
+/// in a subtransaction of its own, every scope written locked first; the groups that failed.
+pub(crate) fn write_groups(
+    c: &mut Conn,
+    groups: &[Vec<StateWrite>],
+) -> Result<Vec<GroupFailure>, postgres::Error> {
+    let n: usize = groups.iter().map(Vec::len).sum();
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let mut group = Vec::with_capacity(n);
+    let (mut user, mut project, mut plugin, mut key, mut value) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for (g, writes) in groups.iter().enumerate() {
+        for w in writes {
+            group.push(i32::try_from(g).unwrap_or(i32::MAX));
+            user.push(w.scope.user.as_str());
+            project.push(w.scope.project.as_str());
+            plugin.push(w.scope.plugin.as_str());
+            key.push(w.key.as_str());
+            value.push(w.value.as_ref().map(serde_json::Value::to_string));
+        }
+    }
+    let rows = c.query(
+        "SELECT failed_group, failed_key, failure FROM warden_write_groups($1, $2, $3, $4, $5, $6)",
+        &[&group, &user, &project, &plugin, &key, &value],
+    )?;
+    Ok(rows
+        .iter()
+        .map(|r| {
+            let g: i32 = r.get(0);
+            (
+                usize::try_from(g).unwrap_or(usize::MAX),
+                r.get::<_, Option<String>>(1).unwrap_or_default(),
+                r.get::<_, Option<String>>(2).unwrap_or_default(),
+            )
+        })
+        .collect())
+}
+
+/// One result per group, from the failures `write_groups` returned.
+pub(crate) fn group_results(
+    label: &str,
+    groups: &[Vec<StateWrite>],
+    failed: Vec<GroupFailure>,
+) -> Vec<Result<(), StoreError>> {
+    let mut results: Vec<Result<(), StoreError>> = groups.iter().map(|_| Ok(())).collect();
+    for (g, key, why) in failed {
+        let Some(writes) = groups.get(g) else {
+            continue;
+        };
+        let scope = writes
+            .iter()
+            .find(|w| w.key == key)
+            .or(writes.first())
+            .map(|w| w.scope.clone())
+            .unwrap_or_else(|| StateScope::new("", "", ""));
+        results[g] = Err(StoreError::Write {
+            db: label.to_string(),
+            scope: Box::new(scope),
+            key,
+            cause: DbError::Server(why),
+        });
+    }
+    results
+}
+
+/// Appends execution-log rows in one round trip (inside the caller's transaction).
+pub(crate) fn insert_executions(
+    c: &mut Conn,
+    records: &[ExecutionRecord],
+) -> Result<(), postgres::Error> {
+    let col = |f: fn(&ExecutionRecord) -> &str| records.iter().map(f).collect::<Vec<&str>>();
+    let opt = |f: fn(&ExecutionRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
+    let users = col(|r| &r.user_id);
+    let projects = col(|r| &r.project_id);
+    let rules = col(|r| &r.rule_id);
+    let triggers = col(|r| &r.trigger);
+    let sessions = opt(|r| r.session_id.as_deref());
+    let errors = opt(|r| r.error_message.as_deref());
+    let decisions = opt(|r| r.decision.as_deref());
+    let conditions: Vec<bool> = records.iter().map(|r| r.condition_result).collect();
+    let actions: Vec<bool> = records.iter().map(|r| r.action_executed).collect();
+    let times: Vec<f64> = records.iter().map(|r| r.execution_time_ms).collect();
+    c.execute(
+        "INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
+             condition_result, action_executed, execution_time_ms, error_message, decision)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+             $6::bool[], $7::bool[], $8::float8[], $9::text[], $10::text[])",
+        &[
+            &users,
+            &projects,
+            &sessions,
+            &rules,
+            &triggers,
+            &conditions,
+            &actions,
+            &times,
+            &errors,
+            &decisions,
+        ],
+    )
+    .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests;

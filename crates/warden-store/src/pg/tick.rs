@@ -1,0 +1,270 @@
+//! One tick's transaction on PostgreSQL (see [`crate::TickTransaction`]).
+//!
+//! It begins lazily, like SQLite's, at the first statement the tick needs, on one pooled
+//! connection held to the end. What SQLite gets from its one write lock, PostgreSQL gets from
+//! finer locks, each held to the end of the transaction:
+//! - a durable session's row (`SELECT ... FOR UPDATE`, or an advisory lock on its id while
+//!   it has no row), taken when the tick reads the session's version: two nodes ticking one
+//!   session take turns, and the second reads what the first saved;
+//! - an advisory lock per (user, project), taken at the tick's first read or write of that
+//!   scope's plugin state: a read-modify-write on two nodes loses no update.
+//!
+//! A statement that fails aborts a PostgreSQL transaction: the tick then commits nothing, and
+//! its commit says why.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use super::conn::{Conn, blocking};
+use super::{
+    PgStore, Pooled, SELECT_SESSION, decode, group_results, insert_executions, stored_session,
+    write_groups,
+};
+use crate::error::StoreError;
+use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
+
+/// Why a tick's transaction cannot go on: kept so that what follows fails at once, alike.
+#[derive(Debug, Clone)]
+enum Failure {
+    Busy,
+    Unreachable(String),
+    Other(String),
+}
+
+/// One tick's transaction on a PostgreSQL store. Dropping it without [`PgTick::commit`] rolls
+/// back whatever it began.
+pub(crate) struct PgTick<'s> {
+    store: &'s PgStore,
+    /// The connection, from the transaction's first statement to its end.
+    open: RefCell<Option<Pooled>>,
+    /// The transaction could not begin, or a statement of it failed.
+    failed: RefCell<Option<Failure>>,
+}
+
+impl<'s> PgTick<'s> {
+    pub(crate) fn new(store: &'s PgStore) -> Self {
+        PgTick {
+            store,
+            open: RefCell::new(None),
+            failed: RefCell::new(None),
+        }
+    }
+
+    fn failure_error(&self, f: &Failure) -> StoreError {
+        match f {
+            Failure::Busy => self.store.busy(),
+            Failure::Unreachable(reason) => StoreError::Unreachable {
+                db: self.store.label.clone(),
+                reason: reason.clone(),
+            },
+            Failure::Other(reason) => StoreError::Database {
+                db: self.store.label.clone(),
+                cause: crate::error::DbError::Server(format!(
+                    "an earlier statement of this tick failed, so nothing of it is written: {reason}"
+                )),
+            },
+        }
+    }
+
+    fn fail(&self, e: StoreError) -> StoreError {
+        let f = match &e {
+            StoreError::Busy { .. } => Failure::Busy,
+            StoreError::Unreachable { reason, .. } => Failure::Unreachable(reason.clone()),
+            other => Failure::Other(other.to_string()),
+        };
+        self.failed.borrow_mut().get_or_insert(f);
+        e
+    }
+
+    /// Runs `f` inside the transaction, beginning it first if needed.
+    fn with<R: Send>(
+        &self,
+        f: impl FnOnce(&mut Conn) -> Result<R, postgres::Error> + Send,
+    ) -> Result<R, StoreError> {
+        if let Some(failure) = &*self.failed.borrow() {
+            return Err(self.failure_error(failure));
+        }
+        let mut open = self.open.borrow_mut();
+        let conn = match &mut *open {
+            Some(conn) => conn,
+            None => {
+                let store = self.store;
+                open.insert(blocking(|| begin_on(store)).map_err(|e| self.fail(e))?)
+            }
+        };
+        blocking(|| f(conn)).map_err(|e| self.fail(self.store.err(e)))
+    }
+
+    pub(crate) fn is_begun(&self) -> bool {
+        self.open.borrow().is_some()
+    }
+
+    pub(crate) fn begin(&self) -> Result<(), StoreError> {
+        self.with(|_| Ok(()))
+    }
+
+    pub(crate) fn state_get(
+        &self,
+        scope: &StateScope,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = self.with(|c| {
+            c.query_opt(
+                "SELECT state_value FROM warden_state_locked($1, $2, $3) WHERE state_key = $4",
+                &[&scope.user, &scope.project, &scope.plugin, &key],
+            )
+        })?;
+        row.map(|r| decode(&self.store.label, scope, key, &r.get::<_, String>(0)))
+            .transpose()
+    }
+
+    pub(crate) fn state_all(
+        &self,
+        scope: &StateScope,
+    ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        let rows = self.with(|c| {
+            c.query(
+                "SELECT state_key, state_value FROM warden_state_locked($1, $2, $3)",
+                &[&scope.user, &scope.project, &scope.plugin],
+            )
+        })?;
+        rows.iter()
+            .map(|r| {
+                let key: String = r.get(0);
+                let value = decode(&self.store.label, scope, &key, &r.get::<_, String>(1))?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    pub(crate) fn write_groups(
+        &self,
+        groups: &[Vec<StateWrite>],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        if groups.iter().all(Vec::is_empty) {
+            return Ok(groups.iter().map(|_| Ok(())).collect());
+        }
+        let failed = self.with(|c| write_groups(c, groups))?;
+        Ok(group_results(&self.store.label, groups, failed))
+    }
+
+    pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
+        self.with(|c| insert_executions(c, records))
+    }
+
+    pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
+        // The lock is taken here too, for a tick that reads the session before its version.
+        self.session_version(id)?;
+        let row = self.with(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
+        Ok(row.as_ref().map(stored_session))
+    }
+
+    pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
+        let row = self.with(|c| c.query_opt("SELECT warden_session_lock($1)", &[&id]))?;
+        Ok(row.and_then(|r| r.get::<_, Option<i64>>(0)))
+    }
+
+    pub(crate) fn commit(
+        self,
+        session: Option<SessionWrite<'_>>,
+    ) -> Result<Option<i64>, StoreError> {
+        if let Some(failure) = &*self.failed.borrow() {
+            return Err(self.failure_error(failure));
+        }
+        if session.is_none() && !self.is_begun() {
+            return Ok(None);
+        }
+        let store = self.store;
+        let mut conflict = false;
+        let version = self.with(|c| {
+            let version = match &session {
+                Some(s) => {
+                    let saved = save_session(c, s)?;
+                    conflict = saved.is_none();
+                    saved
+                }
+                None => None,
+            };
+            if !conflict {
+                c.batch("COMMIT")?;
+            }
+            Ok(version)
+        })?;
+        if let Some(s) = session.as_ref().filter(|_| conflict) {
+            // Drop rolls back.
+            return Err(StoreError::SessionConflict {
+                db: store.label.clone(),
+                id: s.id.to_string(),
+            });
+        }
+        // The transaction is over; `Drop` has nothing to roll back.
+        let conn = self.open.borrow_mut().take();
+        blocking(move || drop(conn));
+        Ok(version)
+    }
+}
+
+/// A pooled connection with a transaction begun on it.
+fn begin_on(store: &PgStore) -> Result<Pooled, StoreError> {
+    let mut tries = 0;
+    loop {
+        let mut conn = store.checkout()?;
+        match conn.batch("BEGIN") {
+            Ok(()) => return Ok(conn),
+            Err(_) if store.stale(&mut conn, tries) => tries += 1,
+            Err(e) => return Err(store.err(e)),
+        }
+    }
+}
+
+/// Saves `s` inside the transaction; its new version, or `None` when another node saved it
+/// since `s.loaded` (nothing was written).
+fn save_session(c: &mut Conn, s: &SessionWrite<'_>) -> Result<Option<i64>, postgres::Error> {
+    let events = i64::try_from(s.events).unwrap_or(i64::MAX);
+    let changed = match s.loaded {
+        None => c.execute(
+            "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
+                 updated_at)
+             VALUES ($1, $2, $3, 1, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING",
+            &[
+                &s.id,
+                &s.user,
+                &s.project,
+                &s.snapshot,
+                &events,
+                &s.ended,
+                &s.updated_at,
+            ],
+        )?,
+        Some(v) => c.execute(
+            "UPDATE session SET user_id = $2, project_id = $3, version = version + 1,
+                 snapshot = $4, events = $5, ended = $6, updated_at = $7
+             WHERE id = $1 AND version = $8",
+            &[
+                &s.id,
+                &s.user,
+                &s.project,
+                &s.snapshot,
+                &events,
+                &s.ended,
+                &s.updated_at,
+                &v,
+            ],
+        )?,
+    };
+    Ok((changed > 0).then(|| s.loaded.map_or(1, |v| v + 1)))
+}
+
+impl Drop for PgTick<'_> {
+    fn drop(&mut self) {
+        if let Some(mut conn) = self.open.get_mut().take() {
+            blocking(move || {
+                conn.rollback();
+                drop(conn);
+            });
+        }
+    }
+}

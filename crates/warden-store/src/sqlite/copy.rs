@@ -1,0 +1,266 @@
+//! Every row of a SQLite store, out and in, as stored: what `warden migrate` copies.
+
+use rusqlite::{Connection, TransactionBehavior, params};
+
+use super::{SqliteStore, execution_row};
+use crate::error::StoreError;
+use crate::types::{
+    CopyReport, Dump, ExecutionRow, RuleToggle, SessionSummary, StateRow, StateScope, StoredSession,
+};
+
+/// The tables a copy fills, children of nothing: emptied in this order by `--replace`.
+const TABLES: [&str; 5] = [
+    "plugin_state",
+    "rule_toggle",
+    "setting_override",
+    "session",
+    "rule_execution_log",
+];
+
+fn counts(conn: &Connection) -> rusqlite::Result<[usize; 5]> {
+    let mut out = [0; 5];
+    for (n, table) in out.iter_mut().zip(TABLES) {
+        let c: i64 = conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
+        *n = usize::try_from(c).unwrap_or(0);
+    }
+    Ok(out)
+}
+
+impl SqliteStore {
+    /// How many rows each table holds (in the order of a [`CopyReport`]).
+    pub(crate) fn counts(&self) -> Result<[usize; 5], StoreError> {
+        counts(&self.lock()).map_err(|e| self.sql_err(e))
+    }
+
+    /// Every row but the execution log's.
+    pub(crate) fn dump(&self) -> Result<Dump, StoreError> {
+        let conn = self.lock();
+        (|| {
+            let mut dump = Dump::default();
+            let mut stmt = conn.prepare(
+                "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
+                 FROM plugin_state ORDER BY id",
+            )?;
+            dump.state = stmt
+                .query_map([], |r| {
+                    Ok(StateRow {
+                        scope: StateScope::new(
+                            r.get::<_, String>(0)?,
+                            r.get::<_, String>(1)?,
+                            r.get::<_, String>(2)?,
+                        ),
+                        key: r.get(3)?,
+                        value_json: r.get(4)?,
+                        created_at: r.get(5)?,
+                        updated_at: r.get(6)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut stmt = conn.prepare(
+                "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle
+                 ORDER BY user_id, rule_id",
+            )?;
+            dump.toggles = stmt
+                .query_map([], |r| {
+                    Ok(RuleToggle {
+                        user_id: r.get(0)?,
+                        rule_id: r.get(1)?,
+                        enabled: r.get::<_, i64>(2)? != 0,
+                        updated_at: r.get(3)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut stmt = conn.prepare(
+                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+                 FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
+            )?;
+            dump.overrides = stmt
+                .query_map([], |r| {
+                    Ok([
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ])
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            let mut stmt = conn.prepare(
+                "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at,
+                        length(CAST(snapshot AS BLOB)), snapshot
+                 FROM session ORDER BY id",
+            )?;
+            dump.sessions = stmt
+                .query_map([], |r| {
+                    Ok(StoredSession {
+                        summary: SessionSummary {
+                            id: r.get(0)?,
+                            user: r.get(1)?,
+                            project: r.get(2)?,
+                            version: r.get(3)?,
+                            events: u64::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
+                            ended: r.get::<_, i64>(5)? != 0,
+                            created_at: r.get(6)?,
+                            updated_at: r.get(7)?,
+                            size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
+                        },
+                        snapshot: r.get(9)?,
+                    })
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            Ok(dump)
+        })()
+        .map_err(|e| self.sql_err(e))
+    }
+
+    /// At most `limit` execution-log rows after `after` (by id), oldest first.
+    pub(crate) fn log_page(
+        &self,
+        after: i64,
+        limit: usize,
+    ) -> Result<Vec<ExecutionRow>, StoreError> {
+        let conn = self.lock();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        (|| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
+                        condition_result, action_executed, execution_time_ms, error_message, decision
+                 FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2",
+            )?;
+            let rows = stmt.query_map(params![after, limit], execution_row)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.sql_err(e))
+    }
+
+    /// Writes `dump` and every page `log` gives (until an empty one) in one transaction: the
+    /// store must be empty, or is emptied first with `replace`.
+    pub(crate) fn import(
+        &self,
+        dump: &Dump,
+        replace: bool,
+        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
+    ) -> Result<CopyReport, StoreError> {
+        let mut conn = self.lock();
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.sql_err(e))?;
+        let sql = |e| self.sql_err(e);
+        if replace {
+            for table in TABLES {
+                tx.execute(&format!("DELETE FROM {table}"), [])
+                    .map_err(sql)?;
+            }
+        } else {
+            let held = counts(&tx).map_err(sql)?;
+            if held.iter().any(|n| *n > 0) {
+                return Err(StoreError::NotEmpty {
+                    db: self.label.clone(),
+                    what: crate::types::describe(held),
+                });
+            }
+        }
+        let mut report = CopyReport::default();
+        {
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
+                     created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(sql)?;
+            for r in &dump.state {
+                stmt.execute(params![
+                    r.scope.user,
+                    r.scope.project,
+                    r.scope.plugin,
+                    r.key,
+                    r.value_json,
+                    r.created_at,
+                    r.updated_at
+                ])
+                .map_err(sql)?;
+                report.state += 1;
+            }
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO rule_toggle (user_id, rule_id, enabled, updated_at)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(sql)?;
+            for t in &dump.toggles {
+                stmt.execute(params![t.user_id, t.rule_id, t.enabled, t.updated_at])
+                    .map_err(sql)?;
+                report.toggles += 1;
+            }
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
+                     value_json, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                )
+                .map_err(sql)?;
+            for o in &dump.overrides {
+                stmt.execute(params![o[0], o[1], o[2], o[3], o[4], o[5]])
+                    .map_err(sql)?;
+                report.overrides += 1;
+            }
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO session (id, user_id, project_id, version, snapshot, events,
+                     ended, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )
+                .map_err(sql)?;
+            for s in &dump.sessions {
+                let m = &s.summary;
+                stmt.execute(params![
+                    m.id,
+                    m.user,
+                    m.project,
+                    m.version,
+                    s.snapshot,
+                    i64::try_from(m.events).unwrap_or(i64::MAX),
+                    m.ended,
+                    m.created_at,
+                    m.updated_at
+                ])
+                .map_err(sql)?;
+                report.sessions += 1;
+            }
+            let mut stmt = tx
+                .prepare(
+                    "INSERT INTO rule_execution_log (id, created_at, user_id, project_id,
+                     session_id, rule_id, trigger, condition_result, action_executed,
+                     execution_time_ms, error_message, decision)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                )
+                .map_err(sql)?;
+            loop {
+                let page = log()?;
+                if page.is_empty() {
+                    break;
+                }
+                for row in &page {
+                    let r = &row.record;
+                    stmt.execute(params![
+                        row.id,
+                        row.created_at,
+                        r.user_id,
+                        r.project_id,
+                        r.session_id,
+                        r.rule_id,
+                        r.trigger,
+                        r.condition_result,
+                        r.action_executed,
+                        r.execution_time_ms,
+                        r.error_message,
+                        r.decision
+                    ])
+                    .map_err(sql)?;
+                }
+                report.executions += page.len();
+            }
+        }
+        tx.commit().map_err(sql)?;
+        Ok(report)
+    }
+}

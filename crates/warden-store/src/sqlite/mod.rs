@@ -1,0 +1,452 @@
+//! The SQLite back end: one file (bundled SQLite, WAL journal), or a private in-memory
+//! database; one connection behind a mutex.
+//!
+//! - `mod.rs`: opening, plugin state, the execution log.
+//! - `migrations.rs`: versioned schema migrations (`PRAGMA user_version`).
+//! - `controls.rs`: users' toggles and setting overrides, `data_version`.
+//! - `sessions.rs`: durable session rows.
+//! - `tick.rs`: one tick's IMMEDIATE transaction.
+//! - `copy.rs`: every row out and in, for `warden migrate`.
+
+pub(crate) mod controls;
+pub(crate) mod copy;
+pub(crate) mod migrations;
+pub(crate) mod sessions;
+pub(crate) mod tick;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use crate::error::{DbError, StoreError};
+use crate::types::{
+    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite,
+};
+
+/// Whether SQLite gave up waiting for another connection's lock.
+pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+/// A SQLite database: one connection, serialized by a mutex.
+pub(crate) struct SqliteStore {
+    pub(crate) conn: Mutex<Connection>,
+    path: Option<PathBuf>,
+    /// How the database is named in error messages.
+    pub(crate) label: String,
+    /// How long a statement waits for another connection's lock.
+    lock_timeout: Duration,
+}
+
+pub(crate) const UPSERT_STATE: &str = "
+INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json)
+VALUES (?1, ?2, ?3, ?4, ?5)
+ON CONFLICT(user_id, project_id, plugin_id, key)
+DO UPDATE SET value_json = excluded.value_json, updated_at = datetime('now')";
+
+pub(crate) const DELETE_STATE: &str = "
+DELETE FROM plugin_state
+WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
+
+pub(crate) const SELECT_STATE: &str = "
+SELECT value_json FROM plugin_state
+WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
+
+const SELECT_STATE_ALL: &str = "
+SELECT key, value_json FROM plugin_state
+WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3";
+
+pub(crate) const INSERT_EXECUTION: &str = "
+INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
+    condition_result, action_executed, execution_time_ms, error_message, decision)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+
+/// Every key of `scope`, as stored.
+pub(crate) fn select_state_all(
+    conn: &Connection,
+    scope: &StateScope,
+) -> rusqlite::Result<Vec<(String, SqlValue)>> {
+    let mut stmt = conn.prepare_cached(SELECT_STATE_ALL)?;
+    let rows = stmt.query_map(params![scope.user, scope.project, scope.plugin], |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
+    })?;
+    rows.collect()
+}
+
+/// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
+pub(crate) fn write_group(
+    store: &SqliteStore,
+    conn: &Connection,
+    group: &[StateWrite],
+) -> Result<(), StoreError> {
+    for write in group {
+        let StateWrite { scope, key, value } = write;
+        let result = match value {
+            Some(value) => conn.prepare_cached(UPSERT_STATE).and_then(|mut stmt| {
+                stmt.execute(params![
+                    scope.user,
+                    scope.project,
+                    scope.plugin,
+                    key,
+                    value.to_string()
+                ])
+            }),
+            None => conn.prepare_cached(DELETE_STATE).and_then(|mut stmt| {
+                stmt.execute(params![scope.user, scope.project, scope.plugin, key])
+            }),
+        };
+        result.map_err(|cause| StoreError::Write {
+            db: store.label.clone(),
+            scope: Box::new(scope.clone()),
+            key: key.clone(),
+            cause: cause.into(),
+        })?;
+    }
+    Ok(())
+}
+
+/// Inserts execution-log rows on `conn` (inside the caller's transaction).
+pub(crate) fn insert_executions(
+    conn: &Connection,
+    records: &[ExecutionRecord],
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(INSERT_EXECUTION)?;
+    for r in records {
+        stmt.execute(params![
+            r.user_id,
+            r.project_id,
+            r.session_id,
+            r.rule_id,
+            r.trigger,
+            r.condition_result,
+            r.action_executed,
+            r.execution_time_ms,
+            r.error_message,
+            r.decision,
+        ])?;
+    }
+    Ok(())
+}
+
+/// Turns a stored `value_json` cell into a JSON value.
+pub(crate) fn decode(
+    label: &str,
+    scope: &StateScope,
+    key: &str,
+    raw: SqlValue,
+) -> Result<serde_json::Value, StoreError> {
+    let corrupt = |reason: String| StoreError::CorruptValue {
+        db: label.to_owned(),
+        scope: Box::new(scope.clone()),
+        key: key.to_owned(),
+        reason,
+    };
+    match raw {
+        SqlValue::Text(text) => {
+            serde_json::from_str(&text).map_err(|e| corrupt(format!("invalid JSON: {e}")))
+        }
+        other => Err(corrupt(format!(
+            "expected JSON text, found {}",
+            other.data_type()
+        ))),
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its parent directories if missing) the database at `path`.
+    pub(crate) fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        let label = path.display().to_string();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|cause| StoreError::CreateDir {
+                db: label.clone(),
+                cause,
+            })?;
+        }
+        let conn = Connection::open(path).map_err(|cause| StoreError::Open {
+            db: label.clone(),
+            cause: cause.into(),
+        })?;
+        Self::setup(conn, Some(path.to_path_buf()), label)
+    }
+
+    /// Opens a private in-memory database with the same schema.
+    pub(crate) fn in_memory() -> Result<SqliteStore, StoreError> {
+        let label = "in-memory database".to_owned();
+        let conn = Connection::open_in_memory().map_err(|cause| StoreError::Open {
+            db: label.clone(),
+            cause: cause.into(),
+        })?;
+        Self::setup(conn, None, label)
+    }
+
+    fn setup(
+        mut conn: Connection,
+        path: Option<PathBuf>,
+        label: String,
+    ) -> Result<SqliteStore, StoreError> {
+        let open_err = |cause: rusqlite::Error| StoreError::Open {
+            db: label.clone(),
+            cause: cause.into(),
+        };
+        conn.busy_timeout(crate::DEFAULT_LOCK_TIMEOUT)
+            .map_err(open_err)?;
+        // Returns the resulting mode; in-memory databases stay "memory", which is fine.
+        let _mode: String = conn
+            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+            .map_err(open_err)?;
+        // NORMAL is the recommended pairing for WAL: no corruption on power loss,
+        // at worst the last commits are lost; FULL would fsync on every commit.
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(open_err)?;
+        conn.pragma_update(None, "foreign_keys", true)
+            .map_err(open_err)?;
+        // A process that closes the database checkpoints the write-ahead log (SQLite's
+        // default): the next process then opens a database with an empty log. Leaving the log
+        // for the next process would save the closing one two fsyncs, but cost every opening
+        // one the rebuilding of the log's index, in proportion to the log (a hook process opens
+        // the database at every event).
+        conn.set_prepared_statement_cache_capacity(32);
+        migrations::migrate(&mut conn, &label)?;
+        Ok(SqliteStore {
+            conn: Mutex::new(conn),
+            path,
+            label,
+            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+        })
+    }
+
+    pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
+        let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+        conn.busy_timeout(timeout)
+            .map_err(|cause| StoreError::Database {
+                db: self.label.clone(),
+                cause: cause.into(),
+            })?;
+        self.lock_timeout = timeout;
+        Ok(())
+    }
+
+    pub(crate) fn set_synchronous_full(&self, full: bool) -> Result<(), StoreError> {
+        let conn = self.lock();
+        conn.pragma_update(None, "synchronous", if full { "FULL" } else { "NORMAL" })
+            .map_err(|e| self.sql_err(e))
+    }
+
+    pub(crate) fn is_synchronous_full(&self) -> Result<bool, StoreError> {
+        let conn = self.lock();
+        let level: i64 = conn
+            .pragma_query_value(None, "synchronous", |row| row.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(level >= 2)
+    }
+
+    pub(crate) fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub(crate) fn schema_version(&self) -> Result<u32, StoreError> {
+        let conn = self.lock();
+        migrations::user_version(&conn).map_err(|e| self.sql_err(e))
+    }
+
+    pub(crate) fn check_integrity(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.lock();
+        let rows = (|| {
+            let mut stmt = conn.prepare("PRAGMA integrity_check")?;
+            let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.sql_err(e))?;
+        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+    }
+
+    pub(crate) fn state_get(
+        &self,
+        scope: &StateScope,
+        key: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        let conn = self.lock();
+        let raw = (|| {
+            conn.prepare_cached(SELECT_STATE)?
+                .query_row(
+                    params![scope.user, scope.project, scope.plugin, key],
+                    |row| row.get::<_, SqlValue>(0),
+                )
+                .optional()
+        })()
+        .map_err(|e| self.sql_err(e))?;
+        drop(conn);
+        raw.map(|raw| decode(&self.label, scope, key, raw))
+            .transpose()
+    }
+
+    pub(crate) fn state_all(
+        &self,
+        scope: &StateScope,
+    ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+        let conn = self.lock();
+        let rows = select_state_all(&conn, scope).map_err(|e| self.sql_err(e))?;
+        drop(conn);
+        rows.into_iter()
+            .map(|(key, raw)| {
+                let value = decode(&self.label, scope, &key, raw)?;
+                Ok((key, value))
+            })
+            .collect()
+    }
+
+    pub(crate) fn apply_writes(
+        &self,
+        groups: &[Vec<StateWrite>],
+    ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+        let mut conn = self.lock();
+        // IMMEDIATE takes the write lock up front, so the busy timeout applies here
+        // instead of failing later when a read transaction tries to upgrade.
+        let mut tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(|e| self.sql_err(e))?;
+        let mut results = Vec::with_capacity(groups.len());
+        for group in groups {
+            let sp = tx.savepoint().map_err(|e| self.sql_err(e))?;
+            match write_group(self, &sp, group) {
+                Ok(()) => {
+                    sp.commit().map_err(|e| self.sql_err(e))?;
+                    results.push(Ok(()));
+                }
+                Err(err) => {
+                    if sp.is_autocommit() {
+                        // The failure rolled back the whole transaction (e.g. disk full):
+                        // nothing was written, so report it as the outer error.
+                        return Err(err);
+                    }
+                    // Drop behavior is Rollback: ROLLBACK TO + RELEASE.
+                    sp.finish().map_err(|e| self.sql_err(e))?;
+                    results.push(Err(err));
+                }
+            }
+        }
+        tx.commit().map_err(|e| self.sql_err(e))?;
+        Ok(results)
+    }
+
+    pub(crate) fn executions(
+        &self,
+        filter: &ExecutionFilter,
+    ) -> Result<Vec<ExecutionRow>, StoreError> {
+        let mut sql = String::from(
+            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
+             condition_result, action_executed, execution_time_ms, error_message, decision \
+             FROM rule_execution_log",
+        );
+        let mut conditions: Vec<&str> = Vec::new();
+        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::new();
+        if let Some(rule_id) = &filter.rule_id {
+            if rule_id.contains('/') {
+                conditions.push("rule_id = ?");
+                args.push(rule_id);
+            } else {
+                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
+                conditions.push("(rule_id = ? OR substr(rule_id, -length(?) - 1) = '/' || ?)");
+                args.push(rule_id);
+                args.push(rule_id);
+                args.push(rule_id);
+            }
+        }
+        if let Some(session_id) = &filter.session_id {
+            conditions.push("session_id = ?");
+            args.push(session_id);
+        }
+        if let Some(user_id) = &filter.user_id {
+            conditions.push("user_id = ?");
+            args.push(user_id);
+        }
+        if filter.failures_only {
+            conditions.push("error_message IS NOT NULL");
+        }
+        if !conditions.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&conditions.join(" AND "));
+        }
+        // created_at has one-second resolution; id breaks ties in insertion order.
+        sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?");
+        let limit =
+            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
+        args.push(&limit);
+
+        let conn = self.lock();
+        (|| {
+            let mut stmt = conn.prepare_cached(&sql)?;
+            let rows = stmt.query_map(args.as_slice(), execution_row)?;
+            rows.collect::<rusqlite::Result<Vec<_>>>()
+        })()
+        .map_err(|e| self.sql_err(e))
+    }
+
+    /// Locks the connection. A poisoned mutex is recovered: rusqlite rolls back any
+    /// open transaction when a panic unwinds through it, so the connection is usable.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
+        if is_busy(&cause) {
+            return self.busy();
+        }
+        StoreError::Database {
+            db: self.label.clone(),
+            cause: DbError::Sqlite(cause),
+        }
+    }
+
+    /// A tick's transaction ended by a write the database refused.
+    pub(crate) fn refused(&self, reason: String) -> StoreError {
+        StoreError::Refused {
+            db: self.label.clone(),
+            reason,
+        }
+    }
+
+    /// The lock is held elsewhere for longer than this store waits.
+    pub(crate) fn busy(&self) -> StoreError {
+        StoreError::Busy {
+            db: self.label.clone(),
+            waited: self.lock_timeout,
+        }
+    }
+
+    /// Runs `sql` (tests: install triggers, poke at rows).
+    #[cfg(test)]
+    pub(crate) fn exec(&self, sql: &str) -> Result<(), StoreError> {
+        self.lock().execute_batch(sql).map_err(|e| self.sql_err(e))
+    }
+}
+
+/// An execution-log row, selected in the order of [`SqliteStore::executions`].
+pub(crate) fn execution_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRow> {
+    Ok(ExecutionRow {
+        id: row.get(0)?,
+        created_at: row.get(1)?,
+        record: ExecutionRecord {
+            user_id: row.get(2)?,
+            project_id: row.get(3)?,
+            session_id: row.get(4)?,
+            rule_id: row.get(5)?,
+            trigger: row.get(6)?,
+            condition_result: row.get::<_, i64>(7)? != 0,
+            action_executed: row.get::<_, i64>(8)? != 0,
+            execution_time_ms: row.get(9)?,
+            error_message: row.get(10)?,
+            decision: row.get(11)?,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,145 @@
+//! What only SQLite has: a file (WAL, foreign keys), a header that may be garbage, values that
+//! may not be text, one connection behind a mutex.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::SqliteStore;
+use super::tick::SqliteTick;
+use crate::{Backend, ExecutionFilter, ExecutionRecord, StateScope, StateWrite, Store, StoreError};
+
+#[test]
+fn a_file_store_persists_across_reopen_in_wal_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nested").join("warden.db");
+    let sc = StateScope::new("u", "p", "x");
+    {
+        let s = SqliteStore::open(&path).expect("open");
+        assert_eq!(s.path(), Some(path.as_path()));
+        let conn = s.lock();
+        let mode: String = conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .expect("mode");
+        assert_eq!(mode, "wal");
+        let fk: i64 = conn
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .expect("fk");
+        assert_eq!(fk, 1);
+        drop(conn);
+        s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!({"n": 1}))]])
+            .expect("write");
+    }
+    let s = Store::open(&path).expect("reopen");
+    assert_eq!(s.backend(), Backend::Sqlite);
+    assert_eq!(s.label(), path.display().to_string());
+    assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!({"n": 1})));
+    assert_eq!(s.check_integrity().expect("check"), Vec::<String>::new());
+}
+
+#[test]
+fn a_garbage_file_is_an_open_error_naming_the_path() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("not-a.db");
+    std::fs::write(&path, vec![b'x'; 4096]).expect("write");
+    let err = Store::open(&path).expect_err("garbage");
+    assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
+    assert!(err.to_string().contains("not-a.db"), "{err}");
+}
+
+#[test]
+fn a_value_that_is_not_text_is_corrupt() {
+    let s = SqliteStore::in_memory().expect("store");
+    let sc = StateScope::new("u", "p", "x");
+    s.apply_writes(&[vec![StateWrite::set(sc.clone(), "bad", json!(1))]])
+        .expect("write");
+    s.exec("UPDATE plugin_state SET value_json = x'00'")
+        .expect("blob");
+    let err = s.state_get(&sc, "bad").expect_err("blob");
+    assert!(err.to_string().contains("Blob"), "{err}");
+}
+
+#[test]
+fn a_poisoned_mutex_is_recovered() {
+    let s = Arc::new(SqliteStore::in_memory().expect("store"));
+    let s2 = Arc::clone(&s);
+    let joined = std::thread::spawn(move || {
+        let _guard = s2.conn.lock();
+        panic!("poison the mutex");
+    })
+    .join();
+    assert!(joined.is_err());
+    assert!(s.conn.is_poisoned());
+    let sc = StateScope::new("u", "p", "x");
+    s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+        .expect("write");
+    assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(1)));
+    assert!(
+        s.executions(&ExecutionFilter::default())
+            .expect("log")
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_path_that_looks_like_nothing_special_is_a_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A folder named `postgres:` is still a folder.
+    let path = dir.path().join("postgres:").join("w.db");
+    let s = Store::open(&path).expect("open");
+    assert_eq!(s.backend(), Backend::Sqlite);
+    assert!(path.is_file());
+}
+
+#[test]
+fn commits_can_be_made_durable_on_power_loss() {
+    let dir = tempfile::tempdir().expect("dir");
+    let s = Store::open(dir.path().join("w.db")).expect("open");
+    assert!(!s.is_synchronous_full().expect("read"), "NORMAL by default");
+    s.set_synchronous_full(true).expect("set");
+    assert!(s.is_synchronous_full().expect("read"));
+    s.set_synchronous_full(false).expect("set");
+    assert!(!s.is_synchronous_full().expect("read"));
+}
+
+#[test]
+fn a_write_the_database_refuses_as_a_whole_fails_the_tick() {
+    let s = SqliteStore::in_memory().expect("store");
+    let sc = StateScope::new("a", "p", "x");
+    s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+        .expect("seed");
+    // A connection that may not write stands for a read-only or damaged file.
+    s.exec("PRAGMA query_only = 1").expect("query_only");
+    let tx = SqliteTick::new(&s);
+    let err = tx
+        .write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(2))]])
+        .expect_err("the write fails the tick");
+    assert!(err.to_string().contains("readonly"), "{err}");
+    // Nothing more is written in the tick's name, not even outside a transaction.
+    let log = tx.record_executions(&[ExecutionRecord {
+        user_id: "a".into(),
+        project_id: "p".into(),
+        session_id: None,
+        rule_id: "r".into(),
+        trigger: "on_turn_start".into(),
+        condition_result: true,
+        action_executed: true,
+        execution_time_ms: 0.1,
+        error_message: None,
+        decision: None,
+    }]);
+    assert!(matches!(log, Err(StoreError::Refused { .. })), "{log:?}");
+    let commit = tx.commit(None).expect_err("the commit says so");
+    assert!(
+        commit.to_string().contains("refused this tick's writes")
+            && commit.to_string().contains("readonly"),
+        "{commit}"
+    );
+    s.exec("PRAGMA query_only = 0").expect("query_only off");
+    assert_eq!(s.state_get(&sc, "k").expect("read"), Some(json!(1)));
+    assert!(
+        s.executions(&ExecutionFilter::default())
+            .expect("log")
+            .is_empty()
+    );
+}

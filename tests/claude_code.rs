@@ -14,161 +14,16 @@
 //! every changed line before committing it.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-fn data() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/claude-code")
-}
+#[path = "support/claude_code.rs"]
+mod support;
 
-/// A project folder, a transcript and a database for one test.
-struct Project {
-    dir: tempfile::TempDir,
-    session: String,
-}
-
-impl Project {
-    fn new(session: &str) -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        let p = Project {
-            dir,
-            session: session.to_string(),
-        };
-        let transcript = p.fill(&std::fs::read_to_string(data().join("transcript.jsonl")).unwrap());
-        std::fs::write(p.transcript(), transcript).unwrap();
-        p
-    }
-
-    fn transcript(&self) -> PathBuf {
-        self.dir.path().join("transcript.jsonl")
-    }
-
-    fn db(&self) -> PathBuf {
-        self.dir.path().join("warden.db")
-    }
-
-    /// `text` with the placeholders filled in.
-    fn fill(&self, text: &str) -> String {
-        text.replace("$PROJECT", &self.dir.path().display().to_string())
-            .replace("$TRANSCRIPT", &self.transcript().display().to_string())
-            .replace("$SESSION", &self.session)
-    }
-
-    /// The payload fixture `name`, with `set` merged over it.
-    fn payload(&self, name: &str, set: Option<&Value>) -> Value {
-        let text = std::fs::read_to_string(data().join("payloads").join(format!("{name}.json")))
-            .unwrap_or_else(|e| panic!("payload {name}: {e}"));
-        let mut v: Value = serde_json::from_str(&self.fill(&text)).unwrap();
-        if let (Some(Value::Object(set)), Value::Object(map)) = (set, &mut v) {
-            for (k, x) in set {
-                map.insert(
-                    k.clone(),
-                    serde_json::from_str(&self.fill(&x.to_string())).unwrap(),
-                );
-            }
-        }
-        v
-    }
-
-    /// The transcript gains a model call (`id`), whose context holds `tokens` tokens.
-    fn model_call(&self, id: &str, tokens: u64) {
-        let line = json!({
-            "parentUuid": "u", "isSidechain": false, "type": "assistant",
-            "message": {
-                "id": id, "type": "message", "role": "assistant",
-                "model": "claude-sonnet-4-5-20250929",
-                "content": [{"type": "text", "text": "..."}],
-                "usage": {
-                    "input_tokens": 10, "cache_creation_input_tokens": 1000,
-                    "cache_read_input_tokens": tokens - 1100, "output_tokens": 90
-                }
-            },
-            "uuid": format!("u-{id}")
-        });
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.transcript())
-            .unwrap();
-        writeln!(f, "{line}").unwrap();
-    }
-
-    /// A hook process, as Claude Code starts one.
-    fn hook_command(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_warden"));
-        c.arg("hook")
-            .arg("claude-code")
-            .arg("--config")
-            .arg(data().join("warden.toml"))
-            .arg("--db")
-            .arg(self.db())
-            .env("CLAUDE_PROJECT_DIR", self.dir.path())
-            .env_remove("WARDEN_CONFIG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        c
-    }
-
-    /// A hook process started with `input` on its stdin (closed after it).
-    fn spawn_hook(&self, input: &[u8]) -> std::process::Child {
-        let mut child = self.hook_command().spawn().unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        child
-    }
-
-    /// Runs one hook: its answer (`null` when it printed nothing). Every hook exits 0.
-    fn hook(&self, payload: &Value) -> Value {
-        let child = self.spawn_hook(payload.to_string().as_bytes());
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{payload}: exit {:?}\n{}",
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        if stdout.trim().is_empty() {
-            return Value::Null;
-        }
-        assert_eq!(
-            stdout.trim().lines().count(),
-            1,
-            "one JSON line on stdout: {stdout}"
-        );
-        serde_json::from_str(stdout.trim())
-            .unwrap_or_else(|e| panic!("{payload}: not JSON ({e}): {stdout}"))
-    }
-
-    fn warden(&self, args: &[&str]) -> String {
-        let out = Command::new(env!("CARGO_BIN_EXE_warden"))
-            .arg("--config")
-            .arg(data().join("warden.toml"))
-            .arg("--db")
-            .arg(self.db())
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
-/// What the answers say, with the project's folder written as `$PROJECT`.
-fn normalize(v: &Value, project: &Project) -> Value {
-    serde_json::from_str(
-        &v.to_string()
-            .replace(&project.dir.path().display().to_string(), "$PROJECT"),
-    )
-    .unwrap()
-}
+use support::{Project, data};
 
 #[test]
 fn a_whole_session_in_thirty_processes() {
@@ -181,7 +36,7 @@ fn a_whole_session_in_thirty_processes() {
             project.model_call(call[0].as_str().unwrap(), call[1].as_u64().unwrap());
         }
         let payload = project.payload(step["payload"].as_str().unwrap(), step.get("set"));
-        let answer = normalize(&project.hook(&payload), &project);
+        let answer = project.normalize(&project.hook(&payload));
         answers
             .push(json!({ "step": i + 1, "event": payload["hook_event_name"], "answer": answer }));
     }

@@ -31,6 +31,11 @@ use serde_json::{Value, json};
 use warden::store::{Backend, StateScope, Store};
 use warden::{Event, Hook, SessionOptions, Warden};
 
+#[path = "support/claude_code.rs"]
+mod support;
+
+use support::Project;
+
 const URL_VAR: &str = "WARDEN_TEST_POSTGRES_URL";
 
 /// The test server, or `None` (said once, where the test harness does not hide it).
@@ -159,131 +164,20 @@ fn two_replay_processes_lose_no_update() {
     assert_eq!(count_of(&db.store(), "local"), Some(json!(300)));
 }
 
-/// Claude Code's hooks, one process each, on PostgreSQL: the test project of
-/// `tests/claude-code`, its database a schema of the test server.
-struct Project {
-    dir: tempfile::TempDir,
-    session: String,
-    db: String,
-}
-
-impl Project {
-    fn new(session: &str, db: &str) -> Project {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join("src")).unwrap();
-        let p = Project {
-            dir,
-            session: session.to_string(),
-            db: db.to_string(),
-        };
-        let transcript =
-            p.fill(&std::fs::read_to_string(data().join("claude-code/transcript.jsonl")).unwrap());
-        std::fs::write(p.transcript(), transcript).unwrap();
-        p
-    }
-
-    fn transcript(&self) -> PathBuf {
-        self.dir.path().join("transcript.jsonl")
-    }
-
-    fn fill(&self, text: &str) -> String {
-        text.replace("$PROJECT", &self.dir.path().display().to_string())
-            .replace("$TRANSCRIPT", &self.transcript().display().to_string())
-            .replace("$SESSION", &self.session)
-    }
-
-    fn payload(&self, name: &str, set: Option<&Value>) -> Value {
-        let path = data()
-            .join("claude-code/payloads")
-            .join(format!("{name}.json"));
-        let mut v: Value =
-            serde_json::from_str(&self.fill(&std::fs::read_to_string(path).unwrap())).unwrap();
-        if let (Some(Value::Object(set)), Value::Object(map)) = (set, &mut v) {
-            for (k, x) in set {
-                map.insert(
-                    k.clone(),
-                    serde_json::from_str(&self.fill(&x.to_string())).unwrap(),
-                );
-            }
-        }
-        v
-    }
-
-    /// The transcript gains a model call (`id`), whose context holds `tokens` tokens.
-    fn model_call(&self, id: &str, tokens: u64) {
-        let line = json!({
-            "parentUuid": "u", "isSidechain": false, "type": "assistant",
-            "message": {
-                "id": id, "type": "message", "role": "assistant",
-                "model": "claude-sonnet-4-5-20250929",
-                "content": [{"type": "text", "text": "..."}],
-                "usage": {
-                    "input_tokens": 10, "cache_creation_input_tokens": 1000,
-                    "cache_read_input_tokens": tokens - 1100, "output_tokens": 90
-                }
-            },
-            "uuid": format!("u-{id}")
-        });
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(self.transcript())
-            .unwrap();
-        writeln!(f, "{line}").unwrap();
-    }
-
-    fn spawn(&self, payload: &Value) -> Child {
-        let mut child = warden()
-            .arg("hook")
-            .arg("claude-code")
-            .arg("--config")
-            .arg(data().join("claude-code/warden.toml"))
-            .args(["--db", &self.db])
-            .env("CLAUDE_PROJECT_DIR", self.dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(payload.to_string().as_bytes())
-            .unwrap();
-        child
-    }
-
-    /// One hook's answer (`null` when it printed nothing).
-    fn hook(&self, payload: &Value) -> Value {
-        let out = self.spawn(payload).wait_with_output().unwrap();
-        assert!(out.status.success());
-        let stdout = String::from_utf8(out.stdout).unwrap();
-        if stdout.trim().is_empty() {
-            return Value::Null;
-        }
-        serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
-    }
-
-    fn warden(&self, args: &[&str]) -> String {
-        let config = data().join("claude-code/warden.toml");
-        let mut all = vec!["--config", config.to_str().unwrap(), "--db", &self.db];
-        all.extend(args);
-        run(&all)
-    }
-}
-
 /// Eight hook processes at once, three times, on one session: every tick saved once, none
 /// over another, and the counter in plugin state lost no update.
 #[test]
 fn hook_processes_on_one_session_lose_no_update() {
     let Some(db) = Db::new() else { return };
-    let project = Project::new("parallel", &db.url);
+    let project = Project::with_db("parallel", Some(&db.url));
     let payload = project.payload(
         "PostToolUse",
         Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
     );
     for _ in 0..3 {
-        let children: Vec<Child> = (0..8).map(|_| project.spawn(&payload)).collect();
+        let children: Vec<Child> = (0..8)
+            .map(|_| project.spawn_hook(payload.to_string().as_bytes()))
+            .collect();
         for child in children {
             let out = child.wait_with_output().unwrap();
             assert!(out.status.success());
@@ -306,10 +200,9 @@ fn hook_processes_on_one_session_lose_no_update() {
 #[test]
 fn a_session_handed_from_process_to_process_answers_as_on_sqlite() {
     let Some(db) = Db::new() else { return };
-    let project = Project::new("e2e-session", &db.url);
-    let script = std::fs::read_to_string(data().join("claude-code/session.jsonl")).unwrap();
-    let expected =
-        std::fs::read_to_string(data().join("claude-code/session.expected.jsonl")).unwrap();
+    let project = Project::with_db("e2e-session", Some(&db.url));
+    let script = std::fs::read_to_string(support::data().join("session.jsonl")).unwrap();
+    let expected = std::fs::read_to_string(support::data().join("session.expected.jsonl")).unwrap();
     let mut expected = expected.lines();
     for (i, line) in script.lines().enumerate() {
         let step: Value = serde_json::from_str(line).unwrap();
@@ -317,13 +210,7 @@ fn a_session_handed_from_process_to_process_answers_as_on_sqlite() {
             project.model_call(call[0].as_str().unwrap(), call[1].as_u64().unwrap());
         }
         let payload = project.payload(step["payload"].as_str().unwrap(), step.get("set"));
-        let answer: Value = serde_json::from_str(
-            &project
-                .hook(&payload)
-                .to_string()
-                .replace(&project.dir.path().display().to_string(), "$PROJECT"),
-        )
-        .unwrap();
+        let answer = project.normalize(&project.hook(&payload));
         let want: Value = serde_json::from_str(expected.next().unwrap()).unwrap();
         let got = json!({ "step": i + 1, "event": payload["hook_event_name"], "answer": answer });
         assert_eq!(got, want, "step {}", i + 1);
@@ -436,7 +323,7 @@ fn warden_migrate_copies_a_sqlite_store() {
     let file = dir.path().join("warden.db");
     let file = file.to_str().unwrap();
     // A store with something of everything, made as users make it.
-    let project = Project::new("to-copy", file);
+    let project = Project::with_db("to-copy", Some(file));
     project.hook(&project.payload("UserPromptSubmit", None));
     project.hook(&project.payload(
         "PostToolUse",
@@ -476,7 +363,7 @@ fn warden_migrate_copies_a_sqlite_store() {
             source.executions(&everything).unwrap()
         );
         // The session carries on in the copy.
-        let copied = Project::new("to-copy", to);
+        let copied = Project::with_db("to-copy", Some(to));
         copied.hook(&copied.payload(
             "PostToolUse",
             Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),

@@ -9,7 +9,9 @@
 //! - a Lua condition reading three context fields, beside the same expression;
 //! - loading and compiling 100 and 1,000 rules, beside reading and parsing their files;
 //! - the cost per event as plugin state grows (5,000 keys; a rule writing a key per turn) and
-//!   as a session meets a new tool at every event.
+//!   as a session meets a new tool at every event;
+//! - saving a durable session of 1,000 events after a tick (SQLite, a file), beside one write
+//!   of a value of the same size through the same store.
 
 use std::hint::black_box;
 use std::io::{self, Write};
@@ -17,7 +19,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use warden_core::trace::{parse_line, write_outcome_lines};
-use warden_core::{DEFAULT_ID, Event, Hook, Session, SessionFacts, StateScope, Store, Warden};
+use warden_core::{
+    DEFAULT_ID, Event, Hook, Session, SessionFacts, SessionOptions, StateScope, Store, Warden,
+};
 use warden_store::StateWrite;
 
 use crate::long_session::long_session;
@@ -72,7 +76,8 @@ pub fn run_realistic(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Resu
     lua_three_fields(out, rounds)?;
     cold_load(out, rounds, sizes)?;
     growing_state(out, rounds, sizes)?;
-    new_tool_every_event(out, rounds, sizes)
+    new_tool_every_event(out, rounds, sizes)?;
+    durable_save(out, rounds, sizes)
 }
 
 fn ratio(a: f64, b: f64) -> f64 {
@@ -526,4 +531,92 @@ mod tests {
             assert!(report.contains(needle), "{needle} missing from:\n{report}");
         }
     }
+}
+
+/// Saving a durable session after a tick: the built-in rules and the 100 threshold rules, a
+/// session of 1,000 events of the long session (or fewer, at small sizes) in a SQLite file;
+/// `Session::save` (the snapshot taken, serialized, and committed with its version check)
+/// beside the floor, one write of a value of the snapshot's size through the same store, and
+/// the snapshot alone.
+fn durable_save(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+    const SAVES: usize = 200;
+    let events = sizes.at[1];
+    let trace = long_session(sizes.turns);
+    let measured = with_dir("save", |dir| -> io::Result<(usize, f64, f64, f64)> {
+        for (name, toml) in bench::rule_files() {
+            std::fs::write(dir.join(name), toml)?;
+        }
+        let store =
+            Store::open(dir.join("save.db")).map_err(|e| io::Error::other(e.to_string()))?;
+        let warden = Warden::builder()
+            .builtin_rules()
+            .rules_dir(dir)
+            .store(store)
+            .build()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        let mut session = warden
+            .open_session("bench", SessionOptions::default())
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        for (i, line) in trace.lines().take(events).enumerate() {
+            if let Ok(e) = parse_line(i, line) {
+                black_box(session.tick(e.hook, e.event));
+            }
+        }
+        let size = session.snapshot().len();
+        let scope = StateScope::new(DEFAULT_ID, DEFAULT_ID, "bench-floor");
+        let blob = serde_json::Value::String("x".repeat(size));
+        let (mut save, mut floor, mut snap) = (Vec::new(), Vec::new(), Vec::new());
+        for round in 0..=rounds {
+            // The floor first in each round, then the save, then the snapshot alone.
+            let t = Instant::now();
+            for _ in 0..SAVES {
+                warden
+                    .store()
+                    .apply_writes(&[vec![StateWrite::set(scope.clone(), "blob", blob.clone())]])
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+            }
+            let floor_ns = t.elapsed().as_nanos() as f64 / SAVES as f64;
+            let t = Instant::now();
+            for _ in 0..SAVES {
+                session
+                    .save()
+                    .map_err(|e| io::Error::other(e.to_string()))?;
+            }
+            let save_ns = t.elapsed().as_nanos() as f64 / SAVES as f64;
+            let t = Instant::now();
+            for _ in 0..SAVES {
+                black_box(session.snapshot());
+            }
+            let snap_ns = t.elapsed().as_nanos() as f64 / SAVES as f64;
+            if round > 0 {
+                floor.push(floor_ns);
+                save.push(save_ns);
+                snap.push(snap_ns);
+            }
+        }
+        Ok((size, median(save), median(floor), median(snap)))
+    })??;
+    let (size, save, floor, snap) = measured;
+    writeln!(
+        out,
+        "\nsaving a durable session after {} events (SQLite file; {} bytes saved; median of {rounds} rounds of {SAVES}):",
+        thousands(events),
+        thousands(size)
+    )?;
+    writeln!(
+        out,
+        "  one write of a value of that size (the floor)            {:>8.1} us",
+        floor / 1000.0
+    )?;
+    writeln!(
+        out,
+        "  Session::save (snapshot, serialize, commit)              {:>8.1} us   {:.2}x the floor",
+        save / 1000.0,
+        ratio(save, floor)
+    )?;
+    writeln!(
+        out,
+        "    of which the snapshot taken and serialized             {:>8.1} us",
+        snap / 1000.0
+    )
 }

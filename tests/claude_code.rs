@@ -156,6 +156,39 @@ fn eight_processes_on_one_session_lose_no_update() {
     assert_eq!(count, Some(json!(24)), "the counter lost no update");
 }
 
+/// Another process holding the database's write lock for three seconds (longer than a tick of
+/// a long-running process waits, 2 s): a hook process waits it out rather than letting the
+/// event through unsupervised, and its tick is saved.
+#[test]
+fn a_hook_waits_out_a_lock_held_longer_than_a_tick_waits() {
+    let project = Project::new("held");
+    let payload = project.payload(
+        "PostToolUse",
+        Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
+    );
+    project.hook(&payload);
+    let holder = warden::Store::open(project.db()).unwrap();
+    let held = holder.tick();
+    held.begin().unwrap();
+    let child = project.spawn_hook(payload.to_string().as_bytes());
+    std::thread::sleep(Duration::from_secs(3));
+    drop(held);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert!(
+        out.stdout.is_empty(),
+        "the hook answered: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let count = holder
+        .state_get(
+            &warden::StateScope::new("default", "default", "local"),
+            "count",
+        )
+        .unwrap();
+    assert_eq!(count, Some(json!(2)), "the second hook's tick was saved");
+}
+
 #[test]
 fn a_hook_killed_mid_tick_loses_nothing() {
     let project = Project::new("crash");

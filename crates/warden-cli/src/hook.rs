@@ -84,6 +84,10 @@ fn event_name(input: &[u8]) -> Option<String> {
     Some(v.get("hook_event_name")?.as_str()?.to_string())
 }
 
+/// How long a hook process waits for another process's lock on the database, unless
+/// `[database] lock_timeout` says otherwise (Claude Code gives a command hook 60 s).
+const HOOK_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 fn claude_code(
     config: Result<Config, String>,
     fail_closed: bool,
@@ -99,7 +103,7 @@ fn claude_code(
     if let Some(e) = read {
         return failed(&cc, &format!("the payload could not be read: {e}"));
     }
-    let config = match config {
+    let mut config = match config {
         Ok(c) => c,
         Err(e) => return failed(&cc, &e),
     };
@@ -113,6 +117,9 @@ fn claude_code(
             "no database is configured, so sessions cannot be followed from one hook to the next: run `warden init claude-code` in the project, or set `database` in warden.toml",
         );
     }
+    // A hook process ticks once: waiting longer for the database than a tick of a long-running
+    // process does is better than letting the event through unsupervised.
+    config.lock_timeout.get_or_insert(HOOK_LOCK_TIMEOUT);
     let warden = match build(&config, false, false) {
         Ok(w) => w,
         Err(e) => return failed(&cc, &e),

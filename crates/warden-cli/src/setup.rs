@@ -143,9 +143,12 @@ pub(crate) fn build(config: &Config, memory: bool, any_capability: bool) -> Resu
 pub(crate) fn open_store(config: &Config, what: &str) -> Result<Store, String> {
     match &config.database {
         Some(db) => Store::open(db)
-            .and_then(|s| {
+            .and_then(|mut s| {
                 if config.synchronous_full {
                     s.set_synchronous_full(true)?;
+                }
+                if let Some(timeout) = config.lock_timeout {
+                    s.set_lock_timeout(timeout)?;
                 }
                 Ok(s)
             })

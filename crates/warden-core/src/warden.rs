@@ -93,9 +93,12 @@ impl WardenBuilder {
                 .knowledge_at_query_start(config.knowledge_at_query_start);
         }
         if let Some(db) = &config.database {
-            let store = Store::open(db)?;
+            let mut store = Store::open(db)?;
             if config.synchronous_full {
                 store.set_synchronous_full(true)?;
+            }
+            if let Some(timeout) = config.lock_timeout {
+                store.set_lock_timeout(timeout)?;
             }
             b = b.store(store);
         }

@@ -8,7 +8,8 @@
 //! capabilities = ["vault_search"]      # what the host provides, for plugins that require it
 //! database = "warden.db"               # plugin state, user choices, the execution log
 //!                                      # (or postgres://USER@HOST/DB for many nodes,
-//!                                      # or [database] with `path` and `synchronous`)
+//!                                      # or [database] with `path`, `synchronous` and
+//!                                      # `lock_timeout`)
 //! user = "default"                     # who `warden rules ...` acts for
 //! project = "default"
 //!
@@ -118,6 +119,9 @@ pub struct Config {
     /// Make every commit durable on power loss (`[database] synchronous = "full"`), not only on
     /// a crash of the process (`"normal"`, the default).
     pub synchronous_full: bool,
+    /// How long a tick waits for another process's lock on the database
+    /// (`[database] lock_timeout`, seconds; the store's default, 2 s, when absent).
+    pub lock_timeout: Option<Duration>,
     /// The user commands act for.
     pub user: String,
     /// The project commands act in.
@@ -155,6 +159,7 @@ impl Default for Config {
             capabilities: Vec::new(),
             database: None,
             synchronous_full: false,
+            lock_timeout: None,
             user: DEFAULT_ID.to_string(),
             project: DEFAULT_ID.to_string(),
             log_sample: 0.0,
@@ -247,7 +252,20 @@ impl Config {
                         ),
                     }
                 }
-                t.finish(&mut doc, &["path", "synchronous"]);
+                if let Some(raw) = t.raw("lock_timeout") {
+                    match to_json(raw.get_ref()).as_f64() {
+                        Some(x) if x > 0.0 && x <= 600.0 => {
+                            config.lock_timeout = Some(Duration::from_secs_f64(x));
+                        }
+                        _ => doc.error(
+                            raw.span(),
+                            "database.lock_timeout",
+                            "`lock_timeout` must be a number of seconds above 0 (at most 600)",
+                            Some("to wait up to five seconds for another process, write `lock_timeout = 5`".into()),
+                        ),
+                    }
+                }
+                t.finish(&mut doc, &["path", "synchronous", "lock_timeout"]);
             }
             for (key, slot) in [("user", &mut config.user), ("project", &mut config.project)] {
                 if let Some(at) = top.string(&mut doc, key) {
@@ -481,6 +499,31 @@ mod tests {
             e[0].to_string().lines().next().unwrap(),
             "warden.toml:2:15: error: database.synchronous: `synchronous` is \"normal\" or \"full\", not \"extra\""
         );
+    }
+
+    #[test]
+    fn the_lock_timeout_is_seconds_above_zero() {
+        let c = Config::parse(
+            Path::new("/srv/warden.toml"),
+            "[database]
+path = \"postgres://w@db/w\"\nlock_timeout = 7.5\n",
+        )
+        .unwrap();
+        assert_eq!(c.database, Some(PathBuf::from("postgres://w@db/w")));
+        assert_eq!(c.lock_timeout, Some(Duration::from_millis(7500)));
+        for bad in ["0", "-1", "601", "\"5s\""] {
+            let e = Config::parse(
+                Path::new("warden.toml"),
+                &format!("[database]\nlock_timeout = {bad}\n"),
+            )
+            .unwrap_err();
+            assert!(
+                e[0].to_string()
+                    .starts_with("warden.toml:2:16: error: database.lock_timeout: `lock_timeout` must be a number of seconds"),
+                "{bad}: {}",
+                e[0]
+            );
+        }
     }
 
     #[test]

@@ -80,6 +80,11 @@ pub fn run_realistic(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Resu
     durable_save(out, rounds, sizes)
 }
 
+/// An error of the engine, as the report's writer's error.
+fn other(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
 fn ratio(a: f64, b: f64) -> f64 {
     if b > 0.0 { a / b } else { f64::NAN }
 }
@@ -315,10 +320,7 @@ fn cold_load(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
                 black_box(read_and_parse(dir)?);
                 let f = t.elapsed().as_secs_f64() * 1e3;
                 let t = Instant::now();
-                let w = Warden::builder()
-                    .rules_dir(dir)
-                    .build()
-                    .map_err(|e| io::Error::other(e.to_string()))?;
+                let w = Warden::builder().rules_dir(dir).build().map_err(other)?;
                 let l = t.elapsed().as_secs_f64() * 1e3;
                 black_box(w);
                 if round > 0 {
@@ -393,20 +395,18 @@ fn growing_state(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<(
     let reading = |keys: usize| -> io::Result<f64> {
         with_dir(&format!("state-{keys}"), |dir| -> io::Result<f64> {
             bench::state_reader_rule(dir)?;
-            let store = Store::in_memory().map_err(|e| io::Error::other(e.to_string()))?;
+            let store = Store::in_memory().map_err(other)?;
             // Rules outside a plugin keep their state as the plugin `local`.
             let scope = StateScope::new(DEFAULT_ID, DEFAULT_ID, "local");
             let writes: Vec<_> = (0..keys)
                 .map(|i| StateWrite::set(scope.clone(), format!("k{i}"), serde_json::json!(i)))
                 .collect();
-            store
-                .apply_writes(&[writes])
-                .map_err(|e| io::Error::other(e.to_string()))?;
+            store.apply_writes(&[writes]).map_err(other)?;
             let warden = Warden::builder()
                 .rules_dir(dir)
                 .store(store)
                 .build()
-                .map_err(|e| io::Error::other(e.to_string()))?;
+                .map_err(other)?;
             let w = windows_of(
                 rounds,
                 &at[..1],
@@ -422,10 +422,7 @@ fn growing_state(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<(
     let (none, many) = (reading(0)?, reading(sizes.state_keys)?);
     let writing = with_dir("state-writer", |dir| -> io::Result<Vec<f64>> {
         bench::state_writer_rule(dir)?;
-        let warden = Warden::builder()
-            .rules_dir(dir)
-            .build()
-            .map_err(|e| io::Error::other(e.to_string()))?;
+        let warden = Warden::builder().rules_dir(dir).build().map_err(other)?;
         Ok(windows_of(
             rounds,
             &at,
@@ -477,7 +474,7 @@ fn new_tool_every_event(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::R
             .builtin_rules()
             .rules_dir(dir)
             .build()
-            .map_err(|e| io::Error::other(e.to_string()))?;
+            .map_err(other)?;
         Ok(windows_of(
             rounds,
             &at,
@@ -509,30 +506,6 @@ fn new_tool_every_event(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::R
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_realistic_scenario_runs_and_reports() {
-        let mut out = Vec::new();
-        run_realistic(&mut out, 1, Sizes::SMALL).unwrap();
-        let report = String::from_utf8(out).unwrap();
-        for needle in [
-            "x the floor",
-            "per event at event 200",
-            "sessions of 100 rules",
-            "as a Lua script",
-            "loading and compiling them",
-            "other keys stored",
-            "per tick at tick 200",
-            "a new tool at every event",
-        ] {
-            assert!(report.contains(needle), "{needle} missing from:\n{report}");
-        }
-    }
-}
-
 /// Saving a durable session after a tick: the built-in rules and the 100 threshold rules, a
 /// session of 1,000 events of the long session (or fewer, at small sizes) in a SQLite file;
 /// `Session::save` (the snapshot taken, serialized, and committed with its version check)
@@ -546,17 +519,16 @@ fn durable_save(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()
         for (name, toml) in bench::rule_files() {
             std::fs::write(dir.join(name), toml)?;
         }
-        let store =
-            Store::open(dir.join("save.db")).map_err(|e| io::Error::other(e.to_string()))?;
+        let store = Store::open(dir.join("save.db")).map_err(other)?;
         let warden = Warden::builder()
             .builtin_rules()
             .rules_dir(dir)
             .store(store)
             .build()
-            .map_err(|e| io::Error::other(e.to_string()))?;
+            .map_err(other)?;
         let mut session = warden
             .open_session("bench", SessionOptions::default())
-            .map_err(|e| io::Error::other(e.to_string()))?;
+            .map_err(other)?;
         for (i, line) in trace.lines().take(events).enumerate() {
             if let Ok(e) = parse_line(i, line) {
                 black_box(session.tick(e.hook, e.event));
@@ -573,14 +545,12 @@ fn durable_save(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()
                 warden
                     .store()
                     .apply_writes(&[vec![StateWrite::set(scope.clone(), "blob", blob.clone())]])
-                    .map_err(|e| io::Error::other(e.to_string()))?;
+                    .map_err(other)?;
             }
             let floor_ns = t.elapsed().as_nanos() as f64 / SAVES as f64;
             let t = Instant::now();
             for _ in 0..SAVES {
-                session
-                    .save()
-                    .map_err(|e| io::Error::other(e.to_string()))?;
+                session.save().map_err(other)?;
             }
             let save_ns = t.elapsed().as_nanos() as f64 / SAVES as f64;
             let t = Instant::now();
@@ -619,4 +589,28 @@ fn durable_save(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()
         "    of which the snapshot taken and serialized             {:>8.1} us",
         snap / 1000.0
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_realistic_scenario_runs_and_reports() {
+        let mut out = Vec::new();
+        run_realistic(&mut out, 1, Sizes::SMALL).unwrap();
+        let report = String::from_utf8(out).unwrap();
+        for needle in [
+            "x the floor",
+            "per event at event 200",
+            "sessions of 100 rules",
+            "as a Lua script",
+            "loading and compiling them",
+            "other keys stored",
+            "per tick at tick 200",
+            "a new tool at every event",
+        ] {
+            assert!(report.contains(needle), "{needle} missing from:\n{report}");
+        }
+    }
 }

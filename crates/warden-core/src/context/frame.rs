@@ -432,8 +432,12 @@ impl warden_expr::Facts for Frame<'_> {
             ["context", "turn"] => dynamic(&f.turn),
             ["context", "history", "tools"] => dynamic(&ToolList(&f.history.tools)),
             ["context", "history", "messages"] => dynamic(&f.history.messages),
-            ["context", "history", "failures"] => keyed_counts(&f.history.failures, keys),
-            ["context", "history", "calls"] => keyed_counts(&f.history.calls, keys),
+            ["context", "history", "failures"] => {
+                keyed_map(&f.history.failures, |k| f.history.failures.get(k), keys)
+            }
+            ["context", "history", "calls"] => {
+                keyed_map(&f.history.calls, |k| f.history.calls.get(k), keys)
+            }
             ["context", "history", "counts", field] => {
                 let c = &f.history.counts;
                 match *field {
@@ -453,7 +457,7 @@ impl warden_expr::Facts for Frame<'_> {
                     [] => dynamic(who),
                     ["id"] => dynamic(&who.id),
                     ["root"] => dynamic(&who.root),
-                    ["settings"] => keyed_map(&who.settings, keys),
+                    ["settings"] => keyed_map(&who.settings, |k| who.settings.get(k), keys),
                     _ => self.walk(path),
                 }
             }
@@ -570,33 +574,24 @@ impl Frame<'_> {
 /// A free-form value for a condition that reads `keys` of it (all when `None`).
 fn keyed(v: &Value, keys: Option<&[&str]>) -> Dynamic {
     match (keys, v) {
-        (Some(keys), Value::Object(m)) => keyed_map(m, Some(keys)),
+        (Some(keys), Value::Object(m)) => keyed_map(m, |k| m.get(k), Some(keys)),
         _ => dynamic(v),
     }
 }
 
-fn keyed_map(m: &serde_json::Map<String, Value>, keys: Option<&[&str]>) -> Dynamic {
+/// A map for a condition that reads `keys` of it (all when `None`): a map with many entries
+/// (a session that has seen many tools, many settings) costs such a condition nothing more.
+fn keyed_map<'m, M: Serialize + ?Sized, V: Serialize + 'm>(
+    m: &'m M,
+    get: impl Fn(&str) -> Option<&'m V>,
+    keys: Option<&[&str]>,
+) -> Dynamic {
     let Some(keys) = keys else {
         return dynamic(m);
     };
     let mut out = warden_expr::rhai::Map::new();
     for k in keys {
-        if let Some(v) = m.get(*k) {
-            out.insert((*k).into(), dynamic(v));
-        }
-    }
-    Dynamic::from_map(out)
-}
-
-/// Counts per tool name, for a condition that reads `keys` of them (all when `None`): a
-/// session that has seen many tools costs such a condition nothing more.
-fn keyed_counts(m: &BTreeMap<String, u32>, keys: Option<&[&str]>) -> Dynamic {
-    let Some(keys) = keys else {
-        return dynamic(m);
-    };
-    let mut out = warden_expr::rhai::Map::new();
-    for k in keys {
-        if let Some(v) = m.get(*k) {
+        if let Some(v) = get(k) {
             out.insert((*k).into(), dynamic(v));
         }
     }

@@ -236,7 +236,7 @@ impl Handler<'_> {
                 let o = self.tick(Hook::OnSessionEnd, Event::new());
                 let mut out = Map::new();
                 self.common(&[&o], &mut out);
-                if let Some(text) = &o.rendered {
+                if let Some(text) = o.rendered() {
                     append_message(&mut out, text);
                 }
                 (!out.is_empty()).then_some(Value::Object(out))
@@ -330,7 +330,7 @@ impl Handler<'_> {
     /// The notifications of an event's ticks, written as one block.
     fn context_of(&self, outcomes: &[&Outcome]) -> Option<String> {
         match outcomes {
-            [one] => one.rendered.clone(),
+            [one] => one.rendered().map(str::to_string),
             _ => {
                 let all: Vec<Notification> = outcomes
                     .iter()

@@ -116,7 +116,7 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
                         write_explain_lines(&mut out, index, &outcome)?;
                     }
                     write_outcome_lines(&mut out, index, &outcome)?;
-                    if let (true, Some(text)) = (a.render, &outcome.rendered) {
+                    if let (true, Some(text)) = (a.render, outcome.rendered()) {
                         let line = json!({"event": index, "hook": hook.name(), "render": text});
                         writeln!(out, "{line}")?;
                     }

@@ -1,6 +1,6 @@
 //! What the supervisor decided at one hook: the [`Outcome`] of a tick.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -317,10 +317,9 @@ pub struct Outcome {
     /// Notifications due now: fired by this hook for now, or queued earlier for this point.
     /// Most urgent first. An agent loop injects these into the agent's context.
     pub inject: Vec<Notification>,
-    /// The notifications due now written as one block for the agent's context (each message
-    /// once, most urgent first, in few tokens; an operator's `[render] template` when set).
-    /// `None` when there is nothing to inject. Every host injects this same text.
-    pub rendered: Option<String>,
+    /// The block of [`Outcome::rendered`]: written by the tick when an operator's template is
+    /// set (its errors belong to the tick's), else on first asking (most hosts never ask).
+    pub(crate) rendered: OnceLock<Option<String>>,
     /// Failures isolated to a rule. The other rules ran.
     pub errors: Vec<RuleError>,
     /// Scripts stopped at this tick before they finished.
@@ -351,6 +350,18 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The notifications due now ([`Outcome::inject`]) written as one block for the agent's
+    /// context: each message once, most urgent first, in few tokens (an operator's
+    /// `[render] template` when set). `None` when there is nothing to inject. Every host
+    /// injects this same text.
+    ///
+    /// Written on first asking, from `inject` as it is then.
+    pub fn rendered(&self) -> Option<&str> {
+        self.rendered
+            .get_or_init(|| crate::render::plain_block(&self.inject))
+            .as_deref()
+    }
+
     /// The notifications fired at this hook (whenever they are to be delivered).
     pub fn notifications(&self) -> impl Iterator<Item = &Notification> {
         self.effects.iter().filter_map(|e| match e {

@@ -12,6 +12,8 @@
 //! - vault_search returned 9 results. Summarize the key findings before going on.
 //! ```
 
+use std::sync::Arc;
+
 use warden_load::Priority;
 
 use crate::outcome::Notification;
@@ -51,6 +53,11 @@ impl Renderer {
         })
     }
 
+    /// Whether an operator's template writes the block (else Warden's own, [`plain_block`]).
+    pub(crate) fn is_custom(&self) -> bool {
+        self.template.is_some()
+    }
+
     /// The block for `notifications` (most urgent first; a message a rule gave twice is
     /// written once), or `None` when there is nothing to say. An operator's template that
     /// fails falls back to Warden's own rendering, and the error is returned beside it.
@@ -61,17 +68,7 @@ impl Renderer {
         if notifications.is_empty() {
             return (None, None);
         }
-        let mut notes: Vec<&Notification> = Vec::with_capacity(notifications.len());
-        for n in notifications {
-            if !notes
-                .iter()
-                .any(|m| m.rule == n.rule && m.message == n.message)
-            {
-                notes.push(n);
-            }
-        }
-        // Stable: among equals, the order the rules fired in.
-        notes.sort_by_key(|n| std::cmp::Reverse(n.priority));
+        let notes = once_each(notifications);
         if let Some(env) = &self.template {
             let rendered = env.get_template(TEMPLATE).and_then(|t| {
                 t.render(minijinja::context! {
@@ -94,6 +91,31 @@ impl Renderer {
         }
         (Some(plain(&notes)), None)
     }
+}
+
+/// Warden's own block for `notifications`, or `None` when there is nothing to say.
+pub(crate) fn plain_block(notifications: &[Notification]) -> Option<String> {
+    if notifications.is_empty() {
+        return None;
+    }
+    Some(plain(&once_each(notifications)))
+}
+
+/// Each message of a rule once, most urgent first (stable: among equals, the order the rules
+/// fired in).
+fn once_each(notifications: &[Notification]) -> Vec<&Notification> {
+    let mut notes: Vec<&Notification> = Vec::with_capacity(notifications.len());
+    for n in notifications {
+        let same = |m: &&Notification| {
+            (Arc::ptr_eq(&m.rule, &n.rule) || m.rule == n.rule)
+                && (Arc::ptr_eq(&m.message, &n.message) || m.message == n.message)
+        };
+        if !notes.iter().any(same) {
+            notes.push(n);
+        }
+    }
+    notes.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    notes
 }
 
 /// Warden's own rendering: a header line, then one line per note, its priority written only

@@ -76,11 +76,11 @@ fn the_notifications_due_are_rendered_once_for_every_host() {
     let mut s = w.session();
     let o = s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.85));
     assert_eq!(
-        o.rendered.as_deref(),
+        o.rendered(),
         Some("[warden]\n- HIGH warning: Token budget at 85%. Consider wrapping up or summarizing.")
     );
     let o = s.tick(Hook::OnTurnEnd, Event::new());
-    assert_eq!(o.rendered, None);
+    assert_eq!(o.rendered(), None);
 
     let (_d, w) = warden_with(
         EACH_CALL,
@@ -89,7 +89,7 @@ fn the_notifications_due_are_rendered_once_for_every_host() {
     let mut s = w.session();
     s.tick(Hook::OnToolComplete, Event::tool_complete("web", json!({})));
     let o = s.tick(Hook::OnTurnEnd, Event::new());
-    assert_eq!(o.rendered.as_deref(), Some("* web done (each-call)\n"));
+    assert_eq!(o.rendered(), Some("* web done (each-call)\n"));
     let err = Warden::builder()
         .render_template("{% if %}")
         .build()

@@ -194,7 +194,7 @@ impl PyOutcome {
     /// there is nothing to inject. Every host injects this same text.
     #[getter]
     fn rendered(&self) -> Option<&str> {
-        self.0.rendered.as_deref()
+        self.0.rendered()
     }
 
     /// The notifications fired at this hook, whenever they are due.

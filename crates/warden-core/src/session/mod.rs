@@ -508,10 +508,14 @@ impl Session {
             outcome.inject = inject;
             outcome.mode_change = Some(change);
         }
-        let (rendered, error) = shared.renderer.render(&outcome.inject);
-        outcome.rendered = rendered;
-        if let Some(error) = error {
-            outcome.errors.push(RuleError { rule: None, error });
+        // Warden's own block is written when a host asks for it (`Outcome::rendered`); an
+        // operator's template runs now, so that its failure is one of this tick's errors.
+        if shared.renderer.is_custom() {
+            let (rendered, error) = shared.renderer.render(&outcome.inject);
+            let _ = outcome.rendered.set(rendered);
+            if let Some(error) = error {
+                outcome.errors.push(RuleError { rule: None, error });
+            }
         }
         self.events += 1;
         self.commit(tx, &mut outcome, after_commit, retry)

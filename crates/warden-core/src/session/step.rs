@@ -262,7 +262,7 @@ impl Step<'_, '_, '_> {
             hook,
             effects,
             inject,
-            rendered: None,
+            rendered: std::sync::OnceLock::new(),
             errors,
             halted,
             enrichment,

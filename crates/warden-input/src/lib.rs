@@ -40,7 +40,7 @@ mod toml;
 
 pub use diagnostic::{Diagnostic, Report, Severity, sort_and_cap};
 pub use printable::{printable, printable_name};
-pub use read::{FileKind, ReadError, not_regular, read_text};
+pub use read::{FileKind, ReadError, not_regular, read_entry, read_text};
 pub use source::SourceFile;
 pub use suggest::closest;
 pub use toml::{At, Doc, Located, Table, kind, string_items, to_json};

@@ -8,7 +8,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use warden_input::{Diagnostic, FileKind, ReadError, SourceFile, read_text, sort_and_cap};
+use warden_input::{
+    Diagnostic, FileKind, ReadError, SourceFile, read_entry, read_text, sort_and_cap,
+};
 
 use crate::builtin::{BUILTIN_MANIFEST, BUILTIN_RULES};
 use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN};
@@ -465,7 +467,7 @@ fn read_dir(dir: &Path, diagnostics: &mut Vec<Diagnostic>) -> Vec<Arc<SourceFile
     paths.sort();
     let mut files = Vec::new();
     for path in paths {
-        match read_rule_file(&path, &root) {
+        match read_entry(&path, &root, &FileKind::RULES) {
             Ok(text) => files.push(SourceFile::new(path, text)),
             Err(e) => diagnostics.push(Diagnostic::io(&path, e.to_string())),
         }

@@ -53,7 +53,7 @@ mod regex;
 mod runtime;
 mod schema;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use error::{ErrorKind, ExprError, Span};
 pub use rhai;
@@ -256,11 +256,20 @@ pub struct CompileOptions<'a> {
     pub force_script: bool,
 }
 
+/// The script engine the conditions of a program share, built when a condition first needs it:
+/// building it is most of the cost of a compiler, and a program whose conditions all take the
+/// fast path never does (a hook process loads the rules at every event).
+type SharedEngine = Arc<OnceLock<rhai::Engine>>;
+
+fn engine(shared: &SharedEngine) -> &rhai::Engine {
+    shared.get_or_init(runtime::engine)
+}
+
 /// Compiles conditions against one schema. Cheap to clone; shares its engine.
 #[derive(Clone)]
 pub struct Compiler {
     schema: Arc<Schema>,
-    engine: Arc<rhai::Engine>,
+    engine: SharedEngine,
 }
 
 impl Compiler {
@@ -268,7 +277,7 @@ impl Compiler {
     pub fn new(schema: Schema) -> Self {
         Compiler {
             schema: Arc::new(schema),
-            engine: Arc::new(runtime::engine()),
+            engine: SharedEngine::default(),
         }
     }
 
@@ -342,32 +351,49 @@ impl Compiler {
         } else {
             format!("w_bool({text}, {})", emit::string_literal(src))
         };
-        let ast = self.engine.compile(&text).map_err(|e| {
-            ExprError::new(
-                ErrorKind::Limit,
-                Span::new(0, src.len()),
-                format!("the condition could not be compiled ({e}); this is a bug in Warden, please report it"),
-                None,
-            )
-        })?;
         let reads = reads::collect(ir);
         let roots = reads.iter().map(|r| r.root.clone()).collect();
-        Ok(Script {
-            ast,
+        let script = Script {
+            ast: OnceLock::new(),
             text,
             reads,
             roots,
-        })
+        };
+        // The text is Warden's own, within the parser's limits (far below the engine's), so it
+        // compiles: it is compiled when first run, which a condition on the fast path may never
+        // be (and a program may then never build the engine). Test builds compile it now, so
+        // that a fault in the emitted text shows where it is made.
+        #[cfg(debug_assertions)]
+        if let Err(e) = script.ast(&self.engine) {
+            return Err(ExprError::new(
+                ErrorKind::Limit,
+                Span::new(0, src.len()),
+                e.clone(),
+                None,
+            ));
+        }
+        Ok(script)
     }
 }
 
 /// A condition as the script engine runs it.
 struct Script {
-    ast: rhai::AST,
+    /// `text` compiled, on first use.
+    ast: OnceLock<Result<rhai::AST, String>>,
     text: String,
     /// What it reads of each root.
     reads: Vec<reads::RootRead>,
     roots: Vec<String>,
+}
+
+impl Script {
+    fn ast(&self, shared: &SharedEngine) -> &Result<rhai::AST, String> {
+        self.ast.get_or_init(|| {
+            engine(shared).compile(&self.text).map_err(|e| {
+                format!("the condition could not be compiled ({e}); this is a bug in Warden, please report it")
+            })
+        })
+    }
 }
 
 enum Program {
@@ -391,7 +417,7 @@ impl Program {
 pub struct Condition {
     source: String,
     program: Program,
-    engine: Arc<rhai::Engine>,
+    engine: SharedEngine,
 }
 
 impl std::fmt::Debug for Condition {
@@ -453,10 +479,11 @@ impl Condition {
             Program::Script(s) => s,
         };
         frame.ensure(&script.reads);
-        match self
-            .engine
-            .eval_ast_with_scope::<rhai::Dynamic>(&mut frame.scope, &script.ast)
-        {
+        let ast = match script.ast(&self.engine) {
+            Ok(ast) => ast,
+            Err(e) => return Verdict::Error(e.clone()),
+        };
+        match engine(&self.engine).eval_ast_with_scope::<rhai::Dynamic>(&mut frame.scope, ast) {
             Ok(v) => match v.as_bool() {
                 Ok(true) => Verdict::True,
                 Ok(false) => Verdict::False,

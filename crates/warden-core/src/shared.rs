@@ -69,7 +69,11 @@ pub(crate) fn current<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
 pub(crate) struct Shared {
     pub(crate) program: RwLock<Arc<Program>>,
     pub(crate) store: Store,
-    pub(crate) bus: broadcast::Sender<BusEvent>,
+    /// The events rules emit, made with the first subscriber (until then an event has no one
+    /// to reach, and the channel's buffer, some hundred kilobytes, is not worth making for a
+    /// process that ticks once).
+    pub(crate) bus: std::sync::OnceLock<broadcast::Sender<BusEvent>>,
+    pub(crate) bus_capacity: usize,
     pub(crate) config: Options,
     pub(crate) sources: Vec<RuleSource>,
     pub(crate) capabilities: Capabilities,

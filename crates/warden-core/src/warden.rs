@@ -291,7 +291,6 @@ impl WardenBuilder {
                     .collect(),
             ));
         }
-        let (bus, _) = broadcast::channel(self.bus_capacity.unwrap_or(1024));
         let controls = Controls::load(&store, 0)?;
         let data_version = store.data_version()?;
         let knowledge = self
@@ -329,7 +328,8 @@ impl WardenBuilder {
                 renderer,
                 program: RwLock::new(Arc::new(program)),
                 store,
-                bus,
+                bus: std::sync::OnceLock::new(),
+                bus_capacity: self.bus_capacity.unwrap_or(1024),
                 config: Options {
                     history_limit: self.history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT),
                     log_sample: self.log_sample,
@@ -378,7 +378,6 @@ impl Warden {
     /// `store` holds; a reload of either Warden does not reach the other.
     pub fn with_store(&self, store: Store) -> Result<Warden, Error> {
         let s = &self.shared;
-        let (bus, _) = broadcast::channel(64);
         let controls = Controls::load(&store, 0)?;
         let data_version = store.data_version()?;
         Ok(Warden {
@@ -386,7 +385,8 @@ impl Warden {
                 renderer: s.renderer.clone(),
                 program: RwLock::new(s.program()),
                 store,
-                bus,
+                bus: std::sync::OnceLock::new(),
+                bus_capacity: 64,
                 config: s.config.clone(),
                 sources: s.sources.clone(),
                 capabilities: s.capabilities.clone(),
@@ -455,7 +455,10 @@ impl Warden {
 
     /// Subscribes to the events rules emit with `emit_event`.
     pub fn subscribe(&self) -> broadcast::Receiver<BusEvent> {
-        self.shared.bus.subscribe()
+        self.shared
+            .bus
+            .get_or_init(|| broadcast::channel(self.shared.bus_capacity).0)
+            .subscribe()
     }
 
     /// The program in force.

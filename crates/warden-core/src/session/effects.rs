@@ -29,7 +29,9 @@ impl AfterCommit {
         match self {
             // No subscriber is not an error: the bus is for whoever listens.
             AfterCommit::Publish(event) => {
-                let _ = shared.bus.send(event);
+                if let Some(bus) = shared.bus.get() {
+                    let _ = bus.send(event);
+                }
             }
             AfterCommit::Log {
                 rule,

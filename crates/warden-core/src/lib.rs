@@ -43,6 +43,7 @@ mod hooks;
 mod index;
 mod knowledge;
 mod mode;
+mod notification;
 mod outcome;
 mod program;
 mod render;

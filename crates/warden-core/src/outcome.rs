@@ -2,29 +2,13 @@
 
 use std::sync::{Arc, OnceLock};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value as Json;
 
-use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
+use warden_load::{Decision, Hook, LogLevel};
 
+pub use crate::notification::Notification;
 use crate::program::Program;
-
-/// A notification for the agent's context.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Notification {
-    /// The rule that fired it.
-    pub rule: Arc<str>,
-    /// The rendered message.
-    pub message: Arc<str>,
-    /// Its category (`warning`, `hint`...).
-    pub category: Arc<str>,
-    /// How urgent it is.
-    pub priority: Priority,
-    /// When it is to be injected.
-    pub deliver_at: DeliverAt,
-    /// The hook it was fired at.
-    pub fired_at: Hook,
-}
 
 /// One applied effect of a fired rule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -358,7 +342,7 @@ impl Outcome {
     /// Written on first asking, from `inject` as it is then.
     pub fn rendered(&self) -> Option<&str> {
         self.rendered
-            .get_or_init(|| crate::render::plain_block(&self.inject))
+            .get_or_init(|| crate::notification::plain_block(&self.inject))
             .as_deref()
     }
 

@@ -12,11 +12,7 @@
 //! - vault_search returned 9 results. Summarize the key findings before going on.
 //! ```
 
-use std::sync::Arc;
-
-use warden_load::Priority;
-
-use crate::outcome::Notification;
+use crate::notification::{Notification, once_each, plain};
 
 /// How notifications are written into the agent's context.
 #[derive(Clone)]
@@ -93,63 +89,11 @@ impl Renderer {
     }
 }
 
-/// Warden's own block for `notifications`, or `None` when there is nothing to say.
-pub(crate) fn plain_block(notifications: &[Notification]) -> Option<String> {
-    if notifications.is_empty() {
-        return None;
-    }
-    Some(plain(&once_each(notifications)))
-}
-
-/// Each message of a rule once, most urgent first (stable: among equals, the order the rules
-/// fired in).
-fn once_each(notifications: &[Notification]) -> Vec<&Notification> {
-    let mut notes: Vec<&Notification> = Vec::with_capacity(notifications.len());
-    for n in notifications {
-        let same = |m: &&Notification| {
-            (Arc::ptr_eq(&m.rule, &n.rule) || m.rule == n.rule)
-                && (Arc::ptr_eq(&m.message, &n.message) || m.message == n.message)
-        };
-        if !notes.iter().any(same) {
-            notes.push(n);
-        }
-    }
-    notes.sort_by_key(|n| std::cmp::Reverse(n.priority));
-    notes
-}
-
-/// Warden's own rendering: a header line, then one line per note, its priority written only
-/// when it is high or critical and its category only when it is not `info`.
-fn plain(notes: &[&Notification]) -> String {
-    const HEADER: &str = "[warden]";
-    // Made once at its size: growing it a line at a time cost more than the rest of a tick of
-    // 100 rules.
-    let size = notes
-        .iter()
-        .map(|n| "\n- CRITICAL ".len() + n.category.len() + ": ".len() + n.message.len())
-        .sum::<usize>();
-    let mut out = String::with_capacity(HEADER.len() + size);
-    out.push_str(HEADER);
-    for n in notes {
-        out.push_str("\n- ");
-        if n.priority >= Priority::High {
-            out.push_str(&n.priority.name().to_ascii_uppercase());
-            out.push(' ');
-        }
-        if &*n.category != "info" {
-            out.push_str(&n.category);
-            out.push_str(": ");
-        }
-        out.push_str(&n.message);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
-    use warden_load::{DeliverAt, Hook};
+    use warden_load::{DeliverAt, Hook, Priority};
 
     use super::*;
 

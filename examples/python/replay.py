@@ -28,22 +28,25 @@ def main() -> int:
     for d in supervisor.diagnostics:
         print(d, file=sys.stderr)
     session = supervisor.session()
-    out = sys.stdout
+    sys.stdout.flush()
+    out = sys.stdout.buffer  # the engine writes UTF-8 JSON text: no str is made per line
     with open(args.trace, "rb") as trace:
         for n, line in enumerate(trace):
             if n == 0:
                 line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
-            if not line.strip() or line.lstrip().startswith(b"//"):
+            # Skip blank lines and // comments (a line opening an object is neither).
+            if not line.startswith(b"{") and (not line.strip() or line.lstrip().startswith(b"//")):
                 continue
             try:
                 # The engine reads the JSON: no dict is built for the event.
                 outcome = session.tick_json(line)
             except warden.EventError as e:
                 error = {"event": n, "rule": None, "error": f"{args.trace}: line {n + 1}: {e}"}
-                out.write(json.dumps(error, separators=(",", ":"), ensure_ascii=False) + "\n")
+                out.write(json.dumps(error, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
                 continue
-            for printed in outcome.replay_lines(n):
-                out.write(printed + "\n")
+            printed = outcome.replay_output(n)
+            if printed:  # (an empty write would still be a system call)
+                out.write(printed)
     return 0
 
 

@@ -71,6 +71,9 @@ def test_replay_lines_are_what_warden_replay_prints():
         "priority": "normal",
         "deliver_at": "immediate",
     }
+    # The same lines as one UTF-8 text, each ending in a newline; nothing when nothing happened.
+    assert outcome.replay_output(3) == "".join(x + "\n" for x in outcome.replay_lines(3)).encode()
+    assert session.tick("on_turn_end", {}).replay_output(4) == b""
 
 
 def test_a_deny_is_a_decision_with_its_reason():

@@ -269,6 +269,9 @@ class Outcome:
         """Whether nothing fired, failed or was delivered."""
     def replay_lines(self, event: int) -> list[str]:
         """The JSON lines ``warden replay`` prints for this outcome as event ``event``."""
+    def replay_output(self, event: int) -> bytes:
+        """The same lines as one UTF-8 text, each ending in a newline (empty when none): for a
+        binary file such as ``sys.stdout.buffer``."""
 
 @final
 class Notification:

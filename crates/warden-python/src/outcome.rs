@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 use warden_core::{Effect, Evaluation, Outcome, Proceed};
 
 use crate::convert::to_py;
@@ -305,10 +305,17 @@ impl PyOutcome {
     /// The lines `warden replay` prints for this outcome as event number `event`: one JSON
     /// text per applied action, the ruling, then one per error.
     fn replay_lines(&self, event: usize) -> Vec<String> {
-        warden_core::trace::outcome_lines(event, &self.0)
-            .iter()
-            .map(serde_json::Value::to_string)
+        String::from_utf8_lossy(&self.replay_text(event))
+            .lines()
+            .map(str::to_string)
             .collect()
+    }
+
+    /// The same lines as one UTF-8 text, each ending in a newline (empty when there are none):
+    /// `bytes`, ready for a binary file (`sys.stdout.buffer`), with no Python string made per
+    /// line. A replay writes this.
+    fn replay_output<'py>(&self, py: Python<'py>, event: usize) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.replay_text(event))
     }
 
     fn __repr__(&self) -> String {
@@ -324,6 +331,17 @@ impl PyOutcome {
             o.inject.len(),
             o.errors.len()
         )
+    }
+}
+
+impl PyOutcome {
+    /// What `warden replay` prints for this outcome as event `event`, written as it writes it
+    /// (no JSON value in between).
+    fn replay_text(&self, event: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        // Writing to memory does not fail.
+        let _ = warden_core::trace::write_outcome_lines(&mut out, event, &self.0);
+        out
     }
 }
 

@@ -84,6 +84,13 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
 
 /// Reads a trace line: its hook and its event, or the field that is wrong and why.
 fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
+    // An ordinary line is read straight into its event; anything else the checked way below,
+    // which names what is wrong.
+    if let Some((hook, event)) = warden_core::trace::parse_ordinary_line(text)
+        && hook.is_reported()
+    {
+        return Ok((hook, event));
+    }
     let value: serde_json::Value = serde_json::from_slice(text)
         .map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
     let serde_json::Value::Object(mut map) = value else {

@@ -41,6 +41,15 @@ pub struct TraceError {
     pub message: String,
 }
 
+/// Reads an ordinary trace line straight into its hook and event, without a JSON value of the
+/// whole line: `None` for anything else (a mistake, a `null`, a key given twice, text that is not
+/// UTF-8), which the caller then reads its checked way to name what is wrong. What it reads, it
+/// reads as [`parse_line`] does. For a host that has events as JSON text (the Python package's
+/// `tick_json`).
+pub fn parse_ordinary_line(line: &[u8]) -> Option<(Hook, Event)> {
+    fast::parse(std::str::from_utf8(line).ok()?)
+}
+
 /// Reads one trace line (not blank). A key given twice in one object is refused (JSON readers
 /// disagree on which one counts; serde_json would silently keep the last).
 pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {

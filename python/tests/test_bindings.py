@@ -61,7 +61,7 @@ def test_replay_lines_are_what_warden_replay_prints():
     session = warden.Warden().session()
     outcome = session.tick("on_tool_complete", {"tool": {"name": "vault_search"}, "result": {"count": 9}})
     [line] = [json.loads(x) for x in outcome.replay_lines(3)]
-    assert line == {
+    expected = {
         "event": 3,
         "hook": "on_tool_complete",
         "rule": "large-result-summary",
@@ -71,8 +71,9 @@ def test_replay_lines_are_what_warden_replay_prints():
         "priority": "normal",
         "deliver_at": "immediate",
     }
+    assert line == expected
     # The same lines as one UTF-8 text, each ending in a newline; nothing when nothing happened.
-    assert outcome.replay_output(3) == "".join(x + "\n" for x in outcome.replay_lines(3)).encode()
+    assert outcome.replay_output(3) == json.dumps(expected, separators=(",", ":")).encode() + b"\n"
     assert session.tick("on_turn_end", {}).replay_output(4) == b""
 
 
@@ -351,6 +352,9 @@ def test_tick_json_reads_a_trace_line():
         ("[1, 2]", "", "must be a JSON object"),
         ("{not json", "", "not valid JSON"),
         (b"\xff\xfe", "", "not valid JSON"),
+        # As `warden replay` reads a line: a key given twice, and Warden's own hook, are refused.
+        ('{"hook": "on_turn_start", "hook": "on_turn_end"}', "", "give each field once"),
+        ('{"hook": "on_mode_change"}', "hook", "Warden's own hook"),
     ]:
         with pytest.raises(EventError, match=words) as raised:
             session.tick_json(bad)

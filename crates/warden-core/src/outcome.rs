@@ -281,7 +281,8 @@ pub struct ModeChange {
     /// The mode now.
     pub to: Arc<str>,
     /// The `on_mode_change` tick: rules that react to the change. Its notifications due now
-    /// are also in the outer outcome's `inject`.
+    /// are also in the outer outcome's `inject`, and written in the outer outcome's block
+    /// (this one's [`Outcome::rendered`] is `None`).
     pub outcome: Box<Outcome>,
 }
 
@@ -339,7 +340,10 @@ impl Outcome {
     /// `[render] template` when set). `None` when there is nothing to inject. Every host
     /// injects this same text.
     ///
-    /// Written on first asking, from `inject` as it is then.
+    /// It is the block of the notifications the tick delivered: ask for it before changing
+    /// `inject`. (Warden's own block is written on first asking, from `inject` as it is then;
+    /// an operator's template is run in the tick, so that its failure is one of the tick's
+    /// errors.)
     pub fn rendered(&self) -> Option<&str> {
         self.rendered
             .get_or_init(|| crate::notification::plain_block(&self.inject))

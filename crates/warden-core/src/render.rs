@@ -49,7 +49,7 @@ impl Renderer {
         })
     }
 
-    /// Whether an operator's template writes the block (else Warden's own, [`plain_block`]).
+    /// Whether an operator's template writes the block (else Warden's own, `notification::plain_block`).
     pub(crate) fn is_custom(&self) -> bool {
         self.template.is_some()
     }

@@ -96,3 +96,58 @@ fn the_notifications_due_are_rendered_once_for_every_host() {
         .unwrap_err();
     assert!(err.to_string().contains("[render] template"), "{err}");
 }
+
+#[test]
+fn an_operators_template_that_fails_at_a_tick_is_one_of_its_errors_and_warden_writes_the_block() {
+    // Strict: the second notification does not exist at this tick.
+    let (_d, w) = warden_with(
+        EACH_CALL.replace("turn_end", "immediate").as_str(),
+        Some("{{ notifications[1].message }}"),
+    );
+    let mut s = w.session();
+    let o = s.tick(Hook::OnToolComplete, Event::tool_complete("web", json!({})));
+    assert_eq!(o.rendered(), Some("[warden]\n- web done"));
+    assert!(
+        o.errors
+            .iter()
+            .any(|e| e.rule.is_none() && e.error.contains("[render] template")),
+        "{:?}",
+        o.errors
+    );
+    // A template that writes only blanks says nothing.
+    let (_d, w) = warden_with(
+        EACH_CALL.replace("turn_end", "immediate").as_str(),
+        Some("{% for n in notifications %} {% endfor %}\n"),
+    );
+    let o = w
+        .session()
+        .tick(Hook::OnToolComplete, Event::tool_complete("web", json!({})));
+    assert_eq!(o.inject.len(), 1);
+    assert_eq!(o.rendered(), None);
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+}
+
+#[test]
+fn a_mode_changes_notifications_are_in_the_events_block_not_a_block_of_their_own() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("changed.toml"),
+        "[rule]\nid = \"changed\"\ntrigger = \"on_mode_change\"\ncore = true\ncondition = \"true\"\n\
+         [action]\ntype = \"notify_self\"\nmessage = \"now {{ event.data.to }}\"\ndeliver_at = \"immediate\"\n",
+    )
+    .unwrap();
+    let w = Warden::builder()
+        .rules_dir(dir.path())
+        .builtin_modes("context-window")
+        .build()
+        .unwrap();
+    let o = w.session().tick(
+        Hook::OnToolCall,
+        Event::tool_call("Bash", json!({"command": "ls"})).with_context_window(200_000),
+    );
+    let change = o.mode_change.as_ref().expect("the mode changed");
+    assert_eq!(change.outcome.inject.len(), 1);
+    assert_eq!(change.outcome.rendered(), None);
+    let block = o.rendered().expect("the event's block");
+    assert!(block.starts_with("[warden]\n- now "), "{block}");
+}

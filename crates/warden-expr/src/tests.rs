@@ -989,3 +989,90 @@ fn the_script_engine_gets_only_what_a_condition_reads() {
         "context.history.failures[\"full\"]"
     );
 }
+
+/// A condition's rhai text is compiled when first run in release builds (at once in debug
+/// builds, where this runs): whatever the parser accepts, up to its nesting limit, must compile
+/// in the engine, or a rule would load and then fail at every evaluation.
+#[test]
+fn the_deepest_conditions_the_parser_accepts_compile_in_the_script_engine() {
+    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+        (
+            "not",
+            Box::new(|n| format!("{}context.turn.number > 1", "not ".repeat(n))),
+        ),
+        (
+            "brackets",
+            Box::new(|n| format!("{}context.turn.number > 1{}", "(".repeat(n), ")".repeat(n))),
+        ),
+        (
+            "calls",
+            Box::new(|n| format!("{}'X'{} == 'x'", "lower(".repeat(n), ")".repeat(n))),
+        ),
+        (
+            "operators",
+            Box::new(|n| format!("context.turn.number{} > 0", " + 1".repeat(n))),
+        ),
+        (
+            "generators",
+            Box::new(|n| {
+                let mut e = "true".to_string();
+                for i in 0..n {
+                    e = format!("any(({e}) and t{i}.success for t{i} in context.history.tools)");
+                }
+                e
+            }),
+        ),
+        (
+            "and-or",
+            Box::new(|n| {
+                let mut e = "context.turn.number > 1".to_string();
+                for i in 0..n {
+                    let op = if i % 2 == 0 { "and" } else { "or" };
+                    e = format!("({e}) {op} context.turn.token_usage > 0.{i}");
+                }
+                e
+            }),
+        ),
+    ];
+    let c = compiler();
+    let opts = CompileOptions {
+        force_script: true,
+        ..CompileOptions::default()
+    };
+    for (name, make) in &shapes {
+        let mut deepest = 0;
+        for n in 1..=80 {
+            let src = make(n);
+            match c.compile(&src, &opts) {
+                Ok(_) => deepest = n,
+                Err(e) => assert!(
+                    !e.to_string().contains("could not be compiled"),
+                    "{name} x{n}: the parser accepted what the engine refuses: {e}"
+                ),
+            }
+        }
+        assert!(deepest >= 20, "{name}: only {deepest} levels compiled");
+    }
+}
+
+/// Should the engine refuse a condition's text when it is first run (a fault in Warden's
+/// emitter), the condition is an error at each evaluation, never a panic or a silent false.
+#[test]
+fn a_script_the_engine_refuses_when_first_run_is_an_error_at_each_evaluation() {
+    let condition = Condition {
+        source: "a broken emission".into(),
+        program: Program::Script(Script {
+            ast: OnceLock::new(),
+            text: "w_key((".into(),
+            reads: Vec::new(),
+            roots: Vec::new(),
+        }),
+        engine: SharedEngine::default(),
+    };
+    for _ in 0..2 {
+        match condition.eval(&mut Frame::new(&TestFacts::default())) {
+            Verdict::Error(m) => assert!(m.contains("could not be compiled"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Reading a file an operator wrote, defensively: every loader (rule files, manifests, modes,
 //! `warden.toml`, rule tests), the scripts and the knowledge sources read through
-//! [`read_text`], so they share one set of defences.
+//! [`read_text`] (a rule folder's listed files through [`read_entry`], its shorter way to the
+//! same checks), so they share one set of defences.
 //!
 //! - Only a regular file is read. A named pipe, a socket or a device is refused before it is
 //!   opened, and the open itself never waits (`O_NONBLOCK`: a FIFO swapped in after the check
@@ -8,7 +9,8 @@
 //! - The read is bounded: at most the limit of its [`FileKind`], checked before the open, on the
 //!   open file and while reading (a file that grows in between is still refused).
 //! - Confined: with a folder given, the file the path leads to, through any link of the file
-//!   or of a folder on the way, must be inside that folder.
+//!   or of a folder on the way, must be inside that folder; the file opened is the one found
+//!   there, without following a link put at its place since (`O_NOFOLLOW`).
 //! - UTF-8 text only.
 
 use std::fs;
@@ -83,6 +85,10 @@ pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<St
             ReadError::Unreadable(e.to_string())
         }
     };
+    // Confined, the file opened is the one the check found inside the folder, by its resolved
+    // path and without following a link at its end: a link put in its place since the check
+    // is refused, not followed out of the folder.
+    let mut target = path.to_path_buf();
     if let Some(root) = root {
         let real = fs::canonicalize(path).map_err(unreadable)?;
         if !real.starts_with(root) {
@@ -92,6 +98,7 @@ pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<St
                 plural: kind.plural,
             });
         }
+        target = real;
     }
     let too_large = |len: u64| ReadError::TooLarge {
         len,
@@ -107,7 +114,7 @@ pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<St
             Ok(())
         }
     };
-    check(&fs::metadata(path).map_err(unreadable)?)?;
+    check(&fs::metadata(&target).map_err(unreadable)?)?;
     let mut options = fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -115,9 +122,10 @@ pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<St
         use std::os::unix::fs::OpenOptionsExt;
         // Opening a FIFO waits for a writer: never wait on one put in the file's place since
         // the check above (on a regular file the flag changes nothing).
-        options.custom_flags(libc::O_NONBLOCK);
+        let nofollow = if root.is_some() { libc::O_NOFOLLOW } else { 0 };
+        options.custom_flags(libc::O_NONBLOCK | nofollow);
     }
-    let mut file = options.open(path).map_err(unreadable)?;
+    let mut file = options.open(&target).map_err(unreadable)?;
     let meta = file.metadata().map_err(unreadable)?;
     check(&meta)?;
     read_open(&mut file, meta.len(), kind)
@@ -130,7 +138,10 @@ pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<St
 /// be put in its place meanwhile) and checked again on the open file. Anything else (a link, a
 /// pipe, what the open refuses) takes [`read_text`]'s way, with its checks and its messages. A
 /// loader reads each file of a folder this way: resolving every path was most of what a hook
-/// process, which loads every rule at every event, spent on reading.
+/// process, which loads every rule at every event, spent on reading. It relies, as the caller
+/// does in listing it, on `folder` still being the folder `root` names: a folder moved or
+/// replaced by a link while it is read is not noticed (that takes write access to where the
+/// folder lives, which is already the power to write its rules).
 pub fn read_entry(path: &Path, root: &Path, kind: &FileKind) -> Result<String, ReadError> {
     #[cfg(unix)]
     if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {

@@ -91,8 +91,8 @@ fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
     {
         return Ok((hook, event));
     }
-    let value: serde_json::Value = serde_json::from_slice(text)
-        .map_err(|e| (String::new(), format!("not valid JSON: {e}")))?;
+    let value =
+        warden_core::trace::read_json_value(text).map_err(|message| (String::new(), message))?;
     let serde_json::Value::Object(mut map) = value else {
         return Err((String::new(), "each event must be a JSON object".into()));
     };

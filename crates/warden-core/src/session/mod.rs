@@ -466,6 +466,9 @@ impl Session {
                 mode_event.get_or_init(|| Arc::new(Event::new().with_data(data))),
             );
             let outcome = step.run(Vec::new(), Vec::new());
+            // Its notifications are injected with the event's, in the event's block: it has
+            // none of its own.
+            let _ = outcome.rendered.set(None);
             frame.set_step(hook, event);
             ModeChange {
                 from,

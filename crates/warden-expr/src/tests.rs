@@ -990,49 +990,42 @@ fn the_script_engine_gets_only_what_a_condition_reads() {
     );
 }
 
+/// A kind of nesting, and the condition nesting it `n` times.
+type Shape = (&'static str, fn(usize) -> String);
+
 /// A condition's rhai text is compiled when first run in release builds (at once in debug
 /// builds, where this runs): whatever the parser accepts, up to its nesting limit, must compile
 /// in the engine, or a rule would load and then fail at every evaluation.
 #[test]
 fn the_deepest_conditions_the_parser_accepts_compile_in_the_script_engine() {
-    let shapes: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
-        (
-            "not",
-            Box::new(|n| format!("{}context.turn.number > 1", "not ".repeat(n))),
-        ),
-        (
-            "brackets",
-            Box::new(|n| format!("{}context.turn.number > 1{}", "(".repeat(n), ")".repeat(n))),
-        ),
-        (
-            "calls",
-            Box::new(|n| format!("{}'X'{} == 'x'", "lower(".repeat(n), ")".repeat(n))),
-        ),
-        (
-            "operators",
-            Box::new(|n| format!("context.turn.number{} > 0", " + 1".repeat(n))),
-        ),
-        (
-            "generators",
-            Box::new(|n| {
-                let mut e = "true".to_string();
-                for i in 0..n {
-                    e = format!("any(({e}) and t{i}.success for t{i} in context.history.tools)");
-                }
-                e
-            }),
-        ),
-        (
-            "and-or",
-            Box::new(|n| {
-                let mut e = "context.turn.number > 1".to_string();
-                for i in 0..n {
-                    let op = if i % 2 == 0 { "and" } else { "or" };
-                    e = format!("({e}) {op} context.turn.token_usage > 0.{i}");
-                }
-                e
-            }),
-        ),
+    let shapes: [Shape; 6] = [
+        ("not", |n| {
+            format!("{}context.turn.number > 1", "not ".repeat(n))
+        }),
+        ("brackets", |n| {
+            format!("{}context.turn.number > 1{}", "(".repeat(n), ")".repeat(n))
+        }),
+        ("calls", |n| {
+            format!("{}'X'{} == 'x'", "lower(".repeat(n), ")".repeat(n))
+        }),
+        ("operators", |n| {
+            format!("context.turn.number{} > 0", " + 1".repeat(n))
+        }),
+        ("generators", |n| {
+            let mut e = "true".to_string();
+            for i in 0..n {
+                e = format!("any(({e}) and t{i}.success for t{i} in context.history.tools)");
+            }
+            e
+        }),
+        ("and-or", |n| {
+            let mut e = "context.turn.number > 1".to_string();
+            for i in 0..n {
+                let op = if i % 2 == 0 { "and" } else { "or" };
+                e = format!("({e}) {op} context.turn.token_usage > 0.{i}");
+            }
+            e
+        }),
     ];
     let c = compiler();
     let opts = CompileOptions {

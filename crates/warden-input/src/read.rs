@@ -253,6 +253,15 @@ mod tests {
         ));
     }
 
+    /// Makes a named pipe at `path` (no writer: opening it to read without `O_NONBLOCK` waits).
+    #[cfg(unix)]
+    fn make_fifo(path: &Path) -> PathBuf {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: a plain libc call on a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        path.to_path_buf()
+    }
+
     #[cfg(unix)]
     #[test]
     fn links_out_and_pipes_are_refused_without_waiting() {
@@ -263,10 +272,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
         let e = read_text(&root.join("link"), Some(&root), &SMALL).unwrap_err();
         assert!(e.to_string().contains("outside the test folder"), "{e}");
-        let fifo = root.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a plain libc call on a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let fifo = make_fifo(&root.join("fifo"));
         assert_eq!(
             read_text(&fifo, Some(&root), &SMALL)
                 .unwrap_err()
@@ -290,10 +296,7 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret"), root.join("out")).unwrap();
         std::os::unix::fs::symlink(root.join("ok"), root.join("in")).unwrap();
         std::os::unix::fs::symlink(root.join("gone"), root.join("broken")).unwrap();
-        let fifo = root.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a plain libc call on a valid C string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        make_fifo(&root.join("fifo"));
         // Named through a link to the folder, as an operator may name it.
         let via = outside.path().join("rules");
         std::os::unix::fs::symlink(&root, &via).unwrap();

@@ -8,29 +8,70 @@ action, ruling and error. It is the Python side of the long-session benchmark
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 
 import warden
 
+USAGE = """usage: replay.py [-h] [--rules DIR] [--plugins DIR] [--builtin] TRACE
+
+Replays a session trace from Python, printing what `warden replay` prints.
+
+options:
+  --rules DIR    a rule folder (repeatable)
+  --plugins DIR  a folder of plugins (repeatable)
+  --builtin      the built-in rules too (the default when no folder is given)
+  -h, --help     show this help and exit
+"""
+
+
+def parse_args(argv: list[str]) -> tuple[str, list[str], list[str], bool]:
+    """The trace, rule folders, plugin folders and --builtin of `argv`. Parsed by hand: argparse
+    (with what it imports) takes longer to start than replaying a short trace."""
+    rules: list[str] = []
+    plugins: list[str] = []
+    builtin = False
+    trace = None
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            sys.exit(0)
+        name, eq, value = arg.partition("=")
+        if name in ("--rules", "--plugins"):
+            if not eq:
+                value = next(args, None)
+            if not value:
+                raise usage_error(f"{name} needs a folder")
+            (rules if name == "--rules" else plugins).append(value)
+        elif arg == "--builtin":
+            builtin = True
+        elif arg.startswith("-") and arg != "-":
+            raise usage_error(f"unknown option {arg}")
+        elif trace is None:
+            trace = arg
+        else:
+            raise usage_error(f"one trace at a time ({trace} and {arg} given)")
+    if trace is None:
+        raise usage_error("the trace file is missing")
+    return trace, rules, plugins, builtin
+
+
+def usage_error(message: str) -> SystemExit:
+    """Says what is wrong with the command line; raise what it returns (exit status 2)."""
+    sys.stderr.write(USAGE.splitlines()[0] + f"\nreplay.py: error: {message}\n")
+    return SystemExit(2)
+
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("trace")
-    parser.add_argument("--rules", action="append", default=[], help="a rule folder (repeatable)")
-    parser.add_argument("--plugins", action="append", default=[], help="a folder of plugins (repeatable)")
-    parser.add_argument("--builtin", action="store_true", help="the built-in rules too")
-    args = parser.parse_args()
-
-    builtin = True if args.builtin or not (args.rules or args.plugins) else None
-    supervisor = warden.Warden(rules=args.rules, plugins=args.plugins, builtin=builtin)
+    trace_path, rules, plugins, builtin_flag = parse_args(sys.argv[1:])
+    builtin = True if builtin_flag or not (rules or plugins) else None
+    supervisor = warden.Warden(rules=rules, plugins=plugins, builtin=builtin)
     for d in supervisor.diagnostics:
         print(d, file=sys.stderr)
     session = supervisor.session()
     sys.stdout.flush()
     out = sys.stdout.buffer  # the engine writes UTF-8 JSON text: no str is made per line
-    with open(args.trace, "rb") as trace:
+    with open(trace_path, "rb") as trace:
         for n, line in enumerate(trace):
             if n == 0:
                 line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
@@ -41,7 +82,9 @@ def main() -> int:
                 # The engine reads the JSON: no dict is built for the event.
                 outcome = session.tick_json(line)
             except warden.EventError as e:
-                error = {"event": n, "rule": None, "error": f"{args.trace}: line {n + 1}: {e}"}
+                import json  # only for a bad line
+
+                error = {"event": n, "rule": None, "error": f"{trace_path}: line {n + 1}: {e}"}
                 out.write(json.dumps(error, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
                 continue
             printed = outcome.replay_output(n)

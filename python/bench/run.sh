@@ -44,7 +44,13 @@ echo
 echo "== the long session (3000 turns), replayed whole: Warden from Python, the seed engine"
 python3 "$bench/long_session.py" 3000 > "$work/long3000.jsonl"
 wc -l < "$work/long3000.jsonl" | xargs echo "events:"
-hyperfine -N -w 2 -r 10 --export-markdown "$work/replay.md" \
+hyperfine -N -w 2 -r 10 --export-markdown "$work/replay.md" --export-json "$work/replay.json" \
     "$work/venv/bin/python $repo/examples/python/replay.py --builtin $work/long3000.jsonl" \
     "$repo/target/release/warden replay --builtin $work/long3000.jsonl" \
     "$work/seed/bin/python $bench/seed_python/seed_engine.py replay --rules $bench/seed_python/rules/builtin $work/long3000.jsonl"
+python3 - "$work/replay.json" <<'PY'
+import json, sys
+py, rust, seed = (r["mean"] for r in json.load(open(sys.argv[1]))["results"])
+print(f"Python replay {py * 1000:.1f} ms, the seed design {seed * 1000:.1f} ms: "
+      f"{seed / py:.2f} times faster (goal: 5); warden replay {rust * 1000:.1f} ms ({py / rust:.2f}x of it)")
+PY

@@ -69,3 +69,17 @@ def test_the_python_replay_prints_what_warden_replay_prints(tmp_path):
     theirs = subprocess.run([cli, "replay", str(bad)], cwd=REPO, capture_output=True, text=True).stdout
     assert ours == theirs
     assert ours.count('"error"') == 5 and "token-budget-warning" in ours
+
+
+def test_the_python_replay_says_how_to_call_it():
+    assert run(str(EXAMPLES / "replay.py"), "--help").startswith("usage: replay.py")
+    for args, words in [
+        ([], "the trace file is missing"),
+        (["--rules"], "--rules needs a folder"),
+        (["--bogus", "t.jsonl"], "unknown option --bogus"),
+        (["a.jsonl", "b.jsonl"], "one trace at a time"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / "replay.py"), *args], cwd=REPO, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2 and words in done.stderr, done.stderr

@@ -71,7 +71,13 @@ def main() -> int:
     session = supervisor.session()
     sys.stdout.flush()
     out = sys.stdout.buffer  # the engine writes UTF-8 JSON text: no str is made per line
-    with open(trace_path, "rb") as trace:
+    bad = 0
+    try:
+        trace = open(trace_path, "rb")
+    except OSError as e:
+        sys.stderr.write(f"error: cannot read {trace_path}: {e.strerror}\n")
+        return 2
+    with trace:
         for n, line in enumerate(trace):
             if n == 0:
                 line = line.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark
@@ -86,11 +92,13 @@ def main() -> int:
 
                 error = {"event": n, "rule": None, "error": f"{trace_path}: line {n + 1}: {e}"}
                 out.write(json.dumps(error, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+                bad += 1
                 continue
             printed = outcome.replay_output(n)
             if printed:  # (an empty write would still be a system call)
                 out.write(printed)
-    return 0
+    # As `warden replay`: 1 when a line was not an event.
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

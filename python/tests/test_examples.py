@@ -65,10 +65,20 @@ def test_the_python_replay_prints_what_warden_replay_prints(tmp_path):
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text(BAD_LINES)
-    ours = run(str(EXAMPLES / "replay.py"), str(bad))
-    theirs = subprocess.run([cli, "replay", str(bad)], cwd=REPO, capture_output=True, text=True).stdout
-    assert ours == theirs
+    ours_done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "replay.py"), str(bad)], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    theirs_done = subprocess.run([cli, "replay", str(bad)], cwd=REPO, capture_output=True, text=True)
+    ours = ours_done.stdout
+    assert ours == theirs_done.stdout
     assert ours.count('"error"') == 5 and "token-budget-warning" in ours
+    # Bad lines make both exit 1; a trace that cannot be read, 2.
+    assert ours_done.returncode == theirs_done.returncode == 1
+    missing = [str(tmp_path / "missing.jsonl")]
+    ours_done = subprocess.run([sys.executable, str(EXAMPLES / "replay.py"), *missing], capture_output=True, text=True)
+    theirs_done = subprocess.run([cli, "replay", *missing], capture_output=True, text=True)
+    assert ours_done.returncode == theirs_done.returncode == 2
+    assert "cannot read" in ours_done.stderr and "cannot read" in theirs_done.stderr
 
 
 def test_the_python_replay_says_how_to_call_it():

@@ -77,6 +77,9 @@ for n in o.inject:
 text: str | None = w.render(o.inject)
 later: warden.Outcome = asyncio.run(s.atick("on_turn_start"))
 wrong: int = o.fired
+folders: list[str] = ["rules"]
+names: tuple[str, ...] = ("web_search",)
+w = warden.Warden(rules=folders, plugins=(), capabilities=names)
 '''
 
 

@@ -5,7 +5,7 @@ the supervisor decided at one tick.
 """
 
 import os
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any, final
 
 from ._enums import Decision, DeliverAt, Hook, LogLevel, Priority, ProceedKind
@@ -81,10 +81,10 @@ class Warden:
     def __init__(
         self,
         *,
-        rules: StrPath | list[StrPath] | None = None,
-        plugins: StrPath | list[StrPath] | None = None,
+        rules: StrPath | Sequence[StrPath] | None = None,
+        plugins: StrPath | Sequence[StrPath] | None = None,
         builtin: bool | None = None,
-        capabilities: str | list[str] | None = None,
+        capabilities: str | Sequence[str] | None = None,
         database: StrPath | None = None,
         modes: str | None = None,
         strict: bool = False,
@@ -111,10 +111,10 @@ class Warden:
     def from_config(
         path: StrPath,
         *,
-        rules: StrPath | list[StrPath] | None = None,
-        plugins: StrPath | list[StrPath] | None = None,
+        rules: StrPath | Sequence[StrPath] | None = None,
+        plugins: StrPath | Sequence[StrPath] | None = None,
         builtin: bool | None = None,
-        capabilities: str | list[str] | None = None,
+        capabilities: str | Sequence[str] | None = None,
         database: StrPath | None = None,
         modes: str | None = None,
         strict: bool = False,

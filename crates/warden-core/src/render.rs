@@ -12,7 +12,7 @@
 //! - vault_search returned 9 results. Summarize the key findings before going on.
 //! ```
 
-use crate::notification::{Notification, once_each, plain};
+use crate::notification::{Notification, once_each, plain, plain_block};
 
 /// How notifications are written into the agent's context.
 #[derive(Clone)]
@@ -49,7 +49,7 @@ impl Renderer {
         })
     }
 
-    /// Whether an operator's template writes the block (else Warden's own, `notification::plain_block`).
+    /// Whether an operator's template writes the block (else Warden's own, [`plain_block`]).
     pub(crate) fn is_custom(&self) -> bool {
         self.template.is_some()
     }
@@ -61,31 +61,31 @@ impl Renderer {
         &self,
         notifications: &[Notification],
     ) -> (Option<String>, Option<String>) {
+        let Some(env) = &self.template else {
+            return (plain_block(notifications), None);
+        };
         if notifications.is_empty() {
             return (None, None);
         }
         let notes = once_each(notifications);
-        if let Some(env) = &self.template {
-            let rendered = env.get_template(TEMPLATE).and_then(|t| {
-                t.render(minijinja::context! {
-                    notifications => notes
-                        .iter()
-                        .map(|n| minijinja::context! {
-                            message => &*n.message,
-                            category => &*n.category,
-                            priority => n.priority.name(),
-                            rule => &*n.rule,
-                        })
-                        .collect::<Vec<_>>(),
-                })
-            });
-            match rendered {
-                Ok(text) if text.trim().is_empty() => return (None, None),
-                Ok(text) => return (Some(text), None),
-                Err(e) => return (Some(plain(&notes)), Some(format!("{TEMPLATE}: {e}"))),
-            }
+        let rendered = env.get_template(TEMPLATE).and_then(|t| {
+            t.render(minijinja::context! {
+                notifications => notes
+                    .iter()
+                    .map(|n| minijinja::context! {
+                        message => &*n.message,
+                        category => &*n.category,
+                        priority => n.priority.name(),
+                        rule => &*n.rule,
+                    })
+                    .collect::<Vec<_>>(),
+            })
+        });
+        match rendered {
+            Ok(text) if text.trim().is_empty() => (None, None),
+            Ok(text) => (Some(text), None),
+            Err(e) => (Some(plain(&notes)), Some(format!("{TEMPLATE}: {e}"))),
         }
-        (Some(plain(&notes)), None)
     }
 }
 

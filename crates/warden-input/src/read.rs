@@ -253,6 +253,16 @@ mod tests {
         ));
     }
 
+    /// A folder (its canonical path) and, in another folder, a file `secret` a link may lead to.
+    #[cfg(unix)]
+    fn folder_and_secret_outside() -> (tempfile::TempDir, PathBuf, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("secret"), "x").unwrap();
+        (dir, root, outside)
+    }
+
     /// Makes a named pipe at `path` (no writer: opening it to read without `O_NONBLOCK` waits).
     #[cfg(unix)]
     fn make_fifo(path: &Path) -> PathBuf {
@@ -265,10 +275,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn links_out_and_pipes_are_refused_without_waiting() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path()).unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        fs::write(outside.path().join("secret"), "x").unwrap();
+        let (_dir, root, outside) = folder_and_secret_outside();
         std::os::unix::fs::symlink(outside.path().join("secret"), root.join("link")).unwrap();
         let e = read_text(&root.join("link"), Some(&root), &SMALL).unwrap_err();
         assert!(e.to_string().contains("outside the test folder"), "{e}");
@@ -285,10 +292,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn entries_read_as_read_text_reads_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path()).unwrap();
-        let outside = tempfile::tempdir().unwrap();
-        fs::write(outside.path().join("secret"), "x").unwrap();
+        let (_dir, root, outside) = folder_and_secret_outside();
         fs::write(root.join("ok"), "fine").unwrap();
         fs::write(root.join("big"), "123456789").unwrap();
         fs::write(root.join("bin"), [0xff, 0xfe]).unwrap();

@@ -73,14 +73,11 @@ pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> 
 /// Reads one trace line the checked way: as a JSON value, then field by field, so that a
 /// mistake is named by its field.
 fn parse_line_checked(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
-    let value = serde_json::from_str::<Unique>(line).map_err(|e| TraceError {
+    let value = read_json_value(line.as_bytes()).map_err(|message| TraceError {
         line: line_no,
-        message: match e.classify() {
-            serde_json::error::Category::Data => format!("{e}; give each field once"),
-            _ => format!("not valid JSON: {e}"),
-        },
+        message,
     })?;
-    parse_value(line_no, value.0)
+    parse_value(line_no, value)
 }
 
 /// Reads one event given as a JSON value (`{"hook": "on_turn_start", "turn": {...}}`).

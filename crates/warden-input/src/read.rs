@@ -141,10 +141,20 @@ pub fn read_text(path: &Path, root: Option<&Path>, kind: &FileKind) -> Result<St
 /// process, which loads every rule at every event, spent on reading. It relies, as the caller
 /// does in listing it, on `folder` still being the folder `root` names: a folder moved or
 /// replaced by a link while it is read is not noticed (that takes write access to where the
-/// folder lives, which is already the power to write its rules).
-pub fn read_entry(path: &Path, root: &Path, kind: &FileKind) -> Result<String, ReadError> {
+/// folder lives, which is already the power to write its rules). `listed` is the type the
+/// listing gave (`DirEntry::file_type`, which does not follow a link, usually without a system
+/// call); `None` looks it up.
+pub fn read_entry(
+    path: &Path,
+    listed: Option<fs::FileType>,
+    root: &Path,
+    kind: &FileKind,
+) -> Result<String, ReadError> {
     #[cfg(unix)]
-    if fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_file()) {
+    if listed
+        .or_else(|| fs::symlink_metadata(path).ok().map(|m| m.file_type()))
+        .is_some_and(|t| t.is_file())
+    {
         use std::os::unix::fs::OpenOptionsExt;
         let mut options = fs::OpenOptions::new();
         options
@@ -309,17 +319,23 @@ mod tests {
         ] {
             for folder in [&root, &via] {
                 let path = folder.join(name);
-                assert_eq!(
-                    read_entry(&path, &root, &SMALL),
-                    read_text(&path, Some(&root), &SMALL),
-                    "{}",
-                    path.display()
-                );
+                let listed = fs::symlink_metadata(&path).ok().map(|m| m.file_type());
+                for listed in [None, listed] {
+                    assert_eq!(
+                        read_entry(&path, listed, &root, &SMALL),
+                        read_text(&path, Some(&root), &SMALL),
+                        "{}",
+                        path.display()
+                    );
+                }
             }
         }
-        assert_eq!(read_entry(&root.join("in"), &root, &SMALL).unwrap(), "fine");
+        assert_eq!(
+            read_entry(&root.join("in"), None, &root, &SMALL).unwrap(),
+            "fine"
+        );
         assert!(matches!(
-            read_entry(&root.join("out"), &root, &SMALL),
+            read_entry(&root.join("out"), None, &root, &SMALL),
             Err(ReadError::Outside { .. })
         ));
     }

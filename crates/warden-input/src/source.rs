@@ -12,7 +12,9 @@ use crate::printable::printable_name;
 pub struct SourceFile {
     path: PathBuf,
     text: String,
-    named: NamedSource<String>,
+    /// The text as a terminal may show it, made when a diagnostic is first shown (most files
+    /// are read, and never shown).
+    named: OnceLock<NamedSource<String>>,
     /// The byte offset of each line's start, found the first time a place is asked for.
     line_starts: OnceLock<Vec<usize>>,
 }
@@ -20,36 +22,10 @@ pub struct SourceFile {
 impl SourceFile {
     /// A file at `path` (as it should be shown) with contents `text`.
     pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> Arc<Self> {
-        let path = path.into();
-        let text = text.into();
-        // What is shown on a terminal carries no control characters from the file or its name
-        // (an escape sequence in either could rewrite the operator's screen); the shown text
-        // keeps every byte offset.
-        let plain = text
-            .bytes()
-            .all(|b| (b' '..b'\x7f').contains(&b) || b == b'\n' || b == b'\t');
-        let shown = if plain {
-            // Printable ASCII, tabs and line feeds (most files): shown as they are.
-            text.clone()
-        } else {
-            let mut shown = String::with_capacity(text.len());
-            let mut chars = text.chars().peekable();
-            while let Some(c) = chars.next() {
-                // A line break stays (`\r` only before `\n`: alone, it would rewrite the line).
-                let keep = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
-                if c.is_control() && !keep {
-                    shown.extend(std::iter::repeat_n('?', c.len_utf8()));
-                } else {
-                    shown.push(c);
-                }
-            }
-            shown
-        };
-        let named = NamedSource::new(printable_name(&path.display().to_string()), shown);
         Arc::new(SourceFile {
-            path,
-            text,
-            named,
+            path: path.into(),
+            text: text.into(),
+            named: OnceLock::new(),
             line_starts: OnceLock::new(),
         })
     }
@@ -66,7 +42,34 @@ impl SourceFile {
 
     /// The text as a terminal may show it (control characters replaced), for miette.
     pub(crate) fn named(&self) -> &NamedSource<String> {
-        &self.named
+        self.named.get_or_init(|| {
+            // What is shown on a terminal carries no control characters from the file or its
+            // name (an escape sequence in either could rewrite the operator's screen); the
+            // shown text keeps every byte offset.
+            let text = &self.text;
+            let plain = text
+                .bytes()
+                .all(|b| (b' '..b'\x7f').contains(&b) || b == b'\n' || b == b'\t');
+            let shown = if plain {
+                // Printable ASCII, tabs and line feeds (most files): shown as they are.
+                text.clone()
+            } else {
+                let mut shown = String::with_capacity(text.len());
+                let mut chars = text.chars().peekable();
+                while let Some(c) = chars.next() {
+                    // A line break stays (`\r` only before `\n`: alone, it would rewrite the
+                    // line).
+                    let keep = c == '\n' || c == '\t' || (c == '\r' && chars.peek() == Some(&'\n'));
+                    if c.is_control() && !keep {
+                        shown.extend(std::iter::repeat_n('?', c.len_utf8()));
+                    } else {
+                        shown.push(c);
+                    }
+                }
+                shown
+            };
+            NamedSource::new(printable_name(&self.path.display().to_string()), shown)
+        })
     }
 
     /// 1-based line and column of a byte offset; the column counts characters.

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -43,7 +44,36 @@ pub(crate) struct SqliteStore {
     pub(crate) label: String,
     /// How long a statement waits for another connection's lock.
     lock_timeout: Duration,
+    /// The size of the write-ahead log past which it is checkpointed at close, when it is
+    /// not checkpointed at every close ([`crate::Store::checkpoint_past`]).
+    checkpoint_past: Option<u64>,
 }
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        let (Some(limit), Some(path)) = (self.checkpoint_past, &self.path) else {
+            return;
+        };
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > limit) {
+            let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+            // Briefly: another process's transaction makes it wait, and the next process to
+            // close will try again.
+            let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+            let result = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+                row.get::<_, i64>(0)
+            });
+            if let Err(e) = result {
+                tracing::debug!(db = %self.label, error = %e, "the write-ahead log was not checkpointed at close");
+            }
+        }
+    }
+}
+
+/// How long a store that closes waits for other processes to checkpoint the write-ahead log
+/// ([`crate::Store::checkpoint_past`]).
+const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
 
 pub(crate) const UPSERT_STATE: &str = "
 INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json)
@@ -208,10 +238,10 @@ impl SqliteStore {
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
         // A process that closes the database checkpoints the write-ahead log (SQLite's
-        // default): the next process then opens a database with an empty log. Leaving the log
-        // for the next process would save the closing one two fsyncs, but cost every opening
-        // one the rebuilding of the log's index, in proportion to the log (a hook process opens
-        // the database at every event).
+        // default): the next process then opens a database with an empty log. A process of one
+        // event leaves it instead, up to a size (`checkpoint_past`): the next one rebuilds the
+        // log's index in proportion to the log, which is cheaper than four fsyncs while the log
+        // is small.
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &label)?;
         Ok(SqliteStore {
@@ -219,7 +249,34 @@ impl SqliteStore {
             path,
             label,
             lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+            checkpoint_past: None,
         })
+    }
+
+    pub(crate) fn checkpoint_past(&mut self, pages: u32) -> Result<(), StoreError> {
+        if self.path.is_none() {
+            return Ok(());
+        }
+        let label = self.label.clone();
+        let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+        let err = |cause: rusqlite::Error| StoreError::Database {
+            db: label.clone(),
+            cause: cause.into(),
+        };
+        let page_size: i64 = conn
+            .pragma_query_value(None, "page_size", |row| row.get(0))
+            .map_err(err)?;
+        let page_size = u64::try_from(page_size).unwrap_or(4096);
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(err)?;
+        // The log's own checkpoints (at 1,000 pages) copy it without emptying it; a process
+        // that reads a log left by another cannot tell what was copied already, and would copy
+        // it all again at every such checkpoint while it kept growing.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(err)?;
+        // The log's header, and a header and a checksum per page.
+        self.checkpoint_past = Some(32 + u64::from(pages) * (page_size + 24));
+        Ok(())
     }
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {

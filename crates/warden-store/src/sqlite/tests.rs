@@ -9,6 +9,52 @@ use super::SqliteStore;
 use super::tick::SqliteTick;
 use crate::{Backend, ExecutionFilter, ExecutionRecord, StateScope, StateWrite, Store, StoreError};
 
+/// A store that leaves its log to the next process ([`Store::checkpoint_past`]) loses
+/// nothing: what it committed is read back from the log by the next store; the store that finds
+/// the log past its size checkpoints and empties it; one that checkpoints at close removes it.
+#[test]
+fn a_log_left_to_the_next_process_is_read_back_and_emptied_past_its_size() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("warden.db");
+    let wal = dir.path().join("warden.db-wal");
+    let sc = StateScope::new("u", "p", "x");
+    let write = |n: usize| {
+        let mut s = Store::open(&path).expect("open");
+        s.checkpoint_past(8).expect("defer");
+        // About a page a value.
+        let big = "x".repeat(3000);
+        let writes: Vec<_> = (0..n)
+            .map(|i| vec![StateWrite::set(sc.clone(), format!("k{i}"), json!(big))])
+            .collect();
+        s.apply_writes(&writes).expect("write");
+    };
+    // Created (its schema checkpointed at close) by a store of the default kind.
+    drop(Store::open(&path).expect("create"));
+    write(1);
+    let left = std::fs::metadata(&wal).expect("the log is left").len();
+    assert!(left > 0, "the log holds the commit");
+    {
+        let s = Store::open(&path).expect("reopen");
+        assert_eq!(
+            s.state_get(&sc, "k0").expect("get"),
+            Some(json!("x".repeat(3000)))
+        );
+        // A store that checkpoints at close (the default) does, and removes the log.
+    }
+    assert!(!wal.exists(), "checkpointed at close");
+    write(1);
+    write(1);
+    assert!(std::fs::metadata(&wal).expect("left").len() > 0);
+    // Past eight pages: the store that closes checkpoints the log and empties it.
+    write(20);
+    assert_eq!(std::fs::metadata(&wal).expect("kept").len(), 0);
+    let s = Store::open(&path).expect("reopen");
+    for i in 0..20 {
+        assert!(s.state_get(&sc, &format!("k{i}")).expect("get").is_some());
+    }
+    assert_eq!(s.check_integrity().expect("check"), Vec::<String>::new());
+}
+
 #[test]
 fn a_file_store_persists_across_reopen_in_wal_mode() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -68,7 +68,7 @@ pub(crate) fn compile_actions(
     file: &Arc<SourceFile>,
     compiler: &Compiler,
     opts: &CompileOptions<'_>,
-    templates: &mut Templates,
+    templates: &Templates,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Vec<CompiledAction> {
     let mut actions = Vec::new();
@@ -240,7 +240,7 @@ pub(crate) fn compile_script(
 
 #[allow(clippy::too_many_arguments)]
 fn value_template(
-    templates: &mut Templates,
+    templates: &Templates,
     compiler: &Compiler,
     opts: &CompileOptions<'_>,
     value: &Json,

@@ -271,12 +271,16 @@ fn resolve_setting(
 }
 
 /// Finds a rule by `plugin/id`, or by bare id when only one rule has it.
+/// Only rules that compile are found (all of them, unless the program compiles on demand).
 pub(crate) fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
-    if let Some(i) = program.rules.iter().position(|r| &*r.key == rule) {
+    let compiles = |i: usize| program.rules[i].body().is_some();
+    if let Some(i) = program.rules.iter().position(|r| &*r.key == rule)
+        && compiles(i)
+    {
         return Ok(i);
     }
     let by_id: Vec<usize> = (0..program.rules.len())
-        .filter(|&i| program.rules[i].def.id == rule)
+        .filter(|&i| program.rules[i].def.id == rule && compiles(i))
         .collect();
     match by_id.as_slice() {
         [i] => Ok(*i),
@@ -397,5 +401,5 @@ fn reads_setting(rule: &crate::rule::CompiledRule, name: &str) -> bool {
         })
     };
     mentions(rule.def.source.text())
-        || matches!(&rule.condition, crate::rule::RuleCondition::Script { script, .. } if mentions(script.source()))
+        || matches!(rule.body().map(|b| &b.condition), Some(crate::rule::RuleCondition::Script { script, .. }) if mentions(script.source()))
 }

@@ -72,14 +72,18 @@ impl HookTree {
     }
 }
 
-/// The trees of `hook`, from the rules that trigger on it.
+/// The trees of `hook`, from the rules that trigger on it and compile (compiling them, in a
+/// program compiled on demand).
 pub(crate) fn build_hook(
     hook: Hook,
     rules: &[CompiledRule],
     diagnostics: &mut Vec<Diagnostic>,
 ) -> HookTree {
     let mut members: Vec<u32> = (0..rules.len() as u32)
-        .filter(|&i| rules[i as usize].def.trigger == hook)
+        .filter(|&i| {
+            let r = &rules[i as usize];
+            r.def.trigger == hook && r.body().is_some()
+        })
         .collect();
     members.sort_by(|&a, &b| {
         let (ra, rb) = (&rules[a as usize].def, &rules[b as usize].def);
@@ -127,8 +131,9 @@ pub(crate) fn build_hook(
     for entry in &entries {
         let always = entry.rules.iter().position(|&r| {
             let c = &rules[r as usize];
-            let unconditional =
-                matches!(&c.condition, RuleCondition::Expr(e) if e.source().trim() == "true");
+            let unconditional = c.body().is_some_and(
+                |b| matches!(&b.condition, RuleCondition::Expr(e) if e.source().trim() == "true"),
+            );
             let gated = c.def.cooldown_turns.is_some()
                 || c.def.once_per_session
                 || c.def.max_fires.is_some()
@@ -215,7 +220,10 @@ pub(crate) fn build_hook(
         .map(|e| {
             e.rules
                 .iter()
-                .map(|&r| rules[r as usize].condition.necessary_threshold())
+                .map(|&r| {
+                    let body = rules[r as usize].body();
+                    body.and_then(|b| b.condition.necessary_threshold())
+                })
                 .collect()
         })
         .collect();

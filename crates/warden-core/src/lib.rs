@@ -68,7 +68,7 @@ pub use outcome::{
     Effect, Evaluation, Halted, Lost, ModeChange, Notification, Outcome, Overridden, Proceed,
     RuleError, Ruling,
 };
-pub use program::Program;
+pub use program::{Compilation, Program};
 pub use session::{Session, SessionOptions};
 pub use shared::{BusEvent, Reload};
 pub use template::check_template;

@@ -379,7 +379,12 @@ impl Outcome {
     /// ([`crate::SessionOptions::explain`]).
     pub fn node_trace(&self) -> impl Iterator<Item = (&str, &str, crate::behavior::NodeStatus)> {
         self.nodes.iter().map(|(rule, node, status)| {
-            let label = match self.program.rules.get(*rule as usize).map(|r| &r.condition) {
+            let rule_body = self
+                .program
+                .rules
+                .get(*rule as usize)
+                .and_then(|r| r.body());
+            let label = match rule_body.map(|b| &b.condition) {
                 Some(crate::rule::RuleCondition::Tree(t)) => t.label(*node),
                 _ => "?",
             };

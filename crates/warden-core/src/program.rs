@@ -10,34 +10,50 @@
 //! resumed by itself next time without holding up the rest.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bonsai_bt::Behavior;
 use warden_expr::Compiler;
 use warden_input::{Diagnostic, Severity};
-use warden_load::{
-    ActionDef, ConditionDef, Decision, Hook, Loaded, OnError, PluginInfo, RuleDef, rule_key,
-};
+use warden_load::{ActionDef, Hook, Loaded, OnError, PluginInfo, RuleDef};
 
 use crate::context::{SETTINGS_BASE, plugin_schema};
 use crate::hooks::{HookTree, build_hook};
-use crate::rule::{CompiledRule, RuleCondition, compile_rule};
+use crate::rule::{CompiledRule, RuleCompiler, RuleCondition, compile_body};
 use crate::slots::{SettingSlots, Slot};
-use crate::template::Templates;
+
+/// How a program compiles its rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Compilation {
+    /// Every rule when the program is built: its problems are known at once, and a tick never
+    /// compiles. For anything that runs more than one event.
+    #[default]
+    Eager,
+    /// A rule when something first needs it (a tick of its hook, a saved session that names
+    /// it), and a hook's trees at its first tick: for a process that handles one event (a
+    /// Claude Code hook), which then compiles only the rules of the hooks it ticks. What a tick
+    /// decides is the same; [`Program::diagnostics`] (and what lists rules) compiles every rule
+    /// first, so it still reports every problem.
+    OnDemand,
+}
 
 /// Everything loaded and compiled from rule files: immutable, shared by every session.
 pub struct Program {
     pub(crate) generation: u64,
+    /// Every rule that takes part (a program compiled on demand also holds those whose body
+    /// turns out not to compile: they never fire).
     pub(crate) rules: Vec<CompiledRule>,
     /// The key of each rule, in order: shared by every session's decorator memory.
     pub(crate) rule_keys: Arc<[Arc<str>]>,
-    pub(crate) hooks: Vec<HookTree>,
-    pub(crate) templates: Templates,
+    hooks: Vec<OnceLock<HookTree>>,
+    pub(crate) compiler: Arc<RuleCompiler>,
     pub(crate) settings: SettingSlots,
     pub(crate) modes: Option<crate::mode::Modes>,
     plugins: Vec<PluginInfo>,
-    loaded: Vec<Arc<RuleDef>>,
-    diagnostics: Vec<Diagnostic>,
+    /// Problems found loading, and compiling what was compiled with the program.
+    found: Vec<Diagnostic>,
+    /// Every problem, once every rule is compiled.
+    diagnostics: OnceLock<Vec<Diagnostic>>,
     folders: Vec<std::path::PathBuf>,
 }
 
@@ -46,7 +62,7 @@ impl std::fmt::Debug for Program {
         f.debug_struct("Program")
             .field("generation", &self.generation)
             .field("rules", &self.rules.len())
-            .field("diagnostics", &self.diagnostics.len())
+            .field("found", &self.found.len())
             .finish()
     }
 }
@@ -55,6 +71,11 @@ impl Program {
     /// Compiles what was loaded. Rules with errors are left out and reported; the rest
     /// compile, enabled or not (a user may switch a rule that is off by default on).
     pub fn compile(loaded: Loaded, generation: u64) -> Program {
+        Self::compile_with(loaded, generation, Compilation::Eager)
+    }
+
+    /// Compiles what was loaded, each rule at once or when first needed ([`Compilation`]).
+    pub fn compile_with(loaded: Loaded, generation: u64, compilation: Compilation) -> Program {
         let Loaded {
             rules: defs,
             plugins,
@@ -95,61 +116,37 @@ impl Program {
                 .insert(id.clone(), start..settings.slots.len());
             compilers.insert(id, base.with_schema(plugin_schema(&typed)));
         }
-        let plugin_on_error: HashMap<&str, Option<OnError>> = plugins
+        let plugin_on_error: HashMap<Arc<str>, OnError> = plugins
             .iter()
-            .map(|p| (p.manifest.id.as_str(), p.manifest.on_error))
+            .filter_map(|p| Some((Arc::from(p.manifest.id.as_str()), p.manifest.on_error?)))
             .collect();
-        let mut templates = Templates::new();
-        let mut rules = Vec::new();
-        let mut loaded = Vec::new();
-        let mut scripts = Vec::new();
         let defs: Vec<Arc<RuleDef>> = defs.into_iter().map(Arc::new).collect();
-        // Behaviors by display id, for `subtree` references.
-        let behaviors: HashMap<Arc<str>, Arc<RuleDef>> = defs
-            .iter()
-            .filter(|d| d.valid && matches!(d.condition, ConditionDef::Tree(_)))
-            .map(|d| (rule_key(&d.plugin, &d.id), d.clone()))
-            .collect();
-        let find = |plugin: &str, name: &str| -> Option<Arc<RuleDef>> {
-            let key = if name.contains('/') {
-                Arc::from(name)
-            } else {
-                rule_key(plugin, name)
-            };
-            behaviors.get(&key).cloned().or_else(|| {
-                // A plain rule of that name: found, so the error can say it is not a behavior.
-                defs.iter()
-                    .find(|d| rule_key(&d.plugin, &d.id) == key)
-                    .cloned()
-            })
-        };
-        for def in defs.iter().cloned() {
-            // Every rule is compiled, so that `warden check` reports all of its problems; only
-            // valid rules that compile take part.
-            let key = rules.len() as u64;
-            let compiler = compilers.get(&def.plugin).unwrap_or(&base);
-            let Some(mut rule) = compile_rule(
-                &def,
-                key,
-                compiler,
-                &mut templates,
-                &mut diagnostics,
-                &mut scripts,
-                &find,
-            ) else {
-                continue;
-            };
-            if !def.valid {
+        let cx = Arc::new(RuleCompiler::new(
+            base.clone(),
+            compilers,
+            plugin_on_error,
+            defs.clone(),
+        ));
+        let mut rules = Vec::new();
+        let mut scripts = Vec::new();
+        for def in defs {
+            if compilation == Compilation::OnDemand {
+                // Rules with load errors are compiled only for their diagnostics (`settle`).
+                if def.valid {
+                    let number = rules.len() as u64;
+                    rules.push(CompiledRule::on_demand(def, number, cx.clone()));
+                }
                 continue;
             }
-            // A plugin's default applies where a deny means something.
-            rule.on_error = def
-                .on_error
-                .or_else(|| plugin_on_error.get(&*def.plugin).copied().flatten())
-                .filter(|_| Decision::Deny.valid_at(def.trigger))
-                .unwrap_or_default();
-            loaded.push(def.clone());
-            rules.push(rule);
+            // Every rule is compiled, so that `warden check` reports all of its problems; only
+            // valid rules that compile take part.
+            let number = rules.len() as u64;
+            let Some(body) = compile_body(&def, number, &cx, &mut diagnostics, &mut scripts) else {
+                continue;
+            };
+            if def.valid {
+                rules.push(CompiledRule::compiled(def, number, body, cx.clone()));
+            }
         }
         for script in scripts {
             if let Some(dir) = script.parent()
@@ -158,50 +155,97 @@ impl Program {
                 folders.push(dir.to_path_buf());
             }
         }
-        let hooks = Hook::ALL
-            .iter()
-            .map(|h| build_hook(*h, &rules, &mut diagnostics))
-            .collect();
+        let hooks: Vec<OnceLock<HookTree>> = match compilation {
+            Compilation::Eager => Hook::ALL
+                .iter()
+                .map(|h| OnceLock::from(build_hook(*h, &rules, &mut diagnostics)))
+                .collect(),
+            Compilation::OnDemand => Hook::ALL.iter().map(|_| OnceLock::new()).collect(),
+        };
         let modes =
             modes_file.and_then(|f| crate::mode::compile_modes(f, &base, &rules, &mut diagnostics));
-        warden_input::sort_and_cap(&mut diagnostics);
         let plugins = plugins
             .into_iter()
-            .map(|p| PluginInfo {
-                rules: loaded
-                    .iter()
-                    .filter(|r| *r.plugin == *p.manifest.id)
-                    .map(|r| r.id.clone())
-                    .collect(),
-                rule_versions: loaded
-                    .iter()
-                    .filter(|r| *r.plugin == *p.manifest.id)
-                    .map(|r| (r.id.clone(), r.version.clone()))
-                    .collect(),
-                id: p.manifest.id,
-                name: p.manifest.name,
-                version: p.manifest.version,
-                description: p.manifest.description,
-                dir: p.dir,
-                requires: p.manifest.requires,
-                settings: p.manifest.settings,
-                skipped: p.skipped,
+            .map(|p| {
+                let mine = || rules.iter().filter(|r| *r.def.plugin == *p.manifest.id);
+                PluginInfo {
+                    rules: mine().map(|r| r.def.id.clone()).collect(),
+                    rule_versions: mine()
+                        .map(|r| (r.def.id.clone(), r.def.version.clone()))
+                        .collect(),
+                    id: p.manifest.id,
+                    name: p.manifest.name,
+                    version: p.manifest.version,
+                    description: p.manifest.description,
+                    dir: p.dir,
+                    requires: p.manifest.requires,
+                    settings: p.manifest.settings,
+                    skipped: p.skipped,
+                }
             })
             .collect();
         let rule_keys = rules.iter().map(|r| r.key.clone()).collect();
-        Program {
+        let mut program = Program {
             generation,
             rules,
             rule_keys,
             hooks,
-            templates,
+            compiler: cx,
             settings,
             modes,
             plugins,
-            loaded,
-            diagnostics,
+            found: Vec::new(),
+            diagnostics: OnceLock::new(),
             folders,
+        };
+        match compilation {
+            Compilation::Eager => {
+                warden_input::sort_and_cap(&mut diagnostics);
+                program.diagnostics = OnceLock::from(diagnostics);
+            }
+            Compilation::OnDemand => program.found = diagnostics,
         }
+        program
+    }
+
+    /// The trees of `hook`, built (and its rules compiled) at the first call in a program
+    /// compiled on demand.
+    pub(crate) fn hook(&self, hook: Hook) -> &HookTree {
+        self.hooks[hook.index()].get_or_init(|| {
+            let mut diagnostics = Vec::new();
+            let tree = build_hook(hook, &self.rules, &mut diagnostics);
+            if !diagnostics.is_empty() {
+                self.compiler.late(diagnostics);
+            }
+            tree
+        })
+    }
+
+    /// Compiles every rule and builds every hook's trees (a program compiled on demand), and
+    /// gathers every problem found.
+    fn settle(&self) -> &[Diagnostic] {
+        self.diagnostics.get_or_init(|| {
+            for hook in Hook::ALL {
+                self.hook(hook);
+            }
+            let mut diagnostics = self.found.clone();
+            // Rules with load errors are compiled for what else they would report.
+            for def in self.compiler.defs().iter().filter(|d| !d.valid) {
+                compile_body(def, 0, &self.compiler, &mut diagnostics, &mut Vec::new());
+            }
+            diagnostics.extend(self.compiler.take_late());
+            warden_input::sort_and_cap(&mut diagnostics);
+            diagnostics
+        })
+    }
+
+    /// The rules that take part and compile, with their numbers.
+    fn compiled_rules(&self) -> impl Iterator<Item = (usize, &CompiledRule)> {
+        self.settle();
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.body().is_some())
     }
 
     /// The plugins found, loaded or skipped (Warden's built-in rules are the `builtin` plugin).
@@ -242,41 +286,38 @@ impl Program {
         &self.folders
     }
 
-    /// Problems found while loading and compiling, errors and warnings.
+    /// Problems found while loading and compiling, errors and warnings (a program compiled on
+    /// demand compiles every rule first).
     pub fn diagnostics(&self) -> &[Diagnostic] {
-        &self.diagnostics
+        self.settle()
     }
 
     /// Whether any diagnostic is an error (some rule did not load).
     pub fn has_errors(&self) -> bool {
-        self.diagnostics
+        self.diagnostics()
             .iter()
             .any(|d| d.severity() == Severity::Error)
     }
 
     /// Every rule that loaded without errors (enabled or not), in load order.
     pub fn rules(&self) -> impl Iterator<Item = &RuleDef> {
-        self.loaded.iter().map(|r| &**r)
+        self.compiled_rules().map(|(_, r)| &*r.def)
     }
 
     /// How many rules are active by default (loaded, compiled, not `enabled = false`).
     pub fn active_rules(&self) -> usize {
-        self.rules.iter().filter(|r| r.def.enabled).count()
+        self.compiled_rules().filter(|(_, r)| r.def.enabled).count()
     }
 
     /// The display ids of the loaded rules (`id`, or `plugin/id` for plugin rules), in load
     /// order.
     pub fn rule_keys(&self) -> impl Iterator<Item = &str> {
-        self.rules.iter().map(|r| &*r.key)
+        self.compiled_rules().map(|(_, r)| &*r.key)
     }
 
     /// The display id of an active rule by index.
     pub(crate) fn rule_key(&self, ix: u32) -> &str {
         self.rules.get(ix as usize).map_or("?", |r| &r.key)
-    }
-
-    pub(crate) fn hook(&self, hook: Hook) -> &HookTree {
-        &self.hooks[hook.index()]
     }
 
     /// The compiled trees of `hook`, one line per node, indented (for `warden tree` and tests).
@@ -332,7 +373,9 @@ impl Program {
 
     /// The nodes of a behavior's tree, indented under it.
     fn describe_nodes(&self, ix: u32, indent: &str, out: &mut String) {
-        if let RuleCondition::Tree(tree) = &self.rules[ix as usize].condition {
+        if let Some(RuleCondition::Tree(tree)) =
+            self.rules[ix as usize].body().map(|b| &b.condition)
+        {
             out.push_str(&tree.describe(indent));
         }
     }
@@ -341,7 +384,7 @@ impl Program {
     /// `None` if `rule` is not a behavior.
     pub fn mermaid(&self, rule: &str) -> Option<String> {
         let r = self.rules.iter().find(|r| &*r.key == rule)?;
-        match &r.condition {
+        match &r.body()?.condition {
             RuleCondition::Tree(tree) => Some(tree.mermaid()),
             _ => None,
         }
@@ -363,7 +406,10 @@ impl Program {
             guards.push(format!("max {n} fires"));
         }
         let mut actions: Vec<_> = r.def.actions.iter().map(ActionDef::type_name).collect();
-        let condition = match &r.condition {
+        let Some(body) = r.body() else {
+            return format!("{} (does not compile)", r.key);
+        };
+        let condition = match &body.condition {
             RuleCondition::Expr(c) => format!(
                 "{} ({})",
                 c.source(),
@@ -390,5 +436,101 @@ impl Program {
             guards.iter().map(|g| format!("{g}, ")).collect::<String>(),
             actions.join(" + ")
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Event, Hook, Warden};
+
+    /// A rule folder with a rule on each of three hooks; the one on `on_turn_end` does not
+    /// compile (its message reads a field that does not exist).
+    fn rules() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let rule = |id: &str, trigger: &str, condition: &str, message: &str| {
+            let text = format!(
+                "[rule]\nid = \"{id}\"\ntrigger = \"{trigger}\"\n\n[condition]\nexpression = \"{condition}\"\n\n\
+                 [action]\ntype = \"notify_self\"\nmessage = \"{message}\"\ndeliver_at = \"immediate\"\n"
+            );
+            std::fs::write(dir.path().join(format!("{id}.toml")), text).unwrap();
+        };
+        rule(
+            "shell-call",
+            "on_tool_call",
+            "tool.name == 'shell'",
+            "shell at turn {{ context.turn.number }}",
+        );
+        rule("turn-start", "on_turn_start", "true", "a turn starts");
+        rule(
+            "turn-end",
+            "on_turn_end",
+            "true",
+            "{{ context.turn.nubmer }}",
+        );
+        dir
+    }
+
+    #[test]
+    fn a_program_compiled_on_demand_compiles_the_rules_of_the_hooks_it_ticks() {
+        let dir = rules();
+        let eager = Warden::builder().rules_dir(dir.path()).build().unwrap();
+        let lazy = Warden::builder()
+            .rules_dir(dir.path())
+            .compile_on_demand(true)
+            .build()
+            .unwrap();
+        let program = lazy.program();
+        let compiled = || {
+            program
+                .rules
+                .iter()
+                .filter(|r| r.compiled_body().is_some())
+                .map(|r| &*r.key)
+                .collect::<Vec<_>>()
+        };
+        assert!(compiled().is_empty(), "nothing is compiled at build");
+        let mut session = lazy.session();
+        let o = session.tick(
+            Hook::OnToolCall,
+            Event::tool_call("shell", serde_json::json!({"command": "ls"})),
+        );
+        assert_eq!(o.inject.len(), 1, "{:?}", o.errors);
+        assert_eq!(&*o.inject[0].message, "shell at turn 0");
+        assert_eq!(compiled(), ["shell-call"], "only the ticked hook's rule");
+        // The broken rule's problem is found when every rule is compiled to report them all,
+        // as a program compiled at once reports it.
+        let messages = |w: &Warden| {
+            w.diagnostics()
+                .iter()
+                .map(|d| (d.path().to_path_buf(), d.line(), d.message().to_string()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(messages(&lazy), messages(&eager));
+        assert!(
+            messages(&lazy)[0].2.contains("nubmer"),
+            "{:?}",
+            messages(&lazy)
+        );
+        assert_eq!(
+            program.rule_keys().collect::<Vec<_>>(),
+            eager.program().rule_keys().collect::<Vec<_>>()
+        );
+        // It never fires; the rules of other hooks do.
+        let o = session.tick(Hook::OnTurnEnd, Event::new());
+        assert!(o.inject.is_empty() && o.errors.is_empty(), "{o:?}");
+        let o = session.tick(Hook::OnTurnStart, Event::new());
+        assert_eq!(o.inject.len(), 1);
+    }
+
+    #[test]
+    fn a_strict_build_compiled_on_demand_fails_on_a_rule_that_does_not_compile() {
+        let dir = rules();
+        let err = Warden::builder()
+            .rules_dir(dir.path())
+            .compile_on_demand(true)
+            .strict(true)
+            .build()
+            .unwrap_err();
+        assert!(err.to_string().contains("nubmer"), "{err}");
     }
 }

@@ -1,30 +1,197 @@
 //! A rule, compiled: its guard (decorators, tool filter), its condition (an expression, a
-//! script, or a behavior's tree) and its actions.
+//! script, or a behavior's tree) and its actions; and what compiling one needs, kept for the
+//! rules a program compiles on demand.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use warden_expr::{CompileOptions, Compiler, Condition};
 use warden_input::Diagnostic;
-use warden_load::{ConditionDef, LOCAL_PLUGIN, OnError, RuleDef};
+use warden_load::{ConditionDef, Decision, LOCAL_PLUGIN, OnError, RuleDef, rule_key};
 
 use crate::actions::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
 use crate::context::{NO_SETTINGS, SETTINGS_ROOT, unavailable};
 use crate::template::Templates;
 
-/// A rule, compiled.
+/// A rule of a program: what a tick reads before the condition (its key, its guard, its
+/// definition) and its [`Body`], compiled with the program or, in a program compiled on demand,
+/// the first time something asks for it.
 pub(crate) struct CompiledRule {
     pub key: Arc<str>,
-    /// Identifies what the rule is: its file's text and its script's. A reload keeps a
-    /// running tree whose rules' fingerprints did not change.
-    pub fingerprint: u64,
     /// The decorators, copied out of `def` so a tick reads them without another pointer chase.
     pub gate: Gate,
     pub def: Arc<RuleDef>,
-    pub condition: RuleCondition,
-    pub actions: Vec<CompiledAction>,
     /// What its failing guard decides: the rule's `on_error`, else its plugin's, where a
     /// deny means something (its trigger).
     pub on_error: OnError,
+    /// Its number in the program (its scripts' keys are made from it).
+    number: u64,
+    body: OnceLock<Option<Body>>,
+    compiler: Arc<RuleCompiler>,
+}
+
+/// What a rule does, compiled.
+pub(crate) struct Body {
+    /// Identifies what the rule is: its file's text and its script's. A reload keeps a
+    /// running tree whose rules' fingerprints did not change.
+    pub fingerprint: u64,
+    pub condition: RuleCondition,
+    pub actions: Vec<CompiledAction>,
+}
+
+impl CompiledRule {
+    /// A rule whose body compiles when first asked for.
+    pub(crate) fn on_demand(def: Arc<RuleDef>, number: u64, compiler: Arc<RuleCompiler>) -> Self {
+        Self::with(def, number, OnceLock::new(), compiler)
+    }
+
+    /// A rule whose body is compiled.
+    pub(crate) fn compiled(
+        def: Arc<RuleDef>,
+        number: u64,
+        body: Body,
+        compiler: Arc<RuleCompiler>,
+    ) -> Self {
+        Self::with(def, number, OnceLock::from(Some(body)), compiler)
+    }
+
+    fn with(
+        def: Arc<RuleDef>,
+        number: u64,
+        body: OnceLock<Option<Body>>,
+        compiler: Arc<RuleCompiler>,
+    ) -> Self {
+        CompiledRule {
+            key: def.key(),
+            gate: Gate {
+                once_per_session: def.once_per_session,
+                max_fires: def.max_fires,
+                cooldown_turns: def.cooldown_turns,
+                tool_filter: !def.tools.is_empty(),
+            },
+            on_error: compiler.on_error(&def),
+            def,
+            number,
+            body,
+            compiler,
+        }
+    }
+
+    /// Its body, compiled now if it was not yet; `None` when it does not compile (a rule
+    /// compiled on demand: its problems are added to the program's diagnostics).
+    pub(crate) fn body(&self) -> Option<&Body> {
+        self.body
+            .get_or_init(|| {
+                let mut diagnostics = Vec::new();
+                let body = compile_body(
+                    &self.def,
+                    self.number,
+                    &self.compiler,
+                    &mut diagnostics,
+                    &mut Vec::new(),
+                );
+                if !diagnostics.is_empty() {
+                    self.compiler.late(diagnostics);
+                }
+                body
+            })
+            .as_ref()
+    }
+
+    /// Its body if it was compiled already (nothing is compiled).
+    pub(crate) fn compiled_body(&self) -> Option<&Body> {
+        self.body.get().and_then(Option::as_ref)
+    }
+
+    /// Its fingerprint (`None`: it does not compile).
+    pub(crate) fn fingerprint(&self) -> Option<u64> {
+        self.body().map(|b| b.fingerprint)
+    }
+}
+
+/// What compiling a rule needs from its program: kept by the program for the rules it
+/// compiles on demand.
+pub(crate) struct RuleCompiler {
+    /// The compiler of rules outside plugins (and of modes).
+    pub base: Compiler,
+    /// Each plugin's compiler, whose `settings` root has exactly its settings.
+    pub plugins: HashMap<Arc<str>, Compiler>,
+    pub templates: Templates,
+    /// Behaviors by display id, for `subtree` references.
+    behaviors: HashMap<Arc<str>, Arc<RuleDef>>,
+    /// Every rule loaded, for a `subtree` that names a rule that is not a behavior.
+    defs: Vec<Arc<RuleDef>>,
+    /// Each plugin's `on_error`.
+    plugin_on_error: HashMap<Arc<str>, OnError>,
+    /// Problems found compiling rules on demand, after the program was built.
+    late: Mutex<Vec<Diagnostic>>,
+}
+
+impl RuleCompiler {
+    pub(crate) fn new(
+        base: Compiler,
+        plugins: HashMap<Arc<str>, Compiler>,
+        plugin_on_error: HashMap<Arc<str>, OnError>,
+        defs: Vec<Arc<RuleDef>>,
+    ) -> Self {
+        let behaviors = defs
+            .iter()
+            .filter(|d| d.valid && matches!(d.condition, ConditionDef::Tree(_)))
+            .map(|d| (rule_key(&d.plugin, &d.id), d.clone()))
+            .collect();
+        RuleCompiler {
+            base,
+            plugins,
+            templates: Templates::new(),
+            behaviors,
+            defs,
+            plugin_on_error,
+            late: Mutex::default(),
+        }
+    }
+
+    /// Every rule loaded, valid or not, in load order.
+    pub(crate) fn defs(&self) -> &[Arc<RuleDef>] {
+        &self.defs
+    }
+
+    /// What a rule's failing guard decides: its own `on_error`, else its plugin's, where a
+    /// deny means something (its trigger).
+    fn on_error(&self, def: &RuleDef) -> OnError {
+        def.on_error
+            .or_else(|| self.plugin_on_error.get(&*def.plugin).copied())
+            .filter(|_| Decision::Deny.valid_at(def.trigger))
+            .unwrap_or_default()
+    }
+
+    /// The behavior (or, failing that, the rule) a `subtree` names: `name` in `plugin`, or
+    /// `plugin/id`.
+    fn find(&self, plugin: &str, name: &str) -> Option<Arc<RuleDef>> {
+        let key = if name.contains('/') {
+            Arc::from(name)
+        } else {
+            rule_key(plugin, name)
+        };
+        self.behaviors.get(&key).cloned().or_else(|| {
+            // A plain rule of that name: found, so the error can say it is not a behavior.
+            self.defs
+                .iter()
+                .find(|d| rule_key(&d.plugin, &d.id) == key)
+                .cloned()
+        })
+    }
+
+    pub(crate) fn late(&self, diagnostics: Vec<Diagnostic>) {
+        self.late
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(diagnostics);
+    }
+
+    /// The problems found compiling on demand so far, taken.
+    pub(crate) fn take_late(&self) -> Vec<Diagnostic> {
+        std::mem::take(&mut *self.late.lock().unwrap_or_else(PoisonError::into_inner))
+    }
 }
 
 /// How a rule decides.
@@ -80,16 +247,18 @@ pub(crate) struct Gate {
     pub tool_filter: bool,
 }
 
-/// Compiles one rule; `None` (with diagnostics) when it has errors.
-pub(crate) fn compile_rule(
+/// Compiles a rule's body; `None` (with diagnostics) when it has errors. `number` is the rule's
+/// number in its program; script files read from disk are added to `scripts`.
+pub(crate) fn compile_body(
     def: &Arc<RuleDef>,
-    key: u64,
-    compiler: &Compiler,
-    templates: &mut Templates,
+    number: u64,
+    cx: &RuleCompiler,
     diagnostics: &mut Vec<Diagnostic>,
     scripts: &mut Vec<std::path::PathBuf>,
-    behaviors: &dyn Fn(&str, &str) -> Option<Arc<RuleDef>>,
-) -> Option<CompiledRule> {
+) -> Option<Body> {
+    let compiler = cx.plugins.get(&def.plugin).unwrap_or(&cx.base);
+    let templates = &cx.templates;
+    let key = number;
     let mut unavailable_roots = unavailable(def.trigger).to_vec();
     if &*def.plugin == LOCAL_PLUGIN {
         unavailable_roots.push((SETTINGS_ROOT, NO_SETTINGS));
@@ -105,6 +274,7 @@ pub(crate) fn compile_rule(
     );
     let file = &def.source;
     let before = diagnostics.len();
+    let behaviors = |plugin: &str, name: &str| cx.find(plugin, name);
     let condition = match &def.condition {
         ConditionDef::Expression(loc) => match compiler.compile(&loc.text, &opts) {
             Ok(c) => Some(RuleCondition::Expr(c)),
@@ -128,7 +298,7 @@ pub(crate) fn compile_rule(
                 compiler,
                 templates,
                 diagnostics,
-                behaviors,
+                behaviors: &behaviors,
                 script_files: scripts,
                 script_key: (1u64 << 40) + (key << 16),
                 hasher: &mut fingerprint,
@@ -149,18 +319,9 @@ pub(crate) fn compile_rule(
     if diagnostics[before..].iter().any(Diagnostic::is_error) {
         return None;
     }
-    Some(CompiledRule {
-        key: def.key(),
+    Some(Body {
         fingerprint: std::hash::Hasher::finish(&fingerprint),
-        gate: Gate {
-            once_per_session: def.once_per_session,
-            max_fires: def.max_fires,
-            cooldown_turns: def.cooldown_turns,
-            tool_filter: !def.tools.is_empty(),
-        },
-        def: def.clone(),
         condition: condition?,
         actions,
-        on_error: OnError::Ignore,
     })
 }

@@ -6,7 +6,7 @@
 //! `percent` (`0.85 | percent` is `85%`) on top of minijinja's built-ins.
 
 use std::collections::HashSet;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use minijinja::value::ValueKind;
 use minijinja::{Environment, Error, ErrorKind, UndefinedBehavior, Value};
@@ -100,22 +100,30 @@ pub(crate) enum TemplateError {
     Path(ExprError),
 }
 
-/// All the templates of a program, in one environment.
+/// All the templates of a program, in one environment. Shared by the rules compiled on demand
+/// (see [`crate::Program`]), so it is added to through `&self`: a template's source is kept
+/// under its name, and the environment's loader compiles it at its first lookup, which `text`
+/// makes at once, to check it.
 pub(crate) struct Templates {
     env: Environment<'static>,
-    next: usize,
+    /// The source of template `t{n}` at `n`.
+    sources: Arc<RwLock<Vec<Arc<str>>>>,
     /// Paths already checked, per compiler (kept alive here, so that its schema is told apart
     /// by address) and per set of roots unavailable (by name): the same paths recur in many
     /// templates.
-    checked: Vec<(Compiler, String, HashSet<String>)>,
+    checked: Mutex<Vec<(Compiler, String, HashSet<String>)>>,
 }
 
 impl std::fmt::Debug for Templates {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Templates")
-            .field("count", &self.next)
+            .field("count", &read(&self.sources).len())
             .finish()
     }
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn percent(v: f64, digits: Option<u32>) -> String {
@@ -150,16 +158,22 @@ impl Templates {
             }
             Err(Error::from(ErrorKind::UnknownMethod))
         });
+        let sources: Arc<RwLock<Vec<Arc<str>>>> = Arc::default();
+        let lookup = sources.clone();
+        env.set_loader(move |name| {
+            let n = name.strip_prefix('t').and_then(|n| n.parse::<usize>().ok());
+            Ok(n.and_then(|n| read(&lookup).get(n).map(|s| s.to_string())))
+        });
         Templates {
             env,
-            next: 0,
-            checked: Vec::new(),
+            sources,
+            checked: Mutex::default(),
         }
     }
 
     /// Compiles `src`, checking the paths it reads with `compiler` under `opts`.
     pub(crate) fn text(
-        &mut self,
+        &self,
         src: &str,
         compiler: &Compiler,
         opts: &CompileOptions<'_>,
@@ -173,16 +187,16 @@ impl Templates {
 
     /// Compiles `src`, whose [`limits`] were checked (or that wraps a checked template).
     fn compile(
-        &mut self,
+        &self,
         src: &str,
         compiler: &Compiler,
         opts: &CompileOptions<'_>,
     ) -> Result<Text, TemplateError> {
-        let name = format!("t{}", self.next);
-        self.next += 1;
-        self.env
-            .add_template_owned(name.clone(), src.to_string())
-            .map_err(|e| TemplateError::Syntax(describe(&e), e.line()))?;
+        let name = {
+            let mut sources = self.sources.write().unwrap_or_else(PoisonError::into_inner);
+            sources.push(Arc::from(src));
+            format!("t{}", sources.len() - 1)
+        };
         let template = self
             .env
             .get_template(&name)
@@ -215,7 +229,7 @@ impl Templates {
 
     /// Checks one path a template reads, once per compiler and hook (see `checked`).
     fn check_path(
-        &mut self,
+        &self,
         path: &str,
         compiler: &Compiler,
         opts: &CompileOptions<'_>,
@@ -225,12 +239,12 @@ impl Templates {
             unavailable.push_str(root);
             unavailable.push(',');
         }
-        let at = self
-            .checked
+        let mut checked = self.checked.lock().unwrap_or_else(PoisonError::into_inner);
+        let at = checked
             .iter()
             .position(|(c, u, _)| std::ptr::eq(c.schema(), compiler.schema()) && *u == unavailable);
         if let Some(i) = at
-            && self.checked[i].2.contains(path)
+            && checked[i].2.contains(path)
         {
             return Ok(());
         }
@@ -238,18 +252,17 @@ impl Templates {
         let i = match at {
             Some(i) => i,
             None => {
-                self.checked
-                    .push((compiler.clone(), unavailable, HashSet::new()));
-                self.checked.len() - 1
+                checked.push((compiler.clone(), unavailable, HashSet::new()));
+                checked.len() - 1
             }
         };
-        self.checked[i].2.insert(path.to_string());
+        checked[i].2.insert(path.to_string());
         Ok(())
     }
 
     /// Compiles a value: strings become templates; `"{{ expr }}"` alone keeps the type.
     pub(crate) fn value(
-        &mut self,
+        &self,
         v: &Json,
         compiler: &Compiler,
         opts: &CompileOptions<'_>,
@@ -400,7 +413,7 @@ impl std::io::Write for Capped {
 pub fn check_template(src: &str, values: &Json) -> Result<String, String> {
     static COMPILER: std::sync::OnceLock<Compiler> = std::sync::OnceLock::new();
     let compiler = COMPILER.get_or_init(|| Compiler::new(crate::context::schema().clone()));
-    let mut templates = Templates::new();
+    let templates = Templates::new();
     let text = templates
         .text(src, compiler, &CompileOptions::default())
         .map_err(|e| match e {
@@ -678,7 +691,7 @@ mod tests {
     use super::*;
     use crate::context::schema;
 
-    fn compile(t: &mut Templates, src: &str) -> Result<Text, String> {
+    fn compile(t: &Templates, src: &str) -> Result<Text, String> {
         let c = Compiler::new(schema().clone());
         t.text(src, &c, &CompileOptions::default())
             .map_err(|e| match e {
@@ -689,14 +702,14 @@ mod tests {
 
     #[test]
     fn static_text_is_not_a_template() {
-        let mut t = Templates::new();
-        assert!(matches!(compile(&mut t, "plain").unwrap(), Text::Static(_)));
+        let t = Templates::new();
+        assert!(matches!(compile(&t, "plain").unwrap(), Text::Static(_)));
     }
 
     #[test]
     fn the_seed_template_renders() {
-        let mut t = Templates::new();
-        let text = compile(&mut t, "Token budget at {{ (context.turn.token_usage * 100) | int }}% ({{ context.turn.token_usage | percent }})").unwrap();
+        let t = Templates::new();
+        let text = compile(&t, "Token budget at {{ (context.turn.token_usage * 100) | int }}% ({{ context.turn.token_usage | percent }})").unwrap();
         let mut values = || minijinja::context! { context => minijinja::context! { turn => minijinja::context! { token_usage => 0.85 } } };
         assert_eq!(
             &*t.render(&text, &mut values).unwrap(),
@@ -706,22 +719,22 @@ mod tests {
 
     #[test]
     fn paths_are_checked_at_load() {
-        let mut t = Templates::new();
-        let err = compile(&mut t, "{{ context.turn.tokn_usage }}").unwrap_err();
+        let t = Templates::new();
+        let err = compile(&t, "{{ context.turn.tokn_usage }}").unwrap_err();
         assert!(
             err.contains("did you mean `context.turn.token_usage`"),
             "{err}"
         );
-        let err = compile(&mut t, "{{ contxt.turn }}").unwrap_err();
+        let err = compile(&t, "{{ contxt.turn }}").unwrap_err();
         assert!(err.contains("did you mean `context`"), "{err}");
-        let err = compile(&mut t, "{{ unclosed ").unwrap_err();
+        let err = compile(&t, "{{ unclosed ").unwrap_err();
         assert!(err.starts_with("syntax"), "{err}");
         compile(
-            &mut t,
+            &t,
             "{% for x in range(3) %}{{ x }}{% endfor %}{{ result.anything }}",
         )
         .unwrap();
-        let err = compile(&mut t, "{{ failure_count('x') }}").unwrap_err();
+        let err = compile(&t, "{{ failure_count('x') }}").unwrap_err();
         assert!(
             err.contains("condition helper") && err.contains("context.history.failures"),
             "{err}"
@@ -730,8 +743,8 @@ mod tests {
 
     #[test]
     fn strict_rendering_and_state_get() {
-        let mut t = Templates::new();
-        let text = compile(&mut t, "{{ result.count }}").unwrap();
+        let t = Templates::new();
+        let text = compile(&t, "{{ result.count }}").unwrap();
         let err = t
             .render(
                 &text,
@@ -740,7 +753,7 @@ mod tests {
             .unwrap_err();
         assert_eq!(err, "the template reads `result.count`, which is missing");
         let text = compile(
-            &mut t,
+            &t,
             "{{ context.state.get('n', 0) + 1 }}/{{ context.state.get('m') }}",
         )
         .unwrap();
@@ -753,7 +766,7 @@ mod tests {
     #[test]
     fn a_lone_expression_keeps_its_type() {
         let c = Compiler::new(schema().clone());
-        let mut t = Templates::new();
+        let t = Templates::new();
         let v = t
             .value(&serde_json::json!({"n": "{{ context.turn.number + 1 }}", "s": "turn {{ context.turn.number }}", "k": 3}), &c, &CompileOptions::default())
             .ok()
@@ -833,9 +846,9 @@ mod tests {
 
     #[test]
     fn runaway_templates_are_stopped() {
-        let mut t = Templates::new();
+        let t = Templates::new();
         let text = compile(
-            &mut t,
+            &t,
             "{% for i in range(100000) %}{% for j in range(100000) %}x{% endfor %}{% endfor %}",
         )
         .unwrap();
@@ -851,8 +864,8 @@ mod tests {
             limits("{{ x)) ( }}").is_ok(),
             "the limits passed it to minijinja"
         );
-        let mut t = Templates::new();
-        let e = compile(&mut t, "{{ x)) ( }}").unwrap_err();
+        let t = Templates::new();
+        let e = compile(&t, "{{ x)) ( }}").unwrap_err();
         assert!(
             !e.contains("nests too deeply") && e.contains("syntax"),
             "{e}"
@@ -861,9 +874,9 @@ mod tests {
 
     #[test]
     fn the_limit_a_render_hits_is_the_one_it_names() {
-        let mut t = Templates::new();
-        let mut render = |src: &str| {
-            let text = compile(&mut t, src).unwrap();
+        let t = Templates::new();
+        let render = |src: &str| {
+            let text = compile(&t, src).unwrap();
             t.render(&text, &mut || minijinja::context! {}).unwrap_err()
         };
         // Too much written: the size, not the steps (it took a handful).

@@ -61,6 +61,7 @@ pub struct WardenBuilder {
     history_limit: Option<usize>,
     log_sample: f64,
     strict: bool,
+    compilation: crate::program::Compilation,
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
     journal_limit: Option<usize>,
@@ -235,6 +236,21 @@ impl WardenBuilder {
         self
     }
 
+    /// Compiles each rule when a tick first needs it instead of at build
+    /// ([`Compilation::OnDemand`](crate::Compilation::OnDemand)): for a process that handles one
+    /// event, like a Claude Code hook, which then compiles only the rules of the hooks it ticks.
+    /// What ticks decide is the same. [`WardenBuilder::build`] then fails on load errors only
+    /// (with [`WardenBuilder::strict`], it compiles every rule to check them);
+    /// [`Warden::diagnostics`] compiles every rule and reports every problem.
+    pub fn compile_on_demand(mut self, on: bool) -> Self {
+        self.compilation = if on {
+            crate::program::Compilation::OnDemand
+        } else {
+            crate::program::Compilation::Eager
+        };
+        self
+    }
+
     /// Limits of Lua scripts: the time limit of one run (5 s by default; a rule may set its
     /// own with `[condition] timeout`) and the memory of a session's Lua state (32 MiB).
     pub fn script_limits(mut self, limits: warden_lua::Limits) -> Self {
@@ -280,7 +296,7 @@ impl WardenBuilder {
         if let Some(m) = &self.modes {
             warden_load::load_modes(m, &mut loaded);
         }
-        let program = Program::compile(loaded, 0);
+        let program = Program::compile_with(loaded, 0, self.compilation);
         if self.strict && program.has_errors() {
             return Err(Error::Rules(
                 program
@@ -527,7 +543,10 @@ impl Warden {
     pub fn rule_list(&self, user: &str, project: &str) -> Vec<RuleInfo> {
         let program = self.program();
         let controls = self.shared.controls();
-        let mut order: Vec<usize> = (0..program.rules.len()).collect();
+        // The rules that compile (all of them, unless compiled on demand).
+        let mut order: Vec<usize> = (0..program.rules.len())
+            .filter(|&i| program.rules[i].body().is_some())
+            .collect();
         order.sort_by(|&a, &b| {
             let (ra, rb) = (&program.rules[a], &program.rules[b]);
             (ra.def.trigger, std::cmp::Reverse(ra.def.priority), &ra.key).cmp(&(

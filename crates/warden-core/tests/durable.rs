@@ -3,8 +3,10 @@
 //! session memory (plugin state, decorators, exclusive groups, notifications waiting for their
 //! delivery point, a behavior waiting across hooks and turns, a Lua script waiting across
 //! hooks and turns with globals and random numbers, modes with hysteresis, decisions) are
-//! replayed twice: once straight through, once with a save and a read-back between every
-//! pair of events. The outcomes must be identical.
+//! replayed three times: once straight through, once with a save and a read-back between every
+//! pair of events, and once as a Claude Code hook runs them (each event in a Warden of its
+//! own, its rules compiled on demand, over a database file whose write-ahead log is left to the
+//! next one). The outcomes must be identical.
 
 use std::path::Path;
 
@@ -30,6 +32,20 @@ fn warden() -> Warden {
         w.diagnostics()
     );
     w
+}
+
+/// A Warden as a hook process builds one for its one event: the rules compiled on demand, the
+/// database's log checkpointed only past a few pages (so that the traces cross checkpoints).
+fn warden_for_one_event(db: &Path) -> Warden {
+    let mut store = Store::open(db).unwrap();
+    store.checkpoint_past(4).unwrap();
+    Warden::builder()
+        .rules_dir(data().join("rules"))
+        .modes_file(data().join("modes.toml"))
+        .store(store)
+        .compile_on_demand(true)
+        .build()
+        .unwrap()
 }
 
 /// One event of a random trace.
@@ -89,9 +105,9 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
     proptest::collection::vec(step, 1..40)
 }
 
-/// The outcome lines of a trace, straight through and with a save and read-back between
-/// every pair of events.
-fn both(steps: &[Step], end: bool) -> (Vec<String>, Vec<String>) {
+/// The outcome lines of a trace: straight through, with a save and read-back between every
+/// pair of events, and with a Warden of its own for each event.
+fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
     let mut events: Vec<(Hook, Event)> = steps
         .iter()
         .enumerate()
@@ -111,8 +127,21 @@ fn both(steps: &[Step], end: bool) -> (Vec<String>, Vec<String>) {
         .open_session("s", SessionOptions::default())
         .unwrap();
     let resumed_warden = warden();
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("warden.db");
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for (i, (hook, e)) in events.into_iter().enumerate() {
+        let w = warden_for_one_event(&db);
+        let o = w
+            .open_session("s", SessionOptions::default())
+            .unwrap()
+            .tick(hook, e.clone());
+        c.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
+        c.push(format!(
+            "{i} inject {:?} ruling {:?}",
+            o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
+            o.ruling.as_ref().map(|r| (r.decision, &r.reason))
+        ));
         let o = straight.tick(hook, e.clone());
         a.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
         a.push(format!(
@@ -131,7 +160,7 @@ fn both(steps: &[Step], end: bool) -> (Vec<String>, Vec<String>) {
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
         ));
     }
-    (a, b)
+    [a, b, c]
 }
 
 proptest! {
@@ -142,8 +171,9 @@ proptest! {
         steps in steps(),
         end in any::<bool>(),
     ) {
-        let (straight, resumed) = both(&steps, end);
-        prop_assert_eq!(straight, resumed);
+        let [straight, resumed, one_event_each] = all_three(&steps, end);
+        prop_assert_eq!(&straight, &resumed);
+        prop_assert_eq!(&straight, &one_event_each);
     }
 }
 
@@ -169,8 +199,9 @@ fn the_rule_set_exercises_what_is_saved() {
         TurnStart(60),
         TurnStart(60),
     ];
-    let (straight, resumed) = both(&trace, true);
+    let [straight, resumed, one_event_each] = all_three(&trace, true);
     assert_eq!(straight, resumed);
+    assert_eq!(straight, one_event_each);
     let all = straight.join("\n");
     for needle in [
         "query 1 roll",

@@ -110,7 +110,7 @@ pub(crate) enum CKind {
 /// What compiling a tree needs from the program being compiled.
 pub(crate) struct TreeContext<'a> {
     pub compiler: &'a Compiler,
-    pub templates: &'a mut Templates,
+    pub templates: &'a Templates,
     pub diagnostics: &'a mut Vec<Diagnostic>,
     /// Finds the behavior a `subtree` node names (`id` in the same plugin, or `plugin/id`).
     pub behaviors: &'a dyn Fn(&str, &str) -> Option<Arc<RuleDef>>,

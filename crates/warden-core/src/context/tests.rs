@@ -266,7 +266,7 @@ fn views_render_as_the_values_they_replace() {
     state.insert("b".to_string(), json!("x"));
     state.insert("c".to_string(), json!([1, {"k": null}]));
     let compiler = Compiler::new(schema().clone());
-    let mut templates = Templates::new();
+    let templates = Templates::new();
     let events = [
         (
             Hook::OnToolComplete,
@@ -314,7 +314,7 @@ fn templates_read_plugin_state_by_key() {
     let facts = Arc::new(facts());
     let store = store();
     let compiler = Compiler::new(schema().clone());
-    let mut templates = Templates::new();
+    let templates = Templates::new();
     let event = Arc::new(Event::new());
     let mode: Arc<str> = Arc::from("default");
     let slots = SettingSlots::default();

@@ -251,7 +251,7 @@ fn restore_tree(program: &Program, saved: &SavedTree) -> Option<((Hook, u32), Ru
             && e.rules.len() == saved.rules.len()
             && e.rules.iter().zip(&saved.rules).all(|(&ix, id)| {
                 let r = &program.rules[ix as usize];
-                r.key == id.key && r.fingerprint == id.fingerprint
+                r.key == id.key && r.fingerprint() == Some(id.fingerprint)
             })
     })?;
     let entry = &tree.entries[at];

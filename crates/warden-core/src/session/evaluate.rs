@@ -16,7 +16,7 @@ use crate::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
 use crate::hooks::Node;
 use crate::outcome::{Effect, Evaluation, Halted, Notification, RuleError, TraceEntry};
 use crate::program::Program;
-use crate::rule::{CompiledRule, RuleCondition};
+use crate::rule::{Body, CompiledRule, RuleCondition};
 use crate::session::keys::HookSet;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
 
@@ -87,8 +87,8 @@ impl Tick<'_, '_> {
         // logged with how long it took); expressions only when the tick is sampled.
         let timed = self.timings.is_some()
             || !matches!(
-                self.program.rules[ix as usize].condition,
-                RuleCondition::Expr(_)
+                self.program.rules[ix as usize].body().map(|b| &b.condition),
+                Some(RuleCondition::Expr(_))
             );
         let start = timed.then(Instant::now);
         // What the rule fires is recorded with the trace entry its evaluation gets.
@@ -188,8 +188,12 @@ impl Tick<'_, '_> {
                 return Evaluation::NotMatched;
             }
         }
+        // Only rules that compile are in a hook's trees.
+        let Some(body) = rule.body() else {
+            return Evaluation::NotMatched;
+        };
         self.select_plugin(&def.plugin);
-        let condition = match &rule.condition {
+        let condition = match &body.condition {
             RuleCondition::Expr(c) => c,
             RuleCondition::Script { script, .. } => return self.script(ix, Some(script.clone())),
             RuleCondition::Tree(_) => return self.tree(ix),
@@ -199,9 +203,9 @@ impl Tick<'_, '_> {
             return Evaluation::Failed(self.state_failure(&def.plugin));
         }
         match verdict {
-            Verdict::True => match self.render(rule) {
+            Verdict::True => match self.render(rule, body) {
                 Ok(()) => {
-                    self.record_firing(ix, self.rendered.len() - rule.actions.len(), true);
+                    self.record_firing(ix, self.rendered.len() - body.actions.len(), true);
                     Evaluation::Fired
                 }
                 Err(e) => Evaluation::Failed(e),
@@ -307,7 +311,10 @@ impl Tick<'_, '_> {
         let program = self.program;
         let rule = &program.rules[ix as usize];
         self.select_plugin(&rule.def.plugin);
-        let RuleCondition::Script { timeout, script } = &rule.condition else {
+        let Some(body) = rule.body() else {
+            return Evaluation::Failed("internal: not a script rule".into());
+        };
+        let RuleCondition::Script { timeout, script } = &body.condition else {
             return Evaluation::Failed("internal: not a script rule".into());
         };
         let facts = self.facts;
@@ -342,7 +349,7 @@ impl Tick<'_, '_> {
                 }
             }
         }
-        if holds && let Err(e) = self.render(rule) {
+        if holds && let Err(e) = self.render(rule, body) {
             self.rendered.truncate(mark);
             return Evaluation::Failed(e);
         }
@@ -355,7 +362,7 @@ impl Tick<'_, '_> {
     fn tree(&mut self, ix: u32) -> Evaluation {
         let program = self.program;
         let rule = &program.rules[ix as usize];
-        let RuleCondition::Tree(tree) = &rule.condition else {
+        let Some(RuleCondition::Tree(tree)) = rule.body().map(|b| &b.condition) else {
             return Evaluation::Failed("internal: not a behavior".into());
         };
         self.select_plugin(&rule.def.plugin);
@@ -389,7 +396,7 @@ impl Tick<'_, '_> {
     pub(crate) fn halt_tree(&mut self, ix: u32, reason: &str) -> bool {
         let program = self.program;
         let rule = &program.rules[ix as usize];
-        let RuleCondition::Tree(tree) = &rule.condition else {
+        let Some(RuleCondition::Tree(tree)) = rule.body().map(|b| &b.condition) else {
             return false;
         };
         let Some(mut run) = self.scripts.trees.remove(&ix) else {
@@ -477,8 +484,8 @@ impl Tick<'_, '_> {
     }
 
     /// Renders every action of a fired rule into `rendered`; any failure discards them all.
-    fn render(&mut self, rule: &CompiledRule) -> Result<(), String> {
-        self.render_actions(&rule.key, &rule.def.plugin, &rule.actions)
+    fn render(&mut self, rule: &CompiledRule, body: &Body) -> Result<(), String> {
+        self.render_actions(&rule.key, &rule.def.plugin, &body.actions)
     }
 
     /// Renders `actions` (all of a rule's, or an action node's) into `rendered`, for the rule
@@ -503,7 +510,7 @@ impl Tick<'_, '_> {
         plugin: &Arc<str>,
         actions: &[CompiledAction],
     ) -> Result<(), String> {
-        let templates = &self.program.templates;
+        let templates = &self.program.compiler.templates;
         let facts = self.facts;
         let (knowledge, knowledge_configured) = (self.knowledge, self.knowledge_configured);
         let mut values = facts.template_context();

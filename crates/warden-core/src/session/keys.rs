@@ -84,9 +84,10 @@ pub(crate) struct RuleId {
 
 impl RuleId {
     pub(crate) fn of(program: &Program, ix: u32) -> Option<RuleId> {
-        program.rules.get(ix as usize).map(|r| RuleId {
+        let r = program.rules.get(ix as usize)?;
+        Some(RuleId {
             key: r.key.clone(),
-            fingerprint: r.fingerprint,
+            fingerprint: r.fingerprint()?,
         })
     }
 
@@ -95,7 +96,8 @@ impl RuleId {
         program
             .rules
             .iter()
-            .position(|r| r.key == self.key && r.fingerprint == self.fingerprint)
+            // The key first: a fingerprint compiles its rule (in a program compiled on demand).
+            .position(|r| r.key == self.key && r.fingerprint() == Some(self.fingerprint))
             .and_then(|i| u32::try_from(i).ok())
     }
 }

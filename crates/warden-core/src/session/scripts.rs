@@ -71,8 +71,12 @@ impl Scripts {
         tasks.sort_by(|a, b| (&a.0.key, a.1).cmp(&(&b.0.key, b.1)));
         let mut globals = Vec::new();
         if let Some(rt) = &self.runtime {
+            // Only compiled rules can have run a script (or had its globals put back).
             for (ix, rule) in program.rules.iter().enumerate() {
-                for (n, script) in rule.condition.scripts().into_iter().enumerate() {
+                let Some(body) = rule.compiled_body() else {
+                    continue;
+                };
+                for (n, script) in body.condition.scripts().into_iter().enumerate() {
                     match rt.globals(script) {
                         Some(warden_lua::Recorded::Table(t)) if t.is_empty() => {}
                         Some(data) => {
@@ -112,7 +116,7 @@ impl Scripts {
                 continue;
             };
             let compiled = &program.rules[ix as usize];
-            let Some(script) = compiled.condition.script_of(node) else {
+            let Some(script) = compiled.body().and_then(|b| b.condition.script_of(node)) else {
                 self.lost
                     .push((ix, "its script is no longer where it waited".into()));
                 continue;
@@ -138,7 +142,10 @@ impl Scripts {
             let Some(ix) = rule.find(program) else {
                 continue;
             };
-            let scripts = program.rules[ix as usize].condition.scripts();
+            let scripts = program.rules[ix as usize]
+                .body()
+                .map(|b| b.condition.scripts())
+                .unwrap_or_default();
             if let Some(script) = scripts.get(n as usize).map(|s| (*s).clone())
                 && let Ok(rt) = self.runtime()
                 && let Err(e) = rt.set_globals(&script, &data)

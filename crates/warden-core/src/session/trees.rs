@@ -98,7 +98,7 @@ impl Trees {
                     && ne.rules.len() == old_entry.rules.len()
                     && ne.rules.iter().zip(&old_entry.rules).all(|(&n, &o)| {
                         let (n, o) = (&new.rules[n as usize], &old.rules[o as usize]);
-                        n.key == o.key && n.fingerprint == o.fingerprint
+                        n.key == o.key && n.fingerprint() == o.fingerprint()
                     })
             };
             let Some(at) = new.hook(hook).entries.iter().position(same) else {

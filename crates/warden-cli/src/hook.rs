@@ -14,7 +14,7 @@ use clap::Subcommand;
 use warden_claude_code::{Answer, InitOptions, MAX_PAYLOAD, Options, answer, fail};
 use warden_core::{ClaudeCodeConfig, Config};
 
-use crate::setup::build;
+use crate::setup::open_store;
 
 /// What a hook is for.
 #[derive(Subcommand)]
@@ -88,6 +88,11 @@ fn event_name(input: &[u8]) -> Option<String> {
 /// `[database] lock_timeout` says otherwise (Claude Code gives a command hook 60 s).
 const HOOK_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How large (in pages) the database's write-ahead log may grow before the hook process that
+/// closes it checkpoints it: about ten events of a long session, each of which then reads at
+/// most this much of the log when it opens the database instead of making four fsyncs.
+const HOOK_CHECKPOINT_PAGES: u32 = 64;
+
 fn claude_code(
     config: Result<Config, String>,
     fail_closed: bool,
@@ -120,9 +125,25 @@ fn claude_code(
     // A hook process ticks once: waiting longer for the database than a tick of a long-running
     // process does is better than letting the event through unsupervised.
     config.lock_timeout.get_or_insert(HOOK_LOCK_TIMEOUT);
-    let warden = match build(&config, false, false) {
-        Ok(w) => w,
+    // A hook process ticks one event: it compiles the rules of the hooks it ticks, not all
+    // of them (the check below, once per prompt, compiles them all), and leaves the database's
+    // log to the next process rather than checkpointing it at every event.
+    let mut store = match open_store(&config, "a hook") {
+        Ok(s) => s,
         Err(e) => return failed(&cc, &e),
+    };
+    if let Err(e) = store.checkpoint_past(HOOK_CHECKPOINT_PAGES) {
+        return failed(&cc, &e.to_string());
+    }
+    let rules = Config {
+        database: None,
+        ..config.clone()
+    };
+    let built = warden_core::WardenBuilder::from_config(&rules)
+        .and_then(|b| b.store(store).compile_on_demand(true).build());
+    let warden = match built {
+        Ok(w) => w,
+        Err(e) => return failed(&cc, &e.to_string()),
     };
     let opts = Options {
         user: config.user.clone(),
@@ -130,7 +151,8 @@ fn claude_code(
         project_dir: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
     };
     let mut out = answer(&warden, &cc, &opts, input);
-    // A rule file that does not load is worth saying once per prompt, not at every tool call.
+    // A rule file that does not load is worth saying once per prompt, not at every tool call
+    // (this compiles every rule, to find them all).
     if event.as_deref() == Some("UserPromptSubmit") {
         let broken = warden.diagnostics().iter().filter(|d| d.is_error()).count();
         if broken > 0 {

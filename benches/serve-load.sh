@@ -7,6 +7,8 @@
 #
 #   benches/serve-load.sh [SESSIONS] [CONNECTIONS] [MAX_SECONDS]
 #
+# WARDEN_BIN names another `warden` binary to serve with (to set two builds side by side).
+#
 # The load generator runs on the same machine and shares its cores with the server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +18,8 @@ connections=${2:-16}
 max_seconds=${3:-120}
 jobs=${CARGO_BUILD_JOBS:-2}
 
-cargo build -q --release -j "$jobs" --bin warden -p warden
+warden=${WARDEN_BIN:-./target/release/warden}
+[ -n "${WARDEN_BIN:-}" ] || cargo build -q --release -j "$jobs" --bin warden -p warden
 cargo build -q --release -j "$jobs" -p warden-serve --example load
 
 work=$(mktemp -d)
@@ -65,7 +68,7 @@ done
 
 # SERVE_ARGS adds flags to `warden serve` (for example --ephemeral-sessions).
 # shellcheck disable=SC2086
-./target/release/warden --builtin --rules "$work/rules" --db "$work/warden.db" \
+"$warden" --builtin --rules "$work/rules" --db "$work/warden.db" \
     serve --listen 127.0.0.1:0 --no-watch --max-sessions 2000 ${SERVE_ARGS:-} \
     > "$work/serve.out" 2> "$work/serve.err" &
 server=$!

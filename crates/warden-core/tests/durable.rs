@@ -235,23 +235,44 @@ fn ticks_of_one_session_from_many_connections_lose_nothing() {
     )
     .unwrap();
     Store::open(&db).unwrap();
+    // Half the connections live long (a service); the other half tick once each, as hooks do,
+    // on a connection of their own that leaves the log to the next one up to a few pages.
     let threads: Vec<_> = (0..6)
-        .map(|_| {
+        .map(|i| {
             let (db, rules) = (db.clone(), rules.clone());
             std::thread::spawn(move || {
-                let mut store = Store::open(&db).unwrap();
-                store
-                    .set_lock_timeout(std::time::Duration::from_secs(30))
-                    .unwrap();
-                let w = Warden::builder()
-                    .rules_dir(&rules)
-                    .store(store)
-                    .build()
-                    .unwrap();
-                let mut s = w.open_session("shared", SessionOptions::default()).unwrap();
-                for _ in 0..40 {
+                let warden = || {
+                    let mut store = Store::open(&db).unwrap();
+                    store
+                        .set_lock_timeout(std::time::Duration::from_secs(30))
+                        .unwrap();
+                    if i % 2 == 1 {
+                        store.checkpoint_past(4).unwrap();
+                    }
+                    Warden::builder()
+                        .rules_dir(&rules)
+                        .store(store)
+                        .compile_on_demand(i % 2 == 1)
+                        .build()
+                        .unwrap()
+                };
+                let tick = |s: &mut warden_core::Session| {
                     let o = s.tick(Hook::OnToolComplete, Event::tool_complete("t", json!({})));
                     assert_eq!(o.unsaved, None, "{:?}", o.errors);
+                };
+                let open =
+                    |w: &Warden| w.open_session("shared", SessionOptions::default()).unwrap();
+                if i % 2 == 1 {
+                    for _ in 0..40 {
+                        tick(&mut open(&warden()));
+                    }
+                } else {
+                    // One session, which catches up with the others' ticks before each of its own.
+                    let w = warden();
+                    let mut s = open(&w);
+                    for _ in 0..40 {
+                        tick(&mut s);
+                    }
                 }
             })
         })

@@ -200,6 +200,15 @@ impl Store {
         }
     }
 
+    /// Does now what closing a store does with a log left to the next process
+    /// ([`Store::checkpoint_past`]): checkpoints and empties it if it is past its size. For a
+    /// process that exits without dropping the store (a hook leaves its memory to the system).
+    pub fn checkpoint_if_past(&self) {
+        if let Inner::Sqlite(s) = &self.backend {
+            s.checkpoint_if_past();
+        }
+    }
+
     /// The file this store was opened from; `None` for [`Store::in_memory`] and PostgreSQL.
     pub fn path(&self) -> Option<&Path> {
         match &self.backend {

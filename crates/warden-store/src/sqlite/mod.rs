@@ -51,13 +51,21 @@ pub(crate) struct SqliteStore {
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
+        self.checkpoint_if_past();
+    }
+}
+
+impl SqliteStore {
+    /// Checkpoints and empties the write-ahead log if it is past the size given to
+    /// [`crate::Store::checkpoint_past`] (what closing the store does).
+    pub(crate) fn checkpoint_if_past(&self) {
         let (Some(limit), Some(path)) = (self.checkpoint_past, &self.path) else {
             return;
         };
         let mut wal = path.clone().into_os_string();
         wal.push("-wal");
         if std::fs::metadata(&wal).is_ok_and(|m| m.len() > limit) {
-            let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
+            let conn = self.lock();
             // Briefly: another process's transaction makes it wait, and the next process to
             // close will try again.
             let _ = conn.busy_timeout(CHECKPOINT_WAIT);
@@ -67,6 +75,7 @@ impl Drop for SqliteStore {
             if let Err(e) = result {
                 tracing::debug!(db = %self.label, error = %e, "the write-ahead log was not checkpointed at close");
             }
+            let _ = conn.busy_timeout(self.lock_timeout);
         }
     }
 }

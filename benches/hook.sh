@@ -46,21 +46,28 @@ for _ in $(seq 1 1000); do
     echo "$post" | "$warden" hook claude-code --config "$work/warden.toml" > /dev/null
 done
 echo '{"session_id":"bench","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"cargo test"}}' > "$work/pre.json"
+echo '{"session_id":"bench","hook_event_name":"UserPromptSubmit","prompt":"and now the tests"}' > "$work/prompt.json"
 
+# PreToolUse (with PostToolUse, most of a session's hooks) ticks on_tool_call, whose rules are
+# the only ones it compiles. UserPromptSubmit ticks on_query_start and on_turn_start (the 100
+# rules are there) and compiles every rule once, to report broken rule files once per prompt.
 hyperfine -w 5 -r 100 --export-json "$work/times.json" \
     -n warden "$warden hook claude-code --config $work/warden.toml < $work/pre.json" \
+    -n prompt "$warden hook claude-code --config $work/warden.toml < $work/prompt.json" \
     -n python "$python -c 'import json,sys; json.load(sys.stdin)' < $work/pre.json" >&2
 python3 - "$work/times.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-w, p = r["warden"], r["python"]
-print(f"warden hook: median {w['median']*1000:.1f} ms, min {w['min']*1000:.1f} ms")
+w, u, p = r["warden"], r["prompt"], r["python"]
+print(f"warden hook (PreToolUse): median {w['median']*1000:.1f} ms, min {w['min']*1000:.1f} ms")
+print(f"warden hook (UserPromptSubmit): median {u['median']*1000:.1f} ms, min {u['min']*1000:.1f} ms")
 print(f"python -c json.load: median {p['median']*1000:.1f} ms, min {p['min']*1000:.1f} ms")
-print(f"warden / python: {w['median']/p['median']:.2f} (median), {w['min']/p['min']:.2f} (min)")
+print(f"warden / python: {w['median']/p['median']:.2f} (median), {w['min']/p['min']:.2f} (min); UserPromptSubmit {u['median']/p['median']:.2f} (median)")
 PY
 if command -v valgrind >/dev/null; then
-    count() { valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 < "$work/pre.json" | sed -n 's/.*Collected : //p'; }
-    wi=$(count "$warden" hook claude-code --config "$work/warden.toml")
-    pi=$(count "$python" -c 'import json,sys; json.load(sys.stdin)')
-    echo "instructions: warden $wi, python $pi, ratio $(python3 -c "print(f'{$wi/$pi:.2f}')")"
+    count() { local input=$1; shift; valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 < "$input" | sed -n 's/.*Collected : //p'; }
+    wi=$(count "$work/pre.json" "$warden" hook claude-code --config "$work/warden.toml")
+    ui=$(count "$work/prompt.json" "$warden" hook claude-code --config "$work/warden.toml")
+    pi=$(count "$work/pre.json" "$python" -c 'import json,sys; json.load(sys.stdin)')
+    echo "instructions: warden $wi (UserPromptSubmit $ui), python $pi, ratio $(python3 -c "print(f'{$wi/$pi:.2f}')")"
 fi

@@ -64,6 +64,49 @@ print(f"warden hook (UserPromptSubmit): median {u['median']*1000:.1f} ms, min {u
 print(f"python -c json.load: median {p['median']*1000:.1f} ms, min {p['min']*1000:.1f} ms")
 print(f"warden / python: {w['median']/p['median']:.2f} (median), {w['min']/p['min']:.2f} (min); UserPromptSubmit {u['median']/p['median']:.2f} (median)")
 PY
+# A session's mix. The same 100 rules spread over the hooks Claude Code's events tick (20 each
+# on on_turn_start, on_tool_call, on_tool_complete, on_tool_failure, on_turn_end), so that every
+# event compiles some; per prompt, one UserPromptSubmit, six tool calls (PreToolUse and
+# PostToolUse each) and a Stop. The median is taken over every hook process of that mix (each
+# event's runs counted as often as the event comes in it).
+mix="$work/mix"
+mkdir -p "$mix/rules"
+hooks=(on_turn_start on_tool_call on_tool_complete on_tool_failure on_turn_end)
+for i in $(seq -w 0 99); do
+    cat > "$mix/rules/spread-$i.toml" <<RULE
+[rule]
+id = "spread-$i"
+trigger = "${hooks[$((10#$i % 5))]}"
+
+[condition]
+expression = "context.turn.token_usage > 0.$i and context.history.tool_count > 4"
+
+[action]
+type = "notify_self"
+message = "spread $i: {{ (context.turn.token_usage * 100) | int }}% after {{ context.history.tool_count }} tool calls"
+RULE
+done
+sed 's/"bench"/"mix"/' "$work/warden.toml" > "$mix/warden.toml"
+echo '{"session_id":"mix","hook_event_name":"UserPromptSubmit","prompt":"go on"}' > "$mix/prompt.json"
+echo '{"session_id":"mix","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"}}' > "$mix/pre.json"
+echo '{"session_id":"mix","hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_response":{"stdout":"x"}}' > "$mix/post.json"
+echo '{"session_id":"mix","hook_event_name":"Stop","stop_hook_active":false}' > "$mix/stop.json"
+echo "building a session of about 1000 events of that mix..." >&2
+for _ in $(seq 1 70); do
+    for p in prompt pre post pre post pre post pre post pre post pre post stop; do
+        "$warden" hook claude-code --config "$mix/warden.toml" < "$mix/$p.json" > /dev/null
+    done
+done
+hyperfine -w 5 -r 60 --export-json "$work/mix.json" -L event prompt,pre,post,stop \
+    -n '{event}' "$warden hook claude-code --config $mix/warden.toml < $mix/{event}.json" >&2
+python3 - "$work/mix.json" <<'PY'
+import json, statistics, sys
+r = {x["command"]: x["times"] for x in json.load(open(sys.argv[1]))["results"]}
+weights = {"prompt": 1, "pre": 6, "post": 6, "stop": 1}
+pooled = [t for event, w in weights.items() for t in r[event] * w]
+each = ", ".join(f"{e} {statistics.median(r[e])*1000:.1f}" for e in weights)
+print(f"a session's mix (1 prompt, 6 tool calls, 1 stop): median {statistics.median(pooled)*1000:.1f} ms over every hook process (medians: {each} ms)")
+PY
 if command -v valgrind >/dev/null; then
     count() { local input=$1; shift; valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 < "$input" | sed -n 's/.*Collected : //p'; }
     wi=$(count "$work/pre.json" "$warden" hook claude-code --config "$work/warden.toml")

@@ -20,20 +20,24 @@ python=$(python3 -c 'import os,sys; print(os.path.realpath(sys.executable))')
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/rules"
-for i in $(seq -w 0 99); do
-    cat > "$work/rules/threshold-$i.toml" <<RULE
+# rule DIR NAME TRIGGER: a threshold rule that fires late in a session.
+rule() {
+    cat > "$1/$2.toml" <<RULE
 [rule]
-id = "threshold-$i"
-trigger = "on_turn_start"
+id = "$2"
+trigger = "$3"
 
 [condition]
-expression = "context.turn.token_usage > 0.$i and context.history.tool_count > 4"
+expression = "context.turn.token_usage > 0.${2##*-} and context.history.tool_count > 4"
 
 [action]
 type = "notify_self"
-message = "threshold $i: {{ (context.turn.token_usage * 100) | int }}% after {{ context.history.tool_count }} tool calls"
+message = "$2: {{ (context.turn.token_usage * 100) | int }}% after {{ context.history.tool_count }} tool calls"
 RULE
+}
+mkdir -p "$work/rules"
+for i in $(seq -w 0 99); do
+    rule "$work/rules" "threshold-$i" on_turn_start
 done
 cat > "$work/warden.toml" <<'CONF'
 builtin = true
@@ -73,18 +77,7 @@ mix="$work/mix"
 mkdir -p "$mix/rules"
 hooks=(on_turn_start on_tool_call on_tool_complete on_tool_failure on_turn_end)
 for i in $(seq -w 0 99); do
-    cat > "$mix/rules/spread-$i.toml" <<RULE
-[rule]
-id = "spread-$i"
-trigger = "${hooks[$((10#$i % 5))]}"
-
-[condition]
-expression = "context.turn.token_usage > 0.$i and context.history.tool_count > 4"
-
-[action]
-type = "notify_self"
-message = "spread $i: {{ (context.turn.token_usage * 100) | int }}% after {{ context.history.tool_count }} tool calls"
-RULE
+    rule "$mix/rules" "spread-$i" "${hooks[$((10#$i % 5))]}"
 done
 sed 's/"bench"/"mix"/' "$work/warden.toml" > "$mix/warden.toml"
 echo '{"session_id":"mix","hook_event_name":"UserPromptSubmit","prompt":"go on"}' > "$mix/prompt.json"

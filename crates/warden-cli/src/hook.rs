@@ -173,10 +173,13 @@ fn claude_code(
         }
     }
     // The process ends here: its memory goes back to the system whole, rather than value by
-    // value (freeing the program was a sixth of a hook's instructions). The store's one duty at
-    // close is done first; the database connection closes with the process.
-    warden.store().checkpoint_if_past();
-    std::mem::forget(warden);
+    // value (freeing the program was 5% of a hook's instructions). The store's one duty at close
+    // is done first; a SQLite connection closes with the process. (A PostgreSQL pool is closed
+    // properly, so that the server does not log connections lost.)
+    if warden.store().path().is_some() {
+        warden.store().checkpoint_if_past();
+        std::mem::forget(warden);
+    }
     out
 }
 

@@ -169,6 +169,7 @@ pub(crate) fn build_hook(
             r.def.exclusive.as_deref() == Some(group)
                 && r.def.trigger != hook
                 && r.def.trigger < hook
+                && r.body().is_some()
         }) {
             diagnostics.push(Diagnostic::warning(
                 &first.source,

@@ -91,7 +91,12 @@ pub(crate) fn compile_modes(
             .map(|r| r.def.core || def.rules.contains(&r.def))
             .collect();
         if let RuleSets::Some { .. } = def.rules
-            && !rules.iter().zip(&active).any(|(r, &on)| on && !r.def.core)
+            // Of rules that compile (a program compiled on demand compiles them here, until one
+            // does).
+            && !rules
+                .iter()
+                .zip(&active)
+                .any(|(r, &on)| on && !r.def.core && r.body().is_some())
         {
             diagnostics.push(
                 Diagnostic::warning(

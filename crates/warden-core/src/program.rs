@@ -49,12 +49,21 @@ pub struct Program {
     pub(crate) compiler: Arc<RuleCompiler>,
     pub(crate) settings: SettingSlots,
     pub(crate) modes: Option<crate::mode::Modes>,
-    plugins: Vec<PluginInfo>,
-    /// Problems found loading, and compiling what was compiled with the program.
-    found: Vec<Diagnostic>,
-    /// Every problem, once every rule is compiled.
-    diagnostics: OnceLock<Vec<Diagnostic>>,
+    /// What loading found (compiled on demand: before any rule is compiled).
+    found: Settled,
+    /// What the program is once every rule is compiled.
+    settled: OnceLock<Settled>,
+}
+
+/// What a program says of itself that depends on every rule being compiled.
+#[derive(Default)]
+struct Settled {
+    /// Every problem.
+    diagnostics: Vec<Diagnostic>,
+    /// Every folder to watch (script files are found when their rules compile).
     folders: Vec<std::path::PathBuf>,
+    /// The plugins, and each one's rules that compile.
+    plugins: Vec<PluginInfo>,
 }
 
 impl std::fmt::Debug for Program {
@@ -62,7 +71,7 @@ impl std::fmt::Debug for Program {
         f.debug_struct("Program")
             .field("generation", &self.generation)
             .field("rules", &self.rules.len())
-            .field("found", &self.found.len())
+            .field("settled", &self.settled.get().is_some())
             .finish()
     }
 }
@@ -148,13 +157,7 @@ impl Program {
                 rules.push(CompiledRule::compiled(def, number, body, cx.clone()));
             }
         }
-        for script in scripts {
-            if let Some(dir) = script.parent()
-                && !folders.iter().any(|f| dir.starts_with(f))
-            {
-                folders.push(dir.to_path_buf());
-            }
-        }
+        add_script_folders(&mut folders, scripts);
         let hooks: Vec<OnceLock<HookTree>> = match compilation {
             Compilation::Eager => Hook::ALL
                 .iter()
@@ -185,7 +188,19 @@ impl Program {
             })
             .collect();
         let rule_keys = rules.iter().map(|r| r.key.clone()).collect();
-        let mut program = Program {
+        let mut found = Settled {
+            diagnostics,
+            folders,
+            plugins,
+        };
+        let settled = match compilation {
+            Compilation::Eager => {
+                warden_input::sort_and_cap(&mut found.diagnostics);
+                OnceLock::from(std::mem::take(&mut found))
+            }
+            Compilation::OnDemand => OnceLock::new(),
+        };
+        Program {
             generation,
             rules,
             rule_keys,
@@ -193,19 +208,9 @@ impl Program {
             compiler: cx,
             settings,
             modes,
-            plugins,
-            found: Vec::new(),
-            diagnostics: OnceLock::new(),
-            folders,
-        };
-        match compilation {
-            Compilation::Eager => {
-                warden_input::sort_and_cap(&mut diagnostics);
-                program.diagnostics = OnceLock::from(diagnostics);
-            }
-            Compilation::OnDemand => program.found = diagnostics,
+            found,
+            settled,
         }
-        program
     }
 
     /// The trees of `hook`, built (and its rules compiled) at the first call in a program
@@ -215,27 +220,55 @@ impl Program {
             let mut diagnostics = Vec::new();
             let tree = build_hook(hook, &self.rules, &mut diagnostics);
             if !diagnostics.is_empty() {
-                self.compiler.late(diagnostics);
+                self.compiler.late(diagnostics, Vec::new());
             }
             tree
         })
     }
 
     /// Compiles every rule and builds every hook's trees (a program compiled on demand), and
-    /// gathers every problem found.
-    fn settle(&self) -> &[Diagnostic] {
-        self.diagnostics.get_or_init(|| {
+    /// gathers what that finds.
+    fn settle(&self) -> &Settled {
+        self.settled.get_or_init(|| {
             for hook in Hook::ALL {
                 self.hook(hook);
             }
-            let mut diagnostics = self.found.clone();
+            for rule in &self.rules {
+                rule.body();
+            }
+            let mut diagnostics = self.found.diagnostics.clone();
+            let mut scripts = Vec::new();
             // Rules with load errors are compiled for what else they would report.
             for def in self.compiler.defs().iter().filter(|d| !d.valid) {
-                compile_body(def, 0, &self.compiler, &mut diagnostics, &mut Vec::new());
+                compile_body(def, 0, &self.compiler, &mut diagnostics, &mut scripts);
             }
-            diagnostics.extend(self.compiler.take_late());
+            let (late, found) = self.compiler.take_late();
+            diagnostics.extend(late);
             warden_input::sort_and_cap(&mut diagnostics);
-            diagnostics
+            let mut folders = self.found.folders.clone();
+            add_script_folders(&mut folders, found);
+            let compiles = |plugin: &str, id: &str| {
+                self.rules
+                    .iter()
+                    .any(|r| *r.def.plugin == *plugin && r.def.id == id && r.body().is_some())
+            };
+            let plugins = self
+                .found
+                .plugins
+                .iter()
+                .map(|p| {
+                    let mut p = p.clone();
+                    let plugin = p.id.clone();
+                    p.rules.retain(|id| compiles(&plugin, id));
+                    p.rule_versions.retain(|id, _| compiles(&plugin, id));
+                    p
+                })
+                .collect();
+            Settled {
+                diagnostics,
+                folders,
+                plugins,
+            }
         })
     }
 
@@ -250,7 +283,7 @@ impl Program {
 
     /// The plugins found, loaded or skipped (Warden's built-in rules are the `builtin` plugin).
     pub fn plugins(&self) -> &[PluginInfo] {
-        &self.plugins
+        &self.settle().plugins
     }
 
     /// Its generation: 0 at build, one more at each applied reload.
@@ -283,13 +316,13 @@ impl Program {
 
     /// The folders rules, manifests and scripts were read from: what to watch for changes.
     pub fn folders(&self) -> &[std::path::PathBuf] {
-        &self.folders
+        &self.settle().folders
     }
 
     /// Problems found while loading and compiling, errors and warnings (a program compiled on
     /// demand compiles every rule first).
     pub fn diagnostics(&self) -> &[Diagnostic] {
-        self.settle()
+        &self.settle().diagnostics
     }
 
     /// Whether any diagnostic is an error (some rule did not load).
@@ -439,6 +472,17 @@ impl Program {
     }
 }
 
+/// Adds the folders of `scripts` not already within one of `folders`.
+fn add_script_folders(folders: &mut Vec<std::path::PathBuf>, scripts: Vec<std::path::PathBuf>) {
+    for script in scripts {
+        if let Some(dir) = script.parent()
+            && !folders.iter().any(|f| dir.starts_with(f))
+        {
+            folders.push(dir.to_path_buf());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{Event, Hook, Warden};
@@ -520,6 +564,40 @@ mod tests {
         assert!(o.inject.is_empty() && o.errors.is_empty(), "{o:?}");
         let o = session.tick(Hook::OnTurnStart, Event::new());
         assert_eq!(o.inject.len(), 1);
+    }
+
+    /// The same rules as a plugin: its listing names the rules that compile, and the folders
+    /// to watch are the same, whichever way the program compiles.
+    #[test]
+    fn a_plugin_is_listed_alike_whichever_way_its_rules_compile() {
+        let rules = rules();
+        let plugins = tempfile::tempdir().unwrap();
+        let dir = plugins.path().join("spread");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(
+            dir.join("manifest.toml"),
+            "[plugin]\nid = \"spread\"\nname = \"Spread\"\nversion = \"0.1.0\"\ndescription = \"rules on three hooks\"\n\n[rules]\ninclude = [\"*.toml\"]\n",
+        )
+        .unwrap();
+        for f in std::fs::read_dir(rules.path()).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+        }
+        let build = |on_demand: bool| {
+            Warden::builder()
+                .plugins_dir(plugins.path())
+                .compile_on_demand(on_demand)
+                .build()
+                .unwrap()
+        };
+        let (eager, lazy) = (build(false), build(true));
+        let listed = |w: &Warden| serde_json::to_value(w.program().plugins()).unwrap();
+        assert_eq!(listed(&lazy), listed(&eager));
+        assert_eq!(
+            listed(&lazy)[0]["rules"],
+            serde_json::json!(["shell-call", "turn-start"])
+        );
+        assert_eq!(lazy.program().folders(), eager.program().folders());
     }
 
     #[test]

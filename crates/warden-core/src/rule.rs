@@ -82,17 +82,15 @@ impl CompiledRule {
     pub(crate) fn body(&self) -> Option<&Body> {
         self.body
             .get_or_init(|| {
-                let mut diagnostics = Vec::new();
+                let (mut diagnostics, mut scripts) = (Vec::new(), Vec::new());
                 let body = compile_body(
                     &self.def,
                     self.number,
                     &self.compiler,
                     &mut diagnostics,
-                    &mut Vec::new(),
+                    &mut scripts,
                 );
-                if !diagnostics.is_empty() {
-                    self.compiler.late(diagnostics);
-                }
+                self.compiler.late(diagnostics, scripts);
                 body
             })
             .as_ref()
@@ -123,8 +121,9 @@ pub(crate) struct RuleCompiler {
     defs: Vec<Arc<RuleDef>>,
     /// Each plugin's `on_error`.
     plugin_on_error: HashMap<Arc<str>, OnError>,
-    /// Problems found compiling rules on demand, after the program was built.
-    late: Mutex<Vec<Diagnostic>>,
+    /// Problems found compiling rules on demand, after the program was built, and the script
+    /// files those rules read.
+    late: Mutex<(Vec<Diagnostic>, Vec<std::path::PathBuf>)>,
 }
 
 impl RuleCompiler {
@@ -181,15 +180,18 @@ impl RuleCompiler {
         })
     }
 
-    pub(crate) fn late(&self, diagnostics: Vec<Diagnostic>) {
-        self.late
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend(diagnostics);
+    /// Keeps what compiling on demand found.
+    pub(crate) fn late(&self, diagnostics: Vec<Diagnostic>, scripts: Vec<std::path::PathBuf>) {
+        if diagnostics.is_empty() && scripts.is_empty() {
+            return;
+        }
+        let mut late = self.late.lock().unwrap_or_else(PoisonError::into_inner);
+        late.0.extend(diagnostics);
+        late.1.extend(scripts);
     }
 
-    /// The problems found compiling on demand so far, taken.
-    pub(crate) fn take_late(&self) -> Vec<Diagnostic> {
+    /// The problems and the script files found compiling on demand so far, taken.
+    pub(crate) fn take_late(&self) -> (Vec<Diagnostic>, Vec<std::path::PathBuf>) {
         std::mem::take(&mut *self.late.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }

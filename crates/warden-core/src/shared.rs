@@ -78,6 +78,8 @@ pub(crate) struct Shared {
     pub(crate) sources: Vec<RuleSource>,
     pub(crate) capabilities: Capabilities,
     pub(crate) modes: Option<ModeSource>,
+    /// How a reload compiles the rules: as the first program was.
+    pub(crate) compilation: crate::program::Compilation,
     pub(crate) next_session: AtomicU64,
     pub(crate) reload_lock: Mutex<()>,
     /// The users' choices (rules on or off, setting values), as last read from the store.
@@ -174,7 +176,7 @@ impl Shared {
         if let Some(m) = &self.modes {
             load_modes(m, &mut loaded);
         }
-        let candidate = Program::compile(loaded, current.generation + 1);
+        let candidate = Program::compile_with(loaded, current.generation + 1, self.compilation);
         let known: std::collections::HashSet<_> = current
             .diagnostics()
             .iter()

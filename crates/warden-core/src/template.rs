@@ -161,7 +161,11 @@ impl Templates {
         let sources: Arc<RwLock<Vec<Arc<str>>>> = Arc::default();
         let lookup = sources.clone();
         env.set_loader(move |name| {
-            let n = name.strip_prefix('t').and_then(|n| n.parse::<usize>().ok());
+            // Only the names handed out (`t7`, not `t07` or `t+7`).
+            let n = name
+                .strip_prefix('t')
+                .and_then(|n| n.parse::<usize>().ok())
+                .filter(|n| name == format!("t{n}"));
             Ok(n.and_then(|n| read(&lookup).get(n).map(|s| s.to_string())))
         });
         Templates {
@@ -698,6 +702,20 @@ mod tests {
                 TemplateError::Syntax(m, line) => format!("syntax: {m} (line {line:?})"),
                 TemplateError::Path(e) => format!("path: {e}"),
             })
+    }
+
+    /// Templates are found by the names they were given, spelled as given: `t1`, not `t01`.
+    #[test]
+    fn a_template_is_found_by_its_own_name_only() {
+        let t = Templates::new();
+        compile(&t, "first {{ context.turn.number }}").unwrap();
+        compile(&t, "second {{ context.turn.number }}").unwrap();
+        let values = || minijinja::context! { context => minijinja::context! { turn => minijinja::context! { number => 3 } } };
+        for (name, found) in [("t1", true), ("t01", false), ("t+1", false), ("t99", false)] {
+            let text = compile(&t, &format!("{{% include '{name}' %}}")).unwrap();
+            let rendered = t.render(&text, &mut { values });
+            assert_eq!(rendered.is_ok(), found, "{name}: {rendered:?}");
+        }
     }
 
     #[test]

@@ -239,9 +239,10 @@ impl WardenBuilder {
     /// Compiles each rule when a tick first needs it instead of at build
     /// ([`Compilation::OnDemand`](crate::Compilation::OnDemand)): for a process that handles one
     /// event, like a Claude Code hook, which then compiles only the rules of the hooks it ticks.
-    /// What ticks decide is the same. [`WardenBuilder::build`] then fails on load errors only
-    /// (with [`WardenBuilder::strict`], it compiles every rule to check them);
-    /// [`Warden::diagnostics`] compiles every rule and reports every problem.
+    /// What ticks decide is the same. [`Warden::diagnostics`] (and whatever lists rules,
+    /// plugins or the folders to watch) compiles every rule first, and reports every problem;
+    /// so does [`WardenBuilder::build`] with [`WardenBuilder::strict`]. A reload compiles on
+    /// demand too.
     pub fn compile_on_demand(mut self, on: bool) -> Self {
         self.compilation = if on {
             crate::program::Compilation::OnDemand
@@ -357,6 +358,7 @@ impl WardenBuilder {
                 sources: self.sources,
                 capabilities,
                 modes: self.modes,
+                compilation: self.compilation,
                 next_session: AtomicU64::new(1),
                 reload_lock: Mutex::new(()),
                 controls: RwLock::new(Arc::new(controls)),
@@ -407,6 +409,7 @@ impl Warden {
                 sources: s.sources.clone(),
                 capabilities: s.capabilities.clone(),
                 modes: s.modes.clone(),
+                compilation: s.compilation,
                 next_session: AtomicU64::new(1),
                 reload_lock: Mutex::new(()),
                 controls: RwLock::new(Arc::new(controls)),

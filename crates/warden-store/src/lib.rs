@@ -187,12 +187,14 @@ impl Store {
     /// per event): the SQLite write-ahead log is left to the next process when the store
     /// closes, instead of being copied into the database file there (SQLite's checkpoint on
     /// close: four fsyncs, which were a fifth of such a process's time), until it has grown past
-    /// `pages` pages; the store that closes then checkpoints it and empties it. What is
-    /// committed is as safe either way (the log is the database's own, read by every process);
-    /// each process that opens the database first reads the log left (at most `pages` pages).
-    /// A copy of the database file alone may miss the last commits: back it up with SQLite's
-    /// `.backup` (or after any other `warden` command, which checkpoints on close). No effect
-    /// on PostgreSQL, or an in-memory store.
+    /// `pages` pages; the store that closes then checkpoints it and empties it. A crash of a
+    /// process loses nothing by it (the log is the database's own, read by every process); a
+    /// power cut may lose the commits still in the log under `synchronous = NORMAL` (all of
+    /// them since the last checkpoint, rather than the last process's), none under `FULL`.
+    /// Each process that opens the database first reads the log left (about `pages` pages; a
+    /// checkpoint that other connections hold up leaves it for the next). A copy of the
+    /// database file alone may miss the last commits: back it up with SQLite's `.backup`. No
+    /// effect on PostgreSQL, or an in-memory store.
     pub fn checkpoint_past(&mut self, pages: u32) -> Result<(), StoreError> {
         match &mut self.backend {
             Inner::Sqlite(s) => s.checkpoint_past(pages),

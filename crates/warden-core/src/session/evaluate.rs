@@ -236,7 +236,9 @@ impl Tick<'_, '_> {
         } else {
             None
         };
-        let seed = self.seed ^ u64::from(slot.0).rotate_left(32) ^ u64::from(slot.1);
+        // By the rule's key, not its number: a program compiled on demand numbers rules that
+        // do not compile too, so the same rule may have another number in another process.
+        let seed = self.seed ^ super::keys::key_seed(rule_key).rotate_left(32) ^ u64::from(slot.1);
         let journal_limit = self.scripts.journal_limit;
         let runtime = match self.scripts.runtime() {
             Ok(rt) => rt,

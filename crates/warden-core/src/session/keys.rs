@@ -101,3 +101,18 @@ impl RuleId {
             .and_then(|i| u32::try_from(i).ok())
     }
 }
+
+/// What a rule adds to the seed of the scripts it starts: from its key, the same in every
+/// process.
+pub(crate) fn key_seed(key: &str) -> u64 {
+    fnv(key.bytes())
+}
+
+/// FNV-1a: stable across processes and builds.
+pub(crate) fn fnv(bytes: impl Iterator<Item = u8>) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

@@ -282,13 +282,10 @@ impl Step<'_, '_, '_> {
 /// turn and hook, in this process or another (so a session read back from the store draws the
 /// numbers it would have drawn).
 fn seed_of(session: &str, turn: u32, hook: Hook) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in session
-        .bytes()
-        .chain(turn.to_le_bytes())
-        .chain([hook.index() as u8])
-    {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    super::keys::fnv(
+        session
+            .bytes()
+            .chain(turn.to_le_bytes())
+            .chain([hook.index() as u8]),
+    )
 }

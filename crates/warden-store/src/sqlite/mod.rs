@@ -46,7 +46,7 @@ pub(crate) struct SqliteStore {
     lock_timeout: Duration,
     /// The size of the write-ahead log past which it is checkpointed at close, when it is
     /// not checkpointed at every close ([`crate::Store::checkpoint_past`]).
-    checkpoint_past: Option<u64>,
+    checkpoint_past: Option<(u64, PathBuf)>,
 }
 
 impl Drop for SqliteStore {
@@ -59,21 +59,25 @@ impl SqliteStore {
     /// Checkpoints and empties the write-ahead log if it is past the size given to
     /// [`crate::Store::checkpoint_past`] (what closing the store does).
     pub(crate) fn checkpoint_if_past(&self) {
-        let (Some(limit), Some(path)) = (self.checkpoint_past, &self.path) else {
+        let Some((limit, wal)) = &self.checkpoint_past else {
             return;
         };
-        let mut wal = path.clone().into_os_string();
-        wal.push("-wal");
-        if std::fs::metadata(&wal).is_ok_and(|m| m.len() > limit) {
+        if std::fs::metadata(wal).is_ok_and(|m| m.len() > *limit) {
             let conn = self.lock();
             // Briefly: another process's transaction makes it wait, and the next process to
             // close will try again.
             let _ = conn.busy_timeout(CHECKPOINT_WAIT);
-            let result = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
+            // A checkpoint that other connections hold up answers busy (1), not an error.
+            match conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |row| {
                 row.get::<_, i64>(0)
-            });
-            if let Err(e) = result {
-                tracing::debug!(db = %self.label, error = %e, "the write-ahead log was not checkpointed at close");
+            }) {
+                Ok(0) => {}
+                Ok(_) => {
+                    tracing::warn!(db = %self.label, "the write-ahead log was not checkpointed at close: other connections were using it (the next process to close tries again)")
+                }
+                Err(e) => {
+                    tracing::warn!(db = %self.label, error = %e, "the write-ahead log was not checkpointed at close")
+                }
             }
             let _ = conn.busy_timeout(self.lock_timeout);
         }
@@ -283,8 +287,13 @@ impl SqliteStore {
         // it all again at every such checkpoint while it kept growing.
         conn.pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(err)?;
+        // Where SQLite keeps the log: beside the file it opened.
+        let Some(db) = conn.path().filter(|p| !p.is_empty()) else {
+            return Ok(());
+        };
+        let wal = PathBuf::from(format!("{db}-wal"));
         // The log's header, and a header and a checksum per page.
-        self.checkpoint_past = Some(32 + u64::from(pages) * (page_size + 24));
+        self.checkpoint_past = Some((32 + u64::from(pages) * (page_size + 24), wal));
         Ok(())
     }
 

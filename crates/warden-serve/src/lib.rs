@@ -111,6 +111,9 @@ pub fn route_table() -> Vec<(String, &'static str, Access)> {
         .collect()
 }
 
+/// How often a server copies the database's write-ahead log into the file (SQLite).
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Server {
     /// Checks the tokens against the address (an address other machines can reach needs
     /// one), and binds it.
@@ -124,6 +127,12 @@ impl Server {
                     source,
                 })?;
         let local = listener.local_addr()?;
+        // Copying the write-ahead log into the database file (and syncing it) happens on a
+        // thread of its own, not in the tick whose commit made the log long: that tick, and
+        // every tick waiting for the database meanwhile, made the tail of the latencies.
+        if let Err(e) = warden.store().checkpoint_in_background(CHECKPOINT_EVERY) {
+            tracing::warn!(error = %e, "checkpoints stay in the ticks' commits");
+        }
         let (down, shutdown) = watch::channel(false);
         let app = Arc::new(state::App {
             sessions: sessions::Sessions::new(

@@ -202,6 +202,18 @@ impl Store {
         }
     }
 
+    /// For a long-running server: checkpoints the SQLite write-ahead log every `every` on a
+    /// connection and a thread of its own, instead of in the commit that makes it pass 1,000
+    /// pages (SQLite's default), which then held every other tick up while it copied the log
+    /// and synced the file. Stops when the store is dropped. No effect on PostgreSQL, or an
+    /// in-memory store.
+    pub fn checkpoint_in_background(&self, every: Duration) -> Result<(), StoreError> {
+        match &self.backend {
+            Inner::Sqlite(s) => s.checkpoint_in_background(every),
+            Inner::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Does now what closing a store does with a log left to the next process
     /// ([`Store::checkpoint_past`]): checkpoints and empties it if it is past its size. For a
     /// process that exits without dropping the store (a hook leaves its memory to the system).

@@ -47,10 +47,22 @@ pub(crate) struct SqliteStore {
     /// The size of the write-ahead log past which it is checkpointed at close, when it is
     /// not checkpointed at every close ([`crate::Store::checkpoint_past`]).
     checkpoint_past: Option<(u64, PathBuf)>,
+    /// The thread that checkpoints the write-ahead log on a connection of its own
+    /// ([`crate::Store::checkpoint_in_background`]); it stops when its sender is dropped.
+    checkpointer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
+        if let Some((stop, thread)) = self
+            .checkpointer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+        {
+            drop(stop);
+            let _ = thread.join();
+        }
         self.checkpoint_if_past();
     }
 }
@@ -263,7 +275,55 @@ impl SqliteStore {
             label,
             lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
             checkpoint_past: None,
+            checkpointer: Mutex::new(None),
         })
+    }
+
+    pub(crate) fn checkpoint_in_background(&self, every: Duration) -> Result<(), StoreError> {
+        let Some(path) = self.path.clone() else {
+            return Ok(());
+        };
+        let mut checkpointer = self
+            .checkpointer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if checkpointer.is_some() {
+            return Ok(());
+        }
+        let own = Connection::open(&path).map_err(|cause| StoreError::Open {
+            db: self.label.clone(),
+            cause: cause.into(),
+        })?;
+        // Briefly: a checkpoint that finds the log busy copies what it can, and the next one
+        // goes on.
+        own.busy_timeout(CHECKPOINT_WAIT)
+            .map_err(|e| self.sql_err(e))?;
+        self.lock()
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| self.sql_err(e))?;
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let label = self.label.clone();
+        let thread = std::thread::Builder::new()
+            .name("warden-checkpoint".into())
+            .spawn(move || {
+                while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    stopped.recv_timeout(every)
+                {
+                    // PASSIVE: copies what no reader still needs, never waits for a writer, and
+                    // lets the next commit start the log over once all of it is copied.
+                    if let Err(e) =
+                        own.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0))
+                    {
+                        tracing::warn!(db = %label, error = %e, "a background checkpoint failed");
+                    }
+                }
+            })
+            .map_err(|e| StoreError::Open {
+                db: self.label.clone(),
+                cause: DbError::Server(format!("cannot start the checkpoint thread: {e}")),
+            })?;
+        *checkpointer = Some((stop, thread));
+        Ok(())
     }
 
     pub(crate) fn checkpoint_past(&mut self, pages: u32) -> Result<(), StoreError> {

@@ -55,6 +55,46 @@ fn a_log_left_to_the_next_process_is_read_back_and_emptied_past_its_size() {
     assert_eq!(s.check_integrity().expect("check"), Vec::<String>::new());
 }
 
+/// A store that checkpoints in the background copies the log into the file on its own thread
+/// (commits no longer do), and stops that thread when it is dropped.
+#[test]
+fn a_background_checkpoint_copies_the_log_and_stops_with_the_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("warden.db");
+    let sc = StateScope::new("u", "p", "x");
+    let s = Store::open(&path).expect("open");
+    s.checkpoint_in_background(std::time::Duration::from_millis(10))
+        .expect("start");
+    s.checkpoint_in_background(std::time::Duration::from_millis(10))
+        .expect("a second start is a no-op");
+    // Commits write to the log only; the database file grows when the log is copied into it,
+    // which no commit does any more.
+    let before = std::fs::metadata(&path).expect("file").len();
+    let big = "x".repeat(3000);
+    for i in 0..50 {
+        s.apply_writes(&[vec![StateWrite::set(
+            sc.clone(),
+            format!("k{i}"),
+            json!(big),
+        )]])
+        .expect("write");
+    }
+    let copied = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::fs::metadata(&path).expect("file").len() >= before + 50 * 3000
+    });
+    assert!(
+        copied,
+        "the log was copied into the file by the background thread"
+    );
+    drop(s);
+    let s = Store::open(&path).expect("reopen");
+    assert_eq!(
+        s.state_get(&sc, "k49").expect("get"),
+        Some(json!("x".repeat(3000)))
+    );
+}
+
 #[test]
 fn a_file_store_persists_across_reopen_in_wal_mode() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -120,8 +120,8 @@ pub async fn post_event(
     let event = parse_value(0, body).map_err(|e| ApiError::unprocessable(e.message))?;
     let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
     let hook = event.hook;
-    // As many ticks at once as there are cores: more would only wait for each other (and
-    // for the store) on the blocking pool.
+    // Two ticks at once per core (`App::ticks`): the next tick is ready on the blocking pool
+    // when one ends; many more would only wait for each other (and for the store).
     let _permit = app
         .ticks
         .acquire()

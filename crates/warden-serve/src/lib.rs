@@ -149,7 +149,7 @@ impl Server {
             sign_ins: Mutex::new(HashMap::new()),
             shutdown,
             ticks: tokio::sync::Semaphore::new(
-                std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+                2 * std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
             ),
         });
         Ok(Server {

@@ -85,7 +85,9 @@ pub struct App {
     pub sign_ins: Mutex<HashMap<String, Instant>>,
     /// Becomes true when the server shuts down (the event streams end then).
     pub shutdown: watch::Receiver<bool>,
-    /// Permits to tick: one per core.
+    /// Permits to tick: two per core. One per core left the store idle while a finished tick
+    /// handed over to the next (durable load on 2 cores: 9,200-9,500 ev/s, p99 3.3-3.8 ms; two
+    /// per core: 11,600-12,300 ev/s, p99 2.8-3.1 ms; four: 15,000-16,600 ev/s, p99 4.8-5.8 ms).
     pub ticks: tokio::sync::Semaphore,
 }
 

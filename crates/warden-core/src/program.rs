@@ -170,12 +170,9 @@ impl Program {
         let plugins = plugins
             .into_iter()
             .map(|p| {
-                let mine = || rules.iter().filter(|r| *r.def.plugin == *p.manifest.id);
-                PluginInfo {
-                    rules: mine().map(|r| r.def.id.clone()).collect(),
-                    rule_versions: mine()
-                        .map(|r| (r.def.id.clone(), r.def.version.clone()))
-                        .collect(),
+                let mut info = PluginInfo {
+                    rules: Vec::new(),
+                    rule_versions: Default::default(),
                     id: p.manifest.id,
                     name: p.manifest.name,
                     version: p.manifest.version,
@@ -184,7 +181,9 @@ impl Program {
                     requires: p.manifest.requires,
                     settings: p.manifest.settings,
                     skipped: p.skipped,
-                }
+                };
+                list_rules(&mut info, &rules);
+                info
             })
             .collect();
         let rule_keys = rules.iter().map(|r| r.key.clone()).collect();
@@ -247,20 +246,16 @@ impl Program {
             warden_input::sort_and_cap(&mut diagnostics);
             let mut folders = self.found.folders.clone();
             add_script_folders(&mut folders, found);
-            let compiles = |plugin: &str, id: &str| {
-                self.rules
-                    .iter()
-                    .any(|r| *r.def.plugin == *plugin && r.def.id == id && r.body().is_some())
-            };
+            let compiled: Vec<&CompiledRule> = self.compiled_rules().collect();
             let plugins = self
                 .found
                 .plugins
                 .iter()
                 .map(|p| {
                     let mut p = p.clone();
-                    let plugin = p.id.clone();
-                    p.rules.retain(|id| compiles(&plugin, id));
-                    p.rule_versions.retain(|id, _| compiles(&plugin, id));
+                    p.rules.clear();
+                    p.rule_versions.clear();
+                    list_rules(&mut p, compiled.iter().copied());
                     p
                 })
                 .collect();
@@ -272,13 +267,10 @@ impl Program {
         })
     }
 
-    /// The rules that take part and compile, with their numbers.
-    fn compiled_rules(&self) -> impl Iterator<Item = (usize, &CompiledRule)> {
-        self.settle();
-        self.rules
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.body().is_some())
+    /// The rules that take part and compile (all of them, but in a program compiled on
+    /// demand: those it compiles now).
+    fn compiled_rules(&self) -> impl Iterator<Item = &CompiledRule> {
+        self.rules.iter().filter(|r| r.body().is_some())
     }
 
     /// The plugins found, loaded or skipped (Warden's built-in rules are the `builtin` plugin).
@@ -334,18 +326,18 @@ impl Program {
 
     /// Every rule that loaded without errors (enabled or not), in load order.
     pub fn rules(&self) -> impl Iterator<Item = &RuleDef> {
-        self.compiled_rules().map(|(_, r)| &*r.def)
+        self.compiled_rules().map(|r| &*r.def)
     }
 
     /// How many rules are active by default (loaded, compiled, not `enabled = false`).
     pub fn active_rules(&self) -> usize {
-        self.compiled_rules().filter(|(_, r)| r.def.enabled).count()
+        self.compiled_rules().filter(|r| r.def.enabled).count()
     }
 
     /// The display ids of the loaded rules (`id`, or `plugin/id` for plugin rules), in load
     /// order.
     pub fn rule_keys(&self) -> impl Iterator<Item = &str> {
-        self.compiled_rules().map(|(_, r)| &*r.key)
+        self.compiled_rules().map(|r| &*r.key)
     }
 
     /// The display id of an active rule by index.
@@ -469,6 +461,15 @@ impl Program {
             guards.iter().map(|g| format!("{g}, ")).collect::<String>(),
             actions.join(" + ")
         )
+    }
+}
+
+/// Lists in `info` its plugin's rules among `rules`, with their versions.
+fn list_rules<'r>(info: &mut PluginInfo, rules: impl IntoIterator<Item = &'r CompiledRule>) {
+    for r in rules.into_iter().filter(|r| *r.def.plugin == *info.id) {
+        info.rules.push(r.def.id.clone());
+        info.rule_versions
+            .insert(r.def.id.clone(), r.def.version.clone());
     }
 }
 

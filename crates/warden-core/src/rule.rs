@@ -260,7 +260,6 @@ pub(crate) fn compile_body(
 ) -> Option<Body> {
     let compiler = cx.plugins.get(&def.plugin).unwrap_or(&cx.base);
     let templates = &cx.templates;
-    let key = number;
     let mut unavailable_roots = unavailable(def.trigger).to_vec();
     if &*def.plugin == LOCAL_PLUGIN {
         unavailable_roots.push((SETTINGS_ROOT, NO_SETTINGS));
@@ -285,16 +284,15 @@ pub(crate) fn compile_body(
                 None
             }
         },
-        ConditionDef::Script { path, timeout } => {
-            compile_script(def, key, path, diagnostics).map(|(script, found)| {
+        ConditionDef::Script { path, timeout } => compile_script(def, number, path, diagnostics)
+            .map(|(script, found)| {
                 std::hash::Hash::hash(script.source(), &mut fingerprint);
                 scripts.extend(found);
                 RuleCondition::Script {
                     script: Arc::new(script),
                     timeout: *timeout,
                 }
-            })
-        }
+            }),
         ConditionDef::Tree(_) => {
             let mut cx = crate::behavior::TreeContext {
                 compiler,
@@ -302,7 +300,7 @@ pub(crate) fn compile_body(
                 diagnostics,
                 behaviors: &behaviors,
                 script_files: scripts,
-                script_key: (1u64 << 40) + (key << 16),
+                script_key: (1u64 << 40) + (number << 16),
                 hasher: &mut fingerprint,
             };
             crate::behavior::compile_tree(def, &mut cx).map(|t| RuleCondition::Tree(Box::new(t)))

@@ -327,33 +327,26 @@ impl SqliteStore {
     }
 
     pub(crate) fn checkpoint_past(&mut self, pages: u32) -> Result<(), StoreError> {
-        if self.path.is_none() {
-            return Ok(());
-        }
-        let label = self.label.clone();
-        let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
-        let err = |cause: rusqlite::Error| StoreError::Database {
-            db: label.clone(),
-            cause: cause.into(),
-        };
-        let page_size: i64 = conn
-            .pragma_query_value(None, "page_size", |row| row.get(0))
-            .map_err(err)?;
-        let page_size = u64::try_from(page_size).unwrap_or(4096);
-        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
-            .map_err(err)?;
-        // The log's own checkpoints (at 1,000 pages) copy it without emptying it; a process
-        // that reads a log left by another cannot tell what was copied already, and would copy
-        // it all again at every such checkpoint while it kept growing.
-        conn.pragma_update(None, "wal_autocheckpoint", 0)
-            .map_err(err)?;
-        // Where SQLite keeps the log: beside the file it opened.
+        let conn = self.lock();
+        // Where SQLite keeps the log: beside the file it opened (none for a memory database).
         let Some(db) = conn.path().filter(|p| !p.is_empty()) else {
             return Ok(());
         };
         let wal = PathBuf::from(format!("{db}-wal"));
+        let page_size: i64 = conn
+            .pragma_query_value(None, "page_size", |row| row.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)
+            .map_err(|e| self.sql_err(e))?;
+        // The log's own checkpoints (at 1,000 pages) copy it without emptying it; a process
+        // that reads a log left by another cannot tell what was copied already, and would copy
+        // it all again at every such checkpoint while it kept growing.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| self.sql_err(e))?;
+        drop(conn);
         // The log's header, and a header and a checksum per page.
-        self.checkpoint_past = Some((32 + u64::from(pages) * (page_size + 24), wal));
+        let page = u64::try_from(page_size).unwrap_or(4096) + 24;
+        self.checkpoint_past = Some((32 + u64::from(pages) * page, wal));
         Ok(())
     }
 

@@ -37,7 +37,7 @@ impl From<SessionError> for ApiError {
         match e {
             SessionError::InvalidId(_) => ApiError::bad_request(e.to_string()),
             SessionError::Unreadable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
-            SessionError::Store(_) => ApiError::internal(e.to_string()),
+            SessionError::Store(_) | SessionError::Panicked => ApiError::internal(e.to_string()),
             SessionError::Full(_) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
         }
     }
@@ -120,27 +120,37 @@ pub async fn post_event(
     let event = parse_value(0, body).map_err(|e| ApiError::unprocessable(e.message))?;
     let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
     let hook = event.hook;
-    // Two ticks at once per core (`App::ticks`): the next tick is ready on the blocking pool
-    // when one ends; many more would only wait for each other (and for the store).
-    let _permit = app
-        .ticks
-        .acquire()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
-    let worker = app.clone();
-    let session = id.clone();
-    let (outcome, took) = tokio::task::spawn_blocking(move || {
-        let _counted = worker.metrics.tick_started();
+    let (outcome, took) = if app.sessions.ticks_here() {
+        let _counted = app.metrics.tick_started();
         let start = Instant::now();
-        let outcome = worker
+        let outcome = app
             .sessions
-            .tick(&session, &owner, event.hook, event.event);
+            .tick_here(&id, &owner, event.hook, event.event)
+            .await;
         (outcome, start.elapsed())
-    })
-    .await
-    .map_err(|_| {
-        ApiError::internal("the tick panicked (a bug in Warden; the server log has it)")
-    })?;
+    } else {
+        // Two ticks at once per core (`App::ticks`): the next tick is ready on the blocking
+        // pool when one ends; many more would only wait for each other (and for the store).
+        let _permit = app
+            .ticks
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal("the server is shutting down"))?;
+        let worker = app.clone();
+        let session = id.clone();
+        tokio::task::spawn_blocking(move || {
+            let _counted = worker.metrics.tick_started();
+            let start = Instant::now();
+            let outcome = worker
+                .sessions
+                .tick(&session, &owner, event.hook, event.event);
+            (outcome, start.elapsed())
+        })
+        .await
+        .map_err(|_| {
+            ApiError::internal("the tick panicked (a bug in Warden; the server log has it)")
+        })?
+    };
     let outcome = outcome?;
     let at = now();
     app.metrics.record_tick(hook, took, &outcome, at);

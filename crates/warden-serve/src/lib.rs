@@ -266,9 +266,9 @@ pub async fn shutdown_signal() {
     }
 }
 
-/// The runtime `warden serve` runs on: one worker per core, and a blocking pool (where ticks
-/// run) a few times larger, so ticks do not queue behind each other but do not outnumber the
-/// cores by much either.
+/// The runtime `warden serve` runs on: one worker per core (where ticks run on a SQLite
+/// store), and a blocking pool (where they run on PostgreSQL) a few times larger, so ticks do
+/// not queue behind each other but do not outnumber the cores by much either.
 pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
     tokio::runtime::Builder::new_multi_thread()

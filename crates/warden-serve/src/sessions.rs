@@ -9,16 +9,21 @@
 //! An operator may trade that for speed (`ServeOptions::durable` false): sessions then live in
 //! this process only, and a restart loses them.
 //!
-//! Ticks are synchronous CPU work: the callers run [`Sessions::tick`] on tokio's blocking
-//! pool, never on the runtime's threads.
+//! How a tick runs depends on the store. SQLite (the default): on the runtime's threads
+//! ([`Sessions::tick_here`]), its save left to the store's batch and awaited, so that no
+//! runtime thread waits for the database and one commit saves many sessions (a tick that reads
+//! or writes plugin state commits its own transaction there, briefly). PostgreSQL, whose every
+//! statement is a network round trip: on tokio's blocking pool ([`Sessions::tick`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::sync::Mutex as SessionLock;
+
 use serde::Serialize;
 use warden_core::{
-    Event, Hook, Notification, Outcome, Session, SessionFacts, SessionOptions, Warden,
+    Event, Hook, Notification, Outcome, Session, SessionFacts, SessionOptions, Ticked, Warden,
 };
 
 /// The longest session id accepted.
@@ -40,6 +45,9 @@ pub enum SessionError {
     /// The store failed.
     #[error("the session store failed: {0}")]
     Store(String),
+    /// The tick panicked: a bug in Warden (the server log has it).
+    #[error("the tick panicked (a bug in Warden; the server log has it)")]
+    Panicked,
     /// Sessions are kept in memory only, and the server holds as many as it may.
     #[error(
         "this server keeps sessions in memory only and holds {0} already (see --max-sessions): end finished ones with DELETE /v1/sessions/{{id}}"
@@ -84,9 +92,11 @@ pub struct SessionView {
     pub pending: Vec<Notification>,
 }
 
-/// A session in memory, and when it was last used (for putting down the least recent).
+/// A session in memory, and when it was last used (for putting down the least recent). Its
+/// lock is held across the wait for a batched save, so it is tokio's (`blocking_lock` on the
+/// blocking pool).
 struct Open {
-    session: Mutex<Session>,
+    session: SessionLock<Session>,
     used: AtomicU64,
 }
 
@@ -111,6 +121,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A tick that panicked is a bug reported where it happened; the session it left is
     // still whole (a tick applies its effects at its end, and the store has the last save).
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f`; a panic in it (a bug) fails this request rather than the runtime thread's
+/// other connections.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, SessionError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| SessionError::Panicked)
 }
 
 /// Whether `id` may name a session.
@@ -190,7 +206,7 @@ impl Sessions {
             self.put_down_one(&mut open);
         }
         let entry = Arc::new(Open {
-            session: Mutex::new(session),
+            session: SessionLock::new(session),
             used: AtomicU64::new(now),
         });
         open.insert(id.to_string(), entry.clone());
@@ -220,8 +236,44 @@ impl Sessions {
     ) -> Result<Outcome, SessionError> {
         valid_id(id)?;
         let open = self.get(id, owner)?;
-        let mut session = lock(&open.session);
+        let mut session = open.session.blocking_lock();
         Ok(session.tick(hook, event))
+    }
+
+    /// Whether ticks run on the runtime's threads ([`Sessions::tick_here`]): the store saves
+    /// in batches on a thread of its own (SQLite).
+    pub fn ticks_here(&self) -> bool {
+        self.warden.store().batches_saves()
+    }
+
+    /// Runs one event in session `id` on the calling (runtime) thread, as [`Sessions::tick`]
+    /// does, waiting for its save in the store's batch without holding the thread.
+    pub async fn tick_here(
+        &self,
+        id: &str,
+        owner: &Owner,
+        hook: Hook,
+        event: Event,
+    ) -> Result<Outcome, SessionError> {
+        valid_id(id)?;
+        let open = self.get(id, owner)?;
+        let mut session = open.session.lock().await;
+        let (saved, result) = tokio::sync::oneshot::channel();
+        let ticked = guarded(|| {
+            session.tick_batched(hook, event, move |r| {
+                let _ = saved.send(r);
+            })
+        })?;
+        match ticked {
+            Ticked::Done(outcome) => Ok(outcome),
+            Ticked::Saving(pending) => {
+                // The store tells every save once, even when it stops first.
+                let result = result.await.map_err(|_| {
+                    SessionError::Store("the store stopped before saving the session".into())
+                })?;
+                guarded(|| session.saved(pending, result))
+            }
+        }
     }
 
     /// The session `id`, if it has seen an event (here, or in a process before this one).
@@ -238,7 +290,7 @@ impl Sessions {
                 self.keep(id, s)?
             }
         };
-        let mut s = lock(&open.session);
+        let mut s = open.session.blocking_lock();
         // Another server on the same database may have ticked it since.
         s.refresh()?;
         if s.events() == 0 {

@@ -49,18 +49,20 @@ mod types;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub use error::{DbError, StoreError};
 pub use tick::TickTransaction;
 pub use types::{
     ALL_PROJECTS, CopyReport, DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord,
-    ExecutionRow, RuleToggle, SessionSummary, SessionWrite, SettingOverride, StateScope,
-    StateWrite, StoredSession,
+    ExecutionRow, RuleToggle, SessionSave, SessionSummary, SessionWrite, SettingOverride,
+    StateScope, StateWrite, StoredSession,
 };
 
 use pg::PgStore;
 use sqlite::SqliteStore;
+use sqlite::batch::Batcher;
 
 /// How long a tick waits for another process's lock before failing (SQLite's busy timeout;
 /// PostgreSQL's `lock_timeout`, and how long it waits for a pooled connection). A tick takes
@@ -81,6 +83,9 @@ pub enum Backend {
 /// access to its one connection, PostgreSQL lends each caller a connection of its pool.
 pub struct Store {
     backend: Inner,
+    /// SQLite: the thread that saves sessions in batches ([`Store::save_in_batch`]), started
+    /// at the first such save.
+    batcher: Mutex<Option<Batcher>>,
 }
 
 /// The back ends. A closed set, matched in each method: adding a method to one back end
@@ -97,6 +102,13 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Store>();
 };
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The saves still queued are committed before the database closes.
+        self.stop_batcher();
+    }
+}
 
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -134,6 +146,7 @@ impl Store {
     pub fn open_sqlite(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         Ok(Store {
             backend: Inner::Sqlite(SqliteStore::open(path.as_ref())?),
+            batcher: Mutex::new(None),
         })
     }
 
@@ -149,6 +162,7 @@ impl Store {
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
         Ok(Store {
             backend: Inner::Postgres(PgStore::open(url)?),
+            batcher: Mutex::new(None),
         })
     }
 
@@ -156,6 +170,7 @@ impl Store {
     pub fn in_memory() -> Result<Store, StoreError> {
         Ok(Store {
             backend: Inner::Sqlite(SqliteStore::in_memory()?),
+            batcher: Mutex::new(None),
         })
     }
 
@@ -170,13 +185,18 @@ impl Store {
     /// How the database is named in messages: its path, `in-memory database`, or its URL
     /// without the password.
     pub fn label(&self) -> &str {
-        each!(self, s => &s.label)
+        match &self.backend {
+            Inner::Sqlite(s) => &s.db.label,
+            Inner::Postgres(s) => &s.label,
+        }
     }
 
     /// Sets how long a statement waits for another process's lock on the database before it
     /// fails with [`StoreError::Busy`] (default [`DEFAULT_LOCK_TIMEOUT`]). On PostgreSQL it
     /// also bounds the wait for a pooled connection, and the pool is opened anew.
     pub fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
+        // The batching thread names the old timeout in its errors: the next save starts another.
+        self.stop_batcher();
         match &mut self.backend {
             Inner::Sqlite(s) => s.set_lock_timeout(timeout),
             Inner::Postgres(s) => s.set_lock_timeout(timeout),
@@ -406,6 +426,66 @@ impl Store {
             Inner::Sqlite(s) => TickTransaction::sqlite(sqlite::tick::SqliteTick::new(s)),
             Inner::Postgres(s) => TickTransaction::postgres(pg::tick::PgTick::new(s)),
         }
+    }
+
+    /// Saves a session in the store's next batch, and calls `done` with its new version or
+    /// why it was not saved (a session saved by another process since `save.loaded` is
+    /// [`StoreError::SessionConflict`], and then nothing is written), exactly once.
+    ///
+    /// SQLite: a thread of the store's own writes every save waiting in one transaction on
+    /// the store's connection, while the next ones queue up: under load, one commit serves many
+    /// sessions, and the caller's thread never waits for the database. `done` runs on that
+    /// thread, after the commit: it should only hand the result on (to a channel). The saves
+    /// still queued when the store is dropped are committed first.
+    ///
+    /// PostgreSQL: saved at once, on the caller's thread, in a transaction of its own (see
+    /// [`Store::batches_saves`]).
+    pub fn save_in_batch(
+        &self,
+        save: SessionSave,
+        done: impl FnOnce(Result<i64, StoreError>) + Send + 'static,
+    ) {
+        match &self.backend {
+            Inner::Sqlite(s) => {
+                let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
+                if batcher.is_none() {
+                    match Batcher::start(s.conn.clone(), s.db.clone()) {
+                        Ok(started) => *batcher = Some(started),
+                        Err(e) => {
+                            drop(batcher);
+                            tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one");
+                            return sqlite::batch::save_now(&s.conn, &s.db, save, Box::new(done));
+                        }
+                    }
+                }
+                if let Some(b) = batcher.as_ref() {
+                    b.submit(save, Box::new(done));
+                }
+            }
+            Inner::Postgres(_) => {
+                let next = save.loaded.map_or(1, |v| v + 1);
+                let saved = self.tick().commit(Some(save.as_write()));
+                done(saved.map(|v| v.unwrap_or(next)));
+            }
+        }
+    }
+
+    /// Commits the saves still queued and stops the batching thread, if it runs.
+    fn stop_batcher(&mut self) {
+        let batcher = self
+            .batcher
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(b) = batcher {
+            b.stop();
+        }
+    }
+
+    /// Whether [`Store::save_in_batch`] saves on a thread of its own (SQLite), rather than on
+    /// the caller's (PostgreSQL).
+    pub fn batches_saves(&self) -> bool {
+        matches!(self.backend, Inner::Sqlite(_))
     }
 
     /// Runs `sql` on the database (tests: install triggers, poke at rows).

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -75,6 +76,11 @@ both_backends!(
     a_session_round_trips_and_its_version_grows,
     a_stale_save_is_a_conflict_and_writes_nothing,
     sessions_are_deleted_and_pruned,
+    updated_at_is_left_as_stored_when_not_touched,
+    batched_saves_are_committed_and_each_told_once,
+    a_batched_save_over_a_newer_version_fails_alone,
+    batched_saves_still_queued_are_committed_when_the_store_is_dropped,
+    a_batch_that_cannot_begin_fails_every_save_and_writes_none,
     ticks_on_two_connections_lose_no_update,
     two_connections_ticking_one_session_take_turns,
     a_held_lock_fails_the_tick_after_its_timeout,
@@ -631,7 +637,38 @@ fn write<'a>(id: &'a str, loaded: Option<i64>, snapshot: &'a str) -> SessionWrit
         events: 3,
         ended: false,
         updated_at: 100.0,
+        touch: true,
     }
+}
+
+fn owned(id: &str, loaded: Option<i64>, snapshot: &str) -> SessionSave {
+    let w = write(id, loaded, snapshot);
+    SessionSave {
+        id: id.to_string(),
+        user: w.user.to_string(),
+        project: w.project.to_string(),
+        loaded,
+        snapshot: snapshot.to_string(),
+        events: w.events,
+        ended: w.ended,
+        updated_at: w.updated_at,
+        touch: w.touch,
+    }
+}
+
+/// Saves `saves` in batches; each one's result, in order, once each has been told.
+fn save_batched(store: &Store, saves: Vec<SessionSave>) -> Vec<Result<i64, StoreError>> {
+    let (told, results) = std::sync::mpsc::channel();
+    let n = saves.len();
+    for (i, save) in saves.into_iter().enumerate() {
+        let told = told.clone();
+        store.save_in_batch(save, move |r| told.send((i, r)).unwrap());
+    }
+    drop(told);
+    let mut all: Vec<_> = results.iter().collect();
+    assert_eq!(all.len(), n, "every save is told once");
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
 }
 
 fn save(store: &Store, w: SessionWrite<'_>) -> Result<i64, StoreError> {
@@ -688,6 +725,128 @@ fn sessions_are_deleted_and_pruned(db: &TestDb) {
     assert!(store.load_session("old").unwrap().is_none());
     assert!(store.delete_session("new").unwrap());
     assert!(!store.delete_session("new").unwrap());
+}
+
+fn updated_at_is_left_as_stored_when_not_touched(db: &TestDb) {
+    let store = db.open();
+    save(&store, write("s1", None, "a")).unwrap();
+    let mut later = write("s1", Some(1), "b");
+    later.updated_at = 100.5;
+    later.touch = false;
+    save(&store, later).unwrap();
+    let row = store.load_session("s1").unwrap().unwrap();
+    assert_eq!(
+        (row.snapshot.as_str(), row.summary.updated_at),
+        ("b", 100.0)
+    );
+    let mut touched = write("s1", Some(2), "c");
+    touched.updated_at = 102.0;
+    save(&store, touched).unwrap();
+    assert_eq!(
+        store
+            .load_session("s1")
+            .unwrap()
+            .unwrap()
+            .summary
+            .updated_at,
+        102.0
+    );
+    // A new row always gets its time.
+    let mut fresh = write("s2", None, "x");
+    fresh.touch = false;
+    fresh.updated_at = 7.0;
+    save(&store, fresh).unwrap();
+    assert_eq!(
+        store
+            .load_session("s2")
+            .unwrap()
+            .unwrap()
+            .summary
+            .updated_at,
+        7.0
+    );
+}
+
+fn batched_saves_are_committed_and_each_told_once(db: &TestDb) {
+    let store = db.open();
+    let firsts = (0..20)
+        .map(|i| owned(&format!("s{i}"), None, "one"))
+        .collect();
+    assert!(
+        save_batched(&store, firsts)
+            .iter()
+            .all(|r| matches!(r, Ok(1)))
+    );
+    let seconds = (0..20)
+        .map(|i| owned(&format!("s{i}"), Some(1), &format!("two {i}")))
+        .collect();
+    assert!(
+        save_batched(&store, seconds)
+            .iter()
+            .all(|r| matches!(r, Ok(2)))
+    );
+    let other = db.open();
+    for i in 0..20 {
+        let row = other.load_session(&format!("s{i}")).unwrap().unwrap();
+        assert_eq!((row.snapshot, row.summary.version), (format!("two {i}"), 2));
+    }
+}
+
+fn a_batched_save_over_a_newer_version_fails_alone(db: &TestDb) {
+    let store = db.open();
+    save(&store, write("taken", None, "theirs")).unwrap();
+    save(&store, write("taken", Some(1), "theirs again")).unwrap();
+    let results = save_batched(
+        &store,
+        vec![
+            owned("a", None, "a"),
+            owned("taken", Some(1), "stale"),
+            owned("taken2", None, "b"),
+        ],
+    );
+    assert!(matches!(results[0], Ok(1)), "{:?}", results[0]);
+    assert!(
+        matches!(results[1], Err(StoreError::SessionConflict { .. })),
+        "{:?}",
+        results[1]
+    );
+    assert!(matches!(results[2], Ok(1)), "{:?}", results[2]);
+    assert_eq!(
+        store.load_session("taken").unwrap().unwrap().snapshot,
+        "theirs again"
+    );
+    assert_eq!(store.load_session("a").unwrap().unwrap().snapshot, "a");
+}
+
+fn batched_saves_still_queued_are_committed_when_the_store_is_dropped(db: &TestDb) {
+    let store = db.open();
+    let told = Arc::new(AtomicUsize::new(0));
+    for i in 0..200 {
+        let told = told.clone();
+        store.save_in_batch(owned(&format!("s{i}"), None, "x"), move |r| {
+            r.unwrap();
+            told.fetch_add(1, AtomicOrdering::SeqCst);
+        });
+    }
+    drop(store);
+    assert_eq!(told.load(AtomicOrdering::SeqCst), 200);
+    assert_eq!(db.open().sessions(1000).unwrap().len(), 200);
+}
+
+fn a_batch_that_cannot_begin_fails_every_save_and_writes_none(db: &TestDb) {
+    let mut store = db.open();
+    store.set_lock_timeout(Duration::from_millis(100)).unwrap();
+    // Another connection holds the write lock (PostgreSQL: the sessions' rows).
+    let holder = db.open();
+    save(&holder, write("held", None, "h")).unwrap();
+    let tx = holder.tick();
+    tx.session_version("held").unwrap();
+    tx.begin().unwrap();
+    let results = save_batched(&store, vec![owned("held", Some(1), "mine")]);
+    drop(tx);
+    let e = results[0].as_ref().unwrap_err();
+    assert!(matches!(e, StoreError::Busy { .. }), "{e}");
+    assert_eq!(store.load_session("held").unwrap().unwrap().snapshot, "h");
 }
 
 /// A tick's read-modify-write holds its lock from its read to its commit: two connections

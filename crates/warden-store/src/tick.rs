@@ -68,6 +68,13 @@ impl<'s> TickTransaction<'s> {
         each!(self, t => t.is_begun())
     }
 
+    /// Whether the tick has not used the store at all: nothing read or written, nothing
+    /// refused. Its commit would then only save the session, which
+    /// [`Store::save_in_batch`](crate::Store::save_in_batch) can do instead.
+    pub fn is_untouched(&self) -> bool {
+        each!(self, t => t.is_untouched())
+    }
+
     /// Begins the transaction now, if it has not begun (SQLite: takes the write lock).
     pub fn begin(&self) -> Result<(), StoreError> {
         each!(self, t => t.begin())

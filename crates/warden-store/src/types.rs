@@ -206,6 +206,51 @@ pub struct SessionWrite<'a> {
     pub ended: bool,
     /// When it was touched, in seconds since the Unix epoch.
     pub updated_at: f64,
+    /// Whether to write `updated_at` into a row that exists. The engine leaves it as stored
+    /// when it wrote it less than a second ago: listing and pruning need no finer time, and
+    /// the index on it is then not rewritten at every tick. A new row always gets it.
+    pub touch: bool,
+}
+
+/// A session to save in the store's next batch ([`Store::save_in_batch`](crate::Store::save_in_batch)):
+/// a [`SessionWrite`] that owns its data.
+#[derive(Debug, Clone)]
+pub struct SessionSave {
+    /// The session id.
+    pub id: String,
+    /// Its user.
+    pub user: String,
+    /// Its project.
+    pub project: String,
+    /// The version it was loaded at; `None` for a session that was never saved.
+    pub loaded: Option<i64>,
+    /// The engine's snapshot of the session.
+    pub snapshot: String,
+    /// Events the session has seen.
+    pub events: u64,
+    /// Whether it ended (`on_session_end`).
+    pub ended: bool,
+    /// When it was touched, in seconds since the Unix epoch.
+    pub updated_at: f64,
+    /// Whether to write `updated_at` into a row that exists (see [`SessionWrite::touch`]).
+    pub touch: bool,
+}
+
+impl SessionSave {
+    /// The same save, borrowed.
+    pub fn as_write(&self) -> SessionWrite<'_> {
+        SessionWrite {
+            id: &self.id,
+            user: &self.user,
+            project: &self.project,
+            loaded: self.loaded,
+            snapshot: &self.snapshot,
+            events: self.events,
+            ended: self.ended,
+            updated_at: self.updated_at,
+            touch: self.touch,
+        }
+    }
 }
 
 /// A saved session, as read back.

@@ -6,6 +6,7 @@
 //! running tree or behavior is kept only when its rules are unchanged (halted otherwise, as a
 //! reload does). Waiting Lua scripts are saved as their replay journals (see `scripts.rs`).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -49,15 +50,16 @@ struct SavedBehavior {
     run: TreeRun,
 }
 
-/// A session as saved.
+/// A session as saved. Taken, it borrows what the session holds (a tick saves without copying
+/// its history); read back, it owns everything.
 #[derive(Serialize, Deserialize)]
-pub(crate) struct Snapshot {
+pub(crate) struct Snapshot<'a> {
     format: u32,
-    pub facts: SessionFacts,
+    pub facts: Cow<'a, SessionFacts>,
     private: FactsPrivate,
     mode: Arc<str>,
     mode_since: u32,
-    pub mailbox: Vec<Notification>,
+    pub mailbox: Cow<'a, [Notification]>,
     pub ended: bool,
     pub log_credit: f64,
     /// Events the session has seen.
@@ -70,7 +72,7 @@ pub(crate) struct Snapshot {
     pub scripts: SavedScripts,
     /// What the embedding host keeps with the session.
     #[serde(default)]
-    pub host: serde_json::Map<String, serde_json::Value>,
+    pub host: Cow<'a, serde_json::Map<String, serde_json::Value>>,
 }
 
 /// What a session is, for [`Snapshot::take`].
@@ -86,9 +88,9 @@ pub(crate) struct Parts<'a> {
     pub host: &'a serde_json::Map<String, serde_json::Value>,
 }
 
-impl Snapshot {
+impl<'a> Snapshot<'a> {
     /// The snapshot of a session that last ran `program`.
-    pub(crate) fn take(program: Option<&Program>, parts: Parts<'_>) -> Snapshot {
+    pub(crate) fn take(program: Option<&Program>, parts: Parts<'a>) -> Snapshot<'a> {
         let trees = parts.trees;
         let mut memory: Vec<(Arc<str>, RuleMemory)> = trees
             .memory_by_key()
@@ -120,11 +122,11 @@ impl Snapshot {
         }
         Snapshot {
             format: FORMAT,
-            facts: parts.facts.clone(),
+            facts: Cow::Borrowed(parts.facts),
             private: parts.facts.private(),
             mode: parts.mode.id.clone(),
             mode_since: parts.mode.since_turn,
-            mailbox: parts.mailbox.to_vec(),
+            mailbox: Cow::Borrowed(parts.mailbox),
             ended: parts.ended,
             log_credit: parts.log_credit,
             events: parts.events,
@@ -132,12 +134,12 @@ impl Snapshot {
             running,
             behaviors,
             scripts: parts.scripts,
-            host: parts.host.clone(),
+            host: Cow::Borrowed(parts.host),
         }
     }
 
     /// Reads a snapshot; an error says what is wrong with it.
-    pub(crate) fn parse(text: &str) -> Result<Snapshot, String> {
+    pub(crate) fn parse(text: &str) -> Result<Snapshot<'static>, String> {
         #[derive(Deserialize)]
         struct Head {
             format: u32,
@@ -155,7 +157,10 @@ impl Snapshot {
 
     /// The facts, with what rules do not read and the host's history bound.
     pub(crate) fn facts(&self, history_limit: usize) -> SessionFacts {
-        self.facts.clone().restored(self.private, history_limit)
+        self.facts
+            .clone()
+            .into_owned()
+            .restored(self.private, history_limit)
     }
 
     /// The mode, under `program`'s modes.

@@ -99,8 +99,58 @@ pub struct Session {
 struct Durable {
     /// The saved version this copy is (`None`: never saved).
     version: Option<i64>,
-    /// The copy may be behind the store (a save failed): read it again before the next tick.
+    /// The copy may be behind the store (a save failed, or is under way): read it again
+    /// before the next tick.
     stale: bool,
+    /// The `updated_at` of the stored row, when this copy knows it.
+    touched: Option<f64>,
+}
+
+impl Durable {
+    /// Whether a save at `now` writes `updated_at` (not when the row got it less than a
+    /// second ago: see [`warden_store::SessionWrite::touch`]).
+    fn touches(&self, now: f64) -> bool {
+        self.touched
+            .is_none_or(|t| !(0.0..1.0).contains(&(now - t)))
+    }
+}
+
+/// What [`Session::tick_batched`] did.
+#[derive(Debug)]
+pub enum Ticked {
+    /// The tick is over (saved, or not saved: [`Outcome::unsaved`] says).
+    Done(Outcome),
+    /// The tick's save is in the store's batch: pass its result to [`Session::saved`], which
+    /// gives the outcome.
+    Saving(PendingSave),
+}
+
+/// A tick whose save is in the store's batch ([`Session::tick_batched`]). What it decided is
+/// not to be acted upon before [`Session::saved`] says it was saved.
+pub struct PendingSave {
+    outcome: Outcome,
+    after_commit: Vec<AfterCommit>,
+    hook: Hook,
+    event: Arc<Event>,
+    touched: Option<f64>,
+}
+
+impl std::fmt::Debug for PendingSave {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingSave")
+            .field("hook", &self.hook)
+            .field("touched", &self.touched)
+            .finish()
+    }
+}
+
+/// One attempt at a tick.
+enum Attempt {
+    Done(Outcome),
+    /// Another process saved the session meanwhile: run the tick again, on it.
+    Again,
+    /// The session's save, for the store's batch.
+    Deferred(PendingSave, warden_store::SessionSave),
 }
 
 impl std::fmt::Debug for Session {
@@ -172,6 +222,7 @@ impl Session {
         self.durable = Some(Durable {
             version: None,
             stale: false,
+            touched: None,
         });
         self.trees.scripts.recording = true;
         self.trees.scripts.journal_limit = self.shared.config.journal_limit;
@@ -186,6 +237,8 @@ impl Session {
         };
         let snapshot = self.snapshot();
         let tx = self.shared.store.tick();
+        let at = now();
+        let touch = durable.touches(at);
         let saved = tx.commit(Some(warden_store::SessionWrite {
             id: &self.id,
             user: &self.facts.user.id,
@@ -194,12 +247,16 @@ impl Session {
             snapshot: &snapshot,
             events: self.events,
             ended: self.ended,
-            updated_at: now(),
+            updated_at: at,
+            touch,
         }));
         match saved {
             Ok(version) => {
                 if let Some(d) = &mut self.durable {
                     d.version = version.or(d.version);
+                    if touch {
+                        d.touched = Some(at);
+                    }
                 }
                 Ok(())
             }
@@ -264,8 +321,8 @@ impl Session {
         self.ended = snapshot.ended;
         self.log_credit = snapshot.log_credit;
         self.events = snapshot.events;
-        self.mailbox = std::mem::take(&mut snapshot.mailbox);
-        self.host = std::mem::take(&mut snapshot.host);
+        self.mailbox = std::mem::take(&mut snapshot.mailbox).into_owned();
+        self.host = std::mem::take(&mut snapshot.host).into_owned();
         let mut trees = Trees::new(config.script_limits);
         trees.scripts.recording = true;
         trees.scripts.journal_limit = config.journal_limit;
@@ -289,6 +346,7 @@ impl Session {
         self.durable = Some(Durable {
             version: Some(stored.summary.version),
             stale: false,
+            touched: Some(stored.summary.updated_at),
         });
         Ok(())
     }
@@ -300,7 +358,7 @@ impl Session {
         let Some(before) = self.durable else {
             return Ok(false);
         };
-        self.catch_up()
+        self.catch_up(true)
             .map_err(|reason| crate::error::Error::Session {
                 id: self.id.clone(),
                 reason,
@@ -309,12 +367,17 @@ impl Session {
         Ok(after != Some(before.version) || before.stale)
     }
 
-    /// Reads the session again if another process saved it since this copy was read (or a
-    /// save of this copy failed).
-    fn catch_up(&mut self) -> Result<(), String> {
+    /// Reads the session again if a save of this copy failed, or (with `check`) if another
+    /// process saved it since this copy was read. A tick does not check: its save is refused
+    /// when another process saved the session meanwhile, and the tick then runs again on the
+    /// session read anew; so a session ticked by one process at a time pays no read per tick.
+    fn catch_up(&mut self, check: bool) -> Result<(), String> {
         let Some(durable) = self.durable else {
             return Ok(());
         };
+        if !check && !durable.stale {
+            return Ok(());
+        }
         let store = &self.shared.store;
         let saved = store
             .session_version(&self.id)
@@ -393,25 +456,88 @@ impl Session {
     /// `on_mode_change` as a first step; then the step of the hook reported.
     pub fn tick(&mut self, hook: Hook, event: Event) -> Outcome {
         // Shared with the template views of the tick.
-        let event = Arc::new(event);
-        let mut attempts = 1;
+        self.tick_from(hook, Arc::new(event), 1)
+    }
+
+    /// Runs the tick's attempts from the `first`th on, each committing its own transaction.
+    fn tick_from(&mut self, hook: Hook, event: Arc<Event>, first: usize) -> Outcome {
+        let mut attempts = first;
         loop {
-            match self.attempt(hook, &event, attempts < MAX_ATTEMPTS) {
-                Some(outcome) => return outcome,
+            match self.attempt(hook, &event, attempts < MAX_ATTEMPTS, false) {
+                Attempt::Done(outcome) => return outcome,
                 // Another process saved the session meanwhile: the tick runs again, on it.
-                None => attempts += 1,
+                Attempt::Again | Attempt::Deferred(..) => attempts += 1,
             }
         }
     }
 
-    /// One attempt at a tick. `None` when `retry` and the session could not be saved because
+    /// Handles one hook as [`Session::tick`] does, except that a durable tick that wrote
+    /// nothing else to the store leaves its save to the store's next batch
+    /// ([`warden_store::Store::save_in_batch`]): `done` is then called with the save's result,
+    /// on the store's thread, and the tick returns [`Ticked::Saving`]; pass that result to
+    /// [`Session::saved`] for the outcome. Meanwhile the session may not tick (it is behind
+    /// the store until then). Otherwise (a tick that read or wrote plugin state, a session
+    /// not saved, a store that does not batch) the tick commits as [`Session::tick`] does,
+    /// returns [`Ticked::Done`], and `done` is dropped uncalled.
+    ///
+    /// A server runs many sessions' ticks this way on a few threads: none waits for the
+    /// database, and one commit saves many sessions.
+    pub fn tick_batched(
+        &mut self,
+        hook: Hook,
+        event: Event,
+        done: impl FnOnce(Result<i64, warden_store::StoreError>) + Send + 'static,
+    ) -> Ticked {
+        let event = Arc::new(event);
+        let batches = self.durable.is_some() && self.shared.store.batches_saves();
+        match self.attempt(hook, &event, true, batches) {
+            Attempt::Done(outcome) => Ticked::Done(outcome),
+            Attempt::Again => Ticked::Done(self.tick_from(hook, event, 2)),
+            Attempt::Deferred(pending, save) => {
+                if let Some(d) = &mut self.durable {
+                    // Until `saved`: were the result never heard, the next tick reads the
+                    // session back from the store rather than trust this copy.
+                    d.stale = true;
+                }
+                self.shared.store.save_in_batch(save, done);
+                Ticked::Saving(pending)
+            }
+        }
+    }
+
+    /// The outcome of a tick whose save was in the store's batch ([`Session::tick_batched`]),
+    /// given how the save went. A session another process saved meanwhile is read again and
+    /// the tick runs again on it (committing on its own, as [`Session::tick`] does); a save
+    /// that failed is said in the outcome ([`Outcome::unsaved`]), as a tick's is.
+    pub fn saved(
+        &mut self,
+        pending: PendingSave,
+        result: Result<i64, warden_store::StoreError>,
+    ) -> Outcome {
+        let PendingSave {
+            mut outcome,
+            after_commit,
+            hook,
+            event,
+            touched,
+        } = pending;
+        if self.settle(result.map(Some), &mut outcome, after_commit, true, touched) {
+            outcome
+        } else {
+            // Saved by another process meanwhile.
+            self.tick_from(hook, event, 2)
+        }
+    }
+
+    /// One attempt at a tick. `Again` when `retry` and the session could not be saved because
     /// another process saved it since it was read: this copy is then stale, and the next
-    /// attempt reads it again.
-    fn attempt(&mut self, hook: Hook, event: &Arc<Event>, retry: bool) -> Option<Outcome> {
+    /// attempt reads it again. With `batch`, a tick that used the store for nothing but its
+    /// save is `Deferred`, with that save.
+    fn attempt(&mut self, hook: Hook, event: &Arc<Event>, retry: bool, batch: bool) -> Attempt {
         // The users' choices first: they may read the store, which the tick then locks.
         let controls = self.shared.controls();
         let mut early = Vec::new();
-        if let Err(error) = self.catch_up() {
+        if let Err(error) = self.catch_up(false) {
             early.push(RuleError { rule: None, error });
         }
         let shared = self.shared.clone();
@@ -521,8 +647,48 @@ impl Session {
             }
         }
         self.events += 1;
-        self.commit(tx, &mut outcome, after_commit, retry)
-            .then_some(outcome)
+        if batch && tx.is_untouched() {
+            drop(tx);
+            if let Some((save, touched)) = self.session_save() {
+                let pending = PendingSave {
+                    outcome,
+                    after_commit,
+                    hook,
+                    event: event.clone(),
+                    touched,
+                };
+                return Attempt::Deferred(pending, save);
+            }
+            // Not saved: nothing to commit.
+            for action in after_commit {
+                action.run(&self.shared);
+            }
+            return Attempt::Done(outcome);
+        }
+        if self.commit(tx, &mut outcome, after_commit, retry) {
+            Attempt::Done(outcome)
+        } else {
+            Attempt::Again
+        }
+    }
+
+    /// The save of a durable session, and the time it writes into `updated_at` (if it does).
+    fn session_save(&self) -> Option<(warden_store::SessionSave, Option<f64>)> {
+        let d = self.durable?;
+        let at = now();
+        let touch = d.touches(at);
+        let save = warden_store::SessionSave {
+            id: self.id.clone(),
+            user: self.facts.user.id.clone(),
+            project: self.facts.project.id.clone(),
+            loaded: d.version,
+            snapshot: self.snapshot(),
+            events: self.events,
+            ended: self.ended,
+            updated_at: at,
+            touch,
+        };
+        Some((save, touch.then_some(at)))
     }
 
     /// Commits the tick (with the session, when it is saved after every tick), then publishes
@@ -535,24 +701,32 @@ impl Session {
         after_commit: Vec<AfterCommit>,
         retry: bool,
     ) -> bool {
-        let snapshot = self.durable.map(|_| self.snapshot());
-        let write = match (&snapshot, self.durable) {
-            (Some(text), Some(d)) => Some(warden_store::SessionWrite {
-                id: &self.id,
-                user: &self.facts.user.id,
-                project: &self.facts.project.id,
-                loaded: d.version,
-                snapshot: text,
-                events: self.events,
-                ended: self.ended,
-                updated_at: now(),
-            }),
-            _ => None,
-        };
-        match tx.commit(write) {
+        let save = self.session_save();
+        let touched = save.as_ref().and_then(|(_, t)| *t);
+        let result = tx.commit(save.as_ref().map(|(s, _)| s.as_write()));
+        self.settle(result, outcome, after_commit, retry, touched)
+    }
+
+    /// What a tick's commit (or batched save) came to: the new version kept and the actions
+    /// after it run, or the copy marked stale. `false` when `retry` and another process saved
+    /// the session meanwhile (the tick is to run again); otherwise a failure is said in the
+    /// outcome.
+    fn settle(
+        &mut self,
+        result: Result<Option<i64>, warden_store::StoreError>,
+        outcome: &mut Outcome,
+        after_commit: Vec<AfterCommit>,
+        retry: bool,
+        touched: Option<f64>,
+    ) -> bool {
+        match result {
             Ok(version) => {
                 if let Some(d) = &mut self.durable {
                     d.version = version.or(d.version);
+                    d.stale = false;
+                    if touched.is_some() {
+                        d.touched = touched;
+                    }
                 }
                 for action in after_commit {
                     action.run(&self.shared);

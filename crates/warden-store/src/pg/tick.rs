@@ -99,6 +99,11 @@ impl<'s> PgTick<'s> {
         self.open.borrow().is_some()
     }
 
+    /// Whether the tick has not used the store at all (nothing begun, nothing failed).
+    pub(crate) fn is_untouched(&self) -> bool {
+        self.open.borrow().is_none() && self.failed.borrow().is_none()
+    }
+
     pub(crate) fn begin(&self) -> Result<(), StoreError> {
         self.with(|_| Ok(()))
     }
@@ -241,7 +246,8 @@ fn save_session(c: &mut Conn, s: &SessionWrite<'_>) -> Result<Option<i64>, postg
         )?,
         Some(v) => c.execute(
             "UPDATE session SET user_id = $2, project_id = $3, version = version + 1,
-                 snapshot = $4, events = $5, ended = $6, updated_at = $7
+                 snapshot = $4, events = $5, ended = $6,
+                 updated_at = CASE WHEN $9 THEN $7 ELSE updated_at END
              WHERE id = $1 AND version = $8",
             &[
                 &s.id,
@@ -252,6 +258,7 @@ fn save_session(c: &mut Conn, s: &SessionWrite<'_>) -> Result<Option<i64>, postg
                 &s.ended,
                 &s.updated_at,
                 &v,
+                &s.touch,
             ],
         )?,
     };

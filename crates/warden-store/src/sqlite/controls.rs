@@ -80,7 +80,7 @@ impl SqliteStore {
         rows.into_iter()
             .map(|(user_id, project_id, plugin_id, name, raw, updated_at)| {
                 let value = serde_json::from_str(&raw).map_err(|e| StoreError::CorruptSetting {
-                    db: self.label.clone(),
+                    db: self.db.label.clone(),
                     setting: format!(
                         "setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"
                     ),

@@ -156,7 +156,7 @@ impl SqliteStore {
             let held = counts(&tx).map_err(sql)?;
             if held.iter().any(|n| *n > 0) {
                 return Err(StoreError::NotEmpty {
-                    db: self.label.clone(),
+                    db: self.db.label.clone(),
                     what: crate::types::describe(held),
                 });
             }

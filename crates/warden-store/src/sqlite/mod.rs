@@ -6,8 +6,10 @@
 //! - `controls.rs`: users' toggles and setting overrides, `data_version`.
 //! - `sessions.rs`: durable session rows.
 //! - `tick.rs`: one tick's IMMEDIATE transaction.
+//! - `batch.rs`: sessions saved in batches, on a thread of their own.
 //! - `copy.rs`: every row out and in, for `warden migrate`.
 
+pub(crate) mod batch;
 pub(crate) mod controls;
 pub(crate) mod copy;
 pub(crate) mod migrations;
@@ -16,7 +18,7 @@ pub(crate) mod tick;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use rusqlite::config::DbConfig;
@@ -28,6 +30,41 @@ use crate::types::{
     DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite,
 };
 
+/// How a SQLite database is named in errors, and how long it waits for a lock.
+#[derive(Debug, Clone)]
+pub(crate) struct Named {
+    pub(crate) label: String,
+    pub(crate) lock_timeout: Duration,
+}
+
+impl Named {
+    pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
+        if is_busy(&cause) {
+            return self.busy();
+        }
+        StoreError::Database {
+            db: self.label.clone(),
+            cause: DbError::Sqlite(cause),
+        }
+    }
+
+    /// A transaction ended by a write the database refused.
+    pub(crate) fn refused(&self, reason: String) -> StoreError {
+        StoreError::Refused {
+            db: self.label.clone(),
+            reason,
+        }
+    }
+
+    /// The lock is held elsewhere for longer than this store waits.
+    pub(crate) fn busy(&self) -> StoreError {
+        StoreError::Busy {
+            db: self.label.clone(),
+            waited: self.lock_timeout,
+        }
+    }
+}
+
 /// Whether SQLite gave up waiting for another connection's lock.
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
@@ -38,12 +75,11 @@ pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
 
 /// A SQLite database: one connection, serialized by a mutex.
 pub(crate) struct SqliteStore {
-    pub(crate) conn: Mutex<Connection>,
+    /// Shared with the thread that saves sessions in batches.
+    pub(crate) conn: Arc<Mutex<Connection>>,
     path: Option<PathBuf>,
-    /// How the database is named in error messages.
-    pub(crate) label: String,
-    /// How long a statement waits for another connection's lock.
-    lock_timeout: Duration,
+    /// How the database is named in errors.
+    pub(crate) db: Named,
     /// The size of the write-ahead log past which it is checkpointed at close, when it is
     /// not checkpointed at every close ([`crate::Store::checkpoint_past`]).
     checkpoint_past: Option<(u64, PathBuf)>,
@@ -85,13 +121,13 @@ impl SqliteStore {
             }) {
                 Ok(0) => {}
                 Ok(_) => {
-                    tracing::warn!(db = %self.label, "the write-ahead log was not checkpointed at close: other connections were using it (the next process to close tries again)")
+                    tracing::warn!(db = %self.db.label, "the write-ahead log was not checkpointed at close: other connections were using it (the next process to close tries again)")
                 }
                 Err(e) => {
-                    tracing::warn!(db = %self.label, error = %e, "the write-ahead log was not checkpointed at close")
+                    tracing::warn!(db = %self.db.label, error = %e, "the write-ahead log was not checkpointed at close")
                 }
             }
-            let _ = conn.busy_timeout(self.lock_timeout);
+            let _ = conn.busy_timeout(self.db.lock_timeout);
         }
     }
 }
@@ -158,7 +194,7 @@ pub(crate) fn write_group(
             }),
         };
         result.map_err(|cause| StoreError::Write {
-            db: store.label.clone(),
+            db: store.db.label.clone(),
             scope: Box::new(scope.clone()),
             key: key.clone(),
             cause: cause.into(),
@@ -270,10 +306,12 @@ impl SqliteStore {
         conn.set_prepared_statement_cache_capacity(32);
         migrations::migrate(&mut conn, &label)?;
         Ok(SqliteStore {
-            conn: Mutex::new(conn),
+            conn: Arc::new(Mutex::new(conn)),
             path,
-            label,
-            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+            db: Named {
+                label,
+                lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+            },
             checkpoint_past: None,
             checkpointer: Mutex::new(None),
         })
@@ -291,7 +329,7 @@ impl SqliteStore {
             return Ok(());
         }
         let own = Connection::open(&path).map_err(|cause| StoreError::Open {
-            db: self.label.clone(),
+            db: self.db.label.clone(),
             cause: cause.into(),
         })?;
         // Briefly: a checkpoint that finds the log busy copies what it can, and the next one
@@ -302,7 +340,7 @@ impl SqliteStore {
             .pragma_update(None, "wal_autocheckpoint", 0)
             .map_err(|e| self.sql_err(e))?;
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let label = self.label.clone();
+        let label = self.db.label.clone();
         let thread = std::thread::Builder::new()
             .name("warden-checkpoint".into())
             .spawn(move || {
@@ -319,7 +357,7 @@ impl SqliteStore {
                 }
             })
             .map_err(|e| StoreError::Open {
-                db: self.label.clone(),
+                db: self.db.label.clone(),
                 cause: DbError::Server(format!("cannot start the checkpoint thread: {e}")),
             })?;
         *checkpointer = Some((stop, thread));
@@ -351,13 +389,13 @@ impl SqliteStore {
     }
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
-        let conn = self.conn.get_mut().unwrap_or_else(PoisonError::into_inner);
-        conn.busy_timeout(timeout)
+        self.lock()
+            .busy_timeout(timeout)
             .map_err(|cause| StoreError::Database {
-                db: self.label.clone(),
+                db: self.db.label.clone(),
                 cause: cause.into(),
             })?;
-        self.lock_timeout = timeout;
+        self.db.lock_timeout = timeout;
         Ok(())
     }
 
@@ -411,7 +449,7 @@ impl SqliteStore {
         })()
         .map_err(|e| self.sql_err(e))?;
         drop(conn);
-        raw.map(|raw| decode(&self.label, scope, key, raw))
+        raw.map(|raw| decode(&self.db.label, scope, key, raw))
             .transpose()
     }
 
@@ -424,7 +462,7 @@ impl SqliteStore {
         drop(conn);
         rows.into_iter()
             .map(|(key, raw)| {
-                let value = decode(&self.label, scope, &key, raw)?;
+                let value = decode(&self.db.label, scope, &key, raw)?;
                 Ok((key, value))
             })
             .collect()
@@ -524,29 +562,17 @@ impl SqliteStore {
     }
 
     pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
-        if is_busy(&cause) {
-            return self.busy();
-        }
-        StoreError::Database {
-            db: self.label.clone(),
-            cause: DbError::Sqlite(cause),
-        }
+        self.db.sql_err(cause)
     }
 
     /// A tick's transaction ended by a write the database refused.
     pub(crate) fn refused(&self, reason: String) -> StoreError {
-        StoreError::Refused {
-            db: self.label.clone(),
-            reason,
-        }
+        self.db.refused(reason)
     }
 
     /// The lock is held elsewhere for longer than this store waits.
     pub(crate) fn busy(&self) -> StoreError {
-        StoreError::Busy {
-            db: self.label.clone(),
-            waited: self.lock_timeout,
-        }
+        self.db.busy()
     }
 
     /// Runs `sql` (tests: install triggers, poke at rows).

@@ -3,7 +3,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::SqliteStore;
+use super::{Named, SqliteStore};
 use crate::error::StoreError;
 use crate::types::{SessionSummary, SessionWrite, StoredSession};
 
@@ -27,7 +27,7 @@ fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
 
 /// Saves `s` inside the caller's transaction; the new version.
 pub(crate) fn save_session(
-    store: &SqliteStore,
+    db: &Named,
     conn: &Connection,
     s: &SessionWrite<'_>,
 ) -> Result<i64, StoreError> {
@@ -40,7 +40,7 @@ pub(crate) fn save_session(
         .and_then(|mut stmt| {
             stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at])
         }),
-        Some(v) => conn
+        Some(v) if s.touch => conn
             .prepare_cached(
                 "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
                  snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7
@@ -51,11 +51,22 @@ pub(crate) fn save_session(
                     s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v
                 ])
             }),
+        // Without `updated_at` in the statement: SQLite rewrites an index whose column is
+        // set, even to the value it holds.
+        Some(v) => conn
+            .prepare_cached(
+                "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
+                 snapshot = ?4, events = ?5, ended = ?6
+                 WHERE id = ?1 AND version = ?7",
+            )
+            .and_then(|mut stmt| {
+                stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, v])
+            }),
     }
-    .map_err(|e| store.sql_err(e))?;
+    .map_err(|e| db.sql_err(e))?;
     if changed == 0 {
         return Err(StoreError::SessionConflict {
-            db: store.label.clone(),
+            db: db.label.clone(),
             id: s.id.to_string(),
         });
     }

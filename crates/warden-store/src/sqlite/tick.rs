@@ -89,6 +89,11 @@ impl<'s> SqliteTick<'s> {
         self.open.borrow().is_some()
     }
 
+    /// Whether the tick has not used the store at all (nothing begun, nothing refused).
+    pub(crate) fn is_untouched(&self) -> bool {
+        self.open.borrow().is_none() && !self.refused.get() && self.failed.borrow().is_none()
+    }
+
     /// Reads one key of plugin state inside the transaction; `None` if it is not set.
     pub(crate) fn state_get(
         &self,
@@ -106,7 +111,7 @@ impl<'s> SqliteTick<'s> {
                 })
                 .map_err(|e| self.store.sql_err(e))
         })?;
-        raw.map(|raw| decode(&self.store.label, scope, key, raw))
+        raw.map(|raw| decode(&self.store.db.label, scope, key, raw))
             .transpose()
     }
 
@@ -119,7 +124,7 @@ impl<'s> SqliteTick<'s> {
             self.with(|conn| select_state_all(conn, scope).map_err(|e| self.store.sql_err(e)))?;
         rows.into_iter()
             .map(|(key, raw)| {
-                let value = decode(&self.store.label, scope, &key, raw)?;
+                let value = decode(&self.store.db.label, scope, &key, raw)?;
                 Ok((key, value))
             })
             .collect()
@@ -220,7 +225,7 @@ impl<'s> SqliteTick<'s> {
         let store = self.store;
         let version = self.with(|conn| {
             let version = match &session {
-                Some(s) => Some(save_session(store, conn, s)?),
+                Some(s) => Some(save_session(&store.db, conn, s)?),
                 None => None,
             };
             conn.execute_batch("COMMIT").map_err(|e| store.sql_err(e))?;
@@ -239,7 +244,7 @@ impl Drop for SqliteTick<'_> {
             && let Err(e) = conn.execute_batch("ROLLBACK")
         {
             // The connection rolls back on its next use anyway.
-            tracing::warn!(db = %self.store.label, error = %e, "a tick's transaction could not be rolled back");
+            tracing::warn!(db = %self.store.db.label, error = %e, "a tick's transaction could not be rolled back");
         }
     }
 }

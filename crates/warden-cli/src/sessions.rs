@@ -71,7 +71,7 @@ pub(crate) fn run(config: &Config, command: SessionsCommand) -> Result<ExitCode,
         }
         SessionsCommand::Show { id } => match store.load_session(&id).map_err(|e| e.to_string())? {
             Some(s) => {
-                let snapshot: serde_json::Value = serde_json::from_str(&s.snapshot)
+                let snapshot = warden_core::saved_snapshot(&s)
                     .map_err(|e| format!("session {id:?} is not readable: {e}"))?;
                 json_out(&serde_json::json!({
                     "session": s.summary,

@@ -35,6 +35,34 @@ pub struct SessionFacts {
     turn_reported: bool,
     #[serde(skip)]
     limit: usize,
+    #[serde(skip)]
+    log: HistoryLog,
+}
+
+/// Which list of the history: the messages, or the tool calls.
+pub(crate) const MESSAGES: usize = 0;
+/// See [`MESSAGES`].
+pub(crate) const TOOLS: usize = 1;
+
+/// Where the history's two lists stand against the session's last save, so that a save writes
+/// only the entries that changed ([`MESSAGES`], [`TOOLS`]). An entry's place counts every entry
+/// the list ever had: the first place grows as old entries are dropped from the front. Rules do
+/// not see it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct HistoryLog {
+    /// The place of each list's first entry.
+    pub first: [u64; 2],
+    /// The first place of each list changed (or added) since the last save.
+    pub changed: [Option<u64>; 2],
+    /// Each list's first place as of the last save.
+    pub saved_first: [u64; 2],
+}
+
+impl HistoryLog {
+    fn changed(&mut self, list: usize, place: u64) {
+        let mark = &mut self.changed[list];
+        *mark = Some(mark.map_or(place, |m| m.min(place)));
+    }
 }
 
 /// What the facts keep that rules do not read, for saving a session beside its facts.
@@ -173,7 +201,63 @@ impl SessionFacts {
             mode: "default".to_string(),
             turn_reported: false,
             limit: history_limit.max(1),
+            log: HistoryLog::default(),
         }
+    }
+
+    /// Where the history stands against the last save.
+    pub(crate) fn history_log(&self) -> &HistoryLog {
+        &self.log
+    }
+
+    /// The session was saved with the history as it is.
+    pub(crate) fn history_saved(&mut self) {
+        self.log.changed = [None; 2];
+        self.log.saved_first = self.log.first;
+    }
+
+    /// The history's lists, taken out (to save the rest without them); put them back with
+    /// [`SessionFacts::put_back_history`].
+    pub(crate) fn take_history(&mut self) -> (VecDeque<MessageRecord>, VecDeque<ToolRecord>) {
+        (
+            std::mem::take(&mut self.history.messages),
+            std::mem::take(&mut self.history.tools),
+        )
+    }
+
+    /// Puts back what [`SessionFacts::take_history`] took.
+    pub(crate) fn put_back_history(
+        &mut self,
+        (messages, tools): (VecDeque<MessageRecord>, VecDeque<ToolRecord>),
+    ) {
+        self.history.messages = messages;
+        self.history.tools = tools;
+    }
+
+    /// The history's lists read back from a save, with their first places: as saved.
+    pub(crate) fn restore_history(
+        &mut self,
+        first: [u64; 2],
+        messages: VecDeque<MessageRecord>,
+        tools: VecDeque<ToolRecord>,
+    ) {
+        self.history.messages = messages;
+        self.history.tools = tools;
+        self.log = HistoryLog {
+            first,
+            changed: [None; 2],
+            saved_first: first,
+        };
+    }
+
+    /// Facts read back from a save that kept the history inside them (an older format): every
+    /// entry is yet to be saved on its own.
+    pub(crate) fn history_unsaved(&mut self) {
+        self.log = HistoryLog {
+            first: [0; 2],
+            changed: [Some(0); 2],
+            saved_first: [0; 2],
+        };
     }
 
     /// What the facts keep that rules do not read.
@@ -253,6 +337,8 @@ impl SessionFacts {
     }
 
     fn push_message(&mut self, role: &str, content: &str) {
+        let place = self.log.first[MESSAGES] + self.history.messages.len() as u64;
+        self.log.changed(MESSAGES, place);
         self.history.counts.messages += 1;
         self.history.messages.push_back(MessageRecord {
             role: role.to_string(),
@@ -261,6 +347,7 @@ impl SessionFacts {
         });
         while self.history.messages.len() > self.limit {
             self.history.messages.pop_front();
+            self.log.first[MESSAGES] += 1;
         }
     }
 
@@ -288,6 +375,8 @@ impl SessionFacts {
             }
             (_, Some(i)) => i,
         };
+        self.log
+            .changed(TOOLS, self.log.first[TOOLS] + index as u64);
         let record = &mut h.tools[index];
         record.time = now;
         match hook {
@@ -310,6 +399,7 @@ impl SessionFacts {
         }
         while h.tools.len() > self.limit {
             h.tools.pop_front();
+            self.log.first[TOOLS] += 1;
         }
     }
 }

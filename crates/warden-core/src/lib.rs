@@ -69,7 +69,7 @@ pub use outcome::{
     RuleError, Ruling,
 };
 pub use program::{Compilation, Program};
-pub use session::{PendingSave, Session, SessionOptions, Ticked};
+pub use session::{PendingSave, Session, SessionOptions, Ticked, saved_snapshot};
 pub use shared::{BusEvent, Reload};
 pub use template::check_template;
 pub use warden::{AsyncSession, Warden, WardenBuilder};

@@ -19,8 +19,13 @@ fn data() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/durable"))
 }
 
+/// The history's bound in these tests: small, so that traces drop old entries from the front
+/// of both lists (saved entry by entry) as they go.
+const HISTORY: usize = 4;
+
 fn warden() -> Warden {
     let w = Warden::builder()
+        .history_limit(HISTORY)
         .rules_dir(data().join("rules"))
         .modes_file(data().join("modes.toml"))
         .store(Store::in_memory().unwrap())
@@ -40,6 +45,7 @@ fn warden_for_one_event(db: &Path) -> Warden {
     let mut store = Store::open(db).unwrap();
     store.checkpoint_past(4).unwrap();
     Warden::builder()
+        .history_limit(HISTORY)
         .rules_dir(data().join("rules"))
         .modes_file(data().join("modes.toml"))
         .store(store)
@@ -105,8 +111,14 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
     proptest::collection::vec(step, 1..40)
 }
 
-/// The outcome lines of a trace: straight through, with a save and read-back between every
-/// pair of events, and with a Warden of its own for each event.
+/// The facts as rules see them, for comparing.
+fn facts(s: &warden_core::Session) -> String {
+    serde_json::to_string(s.facts()).unwrap()
+}
+
+/// The outcome lines of a trace, and after each event the facts as saved: straight through,
+/// with a save and read-back between every pair of events, and with a Warden of its own for
+/// each event.
 fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
     let mut events: Vec<(Hook, Event)> = steps
         .iter()
@@ -142,6 +154,9 @@ fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
             o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
         ));
+        c.push(facts(
+            &w.open_session("s", SessionOptions::default()).unwrap(),
+        ));
         let o = straight.tick(hook, e.clone());
         a.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
         a.push(format!(
@@ -149,6 +164,7 @@ fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
             o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
         ));
+        a.push(facts(&straight));
         let mut s = resumed_warden
             .open_session("s", SessionOptions::default())
             .unwrap();
@@ -158,6 +174,11 @@ fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
             "{i} inject {:?} ruling {:?}",
             o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
+        ));
+        b.push(facts(
+            &resumed_warden
+                .open_session("s", SessionOptions::default())
+                .unwrap(),
         ));
     }
     [a, b, c]
@@ -297,4 +318,97 @@ fn ticks_of_one_session_from_many_connections_lose_nothing() {
             .unwrap(),
         Some(json!(240))
     );
+}
+
+/// A session saved whole (format 1: the history inside the snapshot, as Warden saved it before
+/// the history was kept entry by entry, and as `Session::snapshot` writes it) is read back as
+/// it was; its next save keeps the history entry by entry, and `saved_snapshot` puts the
+/// entries back inside for a reader. A save whose entries are missing is refused with a reason.
+#[test]
+fn a_whole_snapshot_is_read_and_the_history_is_then_saved_entry_by_entry() {
+    let trace = [
+        Step::Query,
+        Step::TurnStart(10),
+        Step::Call(0, false),
+        Step::Complete(0, 2),
+        Step::Call(2, false),
+        Step::Fail(2),
+        Step::Call(1, false),
+        Step::Complete(1, 1),
+        Step::TurnEnd(false),
+    ];
+    let w = warden();
+    let mut s = w.open_session("s", SessionOptions::default()).unwrap();
+    for (i, step) in trace.iter().enumerate() {
+        let (hook, e) = event(step, 1000.0 + i as f64);
+        s.tick(hook, e);
+    }
+    let whole = s.snapshot();
+    assert!(whole.contains("\"format\":1"), "{whole}");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let store = Store::open(&db).unwrap();
+    let events = s.events();
+    let write = |snapshot: &str,
+                 loaded: Option<i64>,
+                 firsts: &[(u8, i64)]|
+     -> Result<Option<i64>, warden_store::StoreError> {
+        store.tick().commit(Some(warden_store::SessionWrite {
+            id: "old",
+            user: "default",
+            project: "default",
+            loaded,
+            snapshot,
+            events,
+            ended: false,
+            updated_at: 2000.0,
+            touch: true,
+            entries: &[],
+            firsts,
+        }))
+    };
+    write(&whole, None, &[]).unwrap();
+    let later = Warden::builder()
+        .history_limit(HISTORY)
+        .rules_dir(data().join("rules"))
+        .modes_file(data().join("modes.toml"))
+        .store(Store::open(&db).unwrap())
+        .build()
+        .unwrap();
+    let mut read = later
+        .open_session("old", SessionOptions::default())
+        .unwrap();
+    assert_eq!(facts(&read), facts(&s));
+    let (hook, e) = event(&Step::Call(0, false), 2000.0);
+    assert_eq!(
+        outcome_lines(0, &read.tick(hook, e.clone())),
+        outcome_lines(0, &s.tick(hook, e))
+    );
+    let stored = store.load_session("old").unwrap().unwrap();
+    assert!(
+        stored.snapshot.contains("\"format\":2"),
+        "{}",
+        stored.snapshot
+    );
+    let head: serde_json::Value = serde_json::from_str(&stored.snapshot).unwrap();
+    assert_eq!(head["facts"]["history"]["messages"], json!([]));
+    assert_eq!(head["facts"]["history"]["tools"], json!([]));
+    let history = &s.facts().history;
+    assert_eq!(
+        stored.entries.len(),
+        history.messages.len() + history.tools.len()
+    );
+    let shown = warden_core::saved_snapshot(&stored).unwrap();
+    assert_eq!(
+        shown["facts"]["history"],
+        serde_json::to_value(&s.facts().history).unwrap()
+    );
+    // The tool calls' entries dropped, the snapshot still naming them: refused, said why.
+    write(&stored.snapshot, Some(stored.summary.version), &[(1, 1000)]).unwrap();
+    let err = later
+        .open_session("old", SessionOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("history is incomplete: 0 of its"), "{err}");
+    assert!(err.contains("tool calls"), "{err}");
 }

@@ -56,8 +56,8 @@ pub use error::{DbError, StoreError};
 pub use tick::TickTransaction;
 pub use types::{
     ALL_PROJECTS, CopyReport, DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord,
-    ExecutionRow, RuleToggle, SessionSave, SessionSummary, SessionWrite, SettingOverride,
-    StateScope, StateWrite, StoredSession,
+    ExecutionRow, RuleToggle, SessionEntry, SessionSave, SessionSummary, SessionWrite,
+    SettingOverride, StateScope, StateWrite, StoredSession,
 };
 
 use pg::PgStore;
@@ -69,6 +69,10 @@ use sqlite::batch::Batcher;
 /// its locks once, so this bounds how long a tick can wait; past it the tick fails visibly
 /// ([`StoreError::Busy`], [`StoreError::Unreachable`]) instead of hanging.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How many pages the SQLite write-ahead log may hold before a background checkpoint makes it
+/// start over ([`Store::checkpoint_in_background`]): 64 MiB of 4 KiB pages.
+pub const RESTART_PAST_PAGES: u32 = 16384;
 
 /// Which database a [`Store`] uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,11 +229,23 @@ impl Store {
     /// For a long-running server: checkpoints the SQLite write-ahead log every `every` on a
     /// connection and a thread of its own, instead of in the commit that makes it pass 1,000
     /// pages (SQLite's default), which then held every other tick up while it copied the log
-    /// and synced the file. Stops when the store is dropped. No effect on PostgreSQL, or an
-    /// in-memory store.
+    /// and synced the file. Those checkpoints never wait for a writer, so under a steady load
+    /// they never catch up, and the log would grow without end: once it holds
+    /// [`RESTART_PAST_PAGES`] pages, the thread copies the rest and makes the next commit
+    /// write it from its start (this process's commits wait meanwhile, a few milliseconds).
+    /// Stops when the store is dropped. No effect on PostgreSQL, or an in-memory store.
     pub fn checkpoint_in_background(&self, every: Duration) -> Result<(), StoreError> {
+        self.checkpoint_in_background_past(every, RESTART_PAST_PAGES)
+    }
+
+    /// [`Store::checkpoint_in_background`], restarting the log past `pages` pages.
+    pub fn checkpoint_in_background_past(
+        &self,
+        every: Duration,
+        pages: u32,
+    ) -> Result<(), StoreError> {
         match &self.backend {
-            Inner::Sqlite(s) => s.checkpoint_in_background(every),
+            Inner::Sqlite(s) => s.checkpoint_in_background(every, pages),
             Inner::Postgres(_) => Ok(()),
         }
     }

@@ -210,6 +210,25 @@ pub struct SessionWrite<'a> {
     /// when it wrote it less than a second ago: listing and pruning need no finer time, and
     /// the index on it is then not rewritten at every tick. A new row always gets it.
     pub touch: bool,
+    /// Entries of the session's lists to write (new or changed since the last save), each
+    /// replacing what the store holds at its place.
+    pub entries: &'a [SessionEntry],
+    /// For a list whose front entries were dropped since the last save: the list, and the
+    /// place of its first entry now. The store deletes the entries before it.
+    pub firsts: &'a [(u8, i64)],
+}
+
+/// One entry of a saved session's lists, kept in a row of its own so that a save writes only
+/// the entries that changed, not the whole list (the engine keeps its history this way). The
+/// store gives the entries meaning no more than it gives the snapshot.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SessionEntry {
+    /// Which list.
+    pub list: u8,
+    /// Its place in the list: from 0, growing; a place is never reused for another entry.
+    pub n: i64,
+    /// What it holds (JSON, for the engine).
+    pub text: String,
 }
 
 /// A session to save in the store's next batch ([`Store::save_in_batch`](crate::Store::save_in_batch)):
@@ -234,6 +253,10 @@ pub struct SessionSave {
     pub updated_at: f64,
     /// Whether to write `updated_at` into a row that exists (see [`SessionWrite::touch`]).
     pub touch: bool,
+    /// Entries to write (see [`SessionWrite::entries`]).
+    pub entries: Vec<SessionEntry>,
+    /// Lists whose front was dropped (see [`SessionWrite::firsts`]).
+    pub firsts: Vec<(u8, i64)>,
 }
 
 impl SessionSave {
@@ -249,6 +272,8 @@ impl SessionSave {
             ended: self.ended,
             updated_at: self.updated_at,
             touch: self.touch,
+            entries: &self.entries,
+            firsts: &self.firsts,
         }
     }
 }
@@ -260,6 +285,8 @@ pub struct StoredSession {
     pub summary: SessionSummary,
     /// The engine's snapshot.
     pub snapshot: String,
+    /// The entries of its lists, by list and place.
+    pub entries: Vec<SessionEntry>,
 }
 
 /// A saved session, without its snapshot.

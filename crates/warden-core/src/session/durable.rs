@@ -5,9 +5,15 @@
 //! under one program is read back under another: decorator memory follows its rule's id, and a
 //! running tree or behavior is kept only when its rules are unchanged (halted otherwise, as a
 //! reload does). Waiting Lua scripts are saved as their replay journals (see `scripts.rs`).
+//!
+//! The history's two lists are saved entry by entry, beside the snapshot ([`history_entries`]):
+//! a save writes the entries that changed since the last one, and the snapshot keeps only each
+//! list's first place and length, so a save's cost does not grow with the history. (Format 1
+//! kept the history inside the snapshot; it is still read, and `Session::snapshot` still writes
+//! it, whole, for a host that wants one text.)
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use bonsai_bt::BT;
@@ -15,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use warden_load::Hook;
 
 use crate::behavior::run::TreeRun;
-use crate::facts::{FactsPrivate, SessionFacts};
+use crate::facts::{FactsPrivate, MESSAGES, MessageRecord, SessionFacts, TOOLS, ToolRecord};
 use crate::hooks::Node;
 use crate::mode::ModeState;
 use crate::outcome::{Halted, Notification};
@@ -25,10 +31,15 @@ use crate::session::evaluate::RuleMemory;
 use crate::session::keys::{HookSet, RuleId};
 use crate::session::scripts::SavedScripts;
 use crate::session::trees::Trees;
+use warden_store::SessionEntry;
 
-/// The version of the snapshot format. A snapshot of another format is not read (the session
+/// The version of the snapshot format a save writes: the history's entries beside it. Format
+/// 1 (the history inside, whole) is read too; a snapshot of another format is not (the session
 /// starts afresh, and says so).
-pub(crate) const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 2;
+
+/// The format of a whole snapshot, history inside ([`Snapshot::take`] without lists).
+const WHOLE: u32 = 1;
 
 /// A tree of a hook left running: the bonsai state, and the rules its leaves stand for.
 #[derive(Serialize, Deserialize)]
@@ -73,6 +84,10 @@ pub(crate) struct Snapshot<'a> {
     /// What the embedding host keeps with the session.
     #[serde(default)]
     pub host: Cow<'a, serde_json::Map<String, serde_json::Value>>,
+    /// Format 2: each list of the history's first place and length (its entries are saved
+    /// beside the snapshot).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lists: Option<[(u64, u64); 2]>,
 }
 
 /// What a session is, for [`Snapshot::take`].
@@ -89,8 +104,13 @@ pub(crate) struct Parts<'a> {
 }
 
 impl<'a> Snapshot<'a> {
-    /// The snapshot of a session that last ran `program`.
-    pub(crate) fn take(program: Option<&Program>, parts: Parts<'a>) -> Snapshot<'a> {
+    /// The snapshot of a session that last ran `program`: whole (format 1), or, given where
+    /// the history's lists stand (their entries taken out of `parts.facts`), format 2.
+    pub(crate) fn take(
+        program: Option<&Program>,
+        parts: Parts<'a>,
+        lists: Option<[(u64, u64); 2]>,
+    ) -> Snapshot<'a> {
         let trees = parts.trees;
         let mut memory: Vec<(Arc<str>, RuleMemory)> = trees
             .memory_by_key()
@@ -121,7 +141,7 @@ impl<'a> Snapshot<'a> {
             }
         }
         Snapshot {
-            format: FORMAT,
+            format: if lists.is_some() { FORMAT } else { WHOLE },
             facts: Cow::Borrowed(parts.facts),
             private: parts.facts.private(),
             mode: parts.mode.id.clone(),
@@ -135,6 +155,7 @@ impl<'a> Snapshot<'a> {
             behaviors,
             scripts: parts.scripts,
             host: Cow::Borrowed(parts.host),
+            lists,
         }
     }
 
@@ -146,21 +167,36 @@ impl<'a> Snapshot<'a> {
         }
         let head: Head = serde_json::from_str(text)
             .map_err(|e| format!("the saved session is not readable: {e}"))?;
-        if head.format != FORMAT {
+        if head.format != FORMAT && head.format != WHOLE {
             return Err(format!(
-                "the saved session is in format {}, which this Warden does not read (it reads {FORMAT})",
+                "the saved session is in format {}, which this Warden does not read (it reads {WHOLE} and {FORMAT})",
                 head.format
             ));
         }
         serde_json::from_str(text).map_err(|e| format!("the saved session is not readable: {e}"))
     }
 
-    /// The facts, with what rules do not read and the host's history bound.
-    pub(crate) fn facts(&self, history_limit: usize) -> SessionFacts {
-        self.facts
+    /// The facts, with what rules do not read and the host's history bound; the history's
+    /// entries from `entries` (format 2), which must hold each list's places from its first.
+    pub(crate) fn facts(
+        &self,
+        history_limit: usize,
+        entries: &[SessionEntry],
+    ) -> Result<SessionFacts, String> {
+        let mut facts = self
+            .facts
             .clone()
             .into_owned()
-            .restored(self.private, history_limit)
+            .restored(self.private, history_limit);
+        match self.lists {
+            None => facts.history_unsaved(),
+            Some(lists) => {
+                let messages = list_entries::<MessageRecord>(entries, MESSAGES, lists[MESSAGES])?;
+                let tools = list_entries::<ToolRecord>(entries, TOOLS, lists[TOOLS])?;
+                facts.restore_history(lists.map(|(first, _)| first), messages, tools);
+            }
+        }
+        Ok(facts)
     }
 
     /// The mode, under `program`'s modes.
@@ -207,6 +243,104 @@ impl<'a> Snapshot<'a> {
         }
         halted
     }
+}
+
+/// A saved session as one JSON value, its history's entries put back inside the snapshot
+/// (as `warden sessions show` prints it). An error says what cannot be read.
+pub fn saved_snapshot(stored: &warden_store::StoredSession) -> Result<serde_json::Value, String> {
+    let snapshot = Snapshot::parse(&stored.snapshot)?;
+    let mut whole: serde_json::Value = serde_json::from_str(&stored.snapshot)
+        .map_err(|e| format!("the saved session is not readable: {e}"))?;
+    if let Some(lists) = snapshot.lists {
+        let messages =
+            list_entries::<serde_json::Value>(&stored.entries, MESSAGES, lists[MESSAGES])?;
+        let tools = list_entries::<serde_json::Value>(&stored.entries, TOOLS, lists[TOOLS])?;
+        let history = &mut whole["facts"]["history"];
+        history["messages"] = messages.into_iter().collect();
+        history["tools"] = tools.into_iter().collect();
+    }
+    Ok(whole)
+}
+
+/// The entries of list `list` at places `first..first + len`, read.
+fn list_entries<T: serde::de::DeserializeOwned>(
+    entries: &[SessionEntry],
+    list: usize,
+    (first, len): (u64, u64),
+) -> Result<VecDeque<T>, String> {
+    let name = if list == MESSAGES {
+        "messages"
+    } else {
+        "tool calls"
+    };
+    let wanted = first..first.saturating_add(len);
+    let mut out = VecDeque::new();
+    for e in entries.iter().filter(|e| usize::from(e.list) == list) {
+        let Ok(place) = u64::try_from(e.n) else {
+            continue;
+        };
+        if !wanted.contains(&place) {
+            continue;
+        }
+        if place != first + out.len() as u64 {
+            break;
+        }
+        let record = serde_json::from_str(&e.text).map_err(|err| {
+            format!("the saved session's history is not readable ({name}, entry {place}): {err}")
+        })?;
+        out.push_back(record);
+    }
+    if out.len() as u64 != len {
+        return Err(format!(
+            "the saved session's history is incomplete: {} of its {len} {name} were found",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// The entries of the history changed since the last save, to save beside the snapshot, and
+/// for each list whose front was dropped since, its first place now.
+pub(crate) fn history_entries(facts: &SessionFacts) -> (Vec<SessionEntry>, Vec<(u8, i64)>) {
+    let log = facts.history_log();
+    let mut entries = Vec::new();
+    let mut put = |list: usize, place: u64, text: String| {
+        entries.push(SessionEntry {
+            list: list as u8,
+            n: i64::try_from(place).unwrap_or(i64::MAX),
+            text,
+        });
+    };
+    let history = &facts.history;
+    if let Some(from) = log.changed[MESSAGES] {
+        let first = log.first[MESSAGES];
+        let skip = from.saturating_sub(first) as usize;
+        for (i, m) in history.messages.iter().enumerate().skip(skip) {
+            // Plain data: it always serializes.
+            put(
+                MESSAGES,
+                first + i as u64,
+                serde_json::to_string(m).unwrap_or_default(),
+            );
+        }
+    }
+    if let Some(from) = log.changed[TOOLS] {
+        let first = log.first[TOOLS];
+        let skip = from.saturating_sub(first) as usize;
+        for (i, t) in history.tools.iter().enumerate().skip(skip) {
+            put(
+                TOOLS,
+                first + i as u64,
+                serde_json::to_string(t).unwrap_or_default(),
+            );
+        }
+    }
+    let firsts = [MESSAGES, TOOLS]
+        .into_iter()
+        .filter(|&l| log.first[l] != log.saved_first[l])
+        .map(|l| (l as u8, i64::try_from(log.first[l]).unwrap_or(i64::MAX)))
+        .collect();
+    (entries, firsts)
 }
 
 /// Why a saved running tree was not put back.

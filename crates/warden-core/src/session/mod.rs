@@ -42,6 +42,7 @@ use effects::AfterCommit;
 use step::Step;
 use trees::Trees;
 
+pub use durable::saved_snapshot;
 pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;
 
 /// How many times a tick runs again on a session another process saved meanwhile, before it
@@ -144,7 +145,9 @@ impl std::fmt::Debug for PendingSave {
     }
 }
 
-/// One attempt at a tick.
+/// One attempt at a tick. (It lives for one return: boxing the large variant would cost an
+/// allocation per tick for nothing.)
+#[allow(clippy::large_enum_variant)]
 enum Attempt {
     Done(Outcome),
     /// Another process saved the session meanwhile: run the tick again, on it.
@@ -232,32 +235,13 @@ impl Session {
     /// ([`Session::host_data_mut`]) once the last tick of an event was over. Does nothing for
     /// a session that is not saved ([`Warden::session`](crate::Warden::session)).
     pub fn save(&mut self) -> Result<(), crate::error::Error> {
-        let Some(durable) = self.durable else {
+        let Some((save, touched)) = self.session_save() else {
             return Ok(());
         };
-        let snapshot = self.snapshot();
-        let tx = self.shared.store.tick();
-        let at = now();
-        let touch = durable.touches(at);
-        let saved = tx.commit(Some(warden_store::SessionWrite {
-            id: &self.id,
-            user: &self.facts.user.id,
-            project: &self.facts.project.id,
-            loaded: durable.version,
-            snapshot: &snapshot,
-            events: self.events,
-            ended: self.ended,
-            updated_at: at,
-            touch,
-        }));
+        let saved = self.shared.store.tick().commit(Some(save.as_write()));
         match saved {
             Ok(version) => {
-                if let Some(d) = &mut self.durable {
-                    d.version = version.or(d.version);
-                    if touch {
-                        d.touched = Some(at);
-                    }
-                }
+                self.saved_as(version, touched);
                 Ok(())
             }
             Err(e) => {
@@ -291,8 +275,28 @@ impl Session {
         &mut self.host
     }
 
-    /// The session as saved in the store: plain data, JSON.
+    /// The session as plain data, JSON, whole (the history inside; a save keeps the history's
+    /// entries beside it instead). Read back as a saved session is.
     pub fn snapshot(&self) -> String {
+        self.snapshot_with(None)
+    }
+
+    /// The snapshot as a save writes it (format 2): without the history's entries, which are
+    /// saved beside it.
+    fn head(&mut self) -> String {
+        let log = *self.facts.history_log();
+        let facts = Arc::make_mut(&mut self.facts);
+        let lists = [
+            (log.first[0], facts.history.messages.len() as u64),
+            (log.first[1], facts.history.tools.len() as u64),
+        ];
+        let history = facts.take_history();
+        let head = self.snapshot_with(Some(lists));
+        Arc::make_mut(&mut self.facts).put_back_history(history);
+        head
+    }
+
+    fn snapshot_with(&self, lists: Option<[(u64, u64); 2]>) -> String {
         let snapshot = Snapshot::take(
             self.program.as_deref(),
             Parts {
@@ -306,6 +310,7 @@ impl Session {
                 scripts: self.trees.scripts.save(self.program.as_deref()),
                 host: &self.host,
             },
+            lists,
         );
         // Plain data of strings, numbers and maps: it always serializes.
         serde_json::to_string(&snapshot).unwrap_or_default()
@@ -316,7 +321,7 @@ impl Session {
         let mut snapshot = Snapshot::parse(&stored.snapshot)?;
         let program = self.shared.program();
         let config = &self.shared.config;
-        self.facts = Arc::new(snapshot.facts(config.history_limit));
+        self.facts = Arc::new(snapshot.facts(config.history_limit, &stored.entries)?);
         self.mode = snapshot.mode(&program);
         self.ended = snapshot.ended;
         self.log_credit = snapshot.log_credit;
@@ -672,23 +677,43 @@ impl Session {
         }
     }
 
-    /// The save of a durable session, and the time it writes into `updated_at` (if it does).
-    fn session_save(&self) -> Option<(warden_store::SessionSave, Option<f64>)> {
+    /// The save of a durable session (its snapshot, and the history's entries changed since
+    /// the last save), and the time it writes into `updated_at` (if it does).
+    fn session_save(&mut self) -> Option<(warden_store::SessionSave, Option<f64>)> {
         let d = self.durable?;
         let at = now();
         let touch = d.touches(at);
+        let (entries, firsts) = durable::history_entries(&self.facts);
         let save = warden_store::SessionSave {
             id: self.id.clone(),
             user: self.facts.user.id.clone(),
             project: self.facts.project.id.clone(),
             loaded: d.version,
-            snapshot: self.snapshot(),
+            snapshot: self.head(),
             events: self.events,
             ended: self.ended,
             updated_at: at,
             touch,
+            entries,
+            firsts,
         };
         Some((save, touch.then_some(at)))
+    }
+
+    /// The session was saved as `version` (when a save was made), writing `updated_at` at
+    /// `touched` (when it did): the copy is the store's again.
+    fn saved_as(&mut self, version: Option<i64>, touched: Option<f64>) {
+        let Some(d) = &mut self.durable else {
+            return;
+        };
+        d.version = version.or(d.version);
+        d.stale = false;
+        if touched.is_some() {
+            d.touched = touched;
+        }
+        if version.is_some() {
+            Arc::make_mut(&mut self.facts).history_saved();
+        }
     }
 
     /// Commits the tick (with the session, when it is saved after every tick), then publishes
@@ -721,13 +746,7 @@ impl Session {
     ) -> bool {
         match result {
             Ok(version) => {
-                if let Some(d) = &mut self.durable {
-                    d.version = version.or(d.version);
-                    d.stale = false;
-                    if touched.is_some() {
-                        d.touched = touched;
-                    }
-                }
+                self.saved_as(version, touched);
                 for action in after_commit {
                     action.run(&self.shared);
                 }

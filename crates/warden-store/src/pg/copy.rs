@@ -1,9 +1,11 @@
 //! Every row of a PostgreSQL store, out and in, as stored: what `warden migrate` copies.
 
 use super::conn::Conn;
-use super::{PgStore, execution_row, stored_session};
+use super::{PgStore, execution_row, session_size, stored_session};
 use crate::error::StoreError;
-use crate::types::{CopyReport, Dump, ExecutionRow, RuleToggle, StateRow, StateScope};
+use crate::types::{
+    CopyReport, Dump, ExecutionRow, RuleToggle, SessionEntry, StateRow, StateScope,
+};
 
 /// The tables a copy fills (in the order of a [`CopyReport`]).
 const TABLES: [&str; 5] = [
@@ -87,14 +89,33 @@ impl PgStore {
             dump.sessions = c
                 .client
                 .query(
-                    "SELECT id, user_id, project_id, version, events, ended, created_at,
-                            updated_at, octet_length(snapshot), snapshot
-                     FROM session ORDER BY id COLLATE \"C\"",
+                    concat!(
+                        "SELECT id, user_id, project_id, version, events, ended, created_at,
+                                updated_at, ",
+                        session_size!(),
+                        ", snapshot FROM session ORDER BY id COLLATE \"C\""
+                    ),
                     &[],
                 )?
                 .iter()
                 .map(stored_session)
                 .collect();
+            let mut by_id: std::collections::HashMap<String, Vec<SessionEntry>> =
+                std::collections::HashMap::new();
+            for r in c.client.query(
+                "SELECT session_id, list, n, entry FROM session_entry
+                 ORDER BY session_id COLLATE \"C\", list, n",
+                &[],
+            )? {
+                by_id.entry(r.get(0)).or_default().push(SessionEntry {
+                    list: u8::try_from(r.get::<_, i16>(1)).unwrap_or(u8::MAX),
+                    n: r.get(2),
+                    text: r.get(3),
+                });
+            }
+            for s in &mut dump.sessions {
+                s.entries = by_id.remove(&s.summary.id).unwrap_or_default();
+            }
             c.batch("COMMIT")?;
             Ok(dump)
         })
@@ -147,7 +168,7 @@ impl PgStore {
         let pg = |e| self.err(e);
         c.batch("BEGIN").map_err(pg)?;
         if replace {
-            c.batch(&format!("TRUNCATE {}", TABLES.join(", ")))
+            c.batch(&format!("TRUNCATE session_entry, {}", TABLES.join(", ")))
                 .map_err(pg)?;
         } else {
             let held = counts(c).map_err(pg)?;
@@ -213,6 +234,14 @@ impl PgStore {
                 ],
             )
             .map_err(pg)?;
+            for e in &s.entries {
+                c.execute(
+                    "INSERT INTO session_entry (session_id, list, n, entry)
+                     VALUES ($1, $2, $3, $4)",
+                    &[&m.id, &i16::from(e.list), &e.n, &e.text],
+                )
+                .map_err(pg)?;
+            }
             report.sessions += 1;
         }
         loop {

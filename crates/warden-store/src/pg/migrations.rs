@@ -166,8 +166,20 @@ CREATE TRIGGER setting_override_changed
     FOR EACH STATEMENT EXECUTE FUNCTION warden_notify_controls();
 "#;
 
+/// Migration 2: the entries of a session's lists, a row each, so that a save writes the ones
+/// that changed rather than the whole history.
+const MIGRATION_2: &str = r#"
+CREATE TABLE session_entry (
+    session_id TEXT NOT NULL,
+    list SMALLINT NOT NULL,
+    n BIGINT NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (session_id, list, n)
+);
+"#;
+
 /// All migrations, in order.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> u32 {

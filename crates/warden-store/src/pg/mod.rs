@@ -30,7 +30,7 @@ use r2d2::PooledConnection;
 use crate::error::{DbError, StoreError};
 use crate::types::{
     DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle,
-    SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
+    SessionEntry, SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
 };
 use conn::{Conn, Manager, blocking};
 use url::PgUrl;
@@ -477,7 +477,7 @@ impl PgStore {
 
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
         let row = self.run(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
-        Ok(row.as_ref().map(stored_session))
+        Ok(row.as_ref().map(stored_session_with_entries))
     }
 
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
@@ -489,9 +489,12 @@ impl PgStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = self.run(|c| {
             c.query(
-                "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at,
-                        octet_length(snapshot)
-                 FROM session ORDER BY updated_at DESC, id COLLATE \"C\" LIMIT $1",
+                concat!(
+                    "SELECT id, user_id, project_id, version, events, ended, created_at,
+                            updated_at, ",
+                    session_size!(),
+                    " FROM session ORDER BY updated_at DESC, id COLLATE \"C\" LIMIT $1"
+                ),
                 &[&limit],
             )
         })?;
@@ -499,12 +502,28 @@ impl PgStore {
     }
 
     pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        let n = self.run(|c| c.execute("DELETE FROM session WHERE id = $1", &[&id]))?;
+        // One statement: the row and its entries go together.
+        let n = self.run(|c| {
+            c.execute(
+                "WITH entries AS (DELETE FROM session_entry WHERE session_id = $1)
+                 DELETE FROM session WHERE id = $1",
+                &[&id],
+            )
+        })?;
         Ok(n > 0)
     }
 
     pub(crate) fn prune_sessions(&self, before: f64) -> Result<usize, StoreError> {
-        let n = self.run(|c| c.execute("DELETE FROM session WHERE updated_at < $1", &[&before]))?;
+        let rows = self.run(|c| {
+            c.query(
+                "WITH old AS (DELETE FROM session WHERE updated_at < $1 RETURNING id),
+                      entries AS (DELETE FROM session_entry
+                                  WHERE session_id IN (SELECT id FROM old))
+                 SELECT count(*) FROM old",
+                &[&before],
+            )
+        })?;
+        let n = rows.first().map_or(0, |r| r.get::<_, i64>(0));
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
     }
 
@@ -524,11 +543,29 @@ impl Drop for PgStore {
     }
 }
 
-/// A stored session, with its snapshot (columns of [`SELECT_SESSION`]).
-pub(crate) const SELECT_SESSION: &str =
-    "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at,
-            octet_length(snapshot), snapshot
-     FROM session WHERE id = $1";
+/// The size of a session row's snapshot and entries, in bytes (a column of the summary).
+macro_rules! session_size {
+    () => {
+        "(octet_length(snapshot) + coalesce((SELECT sum(octet_length(entry))
+            FROM session_entry e WHERE e.session_id = session.id), 0))::bigint"
+    };
+}
+pub(crate) use session_size;
+
+/// A stored session, with its snapshot and its entries, in one statement (so of one save):
+/// columns of [`stored_session`], then the entries' lists, places and texts as arrays.
+pub(crate) const SELECT_SESSION: &str = concat!(
+    "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at, ",
+    session_size!(),
+    ", snapshot,
+            ARRAY(SELECT list FROM session_entry e WHERE e.session_id = session.id
+                  ORDER BY list, n),
+            ARRAY(SELECT n FROM session_entry e WHERE e.session_id = session.id
+                  ORDER BY list, n),
+            ARRAY(SELECT entry FROM session_entry e WHERE e.session_id = session.id
+                  ORDER BY list, n)
+     FROM session WHERE id = $1"
+);
 
 pub(crate) fn session_summary(r: &Row) -> SessionSummary {
     SessionSummary {
@@ -540,14 +577,37 @@ pub(crate) fn session_summary(r: &Row) -> SessionSummary {
         ended: r.get(5),
         created_at: r.get(6),
         updated_at: r.get(7),
-        size: u64::try_from(r.get::<_, i32>(8)).unwrap_or(0),
+        size: u64::try_from(r.get::<_, i64>(8)).unwrap_or(0),
     }
 }
 
+/// A stored session without its entries (the copy reads them apart).
 pub(crate) fn stored_session(r: &Row) -> StoredSession {
     StoredSession {
         summary: session_summary(r),
         snapshot: r.get(9),
+        entries: Vec::new(),
+    }
+}
+
+/// A stored session read by [`SELECT_SESSION`], with its entries.
+pub(crate) fn stored_session_with_entries(r: &Row) -> StoredSession {
+    let lists: Vec<i16> = r.get(10);
+    let places: Vec<i64> = r.get(11);
+    let texts: Vec<String> = r.get(12);
+    let entries = lists
+        .into_iter()
+        .zip(places)
+        .zip(texts)
+        .map(|((list, n), text)| SessionEntry {
+            list: u8::try_from(list).unwrap_or(u8::MAX),
+            n,
+            text,
+        })
+        .collect();
+    StoredSession {
+        entries,
+        ..stored_session(r)
     }
 }
 

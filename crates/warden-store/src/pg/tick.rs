@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use super::conn::{Conn, blocking};
 use super::{
-    PgStore, Pooled, SELECT_SESSION, decode, group_results, insert_executions, stored_session,
-    write_groups,
+    PgStore, Pooled, SELECT_SESSION, decode, group_results, insert_executions,
+    stored_session_with_entries, write_groups,
 };
 use crate::error::StoreError;
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
@@ -164,7 +164,7 @@ impl<'s> PgTick<'s> {
         // The lock is taken here too, for a tick that reads the session before its version.
         self.session_version(id)?;
         let row = self.with(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
-        Ok(row.as_ref().map(stored_session))
+        Ok(row.as_ref().map(stored_session_with_entries))
     }
 
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
@@ -262,7 +262,30 @@ fn save_session(c: &mut Conn, s: &SessionWrite<'_>) -> Result<Option<i64>, postg
             ],
         )?,
     };
-    Ok((changed > 0).then(|| s.loaded.map_or(1, |v| v + 1)))
+    if changed == 0 {
+        return Ok(None);
+    }
+    if !s.entries.is_empty() {
+        let lists: Vec<i16> = s.entries.iter().map(|e| i16::from(e.list)).collect();
+        let places: Vec<i64> = s.entries.iter().map(|e| e.n).collect();
+        let texts: Vec<&str> = s.entries.iter().map(|e| e.text.as_str()).collect();
+        c.execute(
+            "INSERT INTO session_entry (session_id, list, n, entry)
+             SELECT $1, * FROM unnest($2::smallint[], $3::bigint[], $4::text[])
+             ON CONFLICT (session_id, list, n) DO UPDATE SET entry = EXCLUDED.entry",
+            &[&s.id, &lists, &places, &texts],
+        )?;
+    }
+    if !s.firsts.is_empty() {
+        let lists: Vec<i16> = s.firsts.iter().map(|(l, _)| i16::from(*l)).collect();
+        let firsts: Vec<i64> = s.firsts.iter().map(|(_, n)| *n).collect();
+        c.execute(
+            "DELETE FROM session_entry e USING unnest($2::smallint[], $3::bigint[]) AS f(list, n)
+             WHERE e.session_id = $1 AND e.list = f.list AND e.n < f.n",
+            &[&s.id, &lists, &firsts],
+        )?;
+    }
+    Ok(Some(s.loaded.map_or(1, |v| v + 1)))
 }
 
 impl Drop for PgTick<'_> {

@@ -2,10 +2,12 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
+use super::sessions::SUMMARY_COLUMNS;
 use super::{SqliteStore, execution_row};
 use crate::error::StoreError;
 use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleToggle, SessionSummary, StateRow, StateScope, StoredSession,
+    CopyReport, Dump, ExecutionRow, RuleToggle, SessionEntry, SessionSummary, StateRow, StateScope,
+    StoredSession,
 };
 
 /// The tables a copy fills, children of nothing: emptied in this order by `--replace`.
@@ -86,11 +88,9 @@ impl SqliteStore {
                     ])
                 })?
                 .collect::<rusqlite::Result<_>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at,
-                        length(CAST(snapshot AS BLOB)), snapshot
-                 FROM session ORDER BY id",
-            )?;
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {SUMMARY_COLUMNS}, snapshot FROM session ORDER BY id"
+            ))?;
             dump.sessions = stmt
                 .query_map([], |r| {
                     Ok(StoredSession {
@@ -106,9 +106,26 @@ impl SqliteStore {
                             size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
                         },
                         snapshot: r.get(9)?,
+                        entries: Vec::new(),
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;
+            let mut stmt = conn.prepare(
+                "SELECT session_id, list, n, entry FROM session_entry ORDER BY session_id, list, n",
+            )?;
+            let mut rows = stmt.query([])?;
+            let mut by_id: std::collections::HashMap<String, Vec<SessionEntry>> =
+                std::collections::HashMap::new();
+            while let Some(r) = rows.next()? {
+                by_id.entry(r.get(0)?).or_default().push(SessionEntry {
+                    list: r.get(1)?,
+                    n: r.get(2)?,
+                    text: r.get(3)?,
+                });
+            }
+            for s in &mut dump.sessions {
+                s.entries = by_id.remove(&s.summary.id).unwrap_or_default();
+            }
             Ok(dump)
         })()
         .map_err(|e| self.sql_err(e))
@@ -152,6 +169,7 @@ impl SqliteStore {
                 tx.execute(&format!("DELETE FROM {table}"), [])
                     .map_err(sql)?;
             }
+            tx.execute("DELETE FROM session_entry", []).map_err(sql)?;
         } else {
             let held = counts(&tx).map_err(sql)?;
             if held.iter().any(|n| *n > 0) {
@@ -210,6 +228,9 @@ impl SqliteStore {
                      ended, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 )
                 .map_err(sql)?;
+            let mut entry = tx
+                .prepare("INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(sql)?;
             for s in &dump.sessions {
                 let m = &s.summary;
                 stmt.execute(params![
@@ -224,6 +245,11 @@ impl SqliteStore {
                     m.updated_at
                 ])
                 .map_err(sql)?;
+                for e in &s.entries {
+                    entry
+                        .execute(params![m.id, e.list, e.n, e.text])
+                        .map_err(sql)?;
+                }
                 report.sessions += 1;
             }
             let mut stmt = tx

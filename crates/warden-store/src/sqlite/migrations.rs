@@ -86,8 +86,27 @@ CREATE TABLE IF NOT EXISTS session (
 CREATE INDEX IF NOT EXISTS idx_session_updated ON session(updated_at);
 ";
 
+/// Migration 5: the entries of a session's lists, a row each, so that a save writes the ones
+/// that changed rather than the whole history (clustered by session: one session's entries
+/// share pages).
+const MIGRATION_5: &str = "
+CREATE TABLE IF NOT EXISTS session_entry (
+    session_id TEXT NOT NULL,
+    list INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (session_id, list, n)
+) WITHOUT ROWID;
+";
+
 /// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3, MIGRATION_4];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    MIGRATION_1,
+    MIGRATION_2,
+    MIGRATION_3,
+    MIGRATION_4,
+    MIGRATION_5,
+];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> u32 {

@@ -132,6 +132,26 @@ impl SqliteStore {
     }
 }
 
+/// Copies the rest of the write-ahead log into the file and makes the next commit write it
+/// from its start (RESTART), on the store's own connection: this process's commits wait on
+/// its mutex meanwhile (briefly: PASSIVE checkpoints copied most of the log already), not in
+/// SQLite's busy handler, which sleeps in steps of milliseconds. Other processes' readers may
+/// hold the restart up for a moment; then the next round tries again.
+fn restart_log(main: &Mutex<Connection>, label: &str, waited: Duration) {
+    let conn = main.lock().unwrap_or_else(PoisonError::into_inner);
+    let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+    match conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0)) {
+        Ok(0) => {}
+        Ok(_) => {
+            tracing::debug!(db = %label, "the write-ahead log could not start over yet: another process is reading it")
+        }
+        Err(e) => {
+            tracing::warn!(db = %label, error = %e, "the write-ahead log could not be restarted")
+        }
+    }
+    let _ = conn.busy_timeout(waited);
+}
+
 /// How long a store that closes waits for other processes to checkpoint the write-ahead log
 /// ([`crate::Store::checkpoint_past`]).
 const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
@@ -317,7 +337,11 @@ impl SqliteStore {
         })
     }
 
-    pub(crate) fn checkpoint_in_background(&self, every: Duration) -> Result<(), StoreError> {
+    pub(crate) fn checkpoint_in_background(
+        &self,
+        every: Duration,
+        restart_past: u32,
+    ) -> Result<(), StoreError> {
         let Some(path) = self.path.clone() else {
             return Ok(());
         };
@@ -341,18 +365,28 @@ impl SqliteStore {
             .map_err(|e| self.sql_err(e))?;
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let label = self.db.label.clone();
+        let main = self.conn.clone();
+        let waited = self.db.lock_timeout;
         let thread = std::thread::Builder::new()
             .name("warden-checkpoint".into())
             .spawn(move || {
                 while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(every)
                 {
-                    // PASSIVE: copies what no reader still needs, never waits for a writer, and
-                    // lets the next commit start the log over once all of it is copied.
-                    if let Err(e) =
-                        own.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(0))
-                    {
-                        tracing::warn!(db = %label, error = %e, "a background checkpoint failed");
+                    // PASSIVE: copies what no reader still needs and never waits for a writer.
+                    // Under a steady load it never catches up with the commits, so the log
+                    // would never start over: past `restart_past` pages it is restarted.
+                    let frames = match own.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| {
+                        r.get::<_, i64>(1)
+                    }) {
+                        Ok(frames) => frames,
+                        Err(e) => {
+                            tracing::warn!(db = %label, error = %e, "a background checkpoint failed");
+                            continue;
+                        }
+                    };
+                    if frames >= i64::from(restart_past) {
+                        restart_log(&main, &label, waited);
                     }
                 }
             })

@@ -1,15 +1,17 @@
 //! Durable sessions in SQLite: one row each, with a version that grows by one at every save,
-//! so that a process that loaded an older version finds out before it overwrites a newer one.
+//! so that a process that loaded an older version finds out before it overwrites a newer one;
+//! and the entries of its lists, a row each (`session_entry`), written when they change.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Named, SqliteStore};
 use crate::error::StoreError;
-use crate::types::{SessionSummary, SessionWrite, StoredSession};
+use crate::types::{SessionEntry, SessionSummary, SessionWrite, StoredSession};
 
-const SUMMARY_COLUMNS: &str =
+pub(crate) const SUMMARY_COLUMNS: &str =
     "id, user_id, project_id, version, events, ended, created_at, updated_at,
-     length(CAST(snapshot AS BLOB))";
+     length(CAST(snapshot AS BLOB)) + (SELECT coalesce(sum(length(CAST(entry AS BLOB))), 0)
+         FROM session_entry WHERE session_id = session.id)";
 
 fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
@@ -70,27 +72,74 @@ pub(crate) fn save_session(
             id: s.id.to_string(),
         });
     }
+    write_entries(conn, s).map_err(|e| db.sql_err(e))?;
     Ok(s.loaded.map_or(1, |v| v + 1))
 }
 
-/// The session `id`, read on `conn`.
+/// Writes a save's entries, and drops those before each list's first.
+fn write_entries(conn: &Connection, s: &SessionWrite<'_>) -> rusqlite::Result<()> {
+    if !s.entries.is_empty() {
+        let mut put = conn.prepare_cached(
+            "INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (session_id, list, n) DO UPDATE SET entry = excluded.entry",
+        )?;
+        for e in s.entries {
+            put.execute(params![s.id, e.list, e.n, e.text])?;
+        }
+    }
+    if !s.firsts.is_empty() {
+        let mut drop = conn.prepare_cached(
+            "DELETE FROM session_entry WHERE session_id = ?1 AND list = ?2 AND n < ?3",
+        )?;
+        for (list, first) in s.firsts {
+            drop.execute(params![s.id, list, first])?;
+        }
+    }
+    Ok(())
+}
+
+/// The entries of session `id`, by list and place.
+fn entries(conn: &Connection, id: &str) -> rusqlite::Result<Vec<SessionEntry>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT list, n, entry FROM session_entry WHERE session_id = ?1 ORDER BY list, n",
+    )?;
+    let rows = stmt.query_map([id], |r| {
+        Ok(SessionEntry {
+            list: r.get(0)?,
+            n: r.get(1)?,
+            text: r.get(2)?,
+        })
+    })?;
+    rows.collect()
+}
+
+/// The session `id` with its entries, read on `conn` (inside a transaction, so that the row
+/// and the entries are of one save).
 pub(crate) fn load_session(
     store: &SqliteStore,
     conn: &Connection,
     id: &str,
 ) -> Result<Option<StoredSession>, StoreError> {
-    conn.prepare_cached(&format!(
-        "SELECT {SUMMARY_COLUMNS}, snapshot FROM session WHERE id = ?1"
-    ))
-    .and_then(|mut stmt| {
-        stmt.query_row([id], |row| {
-            Ok(StoredSession {
-                summary: summary(row)?,
-                snapshot: row.get(9)?,
+    (|| {
+        let found = conn
+            .prepare_cached(&format!(
+                "SELECT {SUMMARY_COLUMNS}, snapshot FROM session WHERE id = ?1"
+            ))?
+            .query_row([id], |row| {
+                Ok(StoredSession {
+                    summary: summary(row)?,
+                    snapshot: row.get(9)?,
+                    entries: Vec::new(),
+                })
             })
-        })
-        .optional()
-    })
+            .optional()?;
+        found
+            .map(|mut s| {
+                s.entries = entries(conn, id)?;
+                Ok(s)
+            })
+            .transpose()
+    })()
     .map_err(|e| store.sql_err(e))
 }
 
@@ -108,7 +157,12 @@ pub(crate) fn session_version(
 impl SqliteStore {
     /// The saved session `id`, or `None` if it was never saved (or was deleted).
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        load_session(self, &self.lock(), id)
+        let conn = self.lock();
+        // A read transaction: the row and its entries from one snapshot of the database.
+        let tx = conn.unchecked_transaction().map_err(|e| self.sql_err(e))?;
+        let found = load_session(self, &tx, id)?;
+        tx.finish().map_err(|e| self.sql_err(e))?;
+        Ok(found)
     }
 
     /// The version of the saved session `id` (cheap: to tell whether a copy in memory is
@@ -134,16 +188,31 @@ impl SqliteStore {
     /// Deletes the saved session `id`; whether there was one.
     pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         let conn = self.lock();
-        conn.execute("DELETE FROM session WHERE id = ?1", [id])
-            .map(|n| n > 0)
-            .map_err(|e| self.sql_err(e))
+        (|| {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute("DELETE FROM session_entry WHERE session_id = ?1", [id])?;
+            let n = tx.execute("DELETE FROM session WHERE id = ?1", [id])?;
+            tx.commit()?;
+            Ok(n > 0)
+        })()
+        .map_err(|e| self.sql_err(e))
     }
 
     /// Deletes every saved session last touched before `before` (seconds since the Unix
     /// epoch); how many.
     pub(crate) fn prune_sessions(&self, before: f64) -> Result<usize, StoreError> {
         let conn = self.lock();
-        conn.execute("DELETE FROM session WHERE updated_at < ?1", [before])
-            .map_err(|e| self.sql_err(e))
+        (|| {
+            let tx = conn.unchecked_transaction()?;
+            tx.execute(
+                "DELETE FROM session_entry WHERE session_id IN
+                     (SELECT id FROM session WHERE updated_at < ?1)",
+                [before],
+            )?;
+            let n = tx.execute("DELETE FROM session WHERE updated_at < ?1", [before])?;
+            tx.commit()?;
+            Ok(n)
+        })()
+        .map_err(|e| self.sql_err(e))
     }
 }

@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 use warden_load::Hook;
 
 use crate::behavior::run::TreeRun;
-use crate::facts::{FactsPrivate, MESSAGES, MessageRecord, SessionFacts, TOOLS, ToolRecord};
+use crate::facts::{
+    FactsPrivate, HistoryLog, MESSAGES, MessageRecord, SessionFacts, TOOLS, ToolRecord,
+};
 use crate::hooks::Node;
 use crate::mode::ModeState;
 use crate::outcome::{Halted, Notification};
@@ -304,43 +306,36 @@ fn list_entries<T: serde::de::DeserializeOwned>(
 pub(crate) fn history_entries(facts: &SessionFacts) -> (Vec<SessionEntry>, Vec<(u8, i64)>) {
     let log = facts.history_log();
     let mut entries = Vec::new();
-    let mut put = |list: usize, place: u64, text: String| {
-        entries.push(SessionEntry {
-            list: list as u8,
-            n: i64::try_from(place).unwrap_or(i64::MAX),
-            text,
-        });
-    };
-    let history = &facts.history;
-    if let Some(from) = log.changed[MESSAGES] {
-        let first = log.first[MESSAGES];
-        let skip = from.saturating_sub(first) as usize;
-        for (i, m) in history.messages.iter().enumerate().skip(skip) {
-            // Plain data: it always serializes.
-            put(
-                MESSAGES,
-                first + i as u64,
-                serde_json::to_string(m).unwrap_or_default(),
-            );
-        }
-    }
-    if let Some(from) = log.changed[TOOLS] {
-        let first = log.first[TOOLS];
-        let skip = from.saturating_sub(first) as usize;
-        for (i, t) in history.tools.iter().enumerate().skip(skip) {
-            put(
-                TOOLS,
-                first + i as u64,
-                serde_json::to_string(t).unwrap_or_default(),
-            );
-        }
-    }
+    changed_entries(MESSAGES, &facts.history.messages, log, &mut entries);
+    changed_entries(TOOLS, &facts.history.tools, log, &mut entries);
     let firsts = [MESSAGES, TOOLS]
         .into_iter()
         .filter(|&l| log.first[l] != log.saved_first[l])
         .map(|l| (l as u8, i64::try_from(log.first[l]).unwrap_or(i64::MAX)))
         .collect();
     (entries, firsts)
+}
+
+/// The entries of list `list` from its first place changed since the last save, into `out`.
+fn changed_entries<T: Serialize>(
+    list: usize,
+    items: &VecDeque<T>,
+    log: &HistoryLog,
+    out: &mut Vec<SessionEntry>,
+) {
+    let Some(from) = log.changed[list] else {
+        return;
+    };
+    let first = log.first[list];
+    let skip = usize::try_from(from.saturating_sub(first)).unwrap_or(usize::MAX);
+    for (i, item) in items.iter().enumerate().skip(skip) {
+        out.push(SessionEntry {
+            list: list as u8,
+            n: i64::try_from(first + i as u64).unwrap_or(i64::MAX),
+            // Plain data: it always serializes.
+            text: serde_json::to_string(item).unwrap_or_default(),
+        });
+    }
 }
 
 /// Why a saved running tree was not put back.

@@ -337,7 +337,7 @@ impl SessionFacts {
     }
 
     fn push_message(&mut self, role: &str, content: &str) {
-        let place = self.log.first[MESSAGES] + self.history.messages.len() as u64;
+        let place = self.log.first[MESSAGES].saturating_add(self.history.messages.len() as u64);
         self.log.changed(MESSAGES, place);
         self.history.counts.messages += 1;
         self.history.messages.push_back(MessageRecord {
@@ -347,7 +347,7 @@ impl SessionFacts {
         });
         while self.history.messages.len() > self.limit {
             self.history.messages.pop_front();
-            self.log.first[MESSAGES] += 1;
+            self.log.first[MESSAGES] = self.log.first[MESSAGES].saturating_add(1);
         }
     }
 
@@ -376,7 +376,7 @@ impl SessionFacts {
             (_, Some(i)) => i,
         };
         self.log
-            .changed(TOOLS, self.log.first[TOOLS] + index as u64);
+            .changed(TOOLS, self.log.first[TOOLS].saturating_add(index as u64));
         let record = &mut h.tools[index];
         record.time = now;
         match hook {
@@ -399,7 +399,7 @@ impl SessionFacts {
         }
         while h.tools.len() > self.limit {
             h.tools.pop_front();
-            self.log.first[TOOLS] += 1;
+            self.log.first[TOOLS] = self.log.first[TOOLS].saturating_add(1);
         }
     }
 }

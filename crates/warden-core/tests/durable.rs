@@ -412,3 +412,119 @@ fn a_whole_snapshot_is_read_and_the_history_is_then_saved_entry_by_entry() {
     assert!(err.contains("history is incomplete: 0 of its"), "{err}");
     assert!(err.contains("tool calls"), "{err}");
 }
+
+/// A saved session whose history does not add up (written by hand, a damaged database, a
+/// hostile one) is refused with a reason when it is opened; it never panics, and an entry
+/// beside the places the snapshot names is ignored.
+#[test]
+fn a_saved_history_that_does_not_add_up_is_refused_with_a_reason() {
+    let w = warden();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let store = Store::open(&db).unwrap();
+    let mut s = w.open_session("s", SessionOptions::default()).unwrap();
+    for (i, step) in [Step::Query, Step::Call(0, false), Step::Complete(0, 1)]
+        .iter()
+        .enumerate()
+    {
+        let (hook, e) = event(step, 1000.0 + i as f64);
+        s.tick(hook, e);
+    }
+    // The session as a format-2 save: its head, and its entries.
+    let whole: serde_json::Value = serde_json::from_str(&s.snapshot()).unwrap();
+    let mut head = whole.clone();
+    head["format"] = json!(2);
+    head["facts"]["history"]["messages"] = json!([]);
+    head["facts"]["history"]["tools"] = json!([]);
+    head["lists"] = json!([[0, 1], [0, 1]]);
+    let message = whole["facts"]["history"]["messages"][0].to_string();
+    let tool = whole["facts"]["history"]["tools"][0].to_string();
+    let entry = |list: u8, n: i64, text: &str| warden_store::SessionEntry {
+        list,
+        n,
+        text: text.to_string(),
+    };
+    let good = vec![entry(0, 0, &message), entry(1, 0, &tool)];
+    let with = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut h = head.clone();
+        f(&mut h);
+        h.to_string()
+    };
+    let cases: Vec<(&str, String, Vec<warden_store::SessionEntry>)> = vec![
+        ("", head.to_string(), good.clone()),
+        (
+            "",
+            head.to_string(),
+            [
+                good.clone(),
+                vec![entry(1, 7, "junk"), entry(9, -3, "junk")],
+            ]
+            .concat(),
+        ),
+        (
+            "does not say where",
+            with(&|h| h["lists"] = serde_json::Value::Null),
+            good.clone(),
+        ),
+        (
+            "starts past",
+            with(&|h| h["lists"] = json!([[0, 1], [u64::MAX, 1]])),
+            good.clone(),
+        ),
+        (
+            "incomplete: 1 of its 5 tool calls",
+            with(&|h| h["lists"] = json!([[0, 1], [0, 5]])),
+            good.clone(),
+        ),
+        (
+            "incomplete: 0 of its 1 messages",
+            head.to_string(),
+            vec![entry(1, 0, &tool)],
+        ),
+        (
+            "not readable (tool calls, entry 0)",
+            head.to_string(),
+            vec![entry(0, 0, &message), entry(1, 0, "{")],
+        ),
+        (
+            "not readable",
+            with(&|h| h["lists"] = json!("many")),
+            good.clone(),
+        ),
+    ];
+    for (i, (expected, snapshot, entries)) in cases.into_iter().enumerate() {
+        let id = format!("case-{i}");
+        store
+            .tick()
+            .commit(Some(warden_store::SessionWrite {
+                id: &id,
+                user: "default",
+                project: "default",
+                loaded: None,
+                snapshot: &snapshot,
+                events: 3,
+                ended: false,
+                updated_at: 2000.0,
+                touch: true,
+                entries: &entries,
+                firsts: &[],
+            }))
+            .unwrap();
+        let opened = Warden::builder()
+            .history_limit(HISTORY)
+            .rules_dir(data().join("rules"))
+            .modes_file(data().join("modes.toml"))
+            .store(Store::open(&db).unwrap())
+            .build()
+            .unwrap()
+            .open_session(&id, SessionOptions::default());
+        match opened {
+            Ok(read) if expected.is_empty() => assert_eq!(facts(&read), facts(&s), "case {i}"),
+            Ok(_) => panic!("case {i}: opened, expected {expected:?}"),
+            Err(e) => assert!(
+                !expected.is_empty() && e.to_string().contains(expected),
+                "case {i}: {e}"
+            ),
+        }
+    }
+}

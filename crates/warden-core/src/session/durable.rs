@@ -175,7 +175,26 @@ impl<'a> Snapshot<'a> {
                 head.format
             ));
         }
-        serde_json::from_str(text).map_err(|e| format!("the saved session is not readable: {e}"))
+        let snapshot: Snapshot<'static> = serde_json::from_str(text)
+            .map_err(|e| format!("the saved session is not readable: {e}"))?;
+        match (snapshot.format, snapshot.lists) {
+            (FORMAT, None) => {
+                return Err(
+                    "the saved session does not say where its history's entries are".into(),
+                );
+            }
+            (FORMAT, Some(lists))
+                if lists
+                    .iter()
+                    .any(|(first, _)| i64::try_from(*first).is_err()) =>
+            {
+                return Err(
+                    "the saved session's history starts past the places a store keeps".into(),
+                );
+            }
+            _ => {}
+        }
+        Ok(snapshot)
     }
 
     /// The facts, with what rules do not read and the host's history bound; the history's
@@ -331,7 +350,7 @@ fn changed_entries<T: Serialize>(
     for (i, item) in items.iter().enumerate().skip(skip) {
         out.push(SessionEntry {
             list: list as u8,
-            n: i64::try_from(first + i as u64).unwrap_or(i64::MAX),
+            n: i64::try_from(first.saturating_add(i as u64)).unwrap_or(i64::MAX),
             // Plain data: it always serializes.
             text: serde_json::to_string(item).unwrap_or_default(),
         });

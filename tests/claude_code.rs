@@ -189,6 +189,26 @@ fn a_hook_waits_out_a_lock_held_longer_than_a_tick_waits() {
     assert_eq!(count, Some(json!(2)), "the second hook's tick was saved");
 }
 
+/// A session whose save is damaged (its history's rows gone) is still shown, as stored, with
+/// why it cannot be read: that is when its owner needs to see it.
+#[test]
+fn a_damaged_session_is_still_shown_as_stored() {
+    let project = Project::new("damaged");
+    project.hook(&project.payload("UserPromptSubmit", None));
+    let conn = rusqlite::Connection::open(project.db()).unwrap();
+    let rows = conn
+        .execute("DELETE FROM session_entry WHERE session_id = 'damaged'", [])
+        .unwrap();
+    assert!(rows > 0, "the prompt is in the history's rows");
+    drop(conn);
+    let shown: Value =
+        serde_json::from_str(&project.warden(&["sessions", "show", "damaged"])).unwrap();
+    let reason = shown["unreadable"].as_str().unwrap();
+    assert!(reason.contains("history is incomplete"), "{reason}");
+    assert_eq!(shown["saved"]["format"], 2);
+    assert_eq!(shown["entries"], json!([]));
+}
+
 #[test]
 fn a_hook_killed_mid_tick_loses_nothing() {
     let project = Project::new("crash");

@@ -71,12 +71,21 @@ pub(crate) fn run(config: &Config, command: SessionsCommand) -> Result<ExitCode,
         }
         SessionsCommand::Show { id } => match store.load_session(&id).map_err(|e| e.to_string())? {
             Some(s) => {
-                let snapshot = warden_core::saved_snapshot(&s)
-                    .map_err(|e| format!("session {id:?} is not readable: {e}"))?;
-                json_out(&serde_json::json!({
-                    "session": s.summary,
-                    "saved": snapshot,
-                }))?;
+                let shown = match warden_core::saved_snapshot(&s) {
+                    Ok(snapshot) => serde_json::json!({
+                        "session": s.summary,
+                        "saved": snapshot,
+                    }),
+                    // What a damaged save holds is what its owner needs to see: as stored.
+                    Err(reason) => serde_json::json!({
+                        "session": s.summary,
+                        "unreadable": reason,
+                        "saved": serde_json::from_str::<serde_json::Value>(&s.snapshot)
+                            .unwrap_or(serde_json::Value::String(s.snapshot.clone())),
+                        "entries": s.entries,
+                    }),
+                };
+                json_out(&shown)?;
                 Ok(ExitCode::SUCCESS)
             }
             None => Err(format!(

@@ -528,3 +528,55 @@ fn a_saved_history_that_does_not_add_up_is_refused_with_a_reason() {
         }
     }
 }
+
+/// A host that ticks a session again before settling its batched save (it should wait) does
+/// not break it: the late result leaves the session as the later tick left it, and what the
+/// store holds reads back as the session in memory.
+#[test]
+fn a_batched_save_settled_late_leaves_the_session_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("w.db");
+    let build = || {
+        Warden::builder()
+            .history_limit(HISTORY)
+            .rules_dir(data().join("rules"))
+            .modes_file(data().join("modes.toml"))
+            .store(Store::open(&db).unwrap())
+            .build()
+            .unwrap()
+    };
+    let w = build();
+    let mut s = w.open_session("s", SessionOptions::default()).unwrap();
+    let steps = [
+        Step::Query,
+        Step::Call(0, false),
+        Step::Complete(0, 3),
+        Step::Call(1, false),
+    ];
+    let (hook, e) = event(&steps[0], 1000.0);
+    s.tick(hook, e);
+    let (told, result) = std::sync::mpsc::channel();
+    let (hook, e) = event(&steps[1], 1001.0);
+    let pending = match s.tick_batched(hook, e, move |r| told.send(r).unwrap()) {
+        warden_core::Ticked::Saving(p) => p,
+        warden_core::Ticked::Done(_) => panic!("a durable tick on SQLite saves in a batch"),
+    };
+    let (hook, e) = event(&steps[2], 1002.0);
+    s.tick(hook, e);
+    let late = s.saved(pending, result.recv().unwrap());
+    assert!(
+        late.unsaved.is_none()
+            || late
+                .unsaved
+                .as_deref()
+                .is_some_and(|u| u.contains("ticked again"))
+    );
+    let (hook, e) = event(&steps[3], 1003.0);
+    let last = s.tick(hook, e);
+    assert!(last.unsaved.is_none(), "{:?}", last.unsaved);
+    let read = build()
+        .open_session("s", SessionOptions::default())
+        .unwrap();
+    assert_eq!(facts(&read), facts(&s));
+    assert_eq!(read.events(), s.events());
+}

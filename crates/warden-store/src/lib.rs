@@ -121,10 +121,12 @@ impl fmt::Debug for Store {
 }
 
 /// Runs the same expression on whichever back end `$store` holds.
+/// (SQLite's calls do not hold up a tokio runtime: see `sqlite::off_runtime`; PostgreSQL's
+/// go through `pg::conn::blocking`.)
 macro_rules! each {
     ($store:expr, $s:ident => $e:expr) => {
         match &$store.backend {
-            Inner::Sqlite($s) => $e,
+            Inner::Sqlite($s) => sqlite::off_runtime(|| $e),
             Inner::Postgres($s) => $e,
         }
     };
@@ -404,7 +406,7 @@ impl Store {
     ///   through this store count too.
     pub fn data_version(&self) -> Result<i64, StoreError> {
         match &self.backend {
-            Inner::Sqlite(s) => s.data_version(),
+            Inner::Sqlite(s) => sqlite::off_runtime(|| s.data_version()),
             Inner::Postgres(s) => Ok(s.data_version()),
         }
     }
@@ -451,8 +453,10 @@ impl Store {
     /// SQLite: a thread of the store's own writes every save waiting in one transaction on
     /// the store's connection, while the next ones queue up: under load, one commit serves many
     /// sessions, and the caller's thread never waits for the database. `done` runs on that
-    /// thread, after the commit: it should only hand the result on (to a channel). The saves
-    /// still queued when the store is dropped are committed first.
+    /// thread, after the commit: it should only hand the result on (to a channel); a `done`
+    /// that panics is caught there. The saves still queued when the store is dropped are
+    /// committed first. (Should that thread not start, the save is made at once, and `done`
+    /// called, on the caller's thread.)
     ///
     /// PostgreSQL: saved at once, on the caller's thread, in a transaction of its own (see
     /// [`Store::batches_saves`]).
@@ -463,20 +467,34 @@ impl Store {
     ) {
         match &self.backend {
             Inner::Sqlite(s) => {
-                let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
-                if batcher.is_none() {
-                    match Batcher::start(s.conn.clone(), s.db.clone()) {
-                        Ok(started) => *batcher = Some(started),
-                        Err(e) => {
-                            drop(batcher);
-                            tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one");
-                            return sqlite::batch::save_now(&s.conn, &s.db, save, Box::new(done));
+                let mut job: (SessionSave, sqlite::batch::Done) = (save, Box::new(done));
+                // Twice at most: a thread found gone is started again.
+                for _ in 0..2 {
+                    let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
+                    if batcher.is_none() {
+                        match Batcher::start(s.conn.clone(), s.db.clone()) {
+                            Ok(started) => *batcher = Some(started),
+                            Err(e) => {
+                                tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one");
+                                break;
+                            }
+                        }
+                    }
+                    let Some(b) = batcher.as_ref() else { break };
+                    match b.submit(job.0, job.1) {
+                        Ok(()) => return,
+                        Err(back) => {
+                            job = *back;
+                            if let Some(gone) = batcher.take() {
+                                tracing::error!(db = %s.db.label, "the thread that saves sessions had stopped; starting it again");
+                                drop(batcher);
+                                gone.stop();
+                            }
                         }
                     }
                 }
-                if let Some(b) = batcher.as_ref() {
-                    b.submit(save, Box::new(done));
-                }
+                // Outside the lock: `done` runs here, on the caller's thread.
+                sqlite::batch::save_now(&s.conn, &s.db, job.0, job.1);
             }
             Inner::Postgres(_) => {
                 let next = save.loaded.map_or(1, |v| v + 1);

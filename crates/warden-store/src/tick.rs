@@ -42,6 +42,17 @@ macro_rules! each {
     };
 }
 
+/// [`each!`] for a call that uses the database: SQLite's does not hold up a tokio runtime
+/// (`sqlite::off_runtime`).
+macro_rules! db {
+    ($tx:expr, $t:ident => $e:expr) => {
+        match &$tx.inner {
+            Tick::Sqlite($t) => crate::sqlite::off_runtime(|| $e),
+            Tick::Postgres($t) => $e,
+        }
+    };
+}
+
 impl std::fmt::Debug for TickTransaction<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TickTransaction")
@@ -77,7 +88,7 @@ impl<'s> TickTransaction<'s> {
 
     /// Begins the transaction now, if it has not begun (SQLite: takes the write lock).
     pub fn begin(&self) -> Result<(), StoreError> {
-        each!(self, t => t.begin())
+        db!(self, t => t.begin())
     }
 
     /// Reads one key of plugin state inside the transaction; `None` if it is not set.
@@ -87,7 +98,7 @@ impl<'s> TickTransaction<'s> {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        each!(self, t => t.state_get(scope, key))
+        db!(self, t => t.state_get(scope, key))
     }
 
     /// Reads every key of plugin state in `scope` inside the transaction. PostgreSQL: under
@@ -96,7 +107,7 @@ impl<'s> TickTransaction<'s> {
         &self,
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
-        each!(self, t => t.state_all(scope))
+        db!(self, t => t.state_all(scope))
     }
 
     /// Applies groups of writes inside the transaction, each group applied whole or not at
@@ -106,24 +117,24 @@ impl<'s> TickTransaction<'s> {
         &self,
         groups: &[Vec<StateWrite>],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        each!(self, t => t.write_groups(groups))
+        db!(self, t => t.write_groups(groups))
     }
 
     /// Adds rows to the execution log inside the transaction.
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        each!(self, t => t.record_executions(records))
+        db!(self, t => t.record_executions(records))
     }
 
     /// The saved session `id`, read inside the transaction (so no other process can save it
     /// before this transaction ends).
     pub fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        each!(self, t => t.load_session(id))
+        db!(self, t => t.load_session(id))
     }
 
     /// The version of the saved session `id`, read inside the transaction. PostgreSQL: locks
     /// the session (its row, or its id while it has none) to the end of the transaction.
     pub fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
-        each!(self, t => t.session_version(id))
+        db!(self, t => t.session_version(id))
     }
 
     /// Saves `session` (when given) and commits everything the transaction wrote; the
@@ -131,7 +142,7 @@ impl<'s> TickTransaction<'s> {
     /// [`StoreError::SessionConflict`], and then nothing is written.
     pub fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
         match self.inner {
-            Tick::Sqlite(t) => t.commit(session),
+            Tick::Sqlite(t) => crate::sqlite::off_runtime(|| t.commit(session)),
             Tick::Postgres(t) => t.commit(session),
         }
     }

@@ -91,6 +91,9 @@ pub struct Session {
     durable: Option<Durable>,
     /// What reading the session back could not keep, reported by its next tick.
     restored_halted: Vec<Halted>,
+    /// Tick attempts so far in this process (not saved): tells a batched save settled late
+    /// from one settled in order ([`Session::saved`]).
+    attempts: u64,
     /// What the embedding host keeps with the session (saved with it).
     host: serde_json::Map<String, serde_json::Value>,
 }
@@ -134,6 +137,8 @@ pub struct PendingSave {
     hook: Hook,
     event: Arc<Event>,
     touched: Option<f64>,
+    /// The session's attempts when the tick was over.
+    attempts: u64,
 }
 
 impl std::fmt::Debug for PendingSave {
@@ -194,6 +199,7 @@ impl Session {
             events: 0,
             durable: None,
             restored_halted: Vec::new(),
+            attempts: 0,
             host: serde_json::Map::new(),
         }
     }
@@ -471,6 +477,7 @@ impl Session {
             match self.attempt(hook, &event, attempts < MAX_ATTEMPTS, false) {
                 Attempt::Done(outcome) => return outcome,
                 // Another process saved the session meanwhile: the tick runs again, on it.
+                // (`Deferred` is not returned without `batch`.)
                 Attempt::Again | Attempt::Deferred(..) => attempts += 1,
             }
         }
@@ -525,7 +532,13 @@ impl Session {
             hook,
             event,
             touched,
+            attempts,
         } = pending;
+        if attempts != self.attempts {
+            // The session ticked again meanwhile (its host did not wait): this result says
+            // nothing of the copy as it is now, which is left as it stands.
+            return self.settled_late(outcome, after_commit, result);
+        }
         if self.settle(result.map(Some), &mut outcome, after_commit, true, touched) {
             outcome
         } else {
@@ -534,11 +547,37 @@ impl Session {
         }
     }
 
+    /// The outcome of a batched save settled after the session ticked again: its events go out
+    /// if it was saved; if it was not, it cannot run again (the session moved on), and says so.
+    fn settled_late(
+        &self,
+        mut outcome: Outcome,
+        after_commit: Vec<AfterCommit>,
+        result: Result<i64, warden_store::StoreError>,
+    ) -> Outcome {
+        match result {
+            Ok(_) => {
+                for action in after_commit {
+                    action.run(&self.shared);
+                }
+            }
+            Err(e) => {
+                let error = format!(
+                    "nothing this tick wrote was saved: {e} (and the session ticked again before this tick's save was settled)"
+                );
+                outcome.unsaved = Some(error.clone());
+                outcome.errors.push(RuleError { rule: None, error });
+            }
+        }
+        outcome
+    }
+
     /// One attempt at a tick. `Again` when `retry` and the session could not be saved because
     /// another process saved it since it was read: this copy is then stale, and the next
     /// attempt reads it again. With `batch`, a tick that used the store for nothing but its
     /// save is `Deferred`, with that save.
     fn attempt(&mut self, hook: Hook, event: &Arc<Event>, retry: bool, batch: bool) -> Attempt {
+        self.attempts += 1;
         // The users' choices first: they may read the store, which the tick then locks.
         let controls = self.shared.controls();
         let mut early = Vec::new();
@@ -661,6 +700,7 @@ impl Session {
                     hook,
                     event: event.clone(),
                     touched,
+                    attempts: self.attempts,
                 };
                 return Attempt::Deferred(pending, save);
             }

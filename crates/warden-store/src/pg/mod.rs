@@ -502,26 +502,37 @@ impl PgStore {
     }
 
     pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        // One statement: the row and its entries go together.
+        // The row locked first (a save under way finishes, and its entries with it), then the
+        // entries, then the row: nothing of the session is left behind.
         let n = self.run(|c| {
-            c.execute(
-                "WITH entries AS (DELETE FROM session_entry WHERE session_id = $1)
-                 DELETE FROM session WHERE id = $1",
-                &[&id],
-            )
+            c.batch("BEGIN")?;
+            c.query("SELECT 1 FROM session WHERE id = $1 FOR UPDATE", &[&id])?;
+            c.execute("DELETE FROM session_entry WHERE session_id = $1", &[&id])?;
+            let n = c.execute("DELETE FROM session WHERE id = $1", &[&id])?;
+            c.batch("COMMIT")?;
+            Ok(n)
         })?;
         Ok(n > 0)
     }
 
     pub(crate) fn prune_sessions(&self, before: f64) -> Result<usize, StoreError> {
+        // As a deletion: the rows locked first, so that no save under way leaves entries of a
+        // session deleted behind.
         let rows = self.run(|c| {
+            c.batch("BEGIN")?;
             c.query(
+                "SELECT 1 FROM session WHERE updated_at < $1 FOR UPDATE",
+                &[&before],
+            )?;
+            let rows = c.query(
                 "WITH old AS (DELETE FROM session WHERE updated_at < $1 RETURNING id),
                       entries AS (DELETE FROM session_entry
                                   WHERE session_id IN (SELECT id FROM old))
                  SELECT count(*) FROM old",
                 &[&before],
-            )
+            )?;
+            c.batch("COMMIT")?;
+            Ok(rows)
         })?;
         let n = rows.first().map_or(0, |r| r.get::<_, i64>(0));
         Ok(usize::try_from(n).unwrap_or(usize::MAX))
@@ -600,6 +611,8 @@ pub(crate) fn stored_session_with_entries(r: &Row) -> StoredSession {
         .zip(places)
         .zip(texts)
         .map(|((list, n), text)| SessionEntry {
+            // A list the engine does not know (negative, written by hand) is read as 255, which
+            // it ignores.
             list: u8::try_from(list).unwrap_or(u8::MAX),
             n,
             text,

@@ -6,9 +6,13 @@
 //!
 //! Each save is checked against the version it was loaded at, as a tick's commit checks it: a
 //! session saved by another process meanwhile is a [`StoreError::SessionConflict`] for that
-//! save alone, and the others of its batch are committed. A failure of the transaction itself
-//! (the lock held elsewhere too long, a full disk) fails every save of its batch, and none of
-//! them is written.
+//! save alone, and the others of its batch are committed. Each save is made in a savepoint of
+//! its own, so one that fails half-way (its row written, one of its entries refused) leaves
+//! nothing of itself. A failure of the transaction itself (the lock held elsewhere too long, a
+//! full disk) fails every save of its batch, and none of them is written.
+//!
+//! The thread outlives a panic, of a caller's `done` (it is caught, and the others of the batch
+//! are still told) or of its own (the batch is rolled back and every save of it told so).
 
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -73,16 +77,25 @@ impl Batcher {
     }
 
     /// Queues `save`; `done` is called on the batching thread once its batch is committed (or
-    /// failed).
-    pub(crate) fn submit(&self, save: SessionSave, done: Done) {
+    /// failed). If the thread is gone (it should not be: it survives panics), the save and
+    /// `done` are handed back, untold.
+    pub(crate) fn submit(
+        &self,
+        save: SessionSave,
+        done: Done,
+    ) -> Result<(), Box<(SessionSave, Done)>> {
         let job = Job {
             save,
             done: Some(done),
             db: self.db.clone(),
         };
-        // The thread stops only when this sender is dropped; were it gone, the job's drop
-        // tells the caller.
-        let _ = self.jobs.send(job);
+        self.jobs
+            .send(job)
+            .map_err(|std::sync::mpsc::SendError(mut job)| {
+                let done = job.done.take();
+                let save = std::mem::replace(&mut job.save, empty_save());
+                Box::new((save, done.unwrap_or_else(|| Box::new(|_| {}))))
+            })
     }
 
     /// Commits what is queued, and stops the thread.
@@ -91,6 +104,22 @@ impl Batcher {
         if self.thread.join().is_err() {
             tracing::error!(db = %self.db.label, "the thread that saves sessions panicked");
         }
+    }
+}
+
+fn empty_save() -> SessionSave {
+    SessionSave {
+        id: String::new(),
+        user: String::new(),
+        project: String::new(),
+        loaded: None,
+        snapshot: String::new(),
+        events: 0,
+        ended: false,
+        updated_at: 0.0,
+        touch: false,
+        entries: Vec::new(),
+        firsts: Vec::new(),
     }
 }
 
@@ -121,12 +150,49 @@ fn run(conn: &Mutex<Connection>, db: &Named, queue: &Receiver<Job>) {
         }
         let results = {
             let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
-            commit(&conn, db, &batch)
+            let results = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                commit(&conn, db, &batch)
+            }));
+            results.unwrap_or_else(|_| {
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                let reason = "saving sessions failed (a bug in Warden; the log has it)";
+                batch
+                    .iter()
+                    .map(|_| Err(db.refused(reason.to_string())))
+                    .collect()
+            })
         };
         for (job, result) in batch.into_iter().zip(results) {
-            job.tell(result);
+            // A caller's `done` that panics does not take the thread, or the others, with it.
+            let told = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.tell(result)));
+            if told.is_err() {
+                tracing::error!(db = %db.label, "a caller's handler of a saved session panicked");
+            }
         }
     }
+}
+
+/// Runs `f` in a savepoint: undone whole if it fails.
+fn in_savepoint<R>(
+    conn: &Connection,
+    db: &Named,
+    f: impl FnOnce() -> Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
+    if let Err(e) = step("SAVEPOINT save") {
+        return Err(db.sql_err(e));
+    }
+    let result = f();
+    if conn.is_autocommit() {
+        return result;
+    }
+    if result.is_err() {
+        let _ = step("ROLLBACK TO save");
+    }
+    let _ = step("RELEASE save");
+    result
 }
 
 /// Writes the batch's saves in one transaction; each one's result.
@@ -143,9 +209,11 @@ fn commit(conn: &Connection, db: &Named, batch: &[Job]) -> Vec<Result<i64, Store
     }
     let mut results = Vec::with_capacity(batch.len());
     for job in batch {
-        // An UPDATE or INSERT that fails undoes itself; one that ends the transaction (a full
-        // disk) is seen below.
-        results.push(save_session(db, conn, &job.save.as_write()));
+        // A save that fails after some of its statements is undone to its savepoint; one that
+        // ends the transaction (a full disk) is seen below.
+        results.push(in_savepoint(conn, db, || {
+            save_session(db, conn, &job.save.as_write())
+        }));
         if conn.is_autocommit() {
             let reason = match results.pop() {
                 Some(Err(e)) => e.to_string(),

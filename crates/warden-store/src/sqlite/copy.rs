@@ -118,7 +118,7 @@ impl SqliteStore {
                 std::collections::HashMap::new();
             while let Some(r) = rows.next()? {
                 by_id.entry(r.get(0)?).or_default().push(SessionEntry {
-                    list: r.get(1)?,
+                    list: u8::try_from(r.get::<_, i64>(1)?).unwrap_or(u8::MAX),
                     n: r.get(2)?,
                     text: r.get(3)?,
                 });

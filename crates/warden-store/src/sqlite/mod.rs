@@ -65,6 +65,20 @@ impl Named {
     }
 }
 
+/// Runs `f`, which uses the connection (and may wait for it, or for another process's lock),
+/// so that it does not hold up a tokio runtime: on a worker of a multi-thread runtime it runs
+/// through `block_in_place` (the runtime moves its other tasks to another thread meanwhile);
+/// anywhere else (a plain thread, the blocking pool, a current-thread runtime, which waits as
+/// its host chose) it just runs. A server ticks on its runtime's workers, and most ticks never
+/// call the store (their save goes to the batching thread); those that do pay for the hand-over.
+pub(crate) fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 /// Whether SQLite gave up waiting for another connection's lock.
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
@@ -86,6 +100,9 @@ pub(crate) struct SqliteStore {
     /// The thread that checkpoints the write-ahead log on a connection of its own
     /// ([`crate::Store::checkpoint_in_background`]); it stops when its sender is dropped.
     checkpointer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
+    /// The lock timeout in milliseconds, for the checkpoint thread to put back on the store's
+    /// connection after a restart of the log (it may change after the thread starts).
+    timeout_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Drop for SqliteStore {
@@ -135,11 +152,13 @@ impl SqliteStore {
 /// Copies the rest of the write-ahead log into the file and makes the next commit write it
 /// from its start (RESTART), on the store's own connection: this process's commits wait on
 /// its mutex meanwhile (briefly: PASSIVE checkpoints copied most of the log already), not in
-/// SQLite's busy handler, which sleeps in steps of milliseconds. Other processes' readers may
-/// hold the restart up for a moment; then the next round tries again.
+/// SQLite's busy handler, which sleeps in steps of milliseconds. It does not wait for other
+/// processes: one holding the database or reading the log makes it give up at once (holding
+/// the connection while it waited would hold this process's ticks up), and the next round
+/// tries again.
 fn restart_log(main: &Mutex<Connection>, label: &str, waited: Duration) {
     let conn = main.lock().unwrap_or_else(PoisonError::into_inner);
-    let _ = conn.busy_timeout(CHECKPOINT_WAIT);
+    let _ = conn.busy_timeout(Duration::ZERO);
     match conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0)) {
         Ok(0) => {}
         Ok(_) => {
@@ -334,6 +353,9 @@ impl SqliteStore {
             },
             checkpoint_past: None,
             checkpointer: Mutex::new(None),
+            timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
+                crate::DEFAULT_LOCK_TIMEOUT.as_millis() as u64,
+            )),
         })
     }
 
@@ -366,7 +388,7 @@ impl SqliteStore {
         let (stop, stopped) = std::sync::mpsc::channel::<()>();
         let label = self.db.label.clone();
         let main = self.conn.clone();
-        let waited = self.db.lock_timeout;
+        let timeout_ms = self.timeout_ms.clone();
         let thread = std::thread::Builder::new()
             .name("warden-checkpoint".into())
             .spawn(move || {
@@ -386,6 +408,9 @@ impl SqliteStore {
                         }
                     };
                     if frames >= i64::from(restart_past) {
+                        let waited = Duration::from_millis(
+                            timeout_ms.load(std::sync::atomic::Ordering::Relaxed),
+                        );
                         restart_log(&main, &label, waited);
                     }
                 }
@@ -430,6 +455,10 @@ impl SqliteStore {
                 cause: cause.into(),
             })?;
         self.db.lock_timeout = timeout;
+        self.timeout_ms.store(
+            u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
         Ok(())
     }
 

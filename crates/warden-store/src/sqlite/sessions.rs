@@ -105,7 +105,9 @@ fn entries(conn: &Connection, id: &str) -> rusqlite::Result<Vec<SessionEntry>> {
     )?;
     let rows = stmt.query_map([id], |r| {
         Ok(SessionEntry {
-            list: r.get(0)?,
+            // A list the engine does not know (past 255, written by hand) is read as 255, which
+            // it ignores, as PostgreSQL's reading does.
+            list: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
             n: r.get(1)?,
             text: r.get(2)?,
         })

@@ -126,6 +126,75 @@ fn a_background_checkpoint_starts_the_log_over_under_steady_commits() {
     assert_eq!(s.check_integrity().expect("check"), Vec::<String>::new());
 }
 
+fn save_of(id: &str, loaded: Option<i64>, entry: &str) -> crate::SessionSave {
+    crate::SessionSave {
+        id: id.to_string(),
+        user: "u".to_string(),
+        project: "p".to_string(),
+        loaded,
+        snapshot: format!("head of {id}"),
+        events: 1,
+        ended: false,
+        updated_at: 1.0,
+        touch: true,
+        entries: vec![crate::SessionEntry {
+            list: 0,
+            n: 0,
+            text: entry.to_string(),
+        }],
+        firsts: Vec::new(),
+    }
+}
+
+/// Saves in batches; each one's result, in order.
+fn batch(s: &Store, saves: Vec<crate::SessionSave>) -> Vec<Result<i64, StoreError>> {
+    let (told, results) = std::sync::mpsc::channel();
+    for (i, save) in saves.into_iter().enumerate() {
+        let told = told.clone();
+        s.save_in_batch(save, move |r| told.send((i, r)).unwrap());
+    }
+    drop(told);
+    let mut all: Vec<_> = results.iter().collect();
+    all.sort_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+/// A save of a batch that fails half-way (its row written, one of its entries refused) leaves
+/// nothing of itself: the session is as it was, and the others of the batch are saved.
+#[test]
+fn a_save_that_fails_half_way_in_a_batch_leaves_nothing_of_itself() {
+    let s = Store::in_memory().expect("store");
+    s.exec(
+        "CREATE TRIGGER refuse BEFORE INSERT ON session_entry WHEN NEW.entry = 'bad'
+         BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END;",
+    )
+    .expect("trigger");
+    let first = batch(&s, vec![save_of("a", None, "ok"), save_of("b", None, "ok")]);
+    assert!(first.iter().all(Result::is_ok), "{first:?}");
+    let second = batch(
+        &s,
+        vec![save_of("a", Some(1), "ok 2"), save_of("b", Some(1), "bad")],
+    );
+    assert!(matches!(second[0], Ok(2)), "{:?}", second[0]);
+    let e = second[1].as_ref().expect_err("refused").to_string();
+    assert!(e.contains("refused by a trigger"), "{e}");
+    let b = s.load_session("b").expect("load").expect("saved");
+    assert_eq!((b.summary.version, b.entries[0].text.as_str()), (1, "ok"));
+    let a = s.load_session("a").expect("load").expect("saved");
+    assert_eq!((a.summary.version, a.entries[0].text.as_str()), (2, "ok 2"));
+}
+
+/// A caller's handler that panics takes neither the batching thread nor the other saves of
+/// its batch with it.
+#[test]
+fn a_panicking_handler_does_not_stop_the_batching_thread() {
+    let s = Store::in_memory().expect("store");
+    s.save_in_batch(save_of("a", None, "x"), |_| panic!("a handler's bug"));
+    let after = batch(&s, vec![save_of("b", None, "y"), save_of("c", None, "z")]);
+    assert!(after.iter().all(|r| matches!(r, Ok(1))), "{after:?}");
+    assert!(s.load_session("a").expect("load").is_some());
+}
+
 #[test]
 fn a_file_store_persists_across_reopen_in_wal_mode() {
     let dir = tempfile::tempdir().expect("tempdir");

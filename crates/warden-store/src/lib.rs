@@ -84,7 +84,10 @@ pub enum Backend {
 }
 
 /// A handle on one Warden database. Cheap to share: it is `Send + Sync`; SQLite serializes
-/// access to its one connection, PostgreSQL lends each caller a connection of its pool.
+/// access to its one connection (a server's threads read on a second one, which writers never
+/// hold up), PostgreSQL lends each caller a connection of its pool. Calls that may wait for
+/// the database, made on a worker of a multi-thread tokio runtime, hand the thread over to the
+/// runtime first (`block_in_place`), on both back ends.
 pub struct Store {
     backend: Inner,
     /// SQLite: the thread that saves sessions in batches ([`Store::save_in_batch`]), started
@@ -118,6 +121,17 @@ impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store").field("db", &self.label()).finish()
     }
+}
+
+/// Runs the same expression on whichever back end `$store` holds, for a read that SQLite makes
+/// on its reading connection when on a runtime worker (`SqliteStore::reader`): no hand-over.
+macro_rules! read {
+    ($store:expr, $s:ident => $e:expr) => {
+        match &$store.backend {
+            Inner::Sqlite($s) => $e,
+            Inner::Postgres($s) => $e,
+        }
+    };
 }
 
 /// Runs the same expression on whichever back end `$store` holds.
@@ -317,7 +331,7 @@ impl Store {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        each!(self, s => s.state_get(scope, key))
+        read!(self, s => s.state_get(scope, key))
     }
 
     /// Reads every key of plugin state in `scope`.
@@ -325,7 +339,7 @@ impl Store {
         &self,
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
-        each!(self, s => s.state_all(scope))
+        read!(self, s => s.state_all(scope))
     }
 
     /// Applies groups of writes in ONE transaction; each group is applied completely
@@ -355,12 +369,12 @@ impl Store {
 
     /// Reads the execution log back, newest first, filtered by `filter`.
     pub fn executions(&self, filter: &ExecutionFilter) -> Result<Vec<ExecutionRow>, StoreError> {
-        each!(self, s => s.executions(filter))
+        read!(self, s => s.executions(filter))
     }
 
     /// Every rule toggle, ordered by user and rule.
     pub fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
-        each!(self, s => s.toggles())
+        read!(self, s => s.toggles())
     }
 
     /// Switches `rule_id` on or off for `user_id`; `None` forgets the choice (the rule's
@@ -377,7 +391,7 @@ impl Store {
     /// Every setting override, ordered by user, project, plugin and name. A stored value that
     /// is not valid JSON is an error naming it.
     pub fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
-        each!(self, s => s.overrides())
+        read!(self, s => s.overrides())
     }
 
     /// Sets (or with `None`, removes) a user's value for a setting, for `project_id` or
@@ -413,18 +427,18 @@ impl Store {
 
     /// The saved session `id`, or `None` if it was never saved (or was deleted).
     pub fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        each!(self, s => s.load_session(id))
+        read!(self, s => s.load_session(id))
     }
 
     /// The version of the saved session `id` (cheap: to tell whether a copy in memory is
     /// still the latest).
     pub fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
-        each!(self, s => s.session_version(id))
+        read!(self, s => s.session_version(id))
     }
 
     /// Saved sessions, most recently touched first, at most `limit`.
     pub fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
-        each!(self, s => s.sessions(limit))
+        read!(self, s => s.sessions(limit))
     }
 
     /// Deletes the saved session `id`; whether there was one.

@@ -142,6 +142,8 @@ impl<'s> TickTransaction<'s> {
     /// [`StoreError::SessionConflict`], and then nothing is written.
     pub fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
         match self.inner {
+            // A tick that used the database for nothing has nothing to commit: no hand-over.
+            Tick::Sqlite(t) if session.is_none() && !t.is_begun() => t.commit(None),
             Tick::Sqlite(t) => crate::sqlite::off_runtime(|| t.commit(session)),
             Tick::Postgres(t) => t.commit(session),
         }

@@ -211,9 +211,13 @@ fn commit(conn: &Connection, db: &Named, batch: &[Job]) -> Vec<Result<i64, Store
     for job in batch {
         // A save that fails after some of its statements is undone to its savepoint; one that
         // ends the transaction (a full disk) is seen below.
-        results.push(in_savepoint(conn, db, || {
-            save_session(db, conn, &job.save.as_write())
-        }));
+        let save = job.save.as_write();
+        results.push(if save.entries.is_empty() && save.firsts.is_empty() {
+            // One statement, which undoes itself if it fails.
+            save_session(db, conn, &save)
+        } else {
+            in_savepoint(conn, db, || save_session(db, conn, &save))
+        });
         if conn.is_autocommit() {
             let reason = match results.pop() {
                 Some(Err(e)) => e.to_string(),

@@ -10,7 +10,7 @@ use crate::types::{RuleToggle, SettingOverride};
 impl SqliteStore {
     /// Every rule toggle, ordered by user and rule.
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader();
         (|| {
             let mut stmt = conn.prepare_cached(
                 "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
@@ -57,7 +57,7 @@ impl SqliteStore {
     /// Every setting override, ordered by user, project, plugin and name. A stored value that
     /// is not valid JSON is an error naming it.
     pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader();
         let rows = (|| {
             let mut stmt = conn.prepare_cached(
                 "SELECT user_id, project_id, plugin_id, name, value_json, updated_at

@@ -72,11 +72,20 @@ impl Named {
 /// its host chose) it just runs. A server ticks on its runtime's workers, and most ticks never
 /// call the store (their save goes to the batching thread); those that do pay for the hand-over.
 pub(crate) fn off_runtime<R>(f: impl FnOnce() -> R) -> R {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current().map(|h| h.runtime_flavor()) {
-        Ok(RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
-        _ => f(),
+    if on_runtime_worker() {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
     }
+}
+
+/// Whether this thread runs a multi-thread tokio runtime's tasks.
+fn on_runtime_worker() -> bool {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    matches!(
+        Handle::try_current().map(|h| h.runtime_flavor()),
+        Ok(RuntimeFlavor::MultiThread)
+    )
 }
 
 /// Whether SQLite gave up waiting for another connection's lock.
@@ -91,6 +100,9 @@ pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
 pub(crate) struct SqliteStore {
     /// Shared with the thread that saves sessions in batches.
     pub(crate) conn: Arc<Mutex<Connection>>,
+    /// A file's second connection, for reads made on a runtime worker (see
+    /// [`SqliteStore::reader`]); opened at the first such read (`None` inside: it could not be).
+    reader: std::sync::OnceLock<Option<Mutex<Connection>>>,
     path: Option<PathBuf>,
     /// How the database is named in errors.
     pub(crate) db: Named,
@@ -346,6 +358,7 @@ impl SqliteStore {
         migrations::migrate(&mut conn, &label)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
+            reader: std::sync::OnceLock::new(),
             path,
             db: Named {
                 label,
@@ -501,7 +514,7 @@ impl SqliteStore {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader();
         let raw = (|| {
             conn.prepare_cached(SELECT_STATE)?
                 .query_row(
@@ -520,7 +533,7 @@ impl SqliteStore {
         &self,
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader();
         let rows = select_state_all(&conn, scope).map_err(|e| self.sql_err(e))?;
         drop(conn);
         rows.into_iter()
@@ -609,13 +622,34 @@ impl SqliteStore {
             i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
         args.push(&limit);
 
-        let conn = self.lock();
+        let conn = self.reader();
         (|| {
             let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map(args.as_slice(), execution_row)?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
         .map_err(|e| self.sql_err(e))
+    }
+
+    /// The connection a read outside a tick uses. On a runtime worker (a server's thread), a
+    /// connection of its own for reads: in WAL mode a reader never waits for a writer, so
+    /// neither this store's batching thread nor another process's write lock holds the
+    /// server's threads up (they would wait for the store's connection otherwise). Anywhere
+    /// else (a hook process, a command, the blocking pool), the store's connection, and no
+    /// second one is opened.
+    pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
+        if let Some(path) = self.path.as_ref().filter(|_| on_runtime_worker()) {
+            let reader = self.reader.get_or_init(|| {
+                let conn = Connection::open(path).ok()?;
+                conn.busy_timeout(self.db.lock_timeout).ok()?;
+                conn.set_prepared_statement_cache_capacity(32);
+                Some(Mutex::new(conn))
+            });
+            if let Some(reader) = reader {
+                return reader.lock().unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        self.lock()
     }
 
     /// Locks the connection. A poisoned mutex is recovered: rusqlite rolls back any

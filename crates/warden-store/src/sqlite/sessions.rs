@@ -159,7 +159,7 @@ pub(crate) fn session_version(
 impl SqliteStore {
     /// The saved session `id`, or `None` if it was never saved (or was deleted).
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader();
         // A read transaction: the row and its entries from one snapshot of the database.
         let tx = conn.unchecked_transaction().map_err(|e| self.sql_err(e))?;
         let found = load_session(self, &tx, id)?;
@@ -170,12 +170,12 @@ impl SqliteStore {
     /// The version of the saved session `id` (cheap: to tell whether a copy in memory is
     /// still the latest).
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
-        session_version(self, &self.lock(), id)
+        session_version(self, &self.reader(), id)
     }
 
     /// Saved sessions, most recently touched first, at most `limit`.
     pub(crate) fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
-        let conn = self.lock();
+        let conn = self.reader();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         (|| {
             let mut stmt = conn.prepare_cached(&format!(

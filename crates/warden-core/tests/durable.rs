@@ -39,6 +39,17 @@ fn warden() -> Warden {
     w
 }
 
+/// A Warden over the database file `db`, its rules compiled as a service's are.
+fn warden_on(db: &Path) -> Warden {
+    Warden::builder()
+        .history_limit(HISTORY)
+        .rules_dir(data().join("rules"))
+        .modes_file(data().join("modes.toml"))
+        .store(Store::open(db).unwrap())
+        .build()
+        .unwrap()
+}
+
 /// A Warden as a hook process builds one for its one event: the rules compiled on demand, the
 /// database's log checkpointed only past a few pages (so that the traces cross checkpoints).
 fn warden_for_one_event(db: &Path) -> Warden {
@@ -368,13 +379,7 @@ fn a_whole_snapshot_is_read_and_the_history_is_then_saved_entry_by_entry() {
         }))
     };
     write(&whole, None, &[]).unwrap();
-    let later = Warden::builder()
-        .history_limit(HISTORY)
-        .rules_dir(data().join("rules"))
-        .modes_file(data().join("modes.toml"))
-        .store(Store::open(&db).unwrap())
-        .build()
-        .unwrap();
+    let later = warden_on(&db);
     let mut read = later
         .open_session("old", SessionOptions::default())
         .unwrap();
@@ -510,14 +515,7 @@ fn a_saved_history_that_does_not_add_up_is_refused_with_a_reason() {
                 firsts: &[],
             }))
             .unwrap();
-        let opened = Warden::builder()
-            .history_limit(HISTORY)
-            .rules_dir(data().join("rules"))
-            .modes_file(data().join("modes.toml"))
-            .store(Store::open(&db).unwrap())
-            .build()
-            .unwrap()
-            .open_session(&id, SessionOptions::default());
+        let opened = warden_on(&db).open_session(&id, SessionOptions::default());
         match opened {
             Ok(read) if expected.is_empty() => assert_eq!(facts(&read), facts(&s), "case {i}"),
             Ok(_) => panic!("case {i}: opened, expected {expected:?}"),
@@ -536,15 +534,7 @@ fn a_saved_history_that_does_not_add_up_is_refused_with_a_reason() {
 fn a_batched_save_settled_late_leaves_the_session_whole() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
-    let build = || {
-        Warden::builder()
-            .history_limit(HISTORY)
-            .rules_dir(data().join("rules"))
-            .modes_file(data().join("modes.toml"))
-            .store(Store::open(&db).unwrap())
-            .build()
-            .unwrap()
-    };
+    let build = || warden_on(&db);
     let w = build();
     let mut s = w.open_session("s", SessionOptions::default()).unwrap();
     let steps = [

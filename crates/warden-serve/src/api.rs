@@ -121,23 +121,15 @@ pub async fn post_event(
     let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
     let hook = event.hook;
     let (outcome, took) = if app.sessions.ticks_here() {
-        // A task of its own: a client that goes away does not cancel a tick whose save is
-        // under way (its events and log lines go out once it is saved).
-        let worker = app.clone();
-        let session = id.clone();
-        tokio::spawn(async move {
-            let _counted = worker.metrics.tick_started();
-            let start = Instant::now();
-            let outcome = worker
-                .sessions
-                .tick_here(&session, &owner, event.hook, event.event)
-                .await;
-            (outcome, start.elapsed())
-        })
-        .await
-        .map_err(|_| {
-            ApiError::internal("the tick panicked (a bug in Warden; the server log has it)")
-        })?
+        // A client that goes away does not cancel a tick whose save is under way: the wait
+        // leaves a task to settle it (its events and log lines go out once it is saved).
+        let _counted = app.metrics.tick_started();
+        let start = Instant::now();
+        let outcome = app
+            .sessions
+            .tick_here(&id, &owner, event.hook, event.event)
+            .await;
+        (outcome, start.elapsed())
     } else {
         // Two ticks at once per core (`App::ticks`): the next tick is ready on the blocking
         // pool when one ends; many more would only wait for each other (and for the store).

@@ -96,7 +96,7 @@ pub struct SessionView {
 /// lock is held across the wait for a batched save, so it is tokio's (`blocking_lock` on the
 /// blocking pool).
 struct Open {
-    session: SessionLock<Session>,
+    session: Arc<SessionLock<Session>>,
     used: AtomicU64,
 }
 
@@ -121,6 +121,34 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A tick that panicked is a bug reported where it happened; the session it left is
     // still whole (a tick applies its effects at its end, and the store has the last save).
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How a batched save went, as the store tells it.
+type SaveResult = Result<i64, warden_core::StoreError>;
+
+/// A tick waiting for its batched save, with its session locked. Dropped before the save is
+/// settled (the request went away), it settles it on a task of its own.
+struct Settling(
+    Option<(
+        tokio::sync::OwnedMutexGuard<Session>,
+        warden_core::PendingSave,
+        tokio::sync::oneshot::Receiver<SaveResult>,
+    )>,
+);
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        let Some((mut session, pending, result)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Ok(result) = result.await {
+                    let _ = guarded(|| session.saved(pending, result));
+                }
+            });
+        }
+    }
 }
 
 /// Runs `f`; a panic in it (a bug) fails this request rather than the runtime thread's
@@ -206,7 +234,7 @@ impl Sessions {
             self.put_down_one(&mut open);
         }
         let entry = Arc::new(Open {
-            session: SessionLock::new(session),
+            session: Arc::new(SessionLock::new(session)),
             used: AtomicU64::new(now),
         });
         open.insert(id.to_string(), entry.clone());
@@ -247,7 +275,9 @@ impl Sessions {
     }
 
     /// Runs one event in session `id` on the calling (runtime) thread, as [`Sessions::tick`]
-    /// does, waiting for its save in the store's batch without holding the thread.
+    /// does, waiting for its save in the store's batch without holding the thread. Dropped
+    /// while it waits (the client went away), it leaves a task to settle the save: a tick that
+    /// was saved still sends its events and log lines, and the session stays locked until then.
     pub async fn tick_here(
         &self,
         id: &str,
@@ -257,7 +287,7 @@ impl Sessions {
     ) -> Result<Outcome, SessionError> {
         valid_id(id)?;
         let open = self.get(id, owner)?;
-        let mut session = open.session.lock().await;
+        let mut session = open.session.clone().lock_owned().await;
         let (saved, result) = tokio::sync::oneshot::channel();
         let ticked = guarded(|| {
             session.tick_batched(hook, event, move |r| {
@@ -267,8 +297,16 @@ impl Sessions {
         match ticked {
             Ticked::Done(outcome) => Ok(outcome),
             Ticked::Saving(pending) => {
+                let mut waiting = Settling(Some((session, pending, result)));
+                let told = match waiting.0.as_mut() {
+                    Some((_, _, result)) => result.await,
+                    None => return Err(SessionError::Panicked),
+                };
+                let Some((mut session, pending, _)) = waiting.0.take() else {
+                    return Err(SessionError::Panicked);
+                };
                 // The store tells every save once, even when it stops first.
-                let result = result.await.map_err(|_| {
+                let result = told.map_err(|_| {
                     SessionError::Store("the store stopped before saving the session".into())
                 })?;
                 guarded(|| session.saved(pending, result))
@@ -340,6 +378,61 @@ mod tests {
         ] {
             assert!(valid_id(bad).is_err(), "{bad}");
         }
+    }
+
+    /// A request that goes away while its tick waits for its batched save (one poll, then
+    /// dropped) still has the save settled: the tick's emitted event goes out, the session is
+    /// unlocked after it, and the next tick carries on from the saved session.
+    #[test]
+    fn a_tick_dropped_while_its_save_waits_is_settled_anyway() {
+        let dir = tempfile::tempdir().unwrap();
+        let rules = dir.path().join("rules");
+        std::fs::create_dir(&rules).unwrap();
+        std::fs::write(
+            rules.join("emit.toml"),
+            "[rule]\nid = \"emit\"\ntrigger = \"on_tool_failure\"\n\n[condition]\nexpression = \"true\"\n\n[action]\ntype = \"emit_event\"\nevent_type = \"failed\"\n",
+        )
+        .unwrap();
+        let db = dir.path().join("w.db");
+        let w = Warden::builder()
+            .rules_dir(&rules)
+            .store(warden_core::Store::open(&db).unwrap())
+            .build()
+            .unwrap();
+        let mut bus = w.subscribe();
+        let sessions = Sessions::new(w, 10, true);
+        let owner = Owner {
+            user: "ada".into(),
+            project: "p".into(),
+        };
+        let fail = || Event::tool_failure("web", "timeout");
+        // Another connection holds the database's write lock: the first save waits for it.
+        let holder = warden_core::Store::open(&db).unwrap();
+        let held = holder.tick();
+        held.begin().unwrap();
+        let runtime = crate::runtime().unwrap();
+        runtime.block_on(async {
+            let first = sessions.tick_here("a", &owner, Hook::OnToolFailure, fail());
+            let gone = tokio::time::timeout(std::time::Duration::ZERO, first).await;
+            assert!(gone.is_err(), "the first poll waits for the save");
+            drop(held);
+            let second = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                sessions.tick_here("a", &owner, Hook::OnToolFailure, fail()),
+            )
+            .await
+            .expect("the session was unlocked once the first save was settled")
+            .unwrap();
+            assert!(second.unsaved.is_none(), "{:?}", second.unsaved);
+        });
+        assert_eq!(&*bus.try_recv().unwrap().event_type, "failed");
+        assert_eq!(&*bus.try_recv().unwrap().event_type, "failed");
+        let saved = warden_core::Store::open(&db)
+            .unwrap()
+            .load_session("a")
+            .unwrap()
+            .unwrap();
+        assert_eq!(saved.summary.events, 2);
     }
 
     #[test]

@@ -46,7 +46,10 @@ fn browser_tools() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
             panic!("WARDEN_REQUIRE_BROWSER is set, but {why}")
         }
         Err(why) => {
-            println!("skipped: {why}");
+            // Straight to standard error, which the test harness does not capture (as the
+            // store's skipped PostgreSQL tests say it): a plain run shows what it did not test.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: {why}");
             None
         }
     }

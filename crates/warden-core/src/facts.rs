@@ -216,6 +216,14 @@ impl SessionFacts {
         self.log.saved_first = self.log.first;
     }
 
+    /// Each list of the history's first place and length.
+    pub(crate) fn history_lists(&self) -> [(u64, u64); 2] {
+        [
+            (self.log.first[MESSAGES], self.history.messages.len() as u64),
+            (self.log.first[TOOLS], self.history.tools.len() as u64),
+        ]
+    }
+
     /// The history's lists, taken out (to save the rest without them); put them back with
     /// [`SessionFacts::put_back_history`].
     pub(crate) fn take_history(&mut self) -> (VecDeque<MessageRecord>, VecDeque<ToolRecord>) {

@@ -131,27 +131,14 @@ pub async fn post_event(
             .await;
         (outcome, start.elapsed())
     } else {
-        // Two ticks at once per core (`App::ticks`): the next tick is ready on the blocking
-        // pool when one ends; many more would only wait for each other (and for the store).
-        let _permit = app
-            .ticks
-            .acquire()
-            .await
-            .map_err(|_| ApiError::internal("the server is shutting down"))?;
-        let worker = app.clone();
         let session = id.clone();
-        tokio::task::spawn_blocking(move || {
-            let _counted = worker.metrics.tick_started();
+        app.on_blocking_pool("tick", move |app| {
+            let _counted = app.metrics.tick_started();
             let start = Instant::now();
-            let outcome = worker
-                .sessions
-                .tick(&session, &owner, event.hook, event.event);
+            let outcome = app.sessions.tick(&session, &owner, event.hook, event.event);
             (outcome, start.elapsed())
         })
-        .await
-        .map_err(|_| {
-            ApiError::internal("the tick panicked (a bug in Warden; the server log has it)")
-        })?
+        .await?
     };
     let outcome = outcome?;
     let at = now();

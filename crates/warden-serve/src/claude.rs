@@ -56,19 +56,11 @@ pub async fn hook(
         project: owner.project,
         project_dir: None,
     };
-    let _permit = app
-        .ticks
-        .acquire()
-        .await
-        .map_err(|_| ApiError::internal("the server is shutting down"))?;
-    let worker = app.clone();
-    let out = tokio::task::spawn_blocking(move || {
-        answer(&worker.warden, &worker.options.claude_code, &opts, &payload)
-    })
-    .await
-    .map_err(|_| {
-        ApiError::internal("the hook panicked (a bug in Warden; the server log has it)")
-    })?;
+    let out = app
+        .on_blocking_pool("hook", move |app| {
+            answer(&app.warden, &app.options.claude_code, &opts, &payload)
+        })
+        .await?;
     for line in &out.log {
         tracing::debug!(target: "warden_serve::claude_code", "{line}");
     }

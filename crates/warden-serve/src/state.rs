@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use warden_core::{ClaudeCodeConfig, DEFAULT_ID, Warden};
 
+use crate::error::ApiError;
 use crate::feed::Feed;
 use crate::metrics::Metrics;
 use crate::sessions::{Owner, Sessions};
@@ -95,6 +96,29 @@ pub struct App {
 pub type AppState = Arc<App>;
 
 impl App {
+    /// Runs `f` on tokio's blocking pool, under one of the tick permits (two per core: the
+    /// next tick is ready on the pool when one ends; many more would only wait for each other
+    /// and for the store). `what` names the work in the error, should it panic.
+    pub async fn on_blocking_pool<R: Send + 'static>(
+        self: &Arc<Self>,
+        what: &str,
+        f: impl FnOnce(&App) -> R + Send + 'static,
+    ) -> Result<R, ApiError> {
+        let _permit = self
+            .ticks
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal("the server is shutting down"))?;
+        let app = self.clone();
+        tokio::task::spawn_blocking(move || f(&app))
+            .await
+            .map_err(|_| {
+                ApiError::internal(format!(
+                    "the {what} panicked (a bug in Warden; the server log has it)"
+                ))
+            })
+    }
+
     /// Who a new session is for, and whom a management request acts for, when the request
     /// names nobody.
     pub fn owner(&self, user: Option<&str>, project: Option<&str>) -> Owner {

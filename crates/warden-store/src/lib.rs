@@ -254,8 +254,8 @@ impl Store {
         self.checkpoint_in_background_past(every, RESTART_PAST_PAGES)
     }
 
-    /// [`Store::checkpoint_in_background`], restarting the log past `pages` pages.
-    pub fn checkpoint_in_background_past(
+    /// [`Store::checkpoint_in_background`], restarting the log past `pages` pages (tests).
+    pub(crate) fn checkpoint_in_background_past(
         &self,
         every: Duration,
         pages: u32,
@@ -481,34 +481,32 @@ impl Store {
     ) {
         match &self.backend {
             Inner::Sqlite(s) => {
-                let mut job: (SessionSave, sqlite::batch::Done) = (save, Box::new(done));
-                // Twice at most: a thread found gone is started again.
-                for _ in 0..2 {
-                    let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
-                    if batcher.is_none() {
-                        match Batcher::start(s.conn.clone(), s.db.clone()) {
-                            Ok(started) => *batcher = Some(started),
-                            Err(e) => {
-                                tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one");
-                                break;
-                            }
-                        }
-                    }
-                    let Some(b) = batcher.as_ref() else { break };
-                    match b.submit(job.0, job.1) {
-                        Ok(()) => return,
-                        Err(back) => {
-                            job = *back;
-                            if let Some(gone) = batcher.take() {
-                                tracing::error!(db = %s.db.label, "the thread that saves sessions had stopped; starting it again");
-                                drop(batcher);
-                                gone.stop();
-                            }
+                let done: sqlite::batch::Done = Box::new(done);
+                let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
+                if batcher.is_none() {
+                    match Batcher::start(s.conn.clone(), s.db.clone()) {
+                        Ok(started) => *batcher = Some(started),
+                        Err(e) => {
+                            tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one")
                         }
                     }
                 }
-                // Outside the lock: `done` runs here, on the caller's thread.
-                sqlite::batch::save_now(&s.conn, &s.db, job.0, job.1);
+                let back = match batcher.as_ref() {
+                    Some(b) => b.submit(save, done).err(),
+                    None => Some(Box::new((save, done))),
+                };
+                if let Some(back) = back {
+                    // No thread (it could not start, or is gone: the next save starts one
+                    // again): this save is made here, outside the lock, `done` called here.
+                    let gone = batcher.take();
+                    drop(batcher);
+                    if let Some(gone) = gone {
+                        tracing::error!(db = %s.db.label, "the thread that saves sessions had stopped");
+                        gone.stop();
+                    }
+                    let (save, done) = *back;
+                    sqlite::batch::save_now(&s.conn, &s.db, save, done);
+                }
             }
             Inner::Postgres(_) => {
                 let next = save.loaded.map_or(1, |v| v + 1);

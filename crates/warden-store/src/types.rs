@@ -233,7 +233,7 @@ pub struct SessionEntry {
 
 /// A session to save in the store's next batch ([`Store::save_in_batch`](crate::Store::save_in_batch)):
 /// a [`SessionWrite`] that owns its data.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct SessionSave {
     /// The session id.
     pub id: String,

@@ -170,6 +170,13 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// Says in `outcome` that nothing its tick wrote was saved, and why.
+fn unsaved(outcome: &mut Outcome, why: String) {
+    let error = format!("nothing this tick wrote was saved: {why}");
+    outcome.unsaved = Some(error.clone());
+    outcome.errors.push(RuleError { rule: None, error });
+}
+
 fn now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -290,12 +297,8 @@ impl Session {
     /// The snapshot as a save writes it (format 2): without the history's entries, which are
     /// saved beside it.
     fn head(&mut self) -> String {
-        let log = *self.facts.history_log();
         let facts = Arc::make_mut(&mut self.facts);
-        let lists = [
-            (log.first[0], facts.history.messages.len() as u64),
-            (log.first[1], facts.history.tools.len() as u64),
-        ];
+        let lists = facts.history_lists();
         let history = facts.take_history();
         let head = self.snapshot_with(Some(lists));
         Arc::make_mut(&mut self.facts).put_back_history(history);
@@ -556,18 +559,11 @@ impl Session {
         result: Result<i64, warden_store::StoreError>,
     ) -> Outcome {
         match result {
-            Ok(_) => {
-                for action in after_commit {
-                    action.run(&self.shared);
-                }
-            }
-            Err(e) => {
-                let error = format!(
-                    "nothing this tick wrote was saved: {e} (and the session ticked again before this tick's save was settled)"
-                );
-                outcome.unsaved = Some(error.clone());
-                outcome.errors.push(RuleError { rule: None, error });
-            }
+            Ok(_) => self.after_commit(after_commit),
+            Err(e) => unsaved(
+                &mut outcome,
+                format!("{e} (and the session ticked again before this tick's save was settled)"),
+            ),
         }
         outcome
     }
@@ -691,24 +687,20 @@ impl Session {
             }
         }
         self.events += 1;
-        if batch && tx.is_untouched() {
-            drop(tx);
-            if let Some((save, touched)) = self.session_save() {
-                let pending = PendingSave {
-                    outcome,
-                    after_commit,
-                    hook,
-                    event: event.clone(),
-                    touched,
-                    attempts: self.attempts,
-                };
-                return Attempt::Deferred(pending, save);
-            }
-            // Not saved: nothing to commit.
-            for action in after_commit {
-                action.run(&self.shared);
-            }
-            return Attempt::Done(outcome);
+        // (`batch` is asked only of a durable session: there is a save to defer.)
+        if batch
+            && tx.is_untouched()
+            && let Some((save, touched)) = self.session_save()
+        {
+            let pending = PendingSave {
+                outcome,
+                after_commit,
+                hook,
+                event: event.clone(),
+                touched,
+                attempts: self.attempts,
+            };
+            return Attempt::Deferred(pending, save);
         }
         if self.commit(tx, &mut outcome, after_commit, retry) {
             Attempt::Done(outcome)
@@ -787,9 +779,7 @@ impl Session {
         match result {
             Ok(version) => {
                 self.saved_as(version, touched);
-                for action in after_commit {
-                    action.run(&self.shared);
-                }
+                self.after_commit(after_commit);
                 true
             }
             Err(e) => {
@@ -801,11 +791,16 @@ impl Session {
                     return false;
                 }
                 tracing::warn!(session = %self.id, error = %e, "a tick could not be saved");
-                let error = format!("nothing this tick wrote was saved: {e}");
-                outcome.unsaved = Some(error.clone());
-                outcome.errors.push(RuleError { rule: None, error });
+                unsaved(outcome, e.to_string());
                 true
             }
+        }
+    }
+
+    /// Publishes a saved tick's events and writes its rules' log lines.
+    fn after_commit(&self, actions: Vec<AfterCommit>) {
+        for action in actions {
+            action.run(&self.shared);
         }
     }
 

@@ -93,7 +93,7 @@ impl Batcher {
             .send(job)
             .map_err(|std::sync::mpsc::SendError(mut job)| {
                 let done = job.done.take();
-                let save = std::mem::replace(&mut job.save, empty_save());
+                let save = std::mem::take(&mut job.save);
                 Box::new((save, done.unwrap_or_else(|| Box::new(|_| {}))))
             })
     }
@@ -104,22 +104,6 @@ impl Batcher {
         if self.thread.join().is_err() {
             tracing::error!(db = %self.db.label, "the thread that saves sessions panicked");
         }
-    }
-}
-
-fn empty_save() -> SessionSave {
-    SessionSave {
-        id: String::new(),
-        user: String::new(),
-        project: String::new(),
-        loaded: None,
-        snapshot: String::new(),
-        events: 0,
-        ended: false,
-        updated_at: 0.0,
-        touch: false,
-        entries: Vec::new(),
-        firsts: Vec::new(),
     }
 }
 

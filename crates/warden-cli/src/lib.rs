@@ -177,8 +177,21 @@ enum PluginsCommand {
     },
 }
 
+/// What the binary that runs the command line lets it change in the process.
+pub struct Host {
+    /// Called once, when `warden serve` starts (before it reads the rules): the process will
+    /// now run long and allocate on every request. The `warden` binary switches its allocator
+    /// here (`src/allocator.rs`).
+    pub serving: fn(),
+}
+
 /// Runs the command line; the binary's `main`.
 pub fn main() -> ExitCode {
+    main_with(Host { serving: || {} })
+}
+
+/// Runs the command line, telling `host` what the process is about to become.
+pub fn main_with(host: Host) -> ExitCode {
     // Output piped into `head` should end quietly, as other command-line tools do, not panic.
     #[cfg(unix)]
     // SAFETY: restoring the default action of SIGPIPE at startup, before any thread exists.
@@ -207,6 +220,9 @@ pub fn main() -> ExitCode {
         }
         other => other,
     };
+    if matches!(command, Command::Serve(_)) {
+        (host.serving)();
+    }
     let builtin_by_default = cli.setup.builtin_by_default();
     let result = cli
         .setup

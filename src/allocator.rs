@@ -5,14 +5,17 @@
 //! event), and those are fastest on the system allocator: on mimalloc a hook process took about
 //! 13% longer, its set-up and the pages it touches first costing more than it saves. A server that
 //! allocates and frees on every request, from several threads, is the other way round: `warden
-//! serve` spends about 12% less CPU per event on mimalloc (both measured side by side; the book's
-//! reference/performance.md has the figures). So the process starts on the system allocator
-//! and the command line switches when it serves ([`use_mimalloc`]).
+//! serve` spends about 10% less CPU per event on mimalloc. Both were measured side by side; the
+//! figures are in the book (serve.md, "Performance"; reference/performance.md for the hook). So
+//! the process starts on the system allocator and the command line switches when it serves
+//! ([`use_mimalloc`]). mimalloc is linked in every process all the same: it sets up its page map
+//! when the binary loads, and reads its `MIMALLOC_*` environment variables.
 //!
-//! A block allocated before the switch is freed, or grown, by the allocator that made it:
-//! mimalloc's page map says whether a pointer is one of its own. The switch is one-way, so a
-//! thread that frees a block mimalloc made has seen the switch (the block reached it through
-//! some synchronisation after the allocating thread saw it).
+//! A block is freed, or grown, by the allocator that made it: mimalloc's page map says whether a
+//! pointer is one of its own ([`is_mimalloc`]). The switch is one-way, and a block made by
+//! mimalloc reaches another thread only through some synchronisation after the allocating
+//! thread saw the switch, so the thread that frees it sees the switch too (a relaxed load
+//! suffices: it cannot read a value older than one that happened before it).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,27 +25,45 @@ use libmimalloc_sys as mi;
 /// Whether new blocks come from mimalloc. Never set back.
 static MIMALLOC: AtomicBool = AtomicBool::new(false);
 
-/// From now on, new blocks come from mimalloc.
+/// The largest alignment asked of mimalloc. It maps a block aligned past 64 KiB straight from
+/// the system, and its page map then also claims the 64 KiB past that mapping's end, where the
+/// system allocator may map a block of its own, which [`is_mimalloc`] would then take for
+/// mimalloc's. Blocks aligned past this stay the system's (Warden asks for none).
+const MIMALLOC_MAX_ALIGN: usize = 64 << 10;
+
+/// From now on, new blocks come from mimalloc; unless `MIMALLOC_DESTROY_ON_EXIT` is set, which
+/// makes mimalloc unmap its page map at exit while other threads may still free blocks (they
+/// would go to the wrong allocator): then the process stays on the system allocator.
 pub fn use_mimalloc() {
-    MIMALLOC.store(true, Ordering::Release);
+    let destroys_on_exit = std::env::var_os("MIMALLOC_DESTROY_ON_EXIT")
+        .is_some_and(|v| !v.is_empty() && v != "0" && !v.eq_ignore_ascii_case("false"));
+    if !destroys_on_exit {
+        MIMALLOC.store(true, Ordering::Relaxed);
+    }
 }
 
 /// The global allocator of the `warden` binary (see the module's documentation).
 pub struct Switching;
 
+/// Whether a block of this size and alignment is to come from mimalloc.
+fn to_mimalloc(layout: Layout) -> bool {
+    MIMALLOC.load(Ordering::Relaxed) && layout.align() <= MIMALLOC_MAX_ALIGN
+}
+
 /// Whether `ptr`, a live block of this allocator, is mimalloc's.
 fn is_mimalloc(ptr: *mut u8) -> bool {
-    // SAFETY: `mi_is_in_heap_region` only looks the address up in mimalloc's page map, which it
-    // answers for any address, before mimalloc's first allocation too.
-    MIMALLOC.load(Ordering::Acquire) && unsafe { mi::mi_is_in_heap_region(ptr.cast()) }
+    // SAFETY: `mi_is_in_heap_region` only looks the address up in mimalloc's page map, which
+    // is set up when the binary loads and answers for any address. It is exact for the blocks
+    // this allocator asks of mimalloc (none aligned past `MIMALLOC_MAX_ALIGN`).
+    MIMALLOC.load(Ordering::Relaxed) && unsafe { mi::mi_is_in_heap_region(ptr.cast()) }
 }
 
 // SAFETY: every block is allocated by exactly one of the two allocators and handed back to the
-// same one (`is_mimalloc`); each of them keeps `GlobalAlloc`'s contract, which mimalloc's
-// aligned functions do for any size and alignment.
+// same one (`is_mimalloc`); each keeps `GlobalAlloc`'s contract: mimalloc's aligned functions
+// return a block of the size and alignment asked for, or null.
 unsafe impl GlobalAlloc for Switching {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if MIMALLOC.load(Ordering::Acquire) {
+        if to_mimalloc(layout) {
             // SAFETY: as `GlobalAlloc::alloc`'s caller promises, `layout` is valid and not empty.
             unsafe { mi::mi_malloc_aligned(layout.size(), layout.align()).cast() }
         } else {
@@ -52,7 +73,7 @@ unsafe impl GlobalAlloc for Switching {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        if MIMALLOC.load(Ordering::Acquire) {
+        if to_mimalloc(layout) {
             // SAFETY: as in `alloc`.
             unsafe { mi::mi_zalloc_aligned(layout.size(), layout.align()).cast() }
         } else {
@@ -83,42 +104,59 @@ unsafe impl GlobalAlloc for Switching {
     }
 }
 
+// The switch is for the whole process: it is thrown in this test binary's one test, and a test
+// added here would run on whichever allocator the switch had left.
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Blocks made before the switch and after it, grown and freed in every order, on several
-    /// threads: each goes back to the allocator that made it (a mix-up would abort the test).
+    fn owner(block: &[u64]) -> bool {
+        is_mimalloc(block.as_ptr().cast_mut().cast())
+    }
+
+    /// Blocks made before the switch and after it, grown on other threads (and moved by their
+    /// allocator as they grow) and freed there: each stays with, and goes back to, the
+    /// allocator that made it; and a block aligned past what mimalloc is asked for is the
+    /// system's.
     #[test]
     fn blocks_outlive_the_switch() {
         let before: Vec<Vec<u64>> = (0..1000).map(|i| vec![i; 1 + i as usize % 64]).collect();
         let mut grown_before = vec![1u8; 10];
+        assert!(before.iter().all(|b| !owner(b)));
         use_mimalloc();
         let after: Vec<Vec<u64>> = (0..1000).map(|i| vec![i; 1 + i as usize % 64]).collect();
-        assert!(is_mimalloc(after[0].as_ptr() as *mut u8));
-        assert!(!is_mimalloc(before[0].as_ptr() as *mut u8));
+        assert!(after.iter().all(|b| owner(b)));
+        // Grown past the system allocator's threshold for blocks of their own mapping.
         grown_before.extend(std::iter::repeat_n(2u8, 1 << 20));
         assert!(!is_mimalloc(grown_before.as_mut_ptr()));
-        let threads: Vec<_> = [before, after]
+        let threads: Vec<_> = [(before, false), (after, true)]
             .into_iter()
-            .map(|blocks| {
+            .map(|(mut blocks, mimalloc)| {
                 std::thread::spawn(move || {
-                    let mut kept = blocks;
-                    for b in &mut kept {
+                    for b in &mut blocks {
                         b.extend_from_slice(&[7; 100]);
                     }
-                    kept.iter().map(|b| b.len()).sum::<usize>()
+                    blocks.iter().all(|b| owner(b) == mimalloc)
+                    // `blocks` is freed here, on this thread.
                 })
             })
             .collect();
-        let sums: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-        assert_eq!(sums[0], sums[1]);
-        let big = Layout::from_size_align(1 << 16, 4096).unwrap();
-        // SAFETY: `big` is valid and not empty; the block is freed with the same layout.
-        unsafe {
-            let p = Switching.alloc_zeroed(big);
-            assert!(!p.is_null() && p as usize % 4096 == 0 && *p.add(100) == 0);
-            Switching.dealloc(p, big);
+        for t in threads {
+            assert!(t.join().unwrap(), "a grown block changed allocator");
+        }
+        for align in [4096, MIMALLOC_MAX_ALIGN, 2 * MIMALLOC_MAX_ALIGN] {
+            let layout = Layout::from_size_align(1 << 17, align).unwrap();
+            // SAFETY: `layout` is valid and not empty; the block is freed with it.
+            unsafe {
+                let p = Switching.alloc_zeroed(layout);
+                assert!(!p.is_null() && p as usize % align == 0 && *p.add(100) == 0);
+                assert_eq!(
+                    is_mimalloc(p),
+                    align <= MIMALLOC_MAX_ALIGN,
+                    "alignment {align}"
+                );
+                Switching.dealloc(p, layout);
+            }
         }
     }
 }

@@ -6,9 +6,10 @@
 //!
 //! Each save is checked against the version it was loaded at, as a tick's commit checks it: a
 //! session saved by another process meanwhile is a [`StoreError::SessionConflict`] for that
-//! save alone, and the others of its batch are committed. Each save is made in a savepoint of
-//! its own, so one that fails half-way (its row written, one of its entries refused) leaves
-//! nothing of itself. A failure of the transaction itself (the lock held elsewhere too long, a
+//! save alone, and the others of its batch are committed. A save that writes more than its
+//! row (its history's entries moving to their table) does it in a savepoint of its own, so one
+//! that fails half-way (its row written, one of its entries refused) leaves nothing of itself
+//! (see `sessions::save_session`). A failure of the transaction itself (the lock held elsewhere too long, a
 //! full disk) fails every save of its batch, and none of them is written.
 //!
 //! The thread outlives a panic, of a caller's `done` (it is caught, and the others of the batch
@@ -158,27 +159,6 @@ fn run(conn: &Mutex<Connection>, db: &Named, queue: &Receiver<Job>) {
     }
 }
 
-/// Runs `f` in a savepoint: undone whole if it fails.
-fn in_savepoint<R>(
-    conn: &Connection,
-    db: &Named,
-    f: impl FnOnce() -> Result<R, StoreError>,
-) -> Result<R, StoreError> {
-    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
-    if let Err(e) = step("SAVEPOINT save") {
-        return Err(db.sql_err(e));
-    }
-    let result = f();
-    if conn.is_autocommit() {
-        return result;
-    }
-    if result.is_err() {
-        let _ = step("ROLLBACK TO save");
-    }
-    let _ = step("RELEASE save");
-    result
-}
-
 /// Writes the batch's saves in one transaction; each one's result.
 fn commit(conn: &Connection, db: &Named, batch: &[Job]) -> Vec<Result<i64, StoreError>> {
     // Why no save of the batch was written: a fresh error for each.
@@ -196,15 +176,9 @@ fn commit(conn: &Connection, db: &Named, batch: &[Job]) -> Vec<Result<i64, Store
     }
     let mut results = Vec::with_capacity(batch.len());
     for job in batch {
-        // A save that fails after some of its statements is undone to its savepoint; one that
-        // ends the transaction (a full disk) is seen below.
-        let save = job.save.as_write();
-        results.push(if save.entries.is_empty() && save.firsts.is_empty() {
-            // One statement, which undoes itself if it fails.
-            save_session(db, conn, &save)
-        } else {
-            in_savepoint(conn, db, || save_session(db, conn, &save))
-        });
+        // A save that fails after some of its statements is undone to its savepoint (see
+        // `save_session`); one that ends the transaction (a full disk) is seen below.
+        results.push(save_session(db, conn, &job.save.as_write()));
         if conn.is_autocommit() {
             let reason = match results.pop() {
                 Some(Err(e)) => e.to_string(),

@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::sessions::SUMMARY_COLUMNS;
+use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
 use super::{SqliteStore, execution_row};
 use crate::error::StoreError;
 use crate::types::{
@@ -89,10 +89,14 @@ impl SqliteStore {
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut stmt = conn.prepare(&format!(
-                "SELECT {SUMMARY_COLUMNS}, snapshot FROM session ORDER BY id"
+                "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id"
             ))?;
+            let mut recent = std::collections::HashMap::new();
             dump.sessions = stmt
                 .query_map([], |r| {
+                    let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
+                        .map_err(|e| damaged_recent(10, e))?;
+                    recent.insert(r.get::<_, String>(0)?, newest);
                     Ok(StoredSession {
                         summary: SessionSummary {
                             id: r.get(0)?,
@@ -124,7 +128,8 @@ impl SqliteStore {
                 });
             }
             for s in &mut dump.sessions {
-                s.entries = by_id.remove(&s.summary.id).unwrap_or_default();
+                let table = by_id.remove(&s.summary.id).unwrap_or_default();
+                s.entries = recent.remove(&s.summary.id).unwrap_or_default().over(table);
             }
             Ok(dump)
         })()

@@ -99,6 +99,12 @@ CREATE TABLE IF NOT EXISTS session_entry (
 ) WITHOUT ROWID;
 ";
 
+/// Migration 6: a session's newest entries in its row, until they are enough to move to
+/// `session_entry` together (a save then writes one page, not two).
+const MIGRATION_6: &str = "
+ALTER TABLE session ADD COLUMN recent TEXT;
+";
+
 /// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
 pub(crate) const MIGRATIONS: &[&str] = &[
     MIGRATION_1,
@@ -106,6 +112,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     MIGRATION_3,
     MIGRATION_4,
     MIGRATION_5,
+    MIGRATION_6,
 ];
 
 /// The newest schema version this build knows.

@@ -1,6 +1,8 @@
 //! Durable sessions in SQLite: one row each, with a version that grows by one at every save,
 //! so that a process that loaded an older version finds out before it overwrites a newer one;
-//! and the entries of its lists, a row each (`session_entry`), written when they change.
+//! and the entries of its lists, a row each (`session_entry`). The newest entries stay in the
+//! session's row (`recent`) until they pass [`RECENT_MAX_BYTES`], and then move to their table
+//! together: most saves write one page of the write-ahead log, not two.
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -8,10 +10,21 @@ use super::{Named, SqliteStore};
 use crate::error::StoreError;
 use crate::types::{SessionEntry, SessionSummary, SessionWrite, StoredSession};
 
+/// A session's summary; its size is the bytes of its snapshot and of its entries' text, where
+/// they are kept (the row's newest over the table's, the table's before a list's first not
+/// counted), as PostgreSQL counts them.
 pub(crate) const SUMMARY_COLUMNS: &str =
     "id, user_id, project_id, version, events, ended, created_at, updated_at,
-     length(CAST(snapshot AS BLOB)) + (SELECT coalesce(sum(length(CAST(entry AS BLOB))), 0)
-         FROM session_entry WHERE session_id = session.id)";
+     length(CAST(snapshot AS BLOB))
+     + CASE WHEN json_valid(recent) THEN (SELECT coalesce(sum(length(CAST(r.value ->> 2 AS BLOB))), 0)
+         FROM json_each(recent, '$.e') r) ELSE 0 END
+     + (SELECT coalesce(sum(length(CAST(t.entry AS BLOB))), 0) FROM session_entry t
+         WHERE t.session_id = session.id
+         AND (recent IS NULL OR NOT json_valid(recent) OR (
+             NOT EXISTS (SELECT 1 FROM json_each(recent, '$.e') r
+                 WHERE r.value ->> 0 = t.list AND r.value ->> 1 = t.n)
+             AND t.n >= coalesce((SELECT f.value ->> 1 FROM json_each(recent, '$.f') f
+                 WHERE f.value ->> 0 = t.list), t.n))))";
 
 fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
@@ -27,42 +40,185 @@ fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     })
 }
 
+/// How many bytes of entries a session's row holds (`session.recent`) before they move to
+/// `session_entry`. A save then writes the row's page alone; every few saves, the entries' page
+/// too. (A save that wrote both pages each time spent about half its bytes, and a fifth of the
+/// server's time under load, on the entries.)
+pub(crate) const RECENT_MAX_BYTES: usize = 1024;
+
+/// A session's newest entries, kept in its row (`session.recent`, JSON) until they pass
+/// [`RECENT_MAX_BYTES`]; and, per list, the place of its first entry if its front was dropped
+/// since they last moved: the rows of `session_entry` before it are deleted when the entries
+/// move, and are not read meanwhile.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Recent {
+    #[serde(rename = "e", default)]
+    entries: Vec<(u8, i64, String)>,
+    #[serde(rename = "f", default)]
+    firsts: Vec<(u8, i64)>,
+}
+
+impl Recent {
+    /// The entries a row's `recent` column holds (none for NULL).
+    pub(crate) fn read(column: Option<&str>) -> Result<Recent, serde_json::Error> {
+        column.map_or_else(|| Ok(Recent::default()), serde_json::from_str)
+    }
+
+    /// Adds a save's entries (each replacing what is at its place), then drops what is before
+    /// each list's new first entry.
+    fn add(&mut self, s: &SessionWrite<'_>) {
+        for e in s.entries {
+            match self
+                .entries
+                .iter_mut()
+                .find(|(l, n, _)| *l == e.list && *n == e.n)
+            {
+                Some(held) => held.2.clone_from(&e.text),
+                None => self.entries.push((e.list, e.n, e.text.clone())),
+            }
+        }
+        for &(list, first) in s.firsts {
+            self.entries.retain(|(l, n, _)| *l != list || *n >= first);
+            match self.firsts.iter_mut().find(|(l, _)| *l == list) {
+                Some(held) => held.1 = held.1.max(first),
+                None => self.firsts.push((list, first)),
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        self.entries.iter().map(|(_, _, text)| text.len()).sum()
+    }
+
+    /// A session's entries: those of `session_entry` (`table`, by list and place) not before
+    /// their list's first, with these over them.
+    pub(crate) fn over(self, table: Vec<SessionEntry>) -> Vec<SessionEntry> {
+        let first = |list: u8| {
+            self.firsts
+                .iter()
+                .find(|(l, _)| *l == list)
+                .map_or(i64::MIN, |(_, f)| *f)
+        };
+        let mut all: Vec<SessionEntry> =
+            table.into_iter().filter(|e| e.n >= first(e.list)).collect();
+        for (list, n, text) in self.entries {
+            match all.binary_search_by(|e| (e.list, e.n).cmp(&(list, n))) {
+                Ok(i) => all[i].text = text,
+                Err(i) => all.insert(i, SessionEntry { list, n, text }),
+            }
+        }
+        all
+    }
+}
+
+/// A `recent` column that is not what Warden writes, as the error of reading its row.
+pub(crate) fn damaged_recent(column: usize, e: serde_json::Error) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(
+        column,
+        rusqlite::types::Type::Text,
+        Box::new(DamagedRecent(e)),
+    )
+}
+
+/// Why a row's newest entries could not be read.
+#[derive(Debug)]
+struct DamagedRecent(serde_json::Error);
+
+impl std::fmt::Display for DamagedRecent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the session's newest entries (column `recent` of table `session`) are not what \
+             Warden writes ({}); `warden sessions delete` removes the session",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for DamagedRecent {}
+
 /// Saves `s` inside the caller's transaction; the new version.
 pub(crate) fn save_session(
     db: &Named,
     conn: &Connection,
     s: &SessionWrite<'_>,
 ) -> Result<i64, StoreError> {
+    let writes_entries = !s.entries.is_empty() || !s.firsts.is_empty();
+    if !writes_entries {
+        return write_row(db, conn, s, None);
+    }
+    let mut recent = match s.loaded {
+        None => Recent::default(),
+        Some(_) => conn
+            .prepare_cached("SELECT recent FROM session WHERE id = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([s.id], |r| {
+                    Recent::read(r.get_ref(0)?.as_str_or_null()?).map_err(|e| damaged_recent(0, e))
+                })
+                .optional()
+            })
+            .map_err(|e| db.sql_err(e))?
+            // No row: the versioned write below finds the conflict.
+            .unwrap_or_default(),
+    };
+    recent.add(s);
+    if recent.bytes() <= RECENT_MAX_BYTES {
+        let column = serde_json::to_string(&recent)
+            .map_err(|e| db.refused(format!("cannot write the session's newest entries: {e}")))?;
+        return write_row(db, conn, s, Some(Some(&column)));
+    }
+    // The entries move to their table, with the row, or neither.
+    in_savepoint(conn, db, || {
+        let version = write_row(db, conn, s, Some(None))?;
+        move_entries(conn, s.id, &recent).map_err(|e| db.sql_err(e))?;
+        Ok(version)
+    })
+}
+
+/// Writes the session's row; `recent`: `None` leaves its newest entries as they are,
+/// `Some(None)` empties them, `Some(Some(json))` sets them.
+fn write_row(
+    db: &Named,
+    conn: &Connection,
+    s: &SessionWrite<'_>,
+    recent: Option<Option<&str>>,
+) -> Result<i64, StoreError> {
     let events = i64::try_from(s.events).unwrap_or(i64::MAX);
+    let (set_recent, recent) = (recent.is_some(), recent.flatten());
     let changed = match s.loaded {
         None => conn.prepare_cached(
-            "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended, updated_at)
-             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7) ON CONFLICT(id) DO NOTHING",
+            "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended, updated_at, recent)
+             VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO NOTHING",
         )
         .and_then(|mut stmt| {
-            stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at])
+            stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, recent])
         }),
         Some(v) if s.touch => conn
             .prepare_cached(
                 "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
-                 snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7
+                 snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7,
+                 recent = CASE WHEN ?9 THEN ?10 ELSE recent END
                  WHERE id = ?1 AND version = ?8",
             )
             .and_then(|mut stmt| {
                 stmt.execute(params![
-                    s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v
+                    s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v,
+                    set_recent, recent
                 ])
             }),
         // Without `updated_at` in the statement: SQLite rewrites an index whose column is
-        // set, even to the value it holds.
+        // set, even to the value it holds. (`recent` has no index.)
         Some(v) => conn
             .prepare_cached(
                 "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
-                 snapshot = ?4, events = ?5, ended = ?6
+                 snapshot = ?4, events = ?5, ended = ?6,
+                 recent = CASE WHEN ?8 THEN ?9 ELSE recent END
                  WHERE id = ?1 AND version = ?7",
             )
             .and_then(|mut stmt| {
-                stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, v])
+                stmt.execute(params![
+                    s.id, s.user, s.project, s.snapshot, events, s.ended, v, set_recent, recent
+                ])
             }),
     }
     .map_err(|e| db.sql_err(e))?;
@@ -72,30 +228,47 @@ pub(crate) fn save_session(
             id: s.id.to_string(),
         });
     }
-    write_entries(conn, s).map_err(|e| db.sql_err(e))?;
     Ok(s.loaded.map_or(1, |v| v + 1))
 }
 
-/// Writes a save's entries, and drops those before each list's first.
-fn write_entries(conn: &Connection, s: &SessionWrite<'_>) -> rusqlite::Result<()> {
-    if !s.entries.is_empty() {
-        let mut put = conn.prepare_cached(
-            "INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (session_id, list, n) DO UPDATE SET entry = excluded.entry",
-        )?;
-        for e in s.entries {
-            put.execute(params![s.id, e.list, e.n, e.text])?;
-        }
+/// Moves a session's newest entries to `session_entry`, and drops the rows there before each
+/// list's first.
+fn move_entries(conn: &Connection, id: &str, recent: &Recent) -> rusqlite::Result<()> {
+    let mut put = conn.prepare_cached(
+        "INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (session_id, list, n) DO UPDATE SET entry = excluded.entry",
+    )?;
+    for (list, n, text) in &recent.entries {
+        put.execute(params![id, list, n, text])?;
     }
-    if !s.firsts.is_empty() {
-        let mut drop = conn.prepare_cached(
-            "DELETE FROM session_entry WHERE session_id = ?1 AND list = ?2 AND n < ?3",
-        )?;
-        for (list, first) in s.firsts {
-            drop.execute(params![s.id, list, first])?;
-        }
+    let mut drop = conn.prepare_cached(
+        "DELETE FROM session_entry WHERE session_id = ?1 AND list = ?2 AND n < ?3",
+    )?;
+    for (list, first) in &recent.firsts {
+        drop.execute(params![id, list, first])?;
     }
     Ok(())
+}
+
+/// Runs `f` in a savepoint: undone whole if it fails.
+pub(crate) fn in_savepoint<R>(
+    conn: &Connection,
+    db: &Named,
+    f: impl FnOnce() -> Result<R, StoreError>,
+) -> Result<R, StoreError> {
+    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
+    if let Err(e) = step("SAVEPOINT save") {
+        return Err(db.sql_err(e));
+    }
+    let result = f();
+    if conn.is_autocommit() {
+        return result;
+    }
+    if result.is_err() {
+        let _ = step("ROLLBACK TO save");
+    }
+    let _ = step("RELEASE save");
+    result
 }
 
 /// The entries of session `id`, by list and place.
@@ -125,19 +298,22 @@ pub(crate) fn load_session(
     (|| {
         let found = conn
             .prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS}, snapshot FROM session WHERE id = ?1"
+                "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session WHERE id = ?1"
             ))?
             .query_row([id], |row| {
-                Ok(StoredSession {
+                let recent = Recent::read(row.get_ref(10)?.as_str_or_null()?)
+                    .map_err(|e| damaged_recent(10, e))?;
+                let session = StoredSession {
                     summary: summary(row)?,
                     snapshot: row.get(9)?,
                     entries: Vec::new(),
-                })
+                };
+                Ok((session, recent))
             })
             .optional()?;
         found
-            .map(|mut s| {
-                s.entries = entries(conn, id)?;
+            .map(|(mut s, recent)| {
+                s.entries = recent.over(entries(conn, id)?);
                 Ok(s)
             })
             .transpose()

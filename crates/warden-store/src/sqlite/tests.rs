@@ -165,15 +165,18 @@ fn batch(s: &Store, saves: Vec<crate::SessionSave>) -> Vec<Result<i64, StoreErro
 fn a_save_that_fails_half_way_in_a_batch_leaves_nothing_of_itself() {
     let s = Store::in_memory().expect("store");
     s.exec(
-        "CREATE TRIGGER refuse BEFORE INSERT ON session_entry WHEN NEW.entry = 'bad'
+        "CREATE TRIGGER refuse BEFORE INSERT ON session_entry WHEN NEW.entry LIKE 'bad%'
          BEGIN SELECT RAISE(ABORT, 'refused by a trigger'); END;",
     )
     .expect("trigger");
     let first = batch(&s, vec![save_of("a", None, "ok"), save_of("b", None, "ok")]);
     assert!(first.iter().all(Result::is_ok), "{first:?}");
+    // Too large to stay in the row: the save moves its entries to their table, where the
+    // trigger refuses this one after the row was written.
+    let bad = format!("bad{}", "x".repeat(super::sessions::RECENT_MAX_BYTES));
     let second = batch(
         &s,
-        vec![save_of("a", Some(1), "ok 2"), save_of("b", Some(1), "bad")],
+        vec![save_of("a", Some(1), "ok 2"), save_of("b", Some(1), &bad)],
     );
     assert!(matches!(second[0], Ok(2)), "{:?}", second[0]);
     let e = second[1].as_ref().expect_err("refused").to_string();
@@ -327,5 +330,206 @@ fn a_write_the_database_refuses_as_a_whole_fails_the_tick() {
         s.executions(&ExecutionFilter::default())
             .expect("log")
             .is_empty()
+    );
+}
+
+/// A save of session `id` loaded at `loaded`, with these entries and list fronts.
+fn with_entries(
+    id: &str,
+    loaded: Option<i64>,
+    entries: &[(u8, i64, &str)],
+    firsts: &[(u8, i64)],
+) -> crate::SessionSave {
+    crate::SessionSave {
+        entries: entries
+            .iter()
+            .map(|&(list, n, text)| crate::SessionEntry {
+                list,
+                n,
+                text: text.to_string(),
+            })
+            .collect(),
+        firsts: firsts.to_vec(),
+        ..save_of(id, loaded, "")
+    }
+}
+
+/// What the store holds of session `id`: its entries as loaded, its size, how many rows of
+/// `session_entry` it has and whether its row holds newest entries.
+fn held(s: &Store, id: &str) -> (Vec<(u8, i64, String)>, u64, i64, bool) {
+    let loaded = s.load_session(id).expect("load").expect("saved");
+    let listed = s.sessions(10).expect("list");
+    let size = listed.iter().find(|m| m.id == id).expect("listed").size;
+    assert_eq!(size, loaded.summary.size, "the listing and the load agree");
+    let crate::Inner::Sqlite(db) = &s.backend else {
+        unreachable!("a SQLite store")
+    };
+    let conn = db.lock();
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM session_entry WHERE session_id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .expect("rows");
+    let in_row: bool = conn
+        .query_row(
+            "SELECT recent IS NOT NULL FROM session WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .expect("recent");
+    let entries = loaded
+        .entries
+        .into_iter()
+        .map(|e| (e.list, e.n, e.text))
+        .collect();
+    (entries, size, rows, in_row)
+}
+
+/// A session's newest entries stay in its row (a save writes one page) until they pass the
+/// budget, then move to `session_entry` together; an entry replaced after it moved, and a list
+/// whose front was dropped, read the same wherever the entries are; the dropped rows go when the
+/// entries next move. The size counts the text of what is read, once.
+#[test]
+fn newest_entries_stay_in_the_row_until_they_move_together() {
+    let s = Store::in_memory().expect("store");
+    let big = "x".repeat(super::sessions::RECENT_MAX_BYTES / 3);
+    let owned = |v: &[(u8, i64, &str)]| -> Vec<(u8, i64, String)> {
+        v.iter().map(|&(l, n, t)| (l, n, t.to_string())).collect()
+    };
+    let head = "head of s".len() as u64;
+
+    let r = batch(
+        &s,
+        vec![with_entries("s", None, &[(0, 0, "m0"), (1, 0, "t0")], &[])],
+    );
+    assert!(matches!(r[0], Ok(1)), "{r:?}");
+    let (entries, size, rows, in_row) = held(&s, "s");
+    assert_eq!(entries, owned(&[(0, 0, "m0"), (1, 0, "t0")]));
+    assert_eq!((size, rows, in_row), (head + 4, 0, true));
+
+    // Past the budget: everything moves, the row holds none.
+    let r = batch(
+        &s,
+        vec![with_entries(
+            "s",
+            Some(1),
+            &[(1, 1, &big), (1, 2, &big), (1, 3, &big)],
+            &[],
+        )],
+    );
+    assert!(matches!(r[0], Ok(2)), "{r:?}");
+    let (entries, size, rows, in_row) = held(&s, "s");
+    let moved = [
+        (0, 0, "m0"),
+        (1, 0, "t0"),
+        (1, 1, &big[..]),
+        (1, 2, &big[..]),
+        (1, 3, &big[..]),
+    ];
+    assert_eq!(entries, owned(&moved));
+    assert_eq!(
+        (size, rows, in_row),
+        (head + 4 + 3 * big.len() as u64, 5, false)
+    );
+
+    // One moved entry replaced, list 1's front dropped to 2: read at once, rows kept for now.
+    let r = batch(
+        &s,
+        vec![with_entries("s", Some(2), &[(0, 0, "m0 again")], &[(1, 2)])],
+    );
+    assert!(matches!(r[0], Ok(3)), "{r:?}");
+    let (entries, size, rows, _) = held(&s, "s");
+    let now = [(0, 0, "m0 again"), (1, 2, &big[..]), (1, 3, &big[..])];
+    assert_eq!(entries, owned(&now));
+    assert_eq!((size, rows), (head + 8 + 2 * big.len() as u64, 5));
+
+    // The next move writes the replacement and deletes the dropped rows.
+    let r = batch(
+        &s,
+        vec![with_entries(
+            "s",
+            Some(3),
+            &[(1, 4, &big), (1, 5, &big), (1, 6, &big)],
+            &[],
+        )],
+    );
+    assert!(matches!(r[0], Ok(4)), "{r:?}");
+    let (entries, _, rows, _) = held(&s, "s");
+    let last = [
+        (0, 0, "m0 again"),
+        (1, 2, &big[..]),
+        (1, 3, &big[..]),
+        (1, 4, &big[..]),
+        (1, 5, &big[..]),
+        (1, 6, &big[..]),
+    ];
+    assert_eq!(entries, owned(&last));
+    assert_eq!(rows, 6);
+}
+
+/// A row whose newest entries are not what Warden writes is an error that says so (the
+/// session's other reads, and the listing, still work); deleting the session clears it.
+#[test]
+fn a_damaged_recent_column_is_an_error_that_names_it() {
+    let s = Store::in_memory().expect("store");
+    let r = batch(
+        &s,
+        vec![
+            with_entries("s", None, &[(0, 0, "m0")], &[]),
+            save_of("t", None, "ok"),
+        ],
+    );
+    assert!(r.iter().all(Result::is_ok), "{r:?}");
+    s.exec("UPDATE session SET recent = '{\"e\": [[0, \"zero\"' WHERE id = 's'")
+        .expect("damage");
+    let e = s.load_session("s").expect_err("damaged").to_string();
+    assert!(
+        e.contains("column `recent`") && e.contains("warden sessions delete"),
+        "{e}"
+    );
+    assert_eq!(s.sessions(10).expect("the listing still works").len(), 2);
+    assert!(s.load_session("t").expect("the other loads").is_some());
+    assert_eq!(s.session_version("s").expect("version"), Some(1));
+    assert!(s.delete_session("s").expect("delete"));
+}
+
+/// A database of schema 5 (before a row held newest entries) opens, migrates, and reads its
+/// sessions' entries as they were.
+#[test]
+fn a_schema_5_database_reads_its_entries_after_the_migration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    {
+        let conn = rusqlite::Connection::open(&path).expect("open");
+        for sql in &super::migrations::MIGRATIONS[..5] {
+            conn.execute_batch(sql).expect("old schema");
+        }
+        conn.pragma_update(None, "user_version", 5)
+            .expect("version");
+        conn.execute_batch(
+            "INSERT INTO session (id, user_id, project_id, version, snapshot, events, updated_at)
+                 VALUES ('old', 'u', 'p', 3, 'head', 3, 1.0);
+             INSERT INTO session_entry VALUES ('old', 1, 0, 't0'), ('old', 1, 1, 't1');",
+        )
+        .expect("old rows");
+    }
+    let s = Store::open_sqlite(&path).expect("migrates");
+    let (entries, size, rows, in_row) = held(&s, "old");
+    assert_eq!(
+        entries,
+        vec![(1, 0, "t0".to_string()), (1, 1, "t1".to_string())]
+    );
+    assert_eq!((size, rows, in_row), (4 + 4, 2, false));
+    let r = batch(
+        &s,
+        vec![with_entries("old", Some(3), &[(1, 2, "t2")], &[(1, 1)])],
+    );
+    assert!(matches!(r[0], Ok(4)), "{r:?}");
+    let (entries, ..) = held(&s, "old");
+    assert_eq!(
+        entries,
+        vec![(1, 1, "t1".to_string()), (1, 2, "t2".to_string())]
     );
 }

@@ -94,9 +94,10 @@ impl SqliteStore {
             let mut recent = std::collections::HashMap::new();
             dump.sessions = stmt
                 .query_map([], |r| {
+                    let id: String = r.get(0)?;
                     let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
-                        .map_err(|e| damaged_recent(10, e))?;
-                    recent.insert(r.get::<_, String>(0)?, newest);
+                        .map_err(|e| damaged_recent(10, &id, e))?;
+                    recent.insert(id, newest);
                     Ok(StoredSession {
                         summary: SessionSummary {
                             id: r.get(0)?,

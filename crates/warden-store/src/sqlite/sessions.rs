@@ -12,19 +12,28 @@ use crate::types::{SessionEntry, SessionSummary, SessionWrite, StoredSession};
 
 /// A session's summary; its size is the bytes of its snapshot and of its entries' text, where
 /// they are kept (the row's newest over the table's, the table's before a list's first not
-/// counted), as PostgreSQL counts them.
+/// counted), as PostgreSQL counts them. The table's rows are summed once; what the row's newest
+/// entries change is found from their side (a few entries), not row by row. Elements of
+/// `recent` that are not what Warden writes are left out, so one damaged row does not stop the
+/// listing (loading it says what is wrong).
 pub(crate) const SUMMARY_COLUMNS: &str =
     "id, user_id, project_id, version, events, ended, created_at, updated_at,
      length(CAST(snapshot AS BLOB))
-     + CASE WHEN json_valid(recent) THEN (SELECT coalesce(sum(length(CAST(r.value ->> 2 AS BLOB))), 0)
-         FROM json_each(recent, '$.e') r) ELSE 0 END
-     + (SELECT coalesce(sum(length(CAST(t.entry AS BLOB))), 0) FROM session_entry t
-         WHERE t.session_id = session.id
-         AND (recent IS NULL OR NOT json_valid(recent) OR (
-             NOT EXISTS (SELECT 1 FROM json_each(recent, '$.e') r
-                 WHERE r.value ->> 0 = t.list AND r.value ->> 1 = t.n)
-             AND t.n >= coalesce((SELECT f.value ->> 1 FROM json_each(recent, '$.f') f
-                 WHERE f.value ->> 0 = t.list), t.n))))";
+     + (SELECT coalesce(sum(length(CAST(entry AS BLOB))), 0)
+         FROM session_entry WHERE session_id = session.id)
+     + CASE WHEN recent IS NOT NULL AND json_valid(recent) THEN
+         (SELECT coalesce(sum(length(CAST(r.value ->> 2 AS BLOB))), 0)
+             FROM json_each(recent, '$.e') r WHERE r.type = 'array')
+         - (SELECT coalesce(sum(length(CAST(t.entry AS BLOB))), 0)
+             FROM json_each(recent, '$.f') f JOIN session_entry t
+             ON t.session_id = session.id AND t.list = f.value ->> 0 AND t.n < f.value ->> 1
+             WHERE f.type = 'array')
+         - (SELECT coalesce(sum(length(CAST(t.entry AS BLOB))), 0)
+             FROM json_each(recent, '$.e') r JOIN session_entry t
+             ON t.session_id = session.id AND t.list = r.value ->> 0 AND t.n = r.value ->> 1
+             WHERE r.type = 'array' AND NOT EXISTS (SELECT 1 FROM json_each(recent, '$.f') f
+                 WHERE f.type = 'array' AND f.value ->> 0 = t.list AND t.n < f.value ->> 1))
+       ELSE 0 END";
 
 fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
@@ -40,7 +49,7 @@ fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     })
 }
 
-/// How many bytes of entries a session's row holds (`session.recent`) before they move to
+/// How many bytes of entries (their JSON) a session's row holds (`session.recent`) before they move to
 /// `session_entry`. A save then writes the row's page alone; every few saves, the entries' page
 /// too. (A save that wrote both pages each time spent about half its bytes, and a fifth of the
 /// server's time under load, on the entries.)
@@ -86,10 +95,6 @@ impl Recent {
         }
     }
 
-    fn bytes(&self) -> usize {
-        self.entries.iter().map(|(_, _, text)| text.len()).sum()
-    }
-
     /// A session's entries: those of `session_entry` (`table`, by list and place) not before
     /// their list's first, with these over them.
     pub(crate) fn over(self, table: Vec<SessionEntry>) -> Vec<SessionEntry> {
@@ -101,6 +106,8 @@ impl Recent {
         };
         let mut all: Vec<SessionEntry> =
             table.into_iter().filter(|e| e.n >= first(e.list)).collect();
+        // In order already, but for a list past 255 written by hand (read as 255).
+        all.sort_by_key(|e| (e.list, e.n));
         for (list, n, text) in self.entries {
             match all.binary_search_by(|e| (e.list, e.n).cmp(&(list, n))) {
                 Ok(i) => all[i].text = text,
@@ -111,26 +118,27 @@ impl Recent {
     }
 }
 
-/// A `recent` column that is not what Warden writes, as the error of reading its row.
-pub(crate) fn damaged_recent(column: usize, e: serde_json::Error) -> rusqlite::Error {
+/// The `recent` column of session `id`'s row, not what Warden writes, as the error of reading
+/// the row.
+pub(crate) fn damaged_recent(column: usize, id: &str, e: serde_json::Error) -> rusqlite::Error {
     rusqlite::Error::FromSqlConversionFailure(
         column,
         rusqlite::types::Type::Text,
-        Box::new(DamagedRecent(e)),
+        Box::new(DamagedRecent(id.to_string(), e)),
     )
 }
 
-/// Why a row's newest entries could not be read.
+/// Why a row's newest entries could not be read: the session, and what is wrong.
 #[derive(Debug)]
-struct DamagedRecent(serde_json::Error);
+struct DamagedRecent(String, serde_json::Error);
 
 impl std::fmt::Display for DamagedRecent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "the session's newest entries (column `recent` of table `session`) are not what \
-             Warden writes ({}); `warden sessions delete` removes the session",
-            self.0
+            "session {:?}: its newest entries (column `recent` of table `session`) are not what \
+             Warden writes ({}); `warden sessions delete {}` removes the session",
+            self.0, self.1, self.0
         )
     }
 }
@@ -153,7 +161,8 @@ pub(crate) fn save_session(
             .prepare_cached("SELECT recent FROM session WHERE id = ?1")
             .and_then(|mut stmt| {
                 stmt.query_row([s.id], |r| {
-                    Recent::read(r.get_ref(0)?.as_str_or_null()?).map_err(|e| damaged_recent(0, e))
+                    Recent::read(r.get_ref(0)?.as_str_or_null()?)
+                        .map_err(|e| damaged_recent(0, s.id, e))
                 })
                 .optional()
             })
@@ -162,9 +171,9 @@ pub(crate) fn save_session(
             .unwrap_or_default(),
     };
     recent.add(s);
-    if recent.bytes() <= RECENT_MAX_BYTES {
-        let column = serde_json::to_string(&recent)
-            .map_err(|e| db.refused(format!("cannot write the session's newest entries: {e}")))?;
+    let column = serde_json::to_string(&recent)
+        .map_err(|e| db.refused(format!("cannot write the session's newest entries: {e}")))?;
+    if column.len() <= RECENT_MAX_BYTES {
         return write_row(db, conn, s, Some(Some(&column)));
     }
     // The entries move to their table, with the row, or neither.
@@ -231,21 +240,22 @@ fn write_row(
     Ok(s.loaded.map_or(1, |v| v + 1))
 }
 
-/// Moves a session's newest entries to `session_entry`, and drops the rows there before each
-/// list's first.
+/// Drops the rows of `session_entry` before each list's first, then moves the session's newest
+/// entries there. In that order: an entry the row holds was written after the first it keeps
+/// (`Recent::add` dropped those before), so it stays, as it would have in the table.
 fn move_entries(conn: &Connection, id: &str, recent: &Recent) -> rusqlite::Result<()> {
+    let mut drop = conn.prepare_cached(
+        "DELETE FROM session_entry WHERE session_id = ?1 AND list = ?2 AND n < ?3",
+    )?;
+    for (list, first) in &recent.firsts {
+        drop.execute(params![id, list, first])?;
+    }
     let mut put = conn.prepare_cached(
         "INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (session_id, list, n) DO UPDATE SET entry = excluded.entry",
     )?;
     for (list, n, text) in &recent.entries {
         put.execute(params![id, list, n, text])?;
-    }
-    let mut drop = conn.prepare_cached(
-        "DELETE FROM session_entry WHERE session_id = ?1 AND list = ?2 AND n < ?3",
-    )?;
-    for (list, first) in &recent.firsts {
-        drop.execute(params![id, list, first])?;
     }
     Ok(())
 }
@@ -264,8 +274,11 @@ pub(crate) fn in_savepoint<R>(
     if conn.is_autocommit() {
         return result;
     }
-    if result.is_err() {
-        let _ = step("ROLLBACK TO save");
+    if result.is_err() && step("ROLLBACK TO save").is_err() {
+        // What the save wrote cannot be undone alone: the whole transaction is (its caller
+        // finds it ended), rather than keep half of this save.
+        let _ = conn.execute_batch("ROLLBACK");
+        return result;
     }
     let _ = step("RELEASE save");
     result
@@ -302,7 +315,7 @@ pub(crate) fn load_session(
             ))?
             .query_row([id], |row| {
                 let recent = Recent::read(row.get_ref(10)?.as_str_or_null()?)
-                    .map_err(|e| damaged_recent(10, e))?;
+                    .map_err(|e| damaged_recent(10, id, e))?;
                 let session = StoredSession {
                     summary: summary(row)?,
                     snapshot: row.get(9)?,

@@ -482,14 +482,24 @@ fn a_damaged_recent_column_is_an_error_that_names_it() {
         ],
     );
     assert!(r.iter().all(Result::is_ok), "{r:?}");
-    s.exec("UPDATE session SET recent = '{\"e\": [[0, \"zero\"' WHERE id = 's'")
+    for damage in [
+        r#"{"e": [[0, "zero""#,
+        r#"{"e": ["abc"], "f": [{"x": 1}]}"#,
+        "[1]",
+    ] {
+        s.exec(&format!(
+            "UPDATE session SET recent = '{damage}' WHERE id = 's'"
+        ))
         .expect("damage");
-    let e = s.load_session("s").expect_err("damaged").to_string();
-    assert!(
-        e.contains("column `recent`") && e.contains("warden sessions delete"),
-        "{e}"
-    );
-    assert_eq!(s.sessions(10).expect("the listing still works").len(), 2);
+        let e = s.load_session("s").expect_err(damage).to_string();
+        assert!(
+            e.contains("session \"s\"")
+                && e.contains("column `recent`")
+                && e.contains("warden sessions delete s"),
+            "{damage}: {e}"
+        );
+        assert_eq!(s.sessions(10).expect("the listing still works").len(), 2);
+    }
     assert!(s.load_session("t").expect("the other loads").is_some());
     assert_eq!(s.session_version("s").expect("version"), Some(1));
     assert!(s.delete_session("s").expect("delete"));
@@ -532,4 +542,49 @@ fn a_schema_5_database_reads_its_entries_after_the_migration() {
         entries,
         vec![(1, 1, "t1".to_string()), (1, 2, "t2".to_string())]
     );
+}
+
+/// What a save asks is what a load gives, wherever the entries are between moves: a list's
+/// front dropped while its entries are in the row; an entry written below a first recorded in
+/// the row (kept when the entries move, as the table kept it); a first that goes back down
+/// (the rows before the higher one stay dropped).
+#[test]
+fn dropped_fronts_read_the_same_before_and_after_the_entries_move() {
+    let s = Store::in_memory().expect("store");
+    let big = "x".repeat(super::sessions::RECENT_MAX_BYTES);
+    let texts = |id: &str| -> Vec<(u8, i64, String)> { held(&s, id).0 };
+    let owned = |v: &[(u8, i64, &str)]| -> Vec<(u8, i64, String)> {
+        v.iter().map(|&(l, n, t)| (l, n, t.to_string())).collect()
+    };
+    let saved = |save| assert!(batch(&s, vec![save])[0].is_ok());
+
+    // In the row: the front drops there.
+    saved(with_entries("a", None, &[(1, 0, "t0"), (1, 1, "t1")], &[]));
+    saved(with_entries("a", Some(1), &[], &[(1, 1)]));
+    assert_eq!(texts("a"), owned(&[(1, 1, "t1")]));
+
+    // A first recorded in the row, then an entry below it, then a move.
+    saved(with_entries("b", None, &[(1, 0, "t0"), (1, 6, &big)], &[]));
+    assert_eq!(held(&s, "b").2, 2, "moved");
+    saved(with_entries("b", Some(1), &[], &[(1, 5)]));
+    saved(with_entries("b", Some(2), &[(1, 3, "t3")], &[]));
+    assert_eq!(texts("b"), owned(&[(1, 3, "t3"), (1, 6, &big)]));
+    saved(with_entries("b", Some(3), &[(1, 7, &big)], &[]));
+    let moved = held(&s, "b");
+    assert_eq!((moved.2, moved.3), (3, false), "moved, t0 deleted");
+    assert_eq!(moved.0, owned(&[(1, 3, "t3"), (1, 6, &big), (1, 7, &big)]));
+
+    // A first that goes back down keeps the higher one's drop.
+    let seven: Vec<(u8, i64, &str)> = (0..7).map(|n| (1, n, "t")).collect();
+    saved(with_entries("c", None, &seven, &[]));
+    saved(with_entries("c", Some(1), &[(1, 7, &big)], &[]));
+    assert_eq!(held(&s, "c").2, 8, "moved");
+    saved(with_entries("c", Some(2), &[], &[(1, 5)]));
+    saved(with_entries("c", Some(3), &[], &[(1, 3)]));
+    let want = owned(&[(1, 5, "t"), (1, 6, "t"), (1, 7, &big)]);
+    assert_eq!(texts("c"), want);
+    saved(with_entries("c", Some(4), &[(1, 8, &big)], &[]));
+    let mut after = want.clone();
+    after.push((1, 8, big.clone()));
+    assert_eq!(texts("c"), after);
 }

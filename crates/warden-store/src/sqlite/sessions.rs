@@ -49,10 +49,10 @@ fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
     })
 }
 
-/// How many bytes of entries (their JSON) a session's row holds (`session.recent`) before they move to
-/// `session_entry`. A save then writes the row's page alone; every few saves, the entries' page
-/// too. (A save that wrote both pages each time spent about half its bytes, and a fifth of the
-/// server's time under load, on the entries.)
+/// How many bytes of entries (their JSON) a session's row holds (`session.recent`) before they
+/// move to `session_entry`. A save then writes the row's page alone; every few saves, the
+/// entries' page too. (Under the service's load, a save that wrote both pages each time spent
+/// about half the bytes it wrote on the entries' page.)
 pub(crate) const RECENT_MAX_BYTES: usize = 1024;
 
 /// A session's newest entries, kept in its row (`session.recent`, JSON) until they pass
@@ -153,7 +153,7 @@ pub(crate) fn save_session(
 ) -> Result<i64, StoreError> {
     let writes_entries = !s.entries.is_empty() || !s.firsts.is_empty();
     if !writes_entries {
-        return write_row(db, conn, s, None);
+        return write_row(db, conn, s, Newest::Keep);
     }
     let mut recent = match s.loaded {
         None => Recent::default(),
@@ -174,26 +174,40 @@ pub(crate) fn save_session(
     let column = serde_json::to_string(&recent)
         .map_err(|e| db.refused(format!("cannot write the session's newest entries: {e}")))?;
     if column.len() <= RECENT_MAX_BYTES {
-        return write_row(db, conn, s, Some(Some(&column)));
+        return write_row(db, conn, s, Newest::Set(&column));
     }
     // The entries move to their table, with the row, or neither.
     in_savepoint(conn, db, || {
-        let version = write_row(db, conn, s, Some(None))?;
+        let version = write_row(db, conn, s, Newest::Clear)?;
         move_entries(conn, s.id, &recent).map_err(|e| db.sql_err(e))?;
         Ok(version)
     })
 }
 
-/// Writes the session's row; `recent`: `None` leaves its newest entries as they are,
-/// `Some(None)` empties them, `Some(Some(json))` sets them.
+/// What a write of a session's row does with its newest entries (`session.recent`).
+#[derive(Clone, Copy)]
+enum Newest<'a> {
+    /// Leaves them as they are (the save has no entries).
+    Keep,
+    /// Empties them (they moved to `session_entry`).
+    Clear,
+    /// Sets them to this JSON.
+    Set(&'a str),
+}
+
+/// Writes the session's row, and its newest entries as `newest` says.
 fn write_row(
     db: &Named,
     conn: &Connection,
     s: &SessionWrite<'_>,
-    recent: Option<Option<&str>>,
+    newest: Newest<'_>,
 ) -> Result<i64, StoreError> {
     let events = i64::try_from(s.events).unwrap_or(i64::MAX);
-    let (set_recent, recent) = (recent.is_some(), recent.flatten());
+    let (set_recent, recent) = match newest {
+        Newest::Keep => (false, None),
+        Newest::Clear => (true, None),
+        Newest::Set(json) => (true, Some(json)),
+    };
     let changed = match s.loaded {
         None => conn.prepare_cached(
             "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended, updated_at, recent)

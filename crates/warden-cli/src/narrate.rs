@@ -307,10 +307,16 @@ fn effects(outcome: &Outcome, s: &mut String) {
                 plugin,
                 key,
                 value,
+                scope,
             } => {
+                let whose = if scope.is_session() {
+                    " (this session's)"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     s,
-                    "       state        {plugin}.{key} = {value} (by {rule})"
+                    "       state        {plugin}.{key} = {value}{whose} (by {rule})"
                 );
             }
             Effect::EmitEvent {

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 use warden_expr::{CompileOptions, Compiler, ExprError};
 use warden_input::{Diagnostic, SourceFile};
-use warden_load::{ActionDef, BUILTIN_PLUGIN, Decision, DeliverAt, LogLevel, Priority, RuleDef};
+use warden_load::{
+    ActionDef, BUILTIN_PLUGIN, Decision, DeliverAt, LogLevel, Priority, RuleDef, Scope,
+};
 
 use crate::template::{TemplateError, Templates, Text, ValueTemplate};
 
@@ -27,6 +29,7 @@ pub(crate) enum CompiledAction {
     SetState {
         key: Text,
         value: ValueTemplate,
+        scope: Scope,
     },
     Emit {
         event_type: Arc<str>,
@@ -108,6 +111,7 @@ pub(crate) fn compile_actions(
             }),
             ActionDef::SetState {
                 key,
+                scope,
                 value,
                 value_span,
             } => {
@@ -122,8 +126,11 @@ pub(crate) fn compile_actions(
                     &field("value"),
                     diagnostics,
                 );
-                key.zip(value)
-                    .map(|(key, value)| CompiledAction::SetState { key, value })
+                key.zip(value).map(|(key, value)| CompiledAction::SetState {
+                    key,
+                    value,
+                    scope: *scope,
+                })
             }
             ActionDef::EmitEvent {
                 event_type,

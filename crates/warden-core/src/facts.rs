@@ -31,6 +31,11 @@ pub struct SessionFacts {
     pub query: String,
     /// The active mode.
     pub mode: String,
+    /// The session's own plugin state (`set_state` with `scope = "session"`), by plugin, then
+    /// key: saved with the session, never seen by another. Rules read their plugin's as
+    /// `context.session_state`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub session_state: BTreeMap<String, Map<String, Value>>,
     #[serde(skip)]
     turn_reported: bool,
     #[serde(skip)]
@@ -199,6 +204,7 @@ impl SessionFacts {
             project: Identity::named(project),
             query: String::new(),
             mode: "default".to_string(),
+            session_state: BTreeMap::new(),
             turn_reported: false,
             limit: history_limit.max(1),
             log: HistoryLog::default(),

@@ -5,7 +5,12 @@ use std::sync::{Arc, OnceLock};
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use warden_load::{Decision, Hook, LogLevel};
+use warden_load::{Decision, Hook, LogLevel, Scope};
+
+/// Shared state is the default: only the session's own is said.
+fn is_shared(scope: &Scope) -> bool {
+    *scope == Scope::Shared
+}
 
 pub use crate::notification::Notification;
 use crate::program::Program;
@@ -31,6 +36,9 @@ pub enum Effect {
         rule: Arc<str>,
         /// The plugin whose state it is.
         plugin: Arc<str>,
+        /// Whose state: the sessions' shared state (in the store), or this session's own.
+        #[serde(skip_serializing_if = "is_shared")]
+        scope: Scope,
         /// The key.
         key: String,
         /// The value.
@@ -224,11 +232,22 @@ pub enum Proceed<'a> {
         /// Its next instruction.
         reason: &'a str,
     },
-    /// End the session now.
+    /// End the session now. At a tool call, the call does not run either (a `stop` is a
+    /// refusal and more); at a prompt, the prompt is refused. Until the next prompt, every
+    /// tool call of the session is refused with this reason.
     Stop {
         /// Why.
         reason: &'a str,
     },
+}
+
+impl Proceed<'_> {
+    /// Whether the call (or the prompt) may run without a person's yes: only on
+    /// [`Proceed::Yes`] and [`Proceed::WithInput`]. [`Proceed::No`] and [`Proceed::Stop`]
+    /// refuse it; [`Proceed::Ask`] needs a yes first.
+    pub fn runs(&self) -> bool {
+        matches!(self, Proceed::Yes | Proceed::WithInput(_))
+    }
 }
 
 /// A failure isolated to one rule (or to the event itself, when `rule` is `None`).
@@ -437,6 +456,24 @@ impl Outcome {
             Some(Decision::Deny) => Proceed::No { reason },
             Some(Decision::Continue) => Proceed::KeepWorking { reason },
             Some(Decision::Stop) => Proceed::Stop { reason },
+        }
+    }
+
+    /// Why the event is refused, when it is: a tool call that must not run, a prompt that must
+    /// not reach the agent (`deny`, or `stop`, which refuses and ends the session). A host
+    /// that maps decisions one by one checks this first, so that no mapping drops a refusal.
+    pub fn refused(&self) -> Option<&str> {
+        match self.proceed() {
+            Proceed::No { reason } | Proceed::Stop { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// Why the session ends, when a rule stopped it (at any hook; see [`Proceed::Stop`]).
+    pub fn ends_session(&self) -> Option<&str> {
+        match self.proceed() {
+            Proceed::Stop { reason } => Some(reason),
+            _ => None,
         }
     }
 

@@ -420,3 +420,97 @@ fn a_stop_at_a_mode_change_is_merged_into_the_events_one_ruling() {
     assert_eq!(decisions.len(), 1, "{lines:#?}");
     assert_eq!(decisions[0]["decision"], "stop");
 }
+
+#[test]
+fn a_stop_at_a_tool_call_refuses_it_and_holds_until_the_next_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let w = warden(
+        dir.path(),
+        &[
+            (
+                "stop.toml",
+                &decide(
+                    "stop-on-boom",
+                    100,
+                    "on_tool_call",
+                    "tool.name == 'boom'",
+                    "stop",
+                ),
+            ),
+            (
+                "allow.toml",
+                &decide("allow-all", 50, "on_tool_call", "true", "allow"),
+            ),
+            (
+                "continue.toml",
+                &decide("keep-going", 10, "on_turn_end", "true", "continue"),
+            ),
+        ],
+    );
+    assert!(w.diagnostics().is_empty(), "{:#?}", w.diagnostics());
+    let mut s = w.session();
+    let o = s.tick(Hook::OnToolCall, Event::tool_call("boom", json!({})));
+    assert_eq!(o.refused(), Some("stop-on-boom at on_tool_call"));
+    assert_eq!(o.ends_session(), Some("stop-on-boom at on_tool_call"));
+    assert!(!o.proceed().runs());
+    assert_eq!(
+        s.stopped(),
+        Some(("stop-on-boom", "stop-on-boom at on_tool_call"))
+    );
+    // A later call is refused with the stop's reason, though a rule allows it.
+    let o = s.tick(Hook::OnToolCall, bash("ls"));
+    assert_eq!(
+        o.proceed(),
+        Proceed::No {
+            reason: "stop-on-boom at on_tool_call"
+        }
+    );
+    assert_eq!(o.overridden.len(), 1, "{:?}", o.overridden);
+    assert_eq!(&*o.overridden[0].rule, "allow-all");
+    // An agent that wants to stop is not sent back to work.
+    let o = s.tick(Hook::OnTurnEnd, Event::new().final_turn());
+    assert!(matches!(o.proceed(), Proceed::Stop { .. }), "{o:?}");
+    // A new prompt lifts it.
+    s.tick(Hook::OnQueryStart, Event::query("go on"));
+    assert_eq!(s.stopped(), None);
+    let o = s.tick(Hook::OnToolCall, bash("ls"));
+    assert!(o.proceed().runs());
+    // Saved and read back, a stop still holds.
+    let mut s = w.open_session("durable", Default::default()).unwrap();
+    s.tick(Hook::OnToolCall, Event::tool_call("boom", json!({})));
+    let mut again = w.open_session("durable", Default::default()).unwrap();
+    let o = again.tick(Hook::OnToolCall, bash("ls"));
+    assert_eq!(o.refused(), Some("stop-on-boom at on_tool_call"));
+}
+
+/// The guardrails plugin counts refusals per session: three in one session stop it, and a
+/// new session of the same user and project starts at zero.
+#[test]
+fn one_sessions_refusals_never_stop_another() {
+    let plugins = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/plugins");
+    let w = Warden::builder().plugins_dir(plugins).build().unwrap();
+    let mut a = w.open_session("a", Default::default()).unwrap();
+    for _ in 0..3 {
+        let o = a.tick(Hook::OnToolCall, bash("rm -rf /"));
+        assert!(matches!(o.proceed(), Proceed::No { .. }));
+    }
+    let o = a.tick(Hook::OnToolCall, bash("ls -la"));
+    assert!(matches!(o.proceed(), Proceed::Stop { .. }), "{o:?}");
+    let mut b = w.open_session("b", Default::default()).unwrap();
+    let o = b.tick(Hook::OnToolCall, bash("ls -la"));
+    assert!(o.proceed().runs(), "{o:?}");
+    assert_eq!(
+        b.facts().session_state.get("guardrails"),
+        None,
+        "B's state is its own"
+    );
+    // A's failing tests keep A working, not B.
+    a.tick(Hook::OnQueryStart, Event::query("fix the tests"));
+    let mut failing = Event::tool_failure("Bash", "2 tests failed");
+    failing.tool.as_mut().unwrap().arguments = json!({ "command": "cargo test" });
+    a.tick(Hook::OnToolFailure, failing);
+    let o = b.tick(Hook::OnTurnEnd, Event::new().final_turn());
+    assert!(o.ruling.is_none(), "{o:?}");
+    let o = a.tick(Hook::OnTurnEnd, Event::new().final_turn());
+    assert!(matches!(o.proceed(), Proceed::KeepWorking { .. }), "{o:?}");
+}

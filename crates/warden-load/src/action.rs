@@ -54,6 +54,46 @@ impl DeliverAt {
     }
 }
 
+/// Where a `set_state` value lives, and so who reads it back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Shared by every session of the same user and project, and kept across them (in the
+    /// store): `context.state`.
+    #[default]
+    Shared,
+    /// This session's own: saved with the session, and gone with it. Another conversation of
+    /// the same user never sees it: `context.session_state`.
+    Session,
+}
+
+impl Scope {
+    /// The names a rule file may use.
+    pub const NAMES: &[&str] = &["shared", "session"];
+
+    /// The value a file writes as `s`, if it is one of [`Self::NAMES`].
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "shared" => Scope::Shared,
+            "session" => Scope::Session,
+            _ => return None,
+        })
+    }
+
+    /// The name as written in rule files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Shared => "shared",
+            Scope::Session => "session",
+        }
+    }
+
+    /// Whether it is the session's own.
+    pub fn is_session(self) -> bool {
+        self == Scope::Session
+    }
+}
+
 /// How urgent a notification is. Injection order is most urgent first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -287,10 +327,13 @@ pub enum ActionDef {
         /// Its level.
         level: LogLevel,
     },
-    /// Store a value in the plugin's persistent state.
+    /// Store a value in the plugin's state: shared by the user's sessions in the project, or
+    /// the session's own.
     SetState {
         /// The key (a template).
         key: Located,
+        /// Where the value lives.
+        scope: Scope,
         /// The value: strings are templates; `"{{ expr }}"` alone keeps the expression's type.
         value: Json,
         /// Where the value was written.
@@ -361,7 +404,7 @@ pub const ACTION_TYPES: &[(&str, &[&str])] = &[
         &["type", "message", "category", "priority", "deliver_at"],
     ),
     ("log", &["type", "message", "level"]),
-    ("set_state", &["type", "key", "value"]),
+    ("set_state", &["type", "key", "value", "scope"]),
     ("emit_event", &["type", "event_type", "payload"]),
     ("enrich_context", &["type", "query"]),
     ("decide", &["type", "decision", "reason"]),
@@ -583,9 +626,11 @@ pub(crate) fn read_action_fields(
                     Some("add `value = ...` (any TOML value; strings are templates)".into()),
                 );
             }
+            let scope = enum_field(doc, t, "scope", Scope::NAMES, Scope::parse, Scope::Shared);
             let value = value?;
             ActionDef::SetState {
                 key: key?,
+                scope: scope?,
                 value: value.value,
                 value_span: value.span,
             }

@@ -38,6 +38,7 @@
 //! allow = false                        # pass Warden's `allow` on as Claude Code's `allow`
 //! max_continues = 3                    # `continue` at Stop at most this many times in a row
 //! on_failure = "open"                  # or "closed": a broken Warden denies tool calls
+//! transcript_wait_ms = 250             # wait this long for the model call of a tool call
 //! [claude_code.context_windows]        # tokens per model (added to the defaults)
 //! "claude-sonnet-4-5" = 200000
 //! ```
@@ -87,6 +88,10 @@ pub struct ClaudeCodeConfig {
     pub fail_closed: bool,
     /// Context windows in tokens, by model id, added to Warden's table of current models.
     pub context_windows: Vec<(String, u64)>,
+    /// How long a `PreToolUse` hook waits for Claude Code to write the model call that asked
+    /// for the tool into its transcript (it flushes every 100 ms), before it goes on with what
+    /// the transcript holds.
+    pub transcript_wait: Duration,
 }
 
 impl Default for ClaudeCodeConfig {
@@ -96,6 +101,7 @@ impl Default for ClaudeCodeConfig {
             max_continues: 3,
             fail_closed: false,
             context_windows: Vec::new(),
+            transcript_wait: Duration::from_millis(250),
         }
     }
 }
@@ -397,6 +403,18 @@ impl Config {
                         ),
                     }
                 }
+                if let Some(at) = t.count(&mut doc, "transcript_wait_ms") {
+                    if at.value > 10_000 {
+                        doc.error(
+                            at.span,
+                            "claude_code.transcript_wait_ms",
+                            format!("{} ms is longer than a hook should wait", at.value),
+                            Some("at most 10000; Claude Code writes its transcript every 100 ms, and 250 (the default) covers it".into()),
+                        );
+                    } else {
+                        cc.transcript_wait = Duration::from_millis(at.value);
+                    }
+                }
                 if let Some(windows) = t.table(&mut doc, "context_windows") {
                     for (model, v) in windows.entries() {
                         match to_json(v.get_ref()).as_u64() {
@@ -417,7 +435,13 @@ impl Config {
                 }
                 t.finish(
                     &mut doc,
-                    &["allow", "max_continues", "on_failure", "context_windows"],
+                    &[
+                        "allow",
+                        "max_continues",
+                        "on_failure",
+                        "transcript_wait_ms",
+                        "context_windows",
+                    ],
                 );
             }
             top.finish(&mut doc, CONFIG_FIELDS);

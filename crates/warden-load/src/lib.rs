@@ -47,7 +47,7 @@ pub mod scripts;
 mod tree;
 
 pub use action::{
-    ACTION_TYPES, ActionDef, Decision, DeliverAt, LogLevel, OnError, Priority, RewriteSet,
+    ACTION_TYPES, ActionDef, Decision, DeliverAt, LogLevel, OnError, Priority, RewriteSet, Scope,
     rewrite_misplaced_at,
 };
 pub use builtin::{BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_RULES, BUILTIN_SCRIPTS};

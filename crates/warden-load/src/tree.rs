@@ -284,7 +284,7 @@ pub const NODE_TYPES: &[NodeType] = &[
         lone_action,
     ),
     node("log", &["message", "level"], lone_action),
-    node("set_state", &["key", "value"], lone_action),
+    node("set_state", &["key", "value", "scope"], lone_action),
     node("emit_event", &["event_type", "payload"], lone_action),
     node("enrich_context", &["query"], lone_action),
     node("decide", &["decision", "reason"], lone_action),

@@ -26,12 +26,14 @@ pub enum Effect {
         /// The message.
         message: String,
     },
-    /// `set_state(key, value)`
+    /// `set_state(key, value)`, or `set_state(key, value, "session")`.
     SetState {
         /// The key.
         key: String,
         /// The value.
         value: serde_json::Value,
+        /// Set for the session's own state (`"session"`), not the state its sessions share.
+        session: bool,
     },
     /// `decide(decision, reason)` (or `allow`, `ask`, `deny`, `stop`).
     Decide {
@@ -201,11 +203,12 @@ pub(crate) fn effect(
                 )));
             }
         },
-        "set_state" => Effect::SetState {
+        "set_state" | "set_session_state" => Effect::SetState {
             key: first,
             value: to_json(&second, 0).map_err(|e| {
                 mlua::Error::RuntimeError(format!("set_state: the value cannot be stored: {e}"))
             })?,
+            session: kind == "set_session_state",
         },
         _ => Effect::EmitEvent {
             event_type: first,

@@ -338,7 +338,7 @@ local fetch, result_of, has_tool = host.fetch, host.result, host.has_tool
 local RECORD = host.record -- marks a record returned by `fetch`: RECORD, constructor, values
 host.views(RO, REAL) -- record constructors make read-only views directly
 
-local function state_view(real)
+local function state_view(real, name)
   local get = function(k, default)
     local v = real[k]
     if v == nil then
@@ -354,7 +354,8 @@ local function state_view(real)
       return freeze(real[k])
     end,
     __newindex = function(_, k)
-      error("context.state is read-only: cannot set `" .. tostring(k) .. "`; use set_state(key, value)", 2)
+      local how = name == "session_state" and "set_state(key, value, 'session')" or "set_state(key, value)"
+      error("context." .. name .. " is read-only: cannot set `" .. tostring(k) .. "`; use " .. how, 2)
     end,
     __pairs = function()
       return function(_, k)
@@ -385,8 +386,8 @@ ROOT.__index = function(p, k)
   if type(v) ~= "table" or getmetatable(v) == MARK then
     return v
   end
-  if name == "context" and k == "state" then
-    return state_view(v)
+  if name == "context" and (k == "state" or k == "session_state") then
+    return state_view(v, k)
   end
   return freeze(v)
 end
@@ -447,8 +448,16 @@ local function log(message, level)
   effect("log", text(message, "log: the message"), level)
 end
 
-local function set_state(key, value)
-  effect("set_state", text(key, "set_state: the key"), thaw(value))
+local function set_state(key, value, scope)
+  local kind
+  if scope == nil or scope == "shared" then
+    kind = "set_state"
+  elseif scope == "session" then
+    kind = "set_session_state"
+  else
+    error("set_state(key, value, scope): scope must be 'shared' (the default) or 'session', not " .. tostring(scope), 2)
+  end
+  effect(kind, text(key, "set_state: the key"), thaw(value))
 end
 
 local function emit_event(event_type, payload)

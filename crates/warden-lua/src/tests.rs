@@ -178,7 +178,8 @@ fn several_actions_in_one_run_are_all_reported() {
         effects[2],
         Effect::SetState {
             key: "count".into(),
-            value: serde_json::json!({"n": 1, "list": [1, 2]})
+            value: serde_json::json!({"n": 1, "list": [1, 2]}),
+            session: false,
         }
     );
     assert_eq!(

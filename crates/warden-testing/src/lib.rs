@@ -52,6 +52,7 @@ pub const TEST_FIELDS: &[&str] = &[
     "settings",
     "disabled",
     "state",
+    "session_state",
     "fires",
     "not_fires",
     "messages",
@@ -103,6 +104,8 @@ struct Case {
     settings: Vec<(String, Json)>,
     disabled: Vec<String>,
     state: Vec<(String, String, Json)>,
+    /// The session's own state before the first event (plugin, key, value).
+    session_state: Vec<(String, String, Json)>,
     expect: Vec<Expectation>,
 }
 
@@ -355,6 +358,9 @@ fn run_case(warden: &Warden, index: usize, case: &Case) -> CaseReport {
             user: Some(user.clone()),
             ..SessionOptions::default()
         });
+        for (plugin, key, value) in &case.session_state {
+            session.set_session_state(plugin, key, value.clone());
+        }
         for (i, (hook, event)) in case.events.iter().enumerate() {
             let outcome = session.tick(*hook, event.clone());
             let expectations: Vec<&Expectation> =
@@ -569,28 +575,8 @@ fn read_case(
         }
     }
     let disabled = rule_list(doc, &mut t, "disabled", keys);
-    let mut state = Vec::new();
-    if let Some(s) = t.table(doc, "state") {
-        for (plugin, v) in s.entries() {
-            match v.get_ref() {
-                DeValue::Table(kv) => {
-                    for (k, val) in kv.iter() {
-                        state.push((
-                            plugin.value.to_string(),
-                            k.get_ref().to_string(),
-                            to_json(val.get_ref()),
-                        ));
-                    }
-                }
-                _ => doc.error(
-                    v.span(),
-                    &format!("{field}.state.{}", plugin.value),
-                    "state is given per plugin: `state = { my-plugin = { key = 1 } }`",
-                    None,
-                ),
-            }
-        }
-    }
+    let state = preset_state(doc, &mut t, field, "state");
+    let session_state = preset_state(doc, &mut t, field, "session_state");
     let last = events.len().saturating_sub(1);
     let mut expect = vec![read_expectation(doc, &mut t, last, keys)];
     if let Some(raw) = t.raw("expect") {
@@ -646,8 +632,42 @@ fn read_case(
         settings,
         disabled,
         state,
+        session_state,
         expect,
     })
+}
+
+/// State to set before a case's first event (`state` or `session_state`), per plugin: `(plugin,
+/// key, value)`.
+fn preset_state(
+    doc: &mut Doc,
+    t: &mut Table<'_>,
+    field: &str,
+    key: &'static str,
+) -> Vec<(String, String, Json)> {
+    let mut state = Vec::new();
+    if let Some(s) = t.table(doc, key) {
+        for (plugin, v) in s.entries() {
+            match v.get_ref() {
+                DeValue::Table(kv) => {
+                    for (k, val) in kv.iter() {
+                        state.push((
+                            plugin.value.to_string(),
+                            k.get_ref().to_string(),
+                            to_json(val.get_ref()),
+                        ));
+                    }
+                }
+                _ => doc.error(
+                    v.span(),
+                    &format!("{field}.{key}.{}", plugin.value),
+                    format!("{key} is given per plugin: `{key} = {{ my-plugin = {{ key = 1 }} }}`"),
+                    None,
+                ),
+            }
+        }
+    }
+    state
 }
 
 /// What `t` (a `[[test]]`, or one of its `[[test.expect]]`) expects of event `event`.

@@ -13,7 +13,9 @@ use warden_expr::rhai::Dynamic;
 use warden_expr::{MapId, ScalarId};
 use warden_load::{Hook, SettingValue};
 
-use crate::context::schema::{SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id};
+use crate::context::schema::{
+    SESSION_STATE_ROOT, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id,
+};
 use crate::context::state::{Snapshot, StateReader, StateSource};
 use crate::context::views;
 use crate::event::Event;
@@ -256,6 +258,18 @@ impl<'a> Frame<'a> {
         })
     }
 
+    /// The current plugin's state of this session (empty when it has none, or there is no
+    /// plugin).
+    fn session_state(&self) -> &serde_json::Map<String, Value> {
+        static EMPTY: std::sync::OnceLock<serde_json::Map<String, Value>> =
+            std::sync::OnceLock::new();
+        let plugin = self.plugin.borrow();
+        plugin
+            .as_deref()
+            .and_then(|p| self.facts.session_state.get(p))
+            .unwrap_or_else(|| EMPTY.get_or_init(serde_json::Map::new))
+    }
+
     /// The current plugin's settings, by name.
     fn current_settings(&self) -> BTreeMap<&str, &SettingValue> {
         let plugin = self.plugin.borrow();
@@ -298,6 +312,7 @@ impl<'a> Frame<'a> {
             None => Arc::new(Mutex::new(Snapshot::empty())),
         };
         let values = views::root(views::Root {
+            plugin,
             facts: self.facts.clone(),
             event: self.event.get().clone(),
             hook: self.hook(),
@@ -406,6 +421,7 @@ impl warden_expr::Facts for Frame<'_> {
             "tool" => dynamic(&self.tool_view()),
             "result" => dynamic(self.event().result.as_ref().unwrap_or(&NULL)),
             STATE_ROOT => self.state_all(dynamic),
+            SESSION_STATE_ROOT => dynamic(self.session_state()),
             SETTINGS_ROOT => dynamic(&self.current_settings()),
             _ => Dynamic::UNIT,
         }
@@ -492,6 +508,10 @@ impl warden_expr::Facts for Frame<'_> {
                 }
                 None => self.state_all(dynamic),
             },
+            [SESSION_STATE_ROOT] => {
+                let m = self.session_state();
+                keyed_map(m, |k| m.get(k), keys)
+            }
             [SETTINGS_ROOT] => match keys {
                 Some(keys) => {
                     let mut settings = self.current_settings();
@@ -520,6 +540,7 @@ impl warden_expr::Facts for Frame<'_> {
             ["event", "data"] => json_data_at(self.event().data.as_ref().unwrap_or(&NULL), keys),
             ["context", "user", "settings"] => map_data(&self.facts.user.settings, keys),
             ["context", "project", "settings"] => map_data(&self.facts.project.settings, keys),
+            [SESSION_STATE_ROOT] => map_data(self.session_state(), keys),
             [STATE_ROOT] => {
                 let Some((first, rest)) = keys.split_first() else {
                     return Data::Other;
@@ -674,6 +695,7 @@ impl warden_lua::Host for Frame<'_> {
                 "user" => out.serialize(&f.user),
                 "project" => out.serialize(&f.project),
                 "state" => self.state_all(|all| out.serialize(all)),
+                "session_state" => out.serialize(self.session_state()),
                 "query" => out.value(f.query.as_str()),
                 "mode" => out.value(&**self.mode()),
                 "token_usage" => out.value(f.turn.token_usage),

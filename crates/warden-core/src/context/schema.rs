@@ -38,6 +38,9 @@ pub(crate) mod id {
 /// The name of the hidden root that carries the reading plugin's state.
 pub(crate) const STATE_ROOT: &str = "w_state";
 
+/// The name of the hidden root that carries the reading plugin's state of this session.
+pub(crate) const SESSION_STATE_ROOT: &str = "w_session_state";
+
 /// The name of the root that holds the rule's plugin settings.
 pub(crate) const SETTINGS_ROOT: &str = "settings";
 
@@ -323,7 +326,12 @@ const RECORDS: &[(&str, &[F])] = &[
             alias(
                 "state",
                 STATE_ROOT,
-                "The rule's plugin state, persistent across turns and sessions: `context.state.get('key')` or `context.state.get('key', default)`.",
+                "The rule's plugin state shared by every session of the user in the project, persistent across turns and sessions (`set_state`): `context.state.get('key')` or `context.state.get('key', default)`.",
+            ),
+            alias(
+                "session_state",
+                SESSION_STATE_ROOT,
+                "The rule's plugin state of this session alone (`set_state` with `scope = \"session\"`), saved with the session: `context.session_state.get('key', default)`. Another session never sees it.",
             ),
             scalar(
                 "query",
@@ -560,6 +568,7 @@ fn build_schema() -> Schema {
         s.root(name, ty(*t, &records), doc);
     }
     s.hidden_root(STATE_ROOT, Type::map(Type::Any));
+    s.hidden_root(SESSION_STATE_ROOT, Type::map(Type::Any));
     for (name, to, doc) in ROOT_ALIASES {
         s.root_alias(name, to, doc);
     }

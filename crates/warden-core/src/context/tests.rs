@@ -38,6 +38,7 @@ fn legacy_values(
         query: &'a str,
         mode: &'a str,
         state: Option<&'a BTreeMap<String, Value>>,
+        session_state: &'a serde_json::Map<String, Value>,
         token_usage: f64,
     }
     #[derive(Serialize)]
@@ -99,6 +100,7 @@ fn legacy_values(
             query: &facts.query,
             mode,
             state: Some(state),
+            session_state: &facts.session_state["plug"],
             token_usage: facts.turn.token_usage,
         })),
         event => minijinja::Value::from(Serde(EventView {
@@ -168,6 +170,8 @@ const TEMPLATES: &[&str] = &[
     "{% for k in context.state %}{{ k }},{% endfor %}",
     "{% if context.state %}stateful{% endif %}",
     "{{ context.state.zz }}",
+    "{{ context.session_state }} {{ context.session_state | tojson }} {{ context.session_state | length }}",
+    "{{ context.session_state.get('denials', 0) + 1 }} {{ context.session_state.why[1] }} {{ context.session_state.get('zz', 'none') }}",
 ];
 
 fn facts() -> SessionFacts {
@@ -209,6 +213,10 @@ fn facts() -> SessionFacts {
         .settings
         .insert("a_first".into(), json!([1, {"z": 1, "b": 2}]));
     f.project.root = "/src/app".into();
+    f.session_state.insert(
+        "plug".into(),
+        serde_json::from_value(json!({"denials": 2, "why": ["a", {"b": null}]})).unwrap(),
+    );
     f
 }
 

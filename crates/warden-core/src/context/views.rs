@@ -74,6 +74,8 @@ fn uint(n: impl Into<u64>) -> Value {
 
 /// The values a template renders with (see [`crate::context::Frame::template_values`]).
 pub(crate) struct Root {
+    /// The rule's plugin (none for a mode's condition).
+    pub plugin: Option<Arc<str>>,
     pub facts: Arc<SessionFacts>,
     pub event: Arc<Event>,
     pub hook: Hook,
@@ -170,6 +172,7 @@ impl Fields for Context {
         "query",
         "mode",
         "state",
+        "session_state",
         "token_usage",
     ];
     const NAME: &'static str = "context";
@@ -184,6 +187,15 @@ impl Fields for Context {
             "query" => Value::from(f.query.as_str()),
             "mode" => Value::from(&*self.0.mode),
             "state" => Value::from_object(StateView(self.0.state.clone())),
+            "session_state" => match self
+                .0
+                .plugin
+                .as_deref()
+                .and_then(|p| f.session_state.get(p))
+            {
+                Some(m) => ser(m),
+                None => ser(serde_json::Map::new()),
+            },
             "token_usage" => Value::from(f.turn.token_usage),
             _ => return None,
         })

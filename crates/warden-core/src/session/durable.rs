@@ -32,6 +32,7 @@ use crate::session::bonsai::Running;
 use crate::session::evaluate::RuleMemory;
 use crate::session::keys::{HookSet, RuleId};
 use crate::session::scripts::SavedScripts;
+use crate::session::stop::Stopped;
 use crate::session::trees::Trees;
 use warden_store::SessionEntry;
 
@@ -90,6 +91,9 @@ pub(crate) struct Snapshot<'a> {
     /// beside the snapshot).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     lists: Option<[(u64, u64); 2]>,
+    /// The stop that holds until the next prompt, when a rule stopped the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<Stopped>,
 }
 
 /// What a session is, for [`Snapshot::take`].
@@ -103,6 +107,7 @@ pub(crate) struct Parts<'a> {
     pub trees: &'a Trees,
     pub scripts: SavedScripts,
     pub host: &'a serde_json::Map<String, serde_json::Value>,
+    pub stopped: Option<&'a Stopped>,
 }
 
 impl<'a> Snapshot<'a> {
@@ -158,6 +163,7 @@ impl<'a> Snapshot<'a> {
             scripts: parts.scripts,
             host: Cow::Borrowed(parts.host),
             lists,
+            stopped: parts.stopped.cloned(),
         }
     }
 

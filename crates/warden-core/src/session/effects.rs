@@ -1,9 +1,10 @@
-//! Applying what a step's rules rendered, after all of them ran: state writes (each rule's in
-//! one savepoint of the tick's transaction: together or not at all, and then none of its
-//! effects apply), decorator memory; events for the bus and log lines, held until the tick
-//! commits; then delivering notifications and recording the step in the execution log.
+//! Applying what a step's rules rendered, after all of them ran: shared state writes (each
+//! rule's in one savepoint of the tick's transaction: together or not at all, and then none of
+//! its effects apply), decorator memory; events for the bus and log lines, held until the tick
+//! commits; then delivering notifications and recording the step in the execution log. (The
+//! session's own state is written by the tick once its frame is gone: `write_session_state`.)
 
-use warden_load::{Hook, LogLevel};
+use warden_load::{Hook, LogLevel, Scope};
 use warden_store::{ExecutionRecord, StateScope, StateWrite, TickTransaction};
 
 use crate::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
@@ -66,7 +67,7 @@ pub(crate) fn apply(
 ) -> Vec<Effect> {
     let failures = if rendered
         .iter()
-        .any(|e| matches!(e, Effect::SetState { .. }))
+        .any(|e| matches!(e, Effect::SetState { scope, .. } if !scope.is_session()))
     {
         write_state(tx, actor, &fired, &rendered)
     } else {
@@ -157,7 +158,11 @@ fn write_state(
                 .iter()
                 .filter_map(|e| match e {
                     Effect::SetState {
-                        plugin, key, value, ..
+                        plugin,
+                        key,
+                        value,
+                        scope: Scope::Shared,
+                        ..
                     } => Some(StateWrite::set(
                         StateScope::new(actor.user, actor.project, plugin.as_ref()),
                         key.as_str(),
@@ -181,6 +186,30 @@ fn write_state(
             .filter(|(_, g)| !g.is_empty())
             .map(|(i, _)| (i, e.to_string()))
             .collect(),
+    }
+}
+
+/// Writes the session's own state that the applied `effects` set, in order (the frame is gone:
+/// no rule of the tick saw these writes).
+pub(crate) fn write_session_state(
+    facts: &mut std::sync::Arc<crate::facts::SessionFacts>,
+    effects: &[Effect],
+) {
+    for e in effects {
+        if let Effect::SetState {
+            plugin,
+            key,
+            value,
+            scope: Scope::Session,
+            ..
+        } = e
+        {
+            std::sync::Arc::make_mut(facts)
+                .session_state
+                .entry(plugin.to_string())
+                .or_default()
+                .insert(key.clone(), value.clone());
+        }
     }
 }
 

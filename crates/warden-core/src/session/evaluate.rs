@@ -550,9 +550,11 @@ impl Tick<'_, '_> {
                 CompiledAction::SetState {
                     key: state_key,
                     value,
+                    scope,
                 } => Effect::SetState {
                     rule: key.clone(),
                     plugin: plugin.clone(),
+                    scope: *scope,
                     key: templates
                         .render(state_key, &mut values)
                         .map_err(which)?

@@ -12,6 +12,7 @@
 //! - `scripts.rs`: the Lua side: the runtime, waiting scripts, behavior runs.
 //! - `keys.rs`: small keys and sets for the tables above.
 //! - `durable.rs`: the session saved as plain data, and read back under any program.
+//! - `stop.rs`: a stop that holds until the next prompt.
 
 mod bonsai;
 mod durable;
@@ -21,6 +22,7 @@ mod keys;
 mod ruling;
 mod scripts;
 mod step;
+mod stop;
 mod trees;
 
 use std::cell::OnceCell;
@@ -40,6 +42,7 @@ use crate::shared::Shared;
 use durable::{Parts, Snapshot};
 use effects::AfterCommit;
 use step::Step;
+use stop::Stopped;
 use trees::Trees;
 
 pub use durable::saved_snapshot;
@@ -96,6 +99,9 @@ pub struct Session {
     attempts: u64,
     /// What the embedding host keeps with the session (saved with it).
     host: serde_json::Map<String, serde_json::Value>,
+    /// Set when a rule stopped the session, until the next prompt: every tool call meanwhile
+    /// is refused with the stop's reason.
+    stopped: Option<Stopped>,
 }
 
 /// A session saved in the store after every tick.
@@ -208,6 +214,7 @@ impl Session {
             restored_halted: Vec::new(),
             attempts: 0,
             host: serde_json::Map::new(),
+            stopped: None,
         }
     }
 
@@ -318,6 +325,7 @@ impl Session {
                 trees: &self.trees,
                 scripts: self.trees.scripts.save(self.program.as_deref()),
                 host: &self.host,
+                stopped: self.stopped.as_ref(),
             },
             lists,
         );
@@ -337,6 +345,7 @@ impl Session {
         self.events = snapshot.events;
         self.mailbox = std::mem::take(&mut snapshot.mailbox).into_owned();
         self.host = std::mem::take(&mut snapshot.host).into_owned();
+        self.stopped = snapshot.stopped.take();
         let mut trees = Trees::new(config.script_limits);
         trees.scripts.recording = true;
         trees.scripts.journal_limit = config.journal_limit;
@@ -426,6 +435,23 @@ impl Session {
     /// What Warden knows about the session so far.
     pub fn facts(&self) -> &SessionFacts {
         &self.facts
+    }
+
+    /// Sets `key` of `plugin`'s state of this session, as a rule's `set_state` with
+    /// `scope = "session"` does (for rule tests, and hosts that carry a conversation's state
+    /// over). Saved with the session's next tick.
+    pub fn set_session_state(&mut self, plugin: &str, key: &str, value: serde_json::Value) {
+        Arc::make_mut(&mut self.facts)
+            .session_state
+            .entry(plugin.to_string())
+            .or_default()
+            .insert(key.to_string(), value);
+    }
+
+    /// The rule that stopped the session and why, while the stop holds (until the next
+    /// prompt; see [`crate::Proceed::Stop`]).
+    pub fn stopped(&self) -> Option<(&str, &str)> {
+        self.stopped.as_ref().map(|s| (&*s.rule, &*s.reason))
     }
 
     /// Notifications waiting for a later delivery point.
@@ -644,6 +670,11 @@ impl Session {
         });
         let mut outcome = step.run(early, halted);
         drop(frame);
+        // The session's own state, as the rules that fired set it (the mode change's first).
+        if let Some(change) = &change {
+            effects::write_session_state(&mut self.facts, &change.outcome.effects);
+        }
+        effects::write_session_state(&mut self.facts, &outcome.effects);
 
         self.mode.enter(&next, &self.id);
         if next.changed.is_some() {
@@ -677,6 +708,7 @@ impl Session {
             outcome.inject = inject;
             outcome.mode_change = Some(change);
         }
+        stop::hold(&mut self.stopped, hook, &mut outcome);
         // Warden's own block is written when a host asks for it (`Outcome::rendered`); an
         // operator's template runs now, so that its failure is one of this tick's errors.
         if shared.renderer.is_custom() {

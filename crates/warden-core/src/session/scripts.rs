@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority};
+use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority, Scope};
 
 use crate::behavior::run::TreeRun;
 use crate::outcome::{Effect, Halted, Notification};
@@ -293,9 +293,18 @@ pub(crate) fn script_effect(
                 .unwrap_or(LogLevel::Info),
             message,
         },
-        warden_lua::Effect::SetState { key, value } => Effect::SetState {
+        warden_lua::Effect::SetState {
+            key,
+            value,
+            session,
+        } => Effect::SetState {
             rule: rule.key.clone(),
             plugin: rule.def.plugin.clone(),
+            scope: if session {
+                Scope::Session
+            } else {
+                Scope::Shared
+            },
             key,
             value,
         },

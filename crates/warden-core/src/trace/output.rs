@@ -103,8 +103,14 @@ pub fn write_outcome_lines<W: Write + ?Sized>(
                 line.field("level", level.name())?
                     .field("message", message)?;
             }
-            Effect::SetState { key, value, .. } => {
+            Effect::SetState {
+                key, value, scope, ..
+            } => {
                 line.field("key", key)?.field("value", value)?;
+                // The shared scope is the default, and not said.
+                if scope.is_session() {
+                    line.field("scope", scope.name())?;
+                }
             }
             Effect::EmitEvent {
                 event_type,

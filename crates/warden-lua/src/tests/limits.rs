@@ -17,7 +17,7 @@ fn step_of(rt: &mut Runtime, script: &Script) -> Step {
 fn count_of(step: &Step) -> Option<i64> {
     match step {
         Step::Done { effects, .. } => effects.iter().find_map(|e| match e {
-            Effect::SetState { key, value } if key == "count" => value.as_i64(),
+            Effect::SetState { key, value, .. } if key == "count" => value.as_i64(),
             _ => None,
         }),
         _ => None,

@@ -194,8 +194,9 @@ local function fetches(words)
   return p == "curl" or p == "wget"
 end
 
+-- Refusals are counted per session: another conversation of the same user starts at zero.
 local function count_denial(reason)
-  set_state("denials", context.state.get("denials", 0) + 1)
+  set_state("denials", context.session_state.get("denials", 0) + 1, "session")
   return deny(reason)
 end
 

@@ -19,6 +19,10 @@ pub fn data() -> PathBuf {
 pub struct Project {
     pub dir: tempfile::TempDir,
     session: String,
+    /// The id of the last model call written to the transcript: the `tool_use` of its tool
+    /// calls is named after it, and a `PreToolUse` payload names that `tool_use`, as Claude
+    /// Code's do.
+    last_call: std::cell::RefCell<Option<String>>,
     /// `--db`: a SQLite file in the project's folder, or a PostgreSQL URL.
     db: String,
 }
@@ -40,6 +44,7 @@ impl Project {
         let p = Project {
             dir,
             session: session.to_string(),
+            last_call: std::cell::RefCell::new(None),
             db,
         };
         let transcript = p.fill(&std::fs::read_to_string(data().join("transcript.jsonl")).unwrap());
@@ -68,6 +73,11 @@ impl Project {
         let text = std::fs::read_to_string(data().join("payloads").join(format!("{name}.json")))
             .unwrap_or_else(|e| panic!("payload {name}: {e}"));
         let mut v: Value = serde_json::from_str(&self.fill(&text)).unwrap();
+        if let (Some(call), Value::Object(map)) = (&*self.last_call.borrow(), &mut v)
+            && name == "PreToolUse"
+        {
+            map.insert("tool_use_id".into(), json!(format!("toolu_{call}")));
+        }
         if let (Some(Value::Object(set)), Value::Object(map)) = (set, &mut v) {
             for (k, x) in set {
                 map.insert(
@@ -79,14 +89,19 @@ impl Project {
         v
     }
 
-    /// The transcript gains a model call (`id`), whose context holds `tokens` tokens.
+    /// The transcript gains a model call (`id`), whose context holds `tokens` tokens, and which
+    /// asks for a tool (`toolu_{id}`).
     pub fn model_call(&self, id: &str, tokens: u64) {
+        *self.last_call.borrow_mut() = Some(id.to_string());
         let line = json!({
             "parentUuid": "u", "isSidechain": false, "type": "assistant",
             "message": {
                 "id": id, "type": "message", "role": "assistant",
                 "model": "claude-sonnet-4-5-20250929",
-                "content": [{"type": "text", "text": "..."}],
+                "content": [
+                    {"type": "text", "text": "..."},
+                    {"type": "tool_use", "id": format!("toolu_{id}"), "name": "Bash", "input": {}}
+                ],
                 "usage": {
                     "input_tokens": 10, "cache_creation_input_tokens": 1000,
                     "cache_read_input_tokens": tokens - 1100, "output_tokens": 90

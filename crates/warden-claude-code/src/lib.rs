@@ -54,7 +54,7 @@ use warden_core::{
 
 pub use init::{InitError, InitOptions, InitReport, init};
 pub use payload::{HookEvent, MAX_PAYLOAD, Payload, PayloadError};
-pub use transcript::{DEFAULT_WINDOW, Usage, context_window, last_usage};
+pub use transcript::{DEFAULT_WINDOW, Usage, context_window, last_usage, usage_of_call};
 
 /// Who the hook acts for, and where.
 #[derive(Debug, Clone)]
@@ -86,6 +86,9 @@ pub struct Answer {
     /// Lines for stderr.
     pub log: Vec<String>,
 }
+
+/// How often a hook looks again for the model call of its tool call in the transcript.
+const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// The session's memory of Claude Code, in its host data: the model call the current turn is
 /// bound to (`null` after a prompt: the turn it started has no call yet), and how many times in
@@ -172,15 +175,25 @@ impl Handler<'_> {
                     Hook::OnQueryStart,
                     Event::query(p.prompt.clone().unwrap_or_default()),
                 );
-                let refused = matches!(query.proceed(), Proceed::No { .. } | Proceed::Stop { .. });
-                let turn = (!refused)
+                let turn = query
+                    .refused()
+                    .is_none()
                     .then(|| self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref())));
                 let outcomes: Vec<&Outcome> =
                     std::iter::once(&query).chain(turn.as_ref()).collect();
-                self.prompt_answer(&outcomes)
+                let answer = self.prompt_answer(&outcomes);
+                // A rule file that does not load is worth saying once per prompt, not at every
+                // tool call (this compiles every rule, to find them all).
+                match broken_rules(self.warden) {
+                    Some(note) => {
+                        self.log.push(note.clone());
+                        Some(with_message(answer, &note))
+                    }
+                    None => answer,
+                }
             }
             HookEvent::PreToolUse => {
-                let usage = self.usage();
+                let usage = self.usage_of_call();
                 let turn = self.enter_turn(usage.as_ref());
                 let mut event = Event::tool_call(
                     p.tool_name.clone().unwrap_or_default(),
@@ -269,8 +282,50 @@ impl Handler<'_> {
     /// The last model call's usage, from the transcript.
     fn usage(&mut self) -> Option<transcript::Usage> {
         let path = self.payload.transcript_path.as_deref()?;
-        match last_usage(Path::new(path)) {
+        let read = last_usage(Path::new(path));
+        self.transcript_read(path, read)
+    }
+
+    /// The usage of the model call that asked for this tool call. Claude Code writes its
+    /// transcript a little after it runs the call's hooks (it flushes every 100 ms), so the
+    /// hook waits for that call to be written, at most `[claude_code] transcript_wait_ms`;
+    /// then it goes on with the last call written, and says so in the log. So the same
+    /// conversation gives the same turns every time.
+    fn usage_of_call(&mut self) -> Option<transcript::Usage> {
+        let Some(id) = self.payload.tool_use_id.clone().filter(|id| !id.is_empty()) else {
+            return self.usage();
+        };
+        let path = self.payload.transcript_path.clone()?;
+        let deadline = std::time::Instant::now() + self.config.transcript_wait;
+        loop {
+            match usage_of_call(Path::new(&path), &id) {
+                Ok(Some(u)) => return Some(u),
+                // Not written yet (or the transcript not made yet: the first prompt's).
+                Ok(None) | Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(TRANSCRIPT_POLL);
+                }
+                Ok(None) => {
+                    self.log.push(format!(
+                        "warden: the transcript did not show the model call of tool call {id} within {} ms; its turn is read from the last call written",
+                        self.config.transcript_wait.as_millis()
+                    ));
+                    return self.usage();
+                }
+                Err(e) => return self.transcript_read(&path, Err(e)),
+            }
+        }
+    }
+
+    /// What a read of the transcript gave: a transcript that does not exist yet (Claude Code
+    /// makes it after the first prompt) is no news; any other failure is logged.
+    fn transcript_read(
+        &mut self,
+        path: &str,
+        read: std::io::Result<Option<transcript::Usage>>,
+    ) -> Option<transcript::Usage> {
+        match read {
             Ok(u) => u,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {
                 self.log.push(format!(
                     "warden: the transcript {path} could not be read: {e}"
@@ -356,7 +411,7 @@ impl Handler<'_> {
     fn prompt_answer(&self, outcomes: &[&Outcome]) -> Option<Value> {
         let mut out = Map::new();
         self.common(outcomes, &mut out);
-        if let Proceed::No { reason } = outcomes[0].proceed() {
+        if let Some(reason) = outcomes[0].refused() {
             out.insert("decision".into(), json!("block"));
             out.insert("reason".into(), json!(reason));
         } else if let Some(context) = self.context_of(outcomes) {
@@ -376,7 +431,9 @@ impl Handler<'_> {
         specific.insert("hookEventName".into(), json!("PreToolUse"));
         let allow = if self.config.allow { "allow" } else { "ask" };
         match call.proceed() {
-            Proceed::No { reason } => {
+            // A stop refuses the call too (`common` ends the session): Claude Code runs a call
+            // whose hook only says `continue: false`.
+            Proceed::No { reason } | Proceed::Stop { reason } => {
                 specific.insert("permissionDecision".into(), json!("deny"));
                 specific.insert("permissionDecisionReason".into(), json!(reason));
             }
@@ -412,7 +469,7 @@ impl Handler<'_> {
                     json!(call.ruling.as_ref().map(|r| &*r.reason)),
                 );
             }
-            Proceed::Yes | Proceed::KeepWorking { .. } | Proceed::Stop { .. } => {}
+            Proceed::Yes | Proceed::KeepWorking { .. } => {}
         }
         if let Some(context) = self.context_of(&all) {
             specific.insert("additionalContext".into(), json!(context));
@@ -452,13 +509,17 @@ impl Handler<'_> {
                         .host_data_mut()
                         .insert(CONTINUES.into(), json!(0));
                 } else {
-                    let mut why = reason.to_string();
+                    // Context for the model at Stop sends it back to work (Claude Code's
+                    // current schema), as non-error feedback rather than a blocking error.
+                    let mut why = format!("[warden] {reason}");
                     if let Some(context) = &context {
                         why.push_str("\n\n");
                         why.push_str(context);
                     }
-                    out.insert("decision".into(), json!("block"));
-                    out.insert("reason".into(), json!(why));
+                    out.insert(
+                        "hookSpecificOutput".into(),
+                        json!({ "hookEventName": "Stop", "additionalContext": why }),
+                    );
                     self.session
                         .host_data_mut()
                         .insert(CONTINUES.into(), json!(continues + 1));
@@ -496,6 +557,26 @@ impl Handler<'_> {
             ));
         }
     }
+}
+
+/// What to tell the user when rule files do not load, if they do not.
+fn broken_rules(warden: &Warden) -> Option<String> {
+    let broken = warden.diagnostics().iter().filter(|d| d.is_error()).count();
+    (broken > 0).then(|| {
+        format!(
+            "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden check`)"
+        )
+    })
+}
+
+/// `answer` with a line added to its `systemMessage`.
+fn with_message(answer: Option<Value>, text: &str) -> Value {
+    let mut out = match answer {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    append_message(&mut out, text);
+    Value::Object(out)
 }
 
 /// Adds a line to the answer's `systemMessage` (what the user sees).

@@ -91,6 +91,8 @@ pub struct Payload {
     pub tool_name: Option<String>,
     /// Its input (tool events).
     pub tool_input: Option<Value>,
+    /// The id of the model's `tool_use` block that asked for the call (tool events).
+    pub tool_use_id: Option<String>,
     /// What it returned (`PostToolUse`).
     pub tool_response: Option<Value>,
     /// Why it failed (`PostToolUseFailure`).
@@ -190,6 +192,7 @@ impl Payload {
             prompt: text(&map, "prompt")?,
             tool_name,
             tool_input,
+            tool_use_id: text(&map, "tool_use_id")?,
             tool_response: map.get("tool_response").filter(|v| !v.is_null()).cloned(),
             error: text(&map, "error")?,
             stop_hook_active,

@@ -46,6 +46,21 @@ const BLOCK: u64 = 64 << 10;
 /// regular file is read; the open does not block (a FIFO named as the transcript cannot stall
 /// the hook).
 pub fn last_usage(path: &Path) -> io::Result<Option<Usage>> {
+    let (file, len) = open(path)?;
+    Ok(scan(&file, len, |line| usage_of(line, None)))
+}
+
+/// The usage of the model call of the main conversation that asked for the tool call
+/// `tool_use_id`, or `None` while the transcript's last 8 MiB do not hold it yet (Claude Code
+/// writes its transcript a little after the hooks of the call run).
+pub fn usage_of_call(path: &Path, tool_use_id: &str) -> io::Result<Option<Usage>> {
+    let (file, len) = open(path)?;
+    Ok(scan(&file, len, |line| usage_of(line, Some(tool_use_id))))
+}
+
+/// Opens a transcript: a regular file only, without blocking (a FIFO named as the transcript
+/// cannot stall the hook) and without following a link; with its length.
+fn open(path: &Path) -> io::Result<(File, u64)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
@@ -57,11 +72,11 @@ pub fn last_usage(path: &Path) -> io::Result<Option<Usage>> {
             "the transcript is not a regular file",
         ));
     }
-    Ok(scan(&file, meta.len()))
+    Ok((file, meta.len()))
 }
 
-/// Scans `file` (of `len` bytes) backwards, line by line.
-fn scan(file: &File, len: u64) -> Option<Usage> {
+/// Scans `file` (of `len` bytes) backwards, line by line, for the first line `found` accepts.
+fn scan(file: &File, len: u64, found: impl Fn(&[u8]) -> Option<Usage>) -> Option<Usage> {
     let floor = len.saturating_sub(MAX_TAIL);
     let mut end = len;
     // Bytes of a line cut by the block boundary, carried to the next (earlier) block.
@@ -79,23 +94,28 @@ fn scan(file: &File, len: u64) -> Option<Usage> {
             &[][..]
         };
         for line in lines.iter().rev() {
-            if let Some(u) = usage_of(line) {
+            if let Some(u) = found(line) {
                 return Some(u);
             }
         }
         carry = first.to_vec();
         if start == floor {
-            return usage_of(&carry);
+            return found(&carry);
         }
         end = start;
     }
     None
 }
 
-fn usage_of(line: &[u8]) -> Option<Usage> {
+/// The usage of `line` when it is a model call of the main conversation (that asked for the
+/// tool call `tool_use`, when given).
+fn usage_of(line: &[u8], tool_use: Option<&str>) -> Option<Usage> {
     // Cheap tests before parsing: most lines are not model calls.
     let has = |needle: &[u8]| line.windows(needle.len()).any(|w| w == needle);
     if line.is_empty() || !has(b"\"usage\"") || !has(b"assistant") {
+        return None;
+    }
+    if tool_use.is_some_and(|id| !has(id.as_bytes())) {
         return None;
     }
     let v: Value = serde_json::from_slice(line).ok()?;
@@ -103,6 +123,15 @@ fn usage_of(line: &[u8]) -> Option<Usage> {
         return None;
     }
     let m = v.get("message")?;
+    if let Some(id) = tool_use {
+        let asked = m.get("content")?.as_array()?.iter().any(|block| {
+            block.get("type").and_then(Value::as_str) == Some("tool_use")
+                && block.get("id").and_then(Value::as_str) == Some(id)
+        });
+        if !asked {
+            return None;
+        }
+    }
     let u = m.get("usage")?;
     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
     Some(Usage {
@@ -181,6 +210,32 @@ mod tests {
         let u = last_usage(f.path()).unwrap().unwrap();
         assert_eq!(u.message_id, "msg_2");
         assert_eq!(u.total(), 7 + 100 + 1000 + 10);
+    }
+
+    #[test]
+    fn the_model_call_of_a_tool_call_is_found_by_its_tool_use_id() {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let call = |id: &str, tool: &str, input: u64| {
+            format!(
+                "{{\"type\":\"assistant\",\"message\":{{\"id\":\"{id}\",\"model\":\"m\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"{tool}\",\"name\":\"Bash\",\"input\":{{}}}}],\"usage\":{{\"input_tokens\":{input},\"output_tokens\":1}}}}}}\n"
+            )
+        };
+        f.write_all(call("msg_1", "toolu_a", 10).as_bytes())
+            .unwrap();
+        // The result of the call names its id too, and is not a model call.
+        f.write_all(b"{\"type\":\"user\",\"message\":{\"content\":[{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_a\"}]}}\n").unwrap();
+        f.write_all(call("msg_2", "toolu_b", 20).as_bytes())
+            .unwrap();
+        f.flush().unwrap();
+        let a = usage_of_call(f.path(), "toolu_a").unwrap().unwrap();
+        assert_eq!((a.message_id.as_str(), a.input), ("msg_1", 10));
+        let b = usage_of_call(f.path(), "toolu_b").unwrap().unwrap();
+        assert_eq!(b.message_id, "msg_2");
+        assert_eq!(
+            usage_of_call(f.path(), "toolu_c").unwrap(),
+            None,
+            "not written yet"
+        );
     }
 
     #[test]

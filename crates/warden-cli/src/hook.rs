@@ -150,28 +150,7 @@ fn claude_code(
         project: config.project.clone(),
         project_dir: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
     };
-    let mut out = answer(&warden, &cc, &opts, input);
-    // A rule file that does not load is worth saying once per prompt, not at every tool call
-    // (this compiles every rule, to find them all).
-    if event.as_deref() == Some("UserPromptSubmit") {
-        let broken = warden.diagnostics().iter().filter(|d| d.is_error()).count();
-        if broken > 0 {
-            let note = format!(
-                "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden check`)"
-            );
-            out.log.push(note.clone());
-            let json = out
-                .json
-                .get_or_insert_with(|| serde_json::Value::Object(Default::default()));
-            if let Some(map) = json.as_object_mut() {
-                let message = match map.get("systemMessage").and_then(|m| m.as_str()) {
-                    Some(m) => format!("{m}\n{note}"),
-                    None => note,
-                };
-                map.insert("systemMessage".into(), serde_json::Value::String(message));
-            }
-        }
-    }
+    let out = answer(&warden, &cc, &opts, input);
     // The process ends here: its memory goes back to the system whole, rather than value by
     // value (freeing the program was 5% of a hook's instructions). The store's one duty at close
     // is done first; a SQLite connection closes with the process. (A PostgreSQL pool is closed

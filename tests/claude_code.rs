@@ -340,3 +340,273 @@ fn the_chapter_runs_as_written() {
     );
     assert_eq!(printed.trim_end(), disable.lines().nth(1).unwrap());
 }
+
+/// Runs `script` with `sh` in a mount namespace of its own, where `dir` is a tmpfs of 256 KiB,
+/// as root of a user namespace (`unshare -rm`): a disk that can really be filled, without
+/// touching the machine's. `None` where namespaces cannot be made (the test says it skips).
+fn on_a_small_disk(dir: &Path, script: &str) -> Option<std::process::Output> {
+    let probe = Command::new("unshare").args(["-rm", "true"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!(
+            "skipped: a full disk needs `unshare -rm` (a user and mount namespace), which this machine refuses; CI runs it"
+        );
+        return None;
+    }
+    let full = format!(
+        "mount -t tmpfs -o size=256k none '{}' && {script}",
+        dir.display()
+    );
+    Some(
+        Command::new("unshare")
+            .args(["-rm", "sh", "-c", &full, "sh"])
+            .arg(env!("CARGO_BIN_EXE_warden"))
+            .output()
+            .unwrap(),
+    )
+}
+
+/// A hook whose database cannot be opened or written (the disk is full) still decides on
+/// every rule that needs no stored state (`rm -rf /` is denied by a guard that reads none),
+/// says the disk is full, and keeps its failure policy for the rest: open lets a harmless call
+/// go on, closed denies it.
+#[test]
+fn a_full_disk_still_denies_what_a_stateless_rule_denies_and_says_the_disk_is_full() {
+    let project = Project::new("full-disk");
+    let disk = project.dir.path().join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let write = |name: &str, payload: &Value| {
+        let p = project.dir.path().join(name);
+        std::fs::write(&p, payload.to_string()).unwrap();
+        p
+    };
+    let rm = write(
+        "rm.json",
+        &project.payload(
+            "PreToolUse",
+            Some(&json!({"tool_input": {"command": "rm -rf /"}})),
+        ),
+    );
+    let ls = write(
+        "ls.json",
+        &project.payload(
+            "PreToolUse",
+            Some(&json!({"tool_input": {"command": "ls"}})),
+        ),
+    );
+    let config = data().join("warden.toml");
+    let hook = |db: &str, input: &Path, out: &str, flags: &str| {
+        format!(
+            "\"$1\" hook claude-code {flags} --config '{}' --db '{}/{db}' < '{}' > '{}/{out}' 2>/dev/null",
+            config.display(),
+            disk.display(),
+            input.display(),
+            project.dir.path().display()
+        )
+    };
+    let fill = format!(
+        "dd if=/dev/zero of='{}/fill' bs=1k count=1024 2>/dev/null; true",
+        disk.display()
+    );
+    // A database made while there was room, then the disk filled; and one never made.
+    let script = [
+        hook("made.db", &ls, "first.json", ""),
+        fill,
+        hook("made.db", &rm, "made-rm.json", ""),
+        hook("never.db", &rm, "never-rm.json", ""),
+        hook("never.db", &ls, "open-ls.json", ""),
+        hook("never.db", &ls, "closed-ls.json", "--fail-closed"),
+    ]
+    .join(" && ");
+    let Some(out) = on_a_small_disk(&disk, &script) else {
+        return;
+    };
+    assert!(out.status.success(), "{out:?}");
+    let read = |name: &str| -> Value {
+        let text = std::fs::read_to_string(project.dir.path().join(name)).unwrap();
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{name}: {e}: {text}"))
+    };
+    for name in ["made-rm.json", "never-rm.json"] {
+        let a = read(name);
+        assert_eq!(
+            a["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{name}: {a}"
+        );
+        let why = a["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(why.contains("outside the project"), "{name}: {why}");
+        let message = a["systemMessage"].as_str().unwrap();
+        assert!(message.contains("the disk is full"), "{name}: {message}");
+    }
+    let open = read("open-ls.json");
+    assert!(
+        open["hookSpecificOutput"]["permissionDecision"].is_null(),
+        "{open}"
+    );
+    assert!(
+        open["systemMessage"]
+            .as_str()
+            .unwrap()
+            .contains("disk is full")
+    );
+    let closed = read("closed-ls.json");
+    assert_eq!(
+        closed["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{closed}"
+    );
+    assert!(
+        closed["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("fail closed"),
+        "{closed}"
+    );
+}
+
+/// A hook that cannot take the database's lock within its timeout still decides on the rules
+/// that need no stored state, and says the database is locked.
+#[test]
+fn a_locked_database_still_denies_and_says_it_is_locked() {
+    let project = Project::new("locked");
+    let config = project.dir.path().join("warden.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "builtin = true\nplugins = [{:?}]\n[database]\nlock_timeout = 1\n",
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/plugins")
+                .display()
+                .to_string()
+        ),
+    )
+    .unwrap();
+    let ls = project.payload(
+        "PreToolUse",
+        Some(&json!({"tool_input": {"command": "ls"}})),
+    );
+    project.hook(&ls);
+    let holder = warden::Store::open(project.db()).unwrap();
+    let held = holder.tick();
+    held.begin().unwrap();
+    let rm = project.payload(
+        "PreToolUse",
+        Some(&json!({"tool_input": {"command": "rm -rf /"}})),
+    );
+    // The project's hook, with this test's configuration (its one-second lock timeout).
+    let mut command = Command::new(env!("CARGO_BIN_EXE_warden"));
+    command
+        .args(["hook", "claude-code", "--config"])
+        .arg(&config)
+        .arg("--db")
+        .arg(project.db());
+    let mut child = command
+        .env("CLAUDE_PROJECT_DIR", project.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(rm.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(held);
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    let message = answer["systemMessage"].as_str().unwrap();
+    assert!(message.contains("locked by another process"), "{message}");
+}
+
+/// Claude Code runs the hooks of parallel tool calls together, and the first of them may find
+/// no database yet: eight hooks and two `warden replay` processes start at once on a database
+/// nobody made, fifty times over. Every process opens it (waiting for the others under the lock
+/// timeout, as for any write), every refusal is made, and the counter they share is exact.
+#[test]
+fn hooks_and_replays_at_once_on_a_fresh_database_all_decide_and_count() {
+    let rounds: usize = std::env::var("WARDEN_FRESH_DB_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50);
+    for round in 0..rounds {
+        let project = Project::new(&format!("fresh-{round}"));
+        let count = project.payload(
+            "PostToolUse",
+            Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
+        );
+        let rm = project.payload(
+            "PreToolUse",
+            Some(&json!({"tool_input": {"command": "rm -rf /"}})),
+        );
+        let trace = project.dir.path().join("count.jsonl");
+        std::fs::write(
+            &trace,
+            "{\"hook\": \"on_tool_complete\", \"tool\": {\"name\": \"Count\"}, \"result\": {\"ok\": true}}\n",
+        )
+        .unwrap();
+        let hooks: Vec<_> = (0..8)
+            .map(|i| {
+                let payload = if i % 2 == 0 { &rm } else { &count };
+                let mut p = payload.clone();
+                p["session_id"] = json!(format!("s{i}"));
+                project.spawn_hook(p.to_string().as_bytes())
+            })
+            .collect();
+        let replays: Vec<_> = (0..2)
+            .map(|_| {
+                Command::new(env!("CARGO_BIN_EXE_warden"))
+                    .arg("--config")
+                    .arg(data().join("warden.toml"))
+                    .arg("--db")
+                    .arg(project.db())
+                    .env_remove("WARDEN_CONFIG")
+                    .arg("replay")
+                    .arg(&trace)
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for (i, child) in hooks.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            if i % 2 == 0 {
+                assert!(
+                    stdout.contains("\"permissionDecision\":\"deny\""),
+                    "round {round}, hook {i}: not refused: {stdout}\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            assert!(
+                !stdout.contains("could not"),
+                "round {round}, hook {i}: {stdout}"
+            );
+        }
+        for (i, child) in replays.into_iter().enumerate() {
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "round {round}, replay {i}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let store = warden::Store::open(project.db()).unwrap();
+        let counted = store
+            .state_get(
+                &warden::StateScope::new("default", "default", "local"),
+                "count",
+            )
+            .unwrap();
+        assert_eq!(
+            counted,
+            Some(json!(6)),
+            "round {round}: four hooks and two replays counted"
+        );
+    }
+}

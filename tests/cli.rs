@@ -323,8 +323,12 @@ fn tree_and_plugins_list_show_what_loaded_and_fail_when_files_had_errors() {
         &["--plugins", "missing-folder", "plugins", "list"],
     );
     let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
-    assert!(err.contains("cannot read the plugins folder"), "{err}");
+    // A folder that does not exist is an error at start, not a plugin list that is empty.
+    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    assert!(
+        err.contains("the plugins folder missing-folder does not exist"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// A `warden serve` process, stopped when dropped.
 struct Serve {
@@ -298,4 +298,76 @@ fn the_python_client_of_the_book_runs_against_the_server() {
     );
     let expected = fs::read_to_string(root.join("examples/serve/client.out")).unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+/// Claude Code's answer is built once, in its crate: the command hook (`warden hook
+/// claude-code`, a process per event) and the service's http hook (`POST /v1/claude-code`)
+/// answer the same payload with the same JSON, the note about rule files that do not load
+/// included.
+#[test]
+fn the_http_hook_answers_what_the_command_hook_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins");
+    fs::create_dir_all(dir.path().join("rules")).unwrap();
+    fs::write(
+        dir.path().join("rules/broken.toml"),
+        "[rule]\nid = \"broken\"\ntrigger = \"on_turn_strat\"\ncondition = \"true\"\n[action]\ntype = \"log\"\nmessage = \"x\"\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("warden.toml"),
+        format!(
+            "builtin = true\nrules = [\"rules\"]\nplugins = [{:?}]\ndatabase = \"warden.db\"\n",
+            plugins.display().to_string()
+        ),
+    )
+    .unwrap();
+    let server = serve(dir.path(), &[], &[]);
+    let payloads = [
+        json!({"hook_event_name": "UserPromptSubmit", "prompt": "clean up", "cwd": dir.path()}),
+        json!({"hook_event_name": "PreToolUse", "tool_name": "Bash", "cwd": dir.path(),
+            "tool_input": {"command": "rm -rf /"}, "tool_use_id": "toolu_1"}),
+        json!({"hook_event_name": "PostToolUseFailure", "tool_name": "Bash", "cwd": dir.path(),
+            "tool_input": {"command": "cargo test"}, "error": "2 tests failed"}),
+        json!({"hook_event_name": "Stop", "stop_hook_active": false, "cwd": dir.path()}),
+    ];
+    for (i, payload) in payloads.iter().enumerate() {
+        let as_session = |id: &str| {
+            let mut p = payload.clone();
+            p["session_id"] = json!(id);
+            p.to_string()
+        };
+        let mut hook = Command::new(env!("CARGO_BIN_EXE_warden"))
+            .args(["hook", "claude-code", "--config"])
+            .arg(dir.path().join("warden.toml"))
+            .env_remove("CLAUDE_PROJECT_DIR")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        hook.stdin
+            .take()
+            .unwrap()
+            .write_all(as_session("command").as_bytes())
+            .unwrap();
+        let out = hook.wait_with_output().unwrap();
+        let command: Value = match String::from_utf8_lossy(&out.stdout).trim() {
+            "" => Value::Object(Default::default()),
+            text => json(text),
+        };
+        let (status, body) = http(
+            server.port,
+            "POST",
+            "/v1/claude-code",
+            &[],
+            &as_session("http"),
+        );
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(json(&body), command, "payload {i}: {payload}");
+        if i == 0 {
+            let note = command["systemMessage"].as_str().unwrap_or_default();
+            assert!(note.contains("problem(s) in the rule files"), "{command}");
+        }
+    }
 }

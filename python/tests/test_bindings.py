@@ -22,7 +22,7 @@ from warden import (
     Rewrite,
 )
 
-from conftest import PLUGINS
+from conftest import PLUGINS, need
 
 APP = {"id": "app", "root": "/home/ada/app"}
 
@@ -291,90 +291,117 @@ message = "ok"
 """
 
 
-def test_a_broken_rule_is_skipped_or_raised_in_strict_mode(rules_dir):
+def test_a_broken_rule_raises_unless_asked_to_keep_going(rules_dir):
     folder = rules_dir(
         {
             "ok.toml": OK_RULE.format(id="ok", priority="1"),
             "broken.toml": OK_RULE.format(id="broken", priority='"high"'),
         }
     )
-    w = warden.Warden(rules=folder)
+    with pytest.raises(LoadError) as raised:
+        warden.Warden(rules=folder)
+    assert raised.value.file.endswith("broken.toml")
+    assert (raised.value.line, raised.value.field) == (4, "rule.priority")
+
+    w = warden.Warden(rules=folder, strict=False)
     assert w.rules == ["ok"]
     [d] = [d for d in w.diagnostics if d.is_error]
     assert d.file.endswith("broken.toml") and d.line == 4 and d.field == "rule.priority"
     assert "integer" in d.message
     assert "broken.toml:4" in str(d)
 
-    with pytest.raises(LoadError) as raised:
-        warden.Warden(rules=folder, strict=True)
-    assert raised.value.file.endswith("broken.toml")
-    assert (raised.value.line, raised.value.field) == (4, "rule.priority")
 
-
-def test_bad_arguments_are_refused():
-    with pytest.raises(ValueError, match="log_sample"):
-        warden.Warden(log_sample=2.0)
-    with pytest.raises(ValueError, match="script_timeout"):
-        warden.Warden(script_timeout=-1.0)
-    with pytest.raises(TypeError, match="rules"):
-        warden.Warden(rules=42)
-    with pytest.raises(LoadError):
-        warden.Warden(database="/proc/not-a-place/warden.db")
-
-
-def test_plugin_state_lives_in_the_database(tmp_path: Path, rules_dir):
-    folder = rules_dir(
-        {
-            "count.toml": '[rule]\nid = "count"\ntrigger = "on_query_start"\ncondition = "true"\n'
-            '[action]\ntype = "set_state"\nkey = "queries"\nvalue = "{{ context.state.get(\'queries\', 0) + 1 }}"\n',
-            "say.toml": '[rule]\nid = "say"\ntrigger = "on_turn_start"\ncondition = "true"\n'
-            '[action]\ntype = "notify_self"\nmessage = "queries: {{ context.state.get(\'queries\', 0) }}"\n',
-        }
-    )
-    db = tmp_path / "warden.db"
-    first = warden.Warden(rules=folder, database=db).session("one")
-    first.tick("on_query_start", {"query": "a"})
-    # Another supervisor on the same file, as another process would be.
-    second = warden.Warden(rules=folder, database=db).session("two")
-    second.tick("on_query_start", {"query": "b"})
-    assert [n.message for n in second.tick("on_turn_start").inject] == ["queries: 2"]
-
-
-def test_tick_json_reads_a_trace_line():
-    session = warden.Warden().session()
-    line = '{"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": 9}}'
-    assert session.tick_json(line).fired == ["large-result-summary"]
-    assert session.tick_json(line.encode()).fired == ["large-result-summary"]
-    for bad, field, words in [
-        ('{"hook": "on_turn_strat"}', "hook", "did you mean `on_turn_start`"),
-        ('{"turn": {}}', "hook", "has no `hook`"),
-        ('{"hook": "on_turn_start", "turn": {"number": 1.5}}', "turn.number", "whole number"),
-        ("[1, 2]", "", "must be a JSON object"),
-        ("{not json", "", "not valid JSON"),
-        (b"\xff\xfe", "", "not valid JSON"),
-        # As `warden replay` reads a line: a key given twice, and Warden's own hook, are refused.
-        ('{"hook": "on_turn_start", "hook": "on_turn_end"}', "", "give each field once"),
-        ('{"hook": "on_mode_change"}', "hook", "Warden's own hook"),
-    ]:
-        with pytest.raises(EventError, match=words) as raised:
-            session.tick_json(bad)
-        assert raised.value.field == field
-    with pytest.raises(EventError, match="str or bytes"):
-        session.tick_json(42)
-
-
-def test_notifications_are_rendered_as_every_host_renders_them(tmp_path: Path):
-    w = warden.Warden()
-    outcome = w.session().tick("on_turn_start", {"turn": {"token_usage": 0.85}})
-    assert outcome.rendered == "[warden]\n- HIGH warning: Token budget at 85%. Consider wrapping up or summarizing."
-    assert w.session().tick("on_turn_start", {"turn": {"token_usage": 0.1}}).rendered is None
-    # Gathered from several ticks: each message once.
-    assert w.render(outcome.inject + outcome.inject) == outcome.rendered
-    assert w.render([]) is None
-    with pytest.raises(TypeError):
-        w.render(["not a notification"])
-
+@pytest.mark.parametrize("argument", ["rules", "plugins", "modes"])
+def test_a_path_that_does_not_exist_raises_file_not_found(tmp_path, argument):
+    typo = tmp_path / "plugin"  # the folder is "plugins"
+    with pytest.raises(FileNotFoundError) as raised:
+        warden.Warden(**{argument: str(typo)})
+    assert raised.value.filename == str(typo)
+    assert str(typo) in str(raised.value)
+    # Given to the config file, as to the keywords.
     config = tmp_path / "warden.toml"
-    config.write_text('[render]\ntemplate = "{% for n in notifications %}* {{ n.message }}{% endfor %}"\n')
-    custom = warden.Warden.from_config(config).session().tick("on_turn_start", {"turn": {"token_usage": 0.85}})
-    assert custom.rendered == "* Token budget at 85%. Consider wrapping up or summarizing."
+    config.write_text(f'{argument} = {[str(typo)] if argument != "modes" else repr(str(typo))}\n'.replace("'", '"'))
+    with pytest.raises(FileNotFoundError):
+        warden.Warden.from_config(config)
+
+
+def test_a_warden_with_no_rules_warns(tmp_path):
+    empty = tmp_path / "rules"
+    empty.mkdir()
+    with pytest.warns(UserWarning, match="no rules"):
+        w = warden.Warden(rules=empty)
+    assert w.rules == []
+
+
+FULL_DISK = """
+import json, subprocess, sys, warden
+db = sys.argv[1] + "/warden.db"
+w = warden.Warden(plugins=sys.argv[2], database=db)
+s = w.session("full")
+first = s.tick("on_tool_call", {"tool": {"name": "Bash", "arguments": {"command": "ls"}}})
+subprocess.run(["dd", "if=/dev/zero", "of=" + sys.argv[1] + "/fill", "bs=1k", "count=1024"],
+               capture_output=True)
+o = s.tick("on_tool_call", {"tool": {"name": "Bash", "arguments": {"command": "rm -rf /"}}})
+print(json.dumps({"first_saved": first.saved, "decision": str(o.decision), "saved": o.saved,
+                  "unsaved": o.unsaved}))
+"""
+
+
+def test_a_full_disk_still_refuses_and_says_the_tick_was_not_saved(tmp_path):
+    # A real full disk: a 256 KiB tmpfs in a mount namespace of the test's own.
+    import shutil
+    import subprocess
+    import sys
+
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True) if shutil.which("unshare") else None
+    need(probe is not None and probe.returncode == 0, "a full disk needs `unshare -rm` (user and mount namespaces)")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    run = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", f"mount -t tmpfs -o size=256k none '{disk}' && \"$0\" \"$@\"",
+         sys.executable, str(script), str(disk), str(PLUGINS)],
+        capture_output=True, text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout)
+    assert got["first_saved"] is True
+    assert got["decision"] == str(warden.Decision.DENY), got
+    assert got["saved"] is False
+    assert "the disk is full" in got["unsaved"], got
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_a_refused_call_never_runs_whatever_the_rules(tmp_path, seed):
+    # Random rule sets (ties of priority included): a call runs only when no rule that fired
+    # decided deny or stop (or an ask), a stop both refuses and ends, and holds for later calls.
+    import random
+
+    rng = random.Random(seed)
+    rules = []
+    for i in range(rng.randint(1, 6)):
+        act = rng.choice(["allow", "ask", "deny", "stop", "rewrite", "notify"])
+        tool = rng.choice(["t0", "t1", "t2", None])
+        rid = f"r-{rng.randint(0, 999)}{i}"
+        action = {
+            "rewrite": 'type = "rewrite"\n[action.set]\n"arguments.checked" = true\n',
+            "notify": f'type = "notify_self"\nmessage = "{rid} noticed"\n',
+        }.get(act, f'type = "decide"\ndecision = "{act}"\nreason = "{rid} says {act}"\n')
+        only = f'tool = "{tool}"\n' if tool else ""
+        (tmp_path / f"{rid}.toml").write_text(
+            f'[rule]\nid = "{rid}"\ntrigger = "on_tool_call"\npriority = {rng.randint(1, 3)}\n{only}condition = "true"\n\n[action]\n{action}'
+        )
+        rules.append((act, tool))
+    s = warden.Warden(rules=tmp_path).session()
+    stopped = False
+    for j in range(4):
+        tool = rng.choice(["t0", "t1", "t2"])
+        fired = {act for act, t in rules if t in (None, tool)}
+        refused = stopped or bool({"deny", "stop"} & fired)
+        stopped = stopped or "stop" in fired
+        p = s.tick("on_tool_call", {"tool": {"name": tool, "arguments": {}}}).proceed
+        assert p.runs == (not refused and "ask" not in fired), (rules, tool, p.kind)
+        assert (p.kind in (ProceedKind.NO, ProceedKind.STOP)) == refused, (rules, tool, p.kind)
+        if "stop" in fired:
+            assert p.kind == ProceedKind.STOP

@@ -304,3 +304,51 @@ def test_a_failing_rule_is_logged_and_the_agent_goes_on(rules_dir, caplog):
     assert tools.calls == [("web_search", {"query": "wal", "limit": 10})]
     assert result["messages"][-1].text == "done"
     assert any("broken" in r.getMessage() and "the guard broke" in r.getMessage() for r in caplog.records)
+
+
+def _random_rules(rng: Any, folder: Any, tools: list[str]) -> list[tuple[str, str | None]]:
+    """Writes 1 to 5 rules deciding at random about random tools; returns (decision, tool)."""
+    rules = []
+    for i in range(rng.randint(1, 5)):
+        act = rng.choice(["allow", "deny", "stop", "notify"])
+        tool = rng.choice([*tools, None])
+        rid = f"r-{rng.randint(0, 999)}{i}"
+        action = (
+            f'type = "notify_self"\nmessage = "{rid} noticed"\n'
+            if act == "notify"
+            else f'type = "decide"\ndecision = "{act}"\nreason = "{rid} says {act}"\n'
+        )
+        only = f'tool = "{tool}"\n' if tool else ""
+        (folder / f"{rid}.toml").write_text(
+            f'[rule]\nid = "{rid}"\ntrigger = "on_tool_call"\npriority = {rng.randint(1, 3)}\n{only}condition = "true"\n\n[action]\n{action}'
+        )
+        rules.append((act, tool))
+    return rules
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_a_refused_call_never_runs_in_the_agent(tmp_path, seed):
+    import random
+
+    rng = random.Random(seed)
+    names = ["Bash", "web_search", "write_file"]
+    rules = _random_rules(rng, tmp_path, names)
+    args = {"Bash": {"command": "ls"}, "web_search": {"query": "q"}, "write_file": {"path": "a", "content": "b"}}
+    planned = [rng.choice(names) for _ in range(3)]
+    tools = Tools()
+    model = script(*[call(t, args[t], f"c{j}") for j, t in enumerate(planned)], reply("done"))
+    middleware = WardenMiddleware(warden.Warden(rules=tmp_path), project_root=ROOT)
+    agent_for(model, middleware, tools).invoke(ask("work"))
+
+    ran, stopped_at = [], None
+    for j, t in enumerate(planned):
+        fired = {act for act, tool in rules if tool in (None, t)}
+        if not ({"deny", "stop"} & fired):
+            ran.append(t)
+        if "stop" in fired:
+            stopped_at = j
+            break
+    assert [name for name, _ in tools.calls] == ran, (rules, planned)
+    # A stop ends the run: the model is not called after the call it stopped.
+    calls_made = len(planned) + 1 if stopped_at is None else stopped_at + 1
+    assert len(model.seen) == calls_made, (rules, planned)

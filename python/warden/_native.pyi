@@ -87,7 +87,7 @@ class Warden:
         capabilities: str | Sequence[str] | None = None,
         database: StrPath | None = None,
         modes: str | None = None,
-        strict: bool = False,
+        strict: bool = True,
         any_capability: bool = False,
         history_limit: int | None = None,
         log_sample: float | None = None,
@@ -101,9 +101,13 @@ class Warden:
         ``capabilities`` declares what the host provides, for plugins that require it.
         ``database`` is the SQLite file for plugin state, users' choices and the execution log
         (in memory when absent). ``modes`` is a modes file or ``"builtin:context-window"``.
-        ``strict=True`` raises :class:`LoadError` when any rule file has an error (otherwise
-        such rules are skipped and listed in :attr:`diagnostics`). ``script_timeout`` (seconds)
-        and ``script_memory`` (bytes) limit Lua scripts.
+        ``script_timeout`` (seconds) and ``script_memory`` (bytes) limit Lua scripts.
+
+        Fails loudly rather than supervise less than it was given: raises
+        :class:`FileNotFoundError` (its ``filename`` the path) when a ``rules`` or ``plugins``
+        folder or the ``modes`` file does not exist, and :class:`LoadError` when a rule file
+        has an error, unless ``strict=False`` (then such rules are skipped and listed in
+        :attr:`diagnostics`). Warns (:class:`UserWarning`) when it has no rules at all.
 
         Raises :class:`LoadError` when the database cannot be opened.
         """
@@ -117,7 +121,7 @@ class Warden:
         capabilities: str | Sequence[str] | None = None,
         database: StrPath | None = None,
         modes: str | None = None,
-        strict: bool = False,
+        strict: bool = True,
         any_capability: bool = False,
         history_limit: int | None = None,
         log_sample: float | None = None,
@@ -128,8 +132,9 @@ class Warden:
         ``warden`` command reads it (relative paths are taken from the file's folder). The
         keyword arguments add to it as the command's flags do.
 
-        Raises :class:`LoadError` (with ``file``, ``line`` and ``field``) when the file has an
-        error.
+        Raises :class:`LoadError` (with ``file``, ``line`` and ``field``) when the file or a
+        rule file has an error (a rule file's, unless ``strict=False``), and
+        :class:`FileNotFoundError` when a folder or modes file it names does not exist.
         """
     def session(
         self,
@@ -207,6 +212,13 @@ class Outcome:
     @property
     def hook(self) -> Hook:
         """The hook that was handled."""
+    @property
+    def saved(self) -> bool:
+        """Whether what the tick wrote (plugin state, the execution log, a durable session)
+        was saved; its decision and notifications stand either way."""
+    @property
+    def unsaved(self) -> str | None:
+        """Why nothing the tick wrote was saved (``"the disk is full: ..."``), or ``None``."""
     @property
     def decision(self) -> Decision | None:
         """The merged decision; ``None`` when no rule decided, or when rules only rewrote the

@@ -111,9 +111,21 @@ pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes:
     let Some(event) = payload.event else {
         return Answer::default();
     };
+    // Without its database Warden still decides on every rule that needs no stored state, in
+    // a session of this event alone; then the failure policy applies.
+    let mut store_failure = warden.store_unavailable().map(str::to_string);
     let mut session = match warden.open_session(&payload.session_id, SessionOptions::default()) {
         Ok(s) => s,
-        Err(e) => return fail(config, Some(event.name()), &e.to_string()),
+        Err(e) => {
+            store_failure = Some(match &e {
+                warden_core::Error::Store(s) => s.described(),
+                other => other.to_string(),
+            });
+            warden.session_with(SessionOptions {
+                id: Some(payload.session_id.clone()),
+                ..SessionOptions::default()
+            })
+        }
     };
     let mut hook = Handler {
         session: &mut session,
@@ -122,12 +134,44 @@ pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes:
         opts,
         payload: &payload,
         log: Vec::new(),
+        unsaved: None,
     };
-    let json = hook.run(event);
-    Answer {
-        json,
-        log: hook.log,
+    let mut json = hook.run(event);
+    let mut log = hook.log;
+    if let Some(why) = store_failure.or(hook.unsaved) {
+        let message = format!(
+            "Warden could not use its database: {why}. The rules that need no stored state decided this event; nothing of it was saved."
+        );
+        log.push(message.clone());
+        json = Some(with_message(json, &message));
+        if config.fail_closed && event == HookEvent::PreToolUse {
+            json = json.map(|j| deny_unless_refused(j, &message));
+        }
     }
+    Answer { json, log }
+}
+
+/// A `PreToolUse` answer that refuses the call, unless it does already (fail closed).
+fn deny_unless_refused(mut answer: Value, reason: &str) -> Value {
+    let specific = &answer["hookSpecificOutput"];
+    if specific["permissionDecision"] == "deny" {
+        return answer;
+    }
+    if let Some(map) = answer.as_object_mut() {
+        let mut s = match map.remove("hookSpecificOutput") {
+            Some(Value::Object(s)) => s,
+            _ => Map::new(),
+        };
+        s.insert("hookEventName".into(), json!("PreToolUse"));
+        s.insert("permissionDecision".into(), json!("deny"));
+        s.insert(
+            "permissionDecisionReason".into(),
+            json!(format!("{reason} (Warden is set to fail closed)")),
+        );
+        s.remove("updatedInput");
+        map.insert("hookSpecificOutput".into(), Value::Object(s));
+    }
+    answer
 }
 
 /// The answer when Warden itself failed: the agent goes on, and the user is told what is wrong
@@ -159,6 +203,8 @@ struct Handler<'a> {
     opts: &'a Options,
     payload: &'a Payload,
     log: Vec<String>,
+    /// Why a tick of this event could not be saved, if one could not.
+    unsaved: Option<String>,
 }
 
 impl Handler<'_> {
@@ -272,7 +318,15 @@ impl Handler<'_> {
             event = event.with_project_root(root);
         }
         let outcome = self.session.tick(hook, event);
-        for e in &outcome.errors {
+        if let Some(why) = &outcome.unsaved {
+            self.unsaved.get_or_insert_with(|| why.clone());
+        }
+        // (A tick that was not saved is logged once, by `answer`.)
+        for e in outcome
+            .errors
+            .iter()
+            .filter(|e| outcome.unsaved.as_deref() != Some(e.error.as_str()))
+        {
             let rule = e.rule.as_deref().unwrap_or("warden");
             self.log.push(format!("warden: {rule}: {}", e.error));
         }
@@ -376,7 +430,12 @@ impl Handler<'_> {
                 out.insert("continue".into(), json!(false));
                 out.insert("stopReason".into(), json!(reason));
             }
-            for e in o.errors.iter().filter(|e| e.rule.is_none()) {
+            // (A tick that was not saved is said once, by `answer`.)
+            for e in o
+                .errors
+                .iter()
+                .filter(|e| e.rule.is_none() && o.unsaved.as_deref() != Some(e.error.as_str()))
+            {
                 append_message(out, &format!("Warden: {}", e.error));
             }
         }

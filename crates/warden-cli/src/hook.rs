@@ -128,19 +128,25 @@ fn claude_code(
     // A hook process ticks one event: it compiles the rules of the hooks it ticks, not all
     // of them (the check below, once per prompt, compiles them all), and leaves the database's
     // log to the next process rather than checkpointing it at every event.
-    let mut store = match open_store(&config, "a hook") {
-        Ok(s) => s,
-        Err(e) => return failed(&cc, &e),
-    };
-    if let Err(e) = store.checkpoint_past(HOOK_CHECKPOINT_PAGES) {
-        return failed(&cc, &e.to_string());
-    }
+    // A database that cannot be opened (a full disk, a read-only folder, a lock held too
+    // long) does not stop the rules that need no stored state from deciding: the Warden runs
+    // without it, and the answer says so (the failure policy applies after the rules).
+    let store = open_store(&config, "a hook").and_then(|mut s| {
+        s.checkpoint_past(HOOK_CHECKPOINT_PAGES)
+            .map_err(|e| e.described())?;
+        Ok(s)
+    });
     let rules = Config {
         database: None,
         ..config.clone()
     };
-    let built = warden_core::WardenBuilder::from_config(&rules)
-        .and_then(|b| b.store(store).compile_on_demand(true).build());
+    let built = warden_core::WardenBuilder::from_config(&rules).and_then(|b| {
+        let b = match store {
+            Ok(store) => b.store(store),
+            Err(why) => b.store_unavailable(why),
+        };
+        b.compile_on_demand(true).build()
+    });
     let warden = match built {
         Ok(w) => w,
         Err(e) => return failed(&cc, &e.to_string()),

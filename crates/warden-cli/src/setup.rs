@@ -142,17 +142,19 @@ pub(crate) fn build(config: &Config, memory: bool, any_capability: bool) -> Resu
 /// Opens the configured database, or says how to name one.
 pub(crate) fn open_store(config: &Config, what: &str) -> Result<Store, String> {
     match &config.database {
-        Some(db) => Store::open(db)
-            .and_then(|mut s| {
-                if config.synchronous_full {
-                    s.set_synchronous_full(true)?;
-                }
-                if let Some(timeout) = config.lock_timeout {
-                    s.set_lock_timeout(timeout)?;
-                }
-                Ok(s)
-            })
-            .map_err(|e| e.to_string()),
+        Some(db) => Store::open_with_lock_timeout(
+            db,
+            config
+                .lock_timeout
+                .unwrap_or(warden_store::DEFAULT_LOCK_TIMEOUT),
+        )
+        .and_then(|s| {
+            if config.synchronous_full {
+                s.set_synchronous_full(true)?;
+            }
+            Ok(s)
+        })
+        .map_err(|e| e.described()),
         None => Err(format!(
             "{what} needs a database: give --db FILE, or `database = \"...\"` in {CONFIG_FILE}"
         )),

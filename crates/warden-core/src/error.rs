@@ -19,6 +19,15 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A rule folder, plugins folder or modes file the installation names does not exist: a
+    /// supervisor without the rules it was given would let through what they refuse.
+    #[error("the {what} {} does not exist: create it, or correct the path that names it", .path.display())]
+    Missing {
+        /// `rule folder`, `plugins folder` or `modes file`.
+        what: &'static str,
+        /// The path, as given.
+        path: std::path::PathBuf,
+    },
     /// A setting of the installation is wrong (`[render] template`...).
     #[error("{0}")]
     Config(String),

@@ -95,6 +95,8 @@ pub(crate) struct Shared {
     /// Knowledge enrichment, when configured.
     pub(crate) knowledge_config: Option<KnowledgeConfig>,
     pub(crate) knowledge: RwLock<Arc<KnowledgeState>>,
+    /// Why the database could not be opened, when the Warden runs without it.
+    pub(crate) store_unavailable: Option<String>,
 }
 
 impl Shared {

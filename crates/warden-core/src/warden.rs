@@ -51,6 +51,11 @@ impl std::fmt::Debug for Warden {
     }
 }
 
+/// Whether nothing is at `path` (one that cannot be read is the loader's to report).
+fn missing(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
 /// Builds a [`Warden`].
 #[derive(Debug, Default)]
 pub struct WardenBuilder {
@@ -69,6 +74,7 @@ pub struct WardenBuilder {
     retention_days: Option<f64>,
     knowledge: Option<KnowledgeConfig>,
     modes: Option<warden_load::ModeSource>,
+    store_unavailable: Option<String>,
 }
 
 impl WardenBuilder {
@@ -94,12 +100,12 @@ impl WardenBuilder {
                 .knowledge_at_query_start(config.knowledge_at_query_start);
         }
         if let Some(db) = &config.database {
-            let mut store = Store::open(db)?;
+            let timeout = config
+                .lock_timeout
+                .unwrap_or(warden_store::DEFAULT_LOCK_TIMEOUT);
+            let store = Store::open_with_lock_timeout(db, timeout)?;
             if config.synchronous_full {
                 store.set_synchronous_full(true)?;
-            }
-            if let Some(timeout) = config.lock_timeout {
-                store.set_lock_timeout(timeout)?;
             }
             b = b.store(store);
         }
@@ -204,6 +210,19 @@ impl WardenBuilder {
         self
     }
 
+    /// Says that the database could not be opened, and why (`StoreError`'s message): the
+    /// Warden then runs without one, so that every rule that needs no stored state still
+    /// decides (a host that must answer now, a Claude Code hook, answers on them). Rules that
+    /// read or write shared plugin state fail with `reason` (a guard set to fail closed then
+    /// denies); users' choices are the defaults (every rule on, the manifests' settings);
+    /// sessions start empty; every outcome says that nothing was saved
+    /// ([`Outcome::unsaved`](crate::Outcome::unsaved)). An in-memory store stands in for the
+    /// database, unless the builder was given one.
+    pub fn store_unavailable(mut self, reason: impl Into<String>) -> Self {
+        self.store_unavailable = Some(reason.into());
+        self
+    }
+
     /// How many recent messages and tool calls a session's history keeps (default 50).
     pub fn history_limit(mut self, limit: usize) -> Self {
         self.history_limit = Some(limit);
@@ -282,8 +301,31 @@ impl WardenBuilder {
         self
     }
 
-    /// Loads and compiles the rules and opens the store.
+    /// Loads and compiles the rules and opens the store. A rule folder, plugins folder or
+    /// modes file that does not exist is [`Error::Missing`]: a supervisor built without the
+    /// rules it was given would be silent where they refuse.
     pub fn build(self) -> Result<Warden, Error> {
+        for source in &self.sources {
+            let (what, path) = match source {
+                RuleSource::Builtin => continue,
+                RuleSource::Dir(p) => ("rule folder", p),
+                RuleSource::Plugins(p) => ("plugins folder", p),
+            };
+            if missing(path) {
+                return Err(Error::Missing {
+                    what,
+                    path: path.clone(),
+                });
+            }
+        }
+        if let Some(warden_load::ModeSource::File(path)) = &self.modes
+            && missing(path)
+        {
+            return Err(Error::Missing {
+                what: "modes file",
+                path: path.clone(),
+            });
+        }
         let store = match self.store {
             Some(s) => s,
             None => Store::in_memory()?,
@@ -366,6 +408,7 @@ impl WardenBuilder {
                 data_version: AtomicI64::new(data_version),
                 started: Instant::now(),
                 knowledge_config: self.knowledge,
+                store_unavailable: self.store_unavailable,
                 knowledge: RwLock::new(Arc::new(knowledge)),
             }),
         })
@@ -418,6 +461,8 @@ impl Warden {
                 started: Instant::now(),
                 knowledge_config: s.knowledge_config.clone(),
                 knowledge: RwLock::new(s.knowledge()),
+                // A store of its own: what it needs is there.
+                store_unavailable: None,
             }),
         })
     }
@@ -537,6 +582,12 @@ impl Warden {
     /// The store.
     pub fn store(&self) -> &Store {
         &self.shared.store
+    }
+
+    /// Why the database could not be opened, when this Warden runs without it
+    /// ([`WardenBuilder::store_unavailable`]).
+    pub fn store_unavailable(&self) -> Option<&str> {
+        self.shared.store_unavailable.as_deref()
     }
 
     // What users choose without editing files: rules on and off, setting values.

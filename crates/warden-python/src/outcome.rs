@@ -136,6 +136,19 @@ impl PyOutcome {
         enums::hook(py, self.0.hook)
     }
 
+    /// Whether what this tick wrote (plugin state, the execution log, a durable session) was
+    /// saved. Its decision and notifications stand either way.
+    #[getter]
+    fn saved(&self) -> bool {
+        self.0.unsaved.is_none()
+    }
+
+    /// Why nothing this tick wrote was saved (`the disk is full: ...`), or `None` when it was.
+    #[getter]
+    fn unsaved(&self) -> Option<&str> {
+        self.0.unsaved.as_deref()
+    }
+
     /// The merged decision (`None` when no rule decided, or when rules only rewrote the
     /// call's arguments: see `updated_input`).
     #[getter]

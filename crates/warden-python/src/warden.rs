@@ -5,10 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyTypeError, PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
-use warden_core::{Config, Diagnostic, ModeSource, SessionOptions, Warden, WardenBuilder};
+use warden_core::{Config, ModeSource, SessionOptions, Warden, WardenBuilder};
 
 use crate::errors::{PyDiagnostic, SessionError, load_error};
 use crate::outcome::PyNotification;
@@ -124,25 +124,43 @@ impl Overrides {
 }
 
 fn build(py: Python<'_>, config: Config, opts: BuildOptions) -> PyResult<PyWarden> {
-    let built = py.detach(|| -> Result<Warden, (String, Vec<Diagnostic>)> {
-        let mut b = WardenBuilder::from_config(&config).map_err(|e| (e.to_string(), Vec::new()))?;
+    let built = py.detach(|| -> Result<Warden, warden_core::Error> {
+        let mut b = WardenBuilder::from_config(&config)?;
         if opts.any_capability {
             b = b.any_capability();
         }
         if let Some(n) = opts.history_limit {
             b = b.history_limit(n);
         }
-        b.strict(opts.strict).build().map_err(|e| {
-            let message = e.to_string();
-            match e {
-                warden_core::Error::Rules(d) => (message, d),
-                _ => (message, Vec::new()),
-            }
-        })
+        b.strict(opts.strict).build()
+    });
+    let built = built.map_err(|e| {
+        let message = e.to_string();
+        match e {
+            // A path that names nothing is Python's own error, with the path.
+            warden_core::Error::Missing { path, .. } => Err(PyFileNotFoundError::new_err((
+                ENOENT,
+                message,
+                path.display().to_string(),
+            ))),
+            warden_core::Error::Rules(d) => Ok((message, d)),
+            _ => Ok((message, Vec::new())),
+        }
     });
     match built {
-        Ok(inner) => Ok(PyWarden { inner, config }),
-        Err((message, diagnostics)) => {
+        Ok(inner) => {
+            if inner.program().rule_keys().next().is_none() {
+                PyErr::warn(
+                    py,
+                    &py.get_type::<PyUserWarning>(),
+                    c"this Warden has no rules: it decides nothing, and every call it is asked about goes on (give rules=, plugins= or builtin=True)",
+                    1,
+                )?;
+            }
+            Ok(PyWarden { inner, config })
+        }
+        Err(Err(not_found)) => Err(not_found),
+        Err(Ok((message, diagnostics))) => {
             let file = if diagnostics.is_empty() {
                 config.database.as_ref().map(|p| p.display().to_string())
             } else {
@@ -152,6 +170,9 @@ fn build(py: Python<'_>, config: Config, opts: BuildOptions) -> PyResult<PyWarde
         }
     }
 }
+
+/// ENOENT, the errno of a path that names nothing (`FileNotFoundError.errno`).
+const ENOENT: i32 = 2;
 
 /// Reads the keyword arguments shared by `Warden()` and `Warden.from_config()`.
 #[allow(clippy::too_many_arguments)]
@@ -185,11 +206,13 @@ impl PyWarden {
     /// folders (one, or a list); given either, the built-in rules are left out unless
     /// `builtin=True`, as with the `warden` command's flags. `database` is the SQLite file for
     /// plugin state, users' choices and the execution log (in memory when absent). `modes` is
-    /// a modes file or `"builtin:context-window"`. `strict=True` raises `LoadError` when any
-    /// rule file has an error (otherwise such rules are skipped and listed in `diagnostics`).
+    /// a modes file or `"builtin:context-window"`. A folder or modes file that does not exist
+    /// raises `FileNotFoundError` naming it; a rule file with an error raises `LoadError`
+    /// unless `strict=False` (then such rules are skipped and listed in `diagnostics`). A
+    /// Warden with no rules at all warns (`UserWarning`): it would decide nothing.
     #[new]
     #[pyo3(signature = (*, rules = None, plugins = None, builtin = None, capabilities = None,
-        database = None, modes = None, strict = false, any_capability = false,
+        database = None, modes = None, strict = true, any_capability = false,
         history_limit = None, log_sample = None, script_timeout = None, script_memory = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -240,7 +263,7 @@ impl PyWarden {
     /// and `field`) when the file has an error.
     #[staticmethod]
     #[pyo3(signature = (path, *, rules = None, plugins = None, builtin = None,
-        capabilities = None, database = None, modes = None, strict = false,
+        capabilities = None, database = None, modes = None, strict = true,
         any_capability = false, history_limit = None, log_sample = None,
         script_timeout = None, script_memory = None))]
     #[allow(clippy::too_many_arguments)]

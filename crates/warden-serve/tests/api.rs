@@ -1005,3 +1005,97 @@ async fn claude_codes_http_hook_gets_the_hook_commands_answer() {
     assert_eq!(r.status, 415);
     server.stop().await.unwrap();
 }
+
+/// A supervisor's promise through the service, over random rule sets (seeded, so a failure
+/// names its case): a tool call may run only when `proceed` says `yes` or `with_input`; a
+/// `deny` or `stop` of any rule that fired makes it `no` or `stop`; a stopped session refuses
+/// every later call; and the service's Claude Code endpoint denies the same calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_never_runs_through_the_service() {
+    /// SplitMix64: a small seeded generator.
+    fn next(state: &mut u64) -> u64 {
+        *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    const ACTS: [&str; 6] = ["allow", "ask", "deny", "stop", "rewrite", "notify"];
+    for case in 0..24u64 {
+        let mut rng = case.wrapping_mul(7919).wrapping_add(1);
+        let dir = tempfile::tempdir().unwrap();
+        let n = 1 + next(&mut rng) % 6;
+        let mut rules = Vec::new();
+        for i in 0..n {
+            let act = ACTS[(next(&mut rng) % 6) as usize];
+            let tool = (next(&mut rng) % 4) as u8; // 3: every tool
+            let priority = 1 + next(&mut rng) % 3;
+            let id = format!("r-{}", (next(&mut rng) % 1000) * 10 + i);
+            let filter = if tool < 3 {
+                format!("tool = \"t{tool}\"\n")
+            } else {
+                String::new()
+            };
+            let action = match act {
+                "rewrite" => {
+                    "type = \"rewrite\"\n[action.set]\n\"arguments.checked\" = true\n".to_string()
+                }
+                "notify" => format!("type = \"notify_self\"\nmessage = \"{id} noticed\"\n"),
+                d => format!("type = \"decide\"\ndecision = \"{d}\"\nreason = \"{id} says {d}\"\n"),
+            };
+            std::fs::write(
+                dir.path().join(format!("{id}.toml")),
+                format!("[rule]\nid = \"{id}\"\ntrigger = \"on_tool_call\"\npriority = {priority}\n{filter}condition = \"true\"\n\n[action]\n{action}"),
+            )
+            .unwrap();
+            rules.push((act, tool));
+        }
+        let w = warden_core::Warden::builder()
+            .rules_dir(dir.path())
+            .build()
+            .unwrap();
+        let server = Running::start(w, ServeOptions::default()).await;
+        let c = server.client();
+        let mut stopped = false;
+        for call in 0..4 {
+            let tool = (next(&mut rng) % 3) as u8;
+            let fired: Vec<&str> = rules
+                .iter()
+                .filter(|(_, t)| *t == 3 || *t == tool)
+                .map(|(a, _)| *a)
+                .collect();
+            let has = |a: &str| fired.contains(&a);
+            let refused = stopped || has("deny") || has("stop");
+            stopped |= has("stop");
+            let what = format!("case {case}, call {call}: rules {rules:?}, tool t{tool}");
+            let o = c
+                .post(
+                    "/v1/sessions/s/events",
+                    &json!({"hook": "on_tool_call", "tool": {"name": format!("t{tool}"), "arguments": {}}}),
+                )
+                .await
+                .json();
+            let proceed = o["proceed"].as_str().unwrap().to_string();
+            let runs = proceed == "yes" || proceed == "with_input";
+            assert_eq!(!runs && proceed != "ask", refused, "{what}: {o}");
+            if has("stop") {
+                assert_eq!(proceed, "stop", "{what}: {o}");
+            }
+            let a = c
+                .post(
+                    "/v1/claude-code",
+                    &json!({"session_id": "cc", "hook_event_name": "PreToolUse",
+                        "tool_name": format!("t{tool}"), "tool_input": {}}),
+                )
+                .await
+                .json();
+            assert_eq!(
+                a["hookSpecificOutput"]["permissionDecision"] == "deny",
+                refused,
+                "{what}: {a}"
+            );
+            assert_eq!(a["continue"] == false, has("stop"), "{what}: {a}");
+        }
+        server.stop().await.unwrap();
+    }
+}

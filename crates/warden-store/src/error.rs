@@ -201,6 +201,14 @@ pub enum StoreError {
         what: String,
     },
 
+    /// The database could not be opened when the embedder started (it runs without it): what
+    /// needs the store fails with why.
+    #[error("the database is unavailable: {reason}")]
+    Unavailable {
+        /// Why it could not be opened.
+        reason: String,
+    },
+
     /// Another process held the database's write lock for longer than this one waits.
     #[error(
         "database {db} is locked by another process (waited {} ms); nothing of this tick was written: retry, or find the process that holds the lock",
@@ -212,4 +220,78 @@ pub enum StoreError {
         /// How long this process waited for the lock.
         waited: std::time::Duration,
     },
+}
+
+impl StoreError {
+    /// The message with the database's state first when the error says it (`the disk is full:
+    /// database ... refused ...`), for a user who must act on it.
+    pub fn described(&self) -> String {
+        match self.condition() {
+            Some(c) => format!("{c}: {self}"),
+            None => self.to_string(),
+        }
+    }
+
+    /// What state the database is in, in a few words, when the error says (`the disk is
+    /// full`, `the database is read-only`, `the database is locked by another process`...):
+    /// for a message that must name the cause before the details.
+    pub fn condition(&self) -> Option<&'static str> {
+        use rusqlite::ErrorCode as C;
+        let by_code = |code: Option<C>| {
+            Some(match code? {
+                C::DiskFull => "the disk is full",
+                C::ReadOnly => "the database is read-only",
+                C::DatabaseBusy | C::DatabaseLocked => "the database is locked by another process",
+                C::CannotOpen => "the database file cannot be opened",
+                C::PermissionDenied => "permission denied",
+                C::SystemIoFailure => "the disk failed (I/O error)",
+                C::DatabaseCorrupt | C::NotADatabase => "the database file is damaged",
+                _ => return None,
+            })
+        };
+        let by_text = |text: &str| {
+            // SQLite's own messages for these codes (sqlite3_errstr), as a refused tick carries
+            // them in words.
+            [
+                ("database or disk is full", "the disk is full"),
+                ("readonly database", "the database is read-only"),
+                ("disk I/O error", "the disk failed (I/O error)"),
+                (
+                    "database is locked",
+                    "the database is locked by another process",
+                ),
+                ("malformed", "the database file is damaged"),
+                (
+                    "unable to open database file",
+                    "the database file cannot be opened",
+                ),
+            ]
+            .iter()
+            .find(|(said, _)| text.contains(said))
+            .map(|(_, words)| *words)
+        };
+        match self {
+            StoreError::Busy { .. } => Some("the database is locked by another process"),
+            StoreError::Unreachable { .. } => Some("the database server cannot be reached"),
+            StoreError::CreateDir { cause, .. } => match cause.kind() {
+                std::io::ErrorKind::PermissionDenied => Some("permission denied"),
+                std::io::ErrorKind::StorageFull => Some("the disk is full"),
+                std::io::ErrorKind::ReadOnlyFilesystem => Some("the file system is read-only"),
+                _ => None,
+            },
+            StoreError::Open { cause, .. }
+            | StoreError::Migration { cause, .. }
+            | StoreError::Database { cause, .. }
+            | StoreError::Write { cause, .. } => match cause {
+                DbError::Sqlite(e) => {
+                    by_code(e.sqlite_error_code()).or_else(|| by_text(&e.to_string()))
+                }
+                _ => None,
+            },
+            StoreError::Refused { reason, .. } | StoreError::Unavailable { reason } => {
+                by_text(reason)
+            }
+            _ => None,
+        }
+    }
 }

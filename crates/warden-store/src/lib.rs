@@ -153,10 +153,29 @@ impl Store {
     ///
     /// Fails with [`StoreError::SchemaTooNew`] if the database was written by a newer warden.
     pub fn open(db: impl AsRef<Path>) -> Result<Store, StoreError> {
+        Store::open_with_lock_timeout(db, DEFAULT_LOCK_TIMEOUT)
+    }
+
+    /// Opens `db` as [`Store::open`] does, waiting at most `timeout` for other processes that
+    /// hold the database (one creating or migrating it, many opening it at once) while it
+    /// opens, and afterwards ([`Store::set_lock_timeout`]).
+    pub fn open_with_lock_timeout(
+        db: impl AsRef<Path>,
+        timeout: Duration,
+    ) -> Result<Store, StoreError> {
         let db = db.as_ref();
         match db.to_str() {
-            Some(url) if pg::url::is_postgres_url(url) => Store::open_postgres(url),
-            _ => Store::open_sqlite(db),
+            Some(url) if pg::url::is_postgres_url(url) => {
+                let mut store = Store::open_postgres(url)?;
+                if timeout != DEFAULT_LOCK_TIMEOUT {
+                    store.set_lock_timeout(timeout)?;
+                }
+                Ok(store)
+            }
+            _ => Ok(Store {
+                backend: Inner::Sqlite(SqliteStore::open(db, timeout)?),
+                batcher: Mutex::new(None),
+            }),
         }
     }
 
@@ -165,7 +184,7 @@ impl Store {
     /// foreign keys on and runs pending migrations (`PRAGMA user_version`).
     pub fn open_sqlite(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         Ok(Store {
-            backend: Inner::Sqlite(SqliteStore::open(path.as_ref())?),
+            backend: Inner::Sqlite(SqliteStore::open(path.as_ref(), DEFAULT_LOCK_TIMEOUT)?),
             batcher: Mutex::new(None),
         })
     }

@@ -18,6 +18,7 @@ pub use schema::schema;
 pub(crate) use schema::{
     NO_SETTINGS, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, plugin_schema, unavailable,
 };
+pub(crate) use state::{StateSource, Unavailable};
 
 #[cfg(test)]
 mod tests;

@@ -32,6 +32,22 @@ impl StateSource for TickTransaction<'_> {
     }
 }
 
+/// The state of a Warden whose database could not be opened: every read fails with why.
+pub(crate) struct Unavailable<'a>(pub &'a str);
+
+impl StateSource for Unavailable<'_> {
+    fn get(&self, _: &StateScope, _: &str) -> Result<Option<Value>, StoreError> {
+        Err(StoreError::Unavailable {
+            reason: self.0.to_string(),
+        })
+    }
+    fn all(&self, _: &StateScope) -> Result<BTreeMap<String, Value>, StoreError> {
+        Err(StoreError::Unavailable {
+            reason: self.0.to_string(),
+        })
+    }
+}
+
 /// Where a tick's plugin state comes from: the one thing to change to read it elsewhere.
 type Source<'a> = &'a dyn StateSource;
 

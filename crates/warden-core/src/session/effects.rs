@@ -55,6 +55,7 @@ pub(crate) struct Actor<'a> {
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     tx: &TickTransaction<'_>,
+    unavailable: Option<&str>,
     after: &mut Vec<AfterCommit>,
     actor: &Actor<'_>,
     program: &Program,
@@ -69,7 +70,7 @@ pub(crate) fn apply(
         .iter()
         .any(|e| matches!(e, Effect::SetState { scope, .. } if !scope.is_session()))
     {
-        write_state(tx, actor, &fired, &rendered)
+        write_state(tx, unavailable, actor, &fired, &rendered)
     } else {
         Vec::new()
     };
@@ -147,6 +148,7 @@ pub(crate) fn apply(
 /// rules (by position in `fired`) whose writes failed, with why.
 fn write_state(
     tx: &TickTransaction<'_>,
+    unavailable: Option<&str>,
     actor: &Actor<'_>,
     fired: &[Fired],
     rendered: &[Effect],
@@ -173,7 +175,13 @@ fn write_state(
                 .collect()
         })
         .collect();
-    match tx.write_groups(&groups) {
+    let written = match unavailable {
+        Some(why) => Err(warden_store::StoreError::Unavailable {
+            reason: why.to_string(),
+        }),
+        None => tx.write_groups(&groups),
+    };
+    match written {
         Ok(results) => results
             .into_iter()
             .enumerate()

@@ -31,7 +31,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use warden_load::{DEFAULT_ID, Hook};
 
-use crate::context::Frame;
+use crate::context::{Frame, StateSource, Unavailable};
 use crate::control::Resolved;
 use crate::event::Event;
 use crate::facts::SessionFacts;
@@ -624,13 +624,19 @@ impl Session {
 
         // Declared before the frame, which may point at it for the mode-change step.
         let mode_event = OnceCell::new();
+        // Without its database, shared plugin state cannot be read (nor written: `Step`).
+        let unavailable = shared.store_unavailable.as_deref().map(Unavailable);
+        let state: &dyn StateSource = match &unavailable {
+            Some(down) => down,
+            None => &tx,
+        };
         let frame = Frame::new(
             &self.facts,
             hook,
             event,
             &self.mode.id,
             time,
-            &tx,
+            state,
             &program.settings,
             &self.resolved.settings,
         );
@@ -647,6 +653,7 @@ impl Session {
             explain: self.explain,
             logging,
             tx: &tx,
+            store_unavailable: shared.store_unavailable.as_deref(),
             after_commit: &mut after_commit,
         };
         // A change of mode ticks Warden's own `on_mode_change` first, in the new mode.
@@ -735,6 +742,9 @@ impl Session {
             return Attempt::Deferred(pending, save);
         }
         if self.commit(tx, &mut outcome, after_commit, retry) {
+            if let Some(why) = &shared.store_unavailable {
+                unsaved(&mut outcome, format!("the database is unavailable ({why})"));
+            }
             Attempt::Done(outcome)
         } else {
             Attempt::Again
@@ -823,7 +833,7 @@ impl Session {
                     return false;
                 }
                 tracing::warn!(session = %self.id, error = %e, "a tick could not be saved");
-                unsaved(outcome, e.to_string());
+                unsaved(outcome, e.described());
                 true
             }
         }

@@ -308,4 +308,55 @@ mod tests {
             (Some(Decision::Ask), Some(json!({"limit": 5})))
         );
     }
+
+    proptest::proptest! {
+        /// No merge drops a refusal: whatever the decisions and rewrites, in whatever order,
+        /// the ruling is at least as restrictive as each decision made, a refused call carries
+        /// no rewritten arguments, and every decision that lost is reported overridden.
+        #[test]
+        fn no_merge_drops_a_refusal(
+            made in proptest::collection::vec((0u8..6, 0u8..3), 0..8),
+        ) {
+            use proptest::prop_assert;
+            let effects: Vec<Effect> = made
+                .iter()
+                .enumerate()
+                .map(|(i, (what, key))| {
+                    let rule = format!("r{i}");
+                    match what {
+                        0 => decide(&rule, Decision::Allow),
+                        1 => decide(&rule, Decision::Ask),
+                        2 => decide(&rule, Decision::Deny),
+                        3 => decide(&rule, Decision::Stop),
+                        4 => decide(&rule, Decision::Continue),
+                        _ => rewrite(&rule, &[(["a", "b", "c"][*key as usize], json!(i))]),
+                    }
+                })
+                .collect();
+            let mut errors = Vec::new();
+            let m = merge(&effects, Some(&json!({})), &mut errors);
+            let decided: Vec<Decision> = effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::Decide { decision, .. } => Some(*decision),
+                    _ => None,
+                })
+                .collect();
+            let strongest = decided.iter().map(|d| d.rank()).max();
+            let rank = m.ruling.as_ref().map_or(0, Ruling::rank);
+            prop_assert!(strongest.is_none_or(|s| rank == s), "{:?} from {:?}", m.ruling, decided);
+            let refused = decided.iter().any(|d| matches!(d, Decision::Deny | Decision::Stop));
+            if refused {
+                let r = m.ruling.as_ref().unwrap();
+                prop_assert!(matches!(r.decision, Some(Decision::Deny | Decision::Stop)), "{r:?}");
+                prop_assert!(r.input.is_none(), "a refused call is rewritten: {r:?}");
+            }
+            let lost = m
+                .overridden
+                .iter()
+                .filter(|o| matches!(o.lost, Lost::Decision(_)))
+                .count();
+            prop_assert!(decided.is_empty() || lost == decided.len() - 1);
+        }
+    }
 }

@@ -37,6 +37,9 @@ pub(crate) struct Step<'s, 'f, 't> {
     pub logging: bool,
     /// The tick's transaction.
     pub tx: &'s warden_store::TickTransaction<'t>,
+    /// Why the database could not be opened, when the Warden runs without it: shared state
+    /// writes fail with it.
+    pub store_unavailable: Option<&'s str>,
     /// What the tick does once it has committed.
     pub after_commit: &'s mut Vec<AfterCommit>,
 }
@@ -199,6 +202,7 @@ impl Step<'_, '_, '_> {
         };
         let effects = effects::apply(
             self.tx,
+            self.store_unavailable,
             self.after_commit,
             &actor,
             program,

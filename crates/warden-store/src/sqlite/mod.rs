@@ -88,6 +88,26 @@ fn on_runtime_worker() -> bool {
     )
 }
 
+/// Switches a database to WAL unless it is in WAL already (the mode is kept in the file; an
+/// in-memory database stays in its own mode).
+fn wal(conn: &Connection) -> rusqlite::Result<()> {
+    let mode: String = conn.pragma_query_value(None, "journal_mode", |row| row.get(0))?;
+    if mode.eq_ignore_ascii_case("wal") || mode.eq_ignore_ascii_case("memory") {
+        return Ok(());
+    }
+    conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get::<_, String>(0))?;
+    Ok(())
+}
+
+/// Whether opening failed only because another connection held the database.
+fn busy_opening(e: &StoreError) -> bool {
+    matches!(
+        e,
+        StoreError::Open { cause: DbError::Sqlite(c), .. }
+            | StoreError::Migration { cause: DbError::Sqlite(c), .. } if is_busy(c)
+    )
+}
+
 /// Whether SQLite gave up waiting for another connection's lock.
 pub(crate) fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(
@@ -302,8 +322,9 @@ pub(crate) fn decode(
 }
 
 impl SqliteStore {
-    /// Opens (creating it and its parent directories if missing) the database at `path`.
-    pub(crate) fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+    /// Opens (creating it and its parent directories if missing) the database at `path`,
+    /// waiting at most `timeout` for other connections that hold it meanwhile.
+    pub(crate) fn open(path: &Path, timeout: Duration) -> Result<SqliteStore, StoreError> {
         let label = path.display().to_string();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|cause| StoreError::CreateDir {
@@ -315,7 +336,7 @@ impl SqliteStore {
             db: label.clone(),
             cause: cause.into(),
         })?;
-        Self::setup(conn, Some(path.to_path_buf()), label)
+        Self::setup(conn, Some(path.to_path_buf()), label, timeout)
     }
 
     /// Opens a private in-memory database with the same schema.
@@ -325,49 +346,69 @@ impl SqliteStore {
             db: label.clone(),
             cause: cause.into(),
         })?;
-        Self::setup(conn, None, label)
+        Self::setup(conn, None, label, crate::DEFAULT_LOCK_TIMEOUT)
     }
 
     fn setup(
         mut conn: Connection,
         path: Option<PathBuf>,
         label: String,
+        timeout: Duration,
     ) -> Result<SqliteStore, StoreError> {
         let open_err = |cause: rusqlite::Error| StoreError::Open {
             db: label.clone(),
             cause: cause.into(),
         };
-        conn.busy_timeout(crate::DEFAULT_LOCK_TIMEOUT)
-            .map_err(open_err)?;
-        // Returns the resulting mode; in-memory databases stay "memory", which is fine.
-        let _mode: String = conn
-            .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
-            .map_err(open_err)?;
+        conn.busy_timeout(timeout).map_err(open_err)?;
         // NORMAL is the recommended pairing for WAL: no corruption on power loss,
         // at worst the last commits are lost; FULL would fsync on every commit.
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(open_err)?;
         conn.pragma_update(None, "foreign_keys", true)
             .map_err(open_err)?;
+        // Processes that open a database nobody made yet all at once (Claude Code runs the
+        // hooks of parallel tool calls together) meet here. Switching to WAL needs the
+        // database alone, and SQLite answers busy at once rather than wait for it: the switch
+        // (and the migrations after it) are tried again until `timeout`, like any write.
+        let deadline = std::time::Instant::now() + timeout;
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let setup = wal(&conn)
+                .map_err(open_err)
+                .and_then(|()| migrations::migrate(&mut conn, &label));
+            match setup {
+                Ok(()) => break,
+                Err(e) if busy_opening(&e) => {
+                    if std::time::Instant::now() >= deadline {
+                        return Err(StoreError::Busy {
+                            db: label.clone(),
+                            waited: timeout,
+                        });
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Err(e) => return Err(e),
+            }
+        }
         // A process that closes the database checkpoints the write-ahead log (SQLite's
         // default): the next process then opens a database with an empty log. A process of one
         // event leaves it instead, up to a size (`checkpoint_past`): the next one rebuilds the
         // log's index in proportion to the log, which is cheaper than four fsyncs while the log
         // is small.
         conn.set_prepared_statement_cache_capacity(32);
-        migrations::migrate(&mut conn, &label)?;
         Ok(SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             reader: std::sync::OnceLock::new(),
             path,
             db: Named {
                 label,
-                lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+                lock_timeout: timeout,
             },
             checkpoint_past: None,
             checkpointer: Mutex::new(None),
             timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
-                crate::DEFAULT_LOCK_TIMEOUT.as_millis() as u64,
+                u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             )),
         })
     }

@@ -204,7 +204,7 @@ fn a_file_store_persists_across_reopen_in_wal_mode() {
     let path = dir.path().join("nested").join("warden.db");
     let sc = StateScope::new("u", "p", "x");
     {
-        let s = SqliteStore::open(&path).expect("open");
+        let s = SqliteStore::open(&path, crate::DEFAULT_LOCK_TIMEOUT).expect("open");
         assert_eq!(s.path(), Some(path.as_path()));
         let conn = s.lock();
         let mode: String = conn
@@ -587,4 +587,39 @@ fn dropped_fronts_read_the_same_before_and_after_the_entries_move() {
     let mut after = want.clone();
     after.push((1, 8, big.clone()));
     assert_eq!(texts("c"), after);
+}
+
+/// Processes that open a database nobody made yet, all at once (Claude Code runs the hooks of
+/// parallel tool calls together), each wait for the others under the lock timeout: the file's
+/// creation, the switch to WAL and the migrations are waited for like any write, and every
+/// store opens and writes.
+#[test]
+fn stores_opening_a_fresh_database_at_once_all_open_and_write() {
+    for round in 0..50 {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = Arc::new(dir.path().join("warden.db"));
+        let barrier = Arc::new(std::sync::Barrier::new(10));
+        let threads: Vec<_> = (0..10)
+            .map(|i| {
+                let (path, barrier) = (path.clone(), barrier.clone());
+                std::thread::spawn(move || -> Result<(), StoreError> {
+                    barrier.wait();
+                    let store = Store::open(&*path)?;
+                    let sc = StateScope::new("u", "p", "x");
+                    store.apply_writes(&[vec![StateWrite::set(sc, format!("k{i}"), json!(i))]])?;
+                    Ok(())
+                })
+            })
+            .collect();
+        for (i, t) in threads.into_iter().enumerate() {
+            if let Err(e) = t.join().expect("thread") {
+                panic!("round {round}, store {i}: {e}");
+            }
+        }
+        let store = Store::open(&*path).expect("open");
+        let all = store
+            .state_all(&StateScope::new("u", "p", "x"))
+            .expect("read");
+        assert_eq!(all.len(), 10, "round {round}: every write is there");
+    }
 }

@@ -312,6 +312,14 @@ fn the_chapter_runs_as_written() {
     let printed = warden(&["init", "claude-code"], None);
     let want: Vec<&str> = quoted.lines().skip(2).collect();
     assert_eq!(printed.trim_end().lines().collect::<Vec<_>>(), want);
+    // The guard is on out of the box: `rm -rf /` is refused before any rule of one's own.
+    let hook = fence("$ echo '{\"session_id\": \"try-0\"");
+    let payload = hook.split('\'').nth(1).unwrap();
+    let printed = warden(
+        &["hook", "claude-code", "--config", ".warden/warden.toml"],
+        Some(payload),
+    );
+    assert_eq!(printed.trim_end(), hook.lines().last().unwrap());
     // The first rule, saved where the chapter says.
     let rule = fence("[rule]\nid = \"no-env-files\"");
     std::fs::write(project.join(".warden/rules/no-env-files.toml"), rule).unwrap();

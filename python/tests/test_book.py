@@ -1,16 +1,15 @@
 """The book's Python chapter cannot drift from the package: its Python blocks run, in order,
-in one namespace, in a folder holding the files the chapter shows (``toml,file=NAME`` blocks)
-and a copy of the example plugins. Blocks that include a file (``{{#include ...}}``) show an
+in one namespace, in a folder that holds nothing but the files the chapter shows
+(``toml,file=NAME`` blocks), as a reader's empty folder would. Blocks that include a file (``{{#include ...}}``) show an
 example that test_examples.py runs."""
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
-from conftest import PLUGINS, REPO
+from conftest import REPO
 
 CHAPTER = REPO / "book" / "src" / "python.md"
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.M | re.S)
@@ -22,7 +21,6 @@ def blocks() -> list[tuple[str, str, int]]:
 
 
 def test_the_python_chapter_runs(tmp_path: Path, capsys):
-    shutil.copytree(PLUGINS, tmp_path / "plugins")
     ran = 0
     namespace: dict = {"__name__": "book"}
     cwd = os.getcwd()

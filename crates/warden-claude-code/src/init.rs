@@ -34,6 +34,8 @@ pub struct InitOptions {
     pub command: String,
     /// A Warden service to post to (`http` hooks) instead of running the command.
     pub url: Option<String>,
+    /// Leave the guardrails that ship with Warden off (`warden init ... --no-guardrails`).
+    pub no_guardrails: bool,
 }
 
 /// What `init` did, file by file.
@@ -75,11 +77,16 @@ pub enum InitError {
     Store(#[from] warden_core::StoreError),
 }
 
+/// The configuration `init` writes: every top-level key above the first table (a key added
+/// below a table would belong to it), with `PLUGINS` filled in.
 const CONFIG: &str = r#"# Warden's configuration for this project. The book's "Supervising Claude Code" chapter
 # explains each part; `warden check` validates it.
 builtin = true          # Warden's built-in rules (token budget, repeated failures...)
 rules = ["rules"]       # your own rules, one TOML file each
+PLUGINS
 database = "warden.db"  # sessions, plugin state, your choices, the execution log
+# Add top-level settings here, above the first [table] (TOML puts a key written below a
+# table inside that table).
 
 [sessions]
 retention_days = 30     # saved sessions untouched this long are deleted
@@ -119,7 +126,16 @@ pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
         std::fs::create_dir_all(&rules).map_err(io(&rules))?;
         report.created.push(rules.clone());
     }
-    write_new(&warden_dir.join("warden.toml"), CONFIG, &mut report)?;
+    let plugins = if opts.no_guardrails {
+        "# plugins = [\"builtin:guardrails\"]  # the guardrails that ship with Warden (left off), and plugin folders"
+    } else {
+        "plugins = [\"builtin:guardrails\"]  # refuse destructive commands, stop a session refused again and again;\n                                  # add plugin folders to the list: [\"builtin:guardrails\", \"plugins\"]"
+    };
+    write_new(
+        &warden_dir.join("warden.toml"),
+        &CONFIG.replace("PLUGINS", plugins),
+        &mut report,
+    )?;
     write_new(&warden_dir.join(".gitignore"), GITIGNORE, &mut report)?;
     let db = warden_dir.join("warden.db");
     let existed = db.exists();
@@ -258,6 +274,7 @@ mod tests {
             project: dir.to_path_buf(),
             command: "warden".into(),
             url: None,
+            no_guardrails: false,
         }
     }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use warden_core::{Config, ExecutionFilter, MANIFEST_FILE};
-use warden_load::CONFIG_FILE;
+use warden_load::{BUILTIN_PREFIX, CONFIG_FILE};
 use warden_store::ExecutionRow;
 use warden_testing::{
     BUILTIN_TESTS, TEST_SUFFIX, TestReport, discover_test_files, read_test_files, run_tests,
@@ -128,10 +128,24 @@ pub(crate) fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<Ex
             .iter()
             .filter(|p| p.skipped.is_none())
             .count();
+        // A rule written `enabled = false` is loaded but does nothing until someone switches
+        // it on: say which, so that the count adds up.
+        let off: Vec<&str> = program.rules_off_in_their_files().collect();
+        let off = match off.as_slice() {
+            [] => String::new(),
+            few if few.len() <= 3 => {
+                format!(" ({} off until switched on: {})", few.len(), few.join(", "))
+            }
+            many => format!(
+                " ({} off until switched on: {} and {} more)",
+                many.len(),
+                many[..3].join(", "),
+                many.len() - 3
+            ),
+        };
         println!(
-            "{loaded} rule{} loaded ({} active), {plugins} plugin{}, {error_count} error{}, {} warning{}",
+            "{loaded} rule{} loaded{off}, {plugins} plugin{}, {error_count} error{}, {} warning{}",
             plural(loaded),
-            program.active_rules(),
             plural(plugins),
             plural(error_count),
             warning_count,
@@ -233,17 +247,31 @@ pub(crate) fn test(
     // large): reported with the results, and the run fails.
     let mut problems = Vec::new();
     let on_disk = if paths.is_empty() {
+        // What ships with Warden is named as it is configured (`builtin:...`), never as a
+        // path the user does not have.
         if config.builtin {
             files.extend(
                 BUILTIN_TESTS
                     .iter()
-                    .map(|(p, t)| (PathBuf::from(p), t.to_string())),
+                    .map(|(p, t)| (PathBuf::from(format!("{BUILTIN_PREFIX}{p}")), t.to_string())),
             );
+        }
+        for spec in &config.plugins {
+            if let Some(Ok(plugin)) = spec.to_str().and_then(warden_load::builtin_plugin) {
+                files.extend(
+                    plugin
+                        .files
+                        .iter()
+                        .filter(|(p, _)| p.ends_with(TEST_SUFFIX))
+                        .map(|(p, t)| (PathBuf::from(plugin.file_name(p)), t.to_string())),
+                );
+            }
         }
         let folders: Vec<PathBuf> = config
             .rules
             .iter()
             .chain(&config.plugins)
+            .filter(|p| !p.to_string_lossy().starts_with(BUILTIN_PREFIX))
             .cloned()
             .collect();
         let (found, skipped) = discover_test_files(&folders);

@@ -42,6 +42,10 @@ pub(crate) enum InitTarget {
         /// environment variable WARDEN_TOKEN.
         #[arg(long, value_name = "URL")]
         url: Option<String>,
+        /// Leave the guardrails that ship with Warden off (`builtin:guardrails`: destructive
+        /// commands refused, a session refused again and again stopped); they are on otherwise.
+        #[arg(long)]
+        no_guardrails: bool,
     },
 }
 
@@ -170,7 +174,11 @@ fn claude_code(
 
 /// `warden init claude-code`.
 pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
-    let InitTarget::ClaudeCode { dir, url } = target;
+    let InitTarget::ClaudeCode {
+        dir,
+        url,
+        no_guardrails,
+    } = target;
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a folder: give the project folder with --dir",
@@ -182,6 +190,7 @@ pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
         project: project.clone(),
         command: command(),
         url,
+        no_guardrails,
     })
     .map_err(|e| e.to_string())?;
     let show = |p: &Path| {
@@ -198,8 +207,16 @@ pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
     for p in &report.unchanged {
         println!("unchanged {}", show(p));
     }
+    let guardrails = if no_guardrails {
+        "The guardrails that ship with Warden are off (--no-guardrails): turn them on with\n\
+         `plugins = [\"builtin:guardrails\"]` in .warden/warden.toml."
+    } else {
+        "The guardrails that ship with Warden are on (`builtin:guardrails` in .warden/warden.toml):\n\
+         destructive commands outside the project are refused, and a session refused again and again stops."
+    };
     println!(
         "\n{} hook(s) added to .claude/settings.json. Claude Code now runs Warden at every event of this project.\n\
+         {guardrails}\n\
          Your rules go in .warden/rules/; check them with `warden --config .warden/warden.toml check`,\n\
          and read what fired with `warden --config .warden/warden.toml log`.",
         report.hooks_added

@@ -77,9 +77,9 @@ pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 // The definitions the engine's interface hands out or takes.
 pub use warden_load::{
-    Capabilities, ClaudeCodeConfig, ConditionDef, Config, DEFAULT_ID, Decision, DeliverAt, Hook,
-    Loaded, LogLevel, MANIFEST_FILE, ModeDef, ModeSource, PluginInfo, Priority, RuleDef,
-    RuleSource, SettingDef, SettingKind, SettingValue, UnknownHook, load,
+    BUILTIN_PLUGIN, Capabilities, ClaudeCodeConfig, ConditionDef, Config, DEFAULT_ID, Decision,
+    DeliverAt, Hook, Loaded, LogLevel, MANIFEST_FILE, ModeDef, ModeSource, PluginInfo, Priority,
+    RuleDef, RuleSource, SettingDef, SettingKind, SettingValue, UnknownHook, load,
 };
 pub use warden_lua::Limits as ScriptLimits;
 pub use warden_store::{

@@ -136,11 +136,20 @@ impl WardenBuilder {
         self
     }
 
-    /// Loads every plugin of a folder: each folder in it with a `manifest.toml`. Plugins that
-    /// require a capability the host did not declare (see [`WardenBuilder::capabilities`])
-    /// are skipped with a warning.
+    /// Loads every plugin of a folder: each folder in it with a `manifest.toml`; or, given
+    /// `builtin:NAME`, the plugin of that name that ships with Warden (`builtin:guardrails`).
+    /// Plugins that require a capability the host did not declare (see
+    /// [`WardenBuilder::capabilities`]) are skipped with a warning.
     pub fn plugins_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.sources.push(RuleSource::Plugins(dir.into()));
+        let dir = dir.into();
+        let source = match dir
+            .to_str()
+            .and_then(|s| s.strip_prefix(warden_load::BUILTIN_PREFIX))
+        {
+            Some(name) => RuleSource::BuiltinPlugin(name.to_string()),
+            None => RuleSource::Plugins(dir),
+        };
+        self.sources.push(source);
         self
     }
 
@@ -308,6 +317,13 @@ impl WardenBuilder {
         for source in &self.sources {
             let (what, path) = match source {
                 RuleSource::Builtin => continue,
+                RuleSource::BuiltinPlugin(name) => {
+                    let spec = format!("{}{name}", warden_load::BUILTIN_PREFIX);
+                    if let Some(Err(why)) = warden_load::builtin_plugin(&spec) {
+                        return Err(Error::Config(why));
+                    }
+                    continue;
+                }
                 RuleSource::Dir(p) => ("rule folder", p),
                 RuleSource::Plugins(p) => ("plugins folder", p),
             };
@@ -647,7 +663,8 @@ impl Warden {
         if r.def.core && !enabled {
             return Err(ControlError::CoreRule {
                 rule: r.key.to_string(),
-                file: r.def.source.path().display().to_string(),
+                file: (&*r.def.plugin != warden_load::BUILTIN_PLUGIN)
+                    .then(|| r.def.source.path().display().to_string()),
             });
         }
         self.write_toggle(&program, i, user, Some(enabled))

@@ -50,6 +50,108 @@ pub const BUILTIN_MODES: &[(&str, &str)] = &[
     ),
 ];
 
+/// A plugin that ships with Warden, compiled into the binary from a plugin folder of the
+/// repository: it is named `builtin:NAME` wherever a plugins folder is (`plugins =
+/// ["builtin:guardrails"]`), and its files are named `builtin:NAME/...` in messages.
+#[derive(Debug)]
+pub struct EmbeddedPlugin {
+    /// Its name after `builtin:`.
+    pub name: &'static str,
+    /// Its `manifest.toml`.
+    pub manifest: &'static str,
+    /// Its rule files (and rule tests, `*.test.toml`), by their path in the plugin folder.
+    pub files: &'static [(&'static str, &'static str)],
+    /// Its scripts, by the path its rules name them with.
+    pub scripts: &'static [(&'static str, &'static str)],
+}
+
+impl EmbeddedPlugin {
+    /// How one of its files is named in messages: `builtin:guardrails/rules/x.toml`.
+    pub fn file_name(&self, path: &str) -> String {
+        format!("{BUILTIN_PREFIX}{}/{path}", self.name)
+    }
+}
+
+/// What names a plugin that ships with Warden instead of a folder: `builtin:guardrails`.
+pub const BUILTIN_PREFIX: &str = "builtin:";
+
+/// The plugins that ship with Warden (`builtin:NAME`).
+pub const BUILTIN_PLUGINS: &[EmbeddedPlugin] = &[EmbeddedPlugin {
+    name: "guardrails",
+    manifest: include_str!("../../../examples/plugins/guardrails/manifest.toml"),
+    files: &[
+        (
+            "rules/ask-write-outside-project.toml",
+            include_str!(
+                "../../../examples/plugins/guardrails/rules/ask-write-outside-project.toml"
+            ),
+        ),
+        (
+            "rules/clamp-search-limit.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/clamp-search-limit.toml"),
+        ),
+        (
+            "rules/deny-destructive-shell.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/deny-destructive-shell.toml"),
+        ),
+        (
+            "rules/guardrails.test.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/guardrails.test.toml"),
+        ),
+        (
+            "rules/keep-working-while-tests-fail.toml",
+            include_str!(
+                "../../../examples/plugins/guardrails/rules/keep-working-while-tests-fail.toml"
+            ),
+        ),
+        (
+            "rules/record-test-failure.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/record-test-failure.toml"),
+        ),
+        (
+            "rules/record-test-success.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/record-test-success.toml"),
+        ),
+        (
+            "rules/reset-denials-on-query.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/reset-denials-on-query.toml"),
+        ),
+        (
+            "rules/reset-denials.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/reset-denials.toml"),
+        ),
+        (
+            "rules/stop-after-denials.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/stop-after-denials.toml"),
+        ),
+    ],
+    scripts: &[(
+        "scripts/guard.lua",
+        include_str!("../../../examples/plugins/guardrails/scripts/guard.lua"),
+    )],
+}];
+
+/// The plugin that ships with Warden named by `spec` (`builtin:guardrails`), when `spec` names
+/// one that way; `Err` with the names there are when it names none.
+pub fn builtin_plugin(spec: &str) -> Option<Result<&'static EmbeddedPlugin, String>> {
+    let name = spec.strip_prefix(BUILTIN_PREFIX)?;
+    Some(
+        BUILTIN_PLUGINS
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| {
+                let names: Vec<String> = BUILTIN_PLUGINS
+                    .iter()
+                    .map(|p| format!("{BUILTIN_PREFIX}{}", p.name))
+                    .collect();
+                format!(
+                    "Warden ships no plugin `{spec}`; it ships {}",
+                    names.join(", ")
+                )
+            }),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +206,34 @@ mod tests {
                 fs::read_to_string(dir.join(p.trim_start_matches("scripts/"))).unwrap(),
                 *text
             );
+        }
+    }
+
+    #[test]
+    fn the_embedded_plugins_are_exactly_their_folders() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/plugins");
+        for plugin in BUILTIN_PLUGINS {
+            let dir = root.join(plugin.name);
+            assert_eq!(
+                fs::read_to_string(dir.join(MANIFEST_FILE)).unwrap(),
+                plugin.manifest
+            );
+            for (sub, table) in [("rules", plugin.files), ("scripts", plugin.scripts)] {
+                let mut on_disk: Vec<String> = fs::read_dir(dir.join(sub))
+                    .unwrap()
+                    .map(|e| format!("{sub}/{}", e.unwrap().file_name().to_string_lossy()))
+                    .collect();
+                on_disk.sort();
+                let embedded: Vec<&str> = table.iter().map(|(p, _)| *p).collect();
+                assert_eq!(
+                    on_disk, embedded,
+                    "add the files of {} to BUILTIN_PLUGINS, in order",
+                    plugin.name
+                );
+                for (p, text) in table {
+                    assert_eq!(&fs::read_to_string(dir.join(p)).unwrap(), text, "{p}");
+                }
+            }
         }
     }
 }

@@ -4,7 +4,7 @@
 //! ```toml
 //! builtin = true                       # Warden's built-in rules (default true)
 //! rules = ["rules"]                    # rule folders
-//! plugins = ["plugins"]                # folders of plugins
+//! plugins = ["builtin:guardrails", "plugins"]  # plugins that ship with Warden, folders of plugins
 //! capabilities = ["vault_search"]      # what the host provides, for plugins that require it
 //! database = "warden.db"               # plugin state, user choices, the execution log
 //!                                      # (or postgres://USER@HOST/DB for many nodes,
@@ -224,7 +224,18 @@ impl Config {
                 config.rules = at.value.into_iter().map(resolve).collect();
             }
             if let Some(at) = top.strings(&mut doc, "plugins") {
-                config.plugins = at.value.into_iter().map(resolve).collect();
+                // A plugin that ships with Warden (`builtin:guardrails`) is not a path.
+                config.plugins = at
+                    .value
+                    .into_iter()
+                    .map(|p| {
+                        if p.starts_with(crate::BUILTIN_PREFIX) {
+                            PathBuf::from(p)
+                        } else {
+                            resolve(p)
+                        }
+                    })
+                    .collect();
             }
             if let Some(at) = top.strings(&mut doc, "capabilities") {
                 config.capabilities = at.value;

@@ -50,7 +50,10 @@ pub use action::{
     ACTION_TYPES, ActionDef, Decision, DeliverAt, LogLevel, OnError, Priority, RewriteSet, Scope,
     rewrite_misplaced_at,
 };
-pub use builtin::{BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_RULES, BUILTIN_SCRIPTS};
+pub use builtin::{
+    BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_PLUGINS, BUILTIN_PREFIX, BUILTIN_RULES,
+    BUILTIN_SCRIPTS, EmbeddedPlugin, builtin_plugin,
+};
 pub use config::{CONFIG_FIELDS, CONFIG_FILE, ClaudeCodeConfig, Config, is_database_url};
 pub use hook::{Hook, UnknownHook};
 pub use ids::{BUILTIN_PLUGIN, DEFAULT_ID, LOCAL_PLUGIN, is_kebab, kebab_id, rule_key, to_kebab};

@@ -12,7 +12,7 @@ use warden_input::{
     Diagnostic, FileKind, ReadError, SourceFile, read_entry, read_text, sort_and_cap,
 };
 
-use crate::builtin::{BUILTIN_MANIFEST, BUILTIN_RULES};
+use crate::builtin::{BUILTIN_MANIFEST, BUILTIN_PREFIX, BUILTIN_RULES};
 use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN};
 use crate::manifest::{
     MANIFEST_FILE, Manifest, glob_match, parse_builtin_manifest, parse_manifest,
@@ -31,6 +31,8 @@ pub enum RuleSource {
     Dir(PathBuf),
     /// A folder of plugins: each folder in it with a `manifest.toml` is a plugin.
     Plugins(PathBuf),
+    /// A plugin that ships with Warden, by name (`builtin:guardrails` names `guardrails`).
+    BuiltinPlugin(String),
 }
 
 /// Which capabilities (tools, usually) the host has, for plugins that require some.
@@ -176,6 +178,25 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
                     .iter()
                     .filter_map(|d| read_plugin(d, capabilities, &mut plugin_dirs, &mut out))
                     .collect()
+            }
+            RuleSource::BuiltinPlugin(name) => {
+                match crate::builtin::BUILTIN_PLUGINS
+                    .iter()
+                    .find(|p| p.name == name)
+                {
+                    Some(plugin) => read_embedded(plugin, capabilities, &mut plugin_dirs, &mut out)
+                        .into_iter()
+                        .collect(),
+                    None => {
+                        let file = SourceFile::new(format!("{BUILTIN_PREFIX}{name}"), "");
+                        let why =
+                            crate::builtin::builtin_plugin(&format!("{BUILTIN_PREFIX}{name}"))
+                                .and_then(Result::err)
+                                .unwrap_or_default();
+                        out.diagnostics.push(Diagnostic::io(file.path(), why));
+                        Vec::new()
+                    }
+                }
             }
         };
         for (plugin, files) in units {
@@ -347,6 +368,83 @@ fn read_plugin(
         skipped: None,
     });
     Some((id, files))
+}
+
+/// Reads a plugin that ships with Warden, as `read_plugin` reads a folder: its manifest, then
+/// (unless it is skipped) the embedded rule files its `include` patterns match.
+fn read_embedded(
+    plugin: &crate::builtin::EmbeddedPlugin,
+    capabilities: &Capabilities,
+    plugin_dirs: &mut HashMap<String, String>,
+    out: &mut Loaded,
+) -> Option<(Arc<str>, Vec<Arc<SourceFile>>)> {
+    let file = SourceFile::new(plugin.file_name(MANIFEST_FILE), plugin.manifest);
+    let (manifest, diagnostics) = parse_manifest(file);
+    out.diagnostics.extend(diagnostics);
+    let manifest = manifest?;
+    let shipped = format!(
+        "the plugin {BUILTIN_PREFIX}{} that ships with Warden",
+        plugin.name
+    );
+    if let Some(first) = plugin_dirs.get(&manifest.id) {
+        out.diagnostics.push(
+            Diagnostic::error(
+                &manifest.source,
+                Some(manifest.span.clone()),
+                Some("plugin.id"),
+                format!("duplicate plugin id `{}`", manifest.id),
+            )
+            .with_help(format!(
+                "{first} already uses it, so {shipped} was not loaded: name only one of them"
+            )),
+        );
+        return None;
+    }
+    plugin_dirs.insert(manifest.id.clone(), shipped);
+    let missing = capabilities.missing(&manifest.requires);
+    if !missing.is_empty() {
+        out.plugins.push(PluginDef {
+            skipped: Some(format!(
+                "it requires {}, which this host does not provide",
+                ticked(&missing)
+            )),
+            manifest,
+            dir: None,
+        });
+        return None;
+    }
+    let mut files = Vec::new();
+    for (path, text) in plugin.files {
+        let included = manifest
+            .include
+            .iter()
+            .any(|pattern| matches_path(pattern, path));
+        if included && !path.ends_with(".test.toml") {
+            files.push(SourceFile::new(plugin.file_name(path), *text));
+        }
+    }
+    let id = Arc::from(manifest.id.as_str());
+    out.plugins.push(PluginDef {
+        manifest,
+        dir: None,
+        skipped: None,
+    });
+    Some((id, files))
+}
+
+/// Whether `pattern` (a manifest's `include`, segments with `*` and `?`) matches the relative
+/// `path`.
+fn matches_path(pattern: &str, path: &str) -> bool {
+    let pattern: Vec<&str> = pattern
+        .split('/')
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect();
+    let path: Vec<&str> = path.split('/').collect();
+    pattern.len() == path.len()
+        && pattern
+            .iter()
+            .zip(&path)
+            .all(|(p, n)| !n.starts_with('.') && glob_match(p, n))
 }
 
 /// `names` in backticks, separated by commas.

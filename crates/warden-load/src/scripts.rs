@@ -99,6 +99,9 @@ fn search_folders(rule_file: &Path) -> [PathBuf; 2] {
 pub fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, ScriptError> {
     let rel = check_shape(path)?;
     let mut tried = Vec::new();
+    if let Some(found) = rule_file.and_then(|f| in_embedded_plugin(f, path)) {
+        return Ok(found);
+    }
     if let Some(file) = rule_file {
         for base in &search_folders(file) {
             let candidate = base.join(rel);
@@ -134,6 +137,34 @@ pub fn find(rule_file: Option<&Path>, path: &str) -> Result<Found, ScriptError> 
     Err(ScriptError::NotFound {
         path: path.to_string(),
         looked,
+    })
+}
+
+/// The script `path` of a rule of a plugin that ships with Warden (its file named
+/// `builtin:NAME/rules/x.toml`), looked for as on disk: beside the rule, then in the folder
+/// above.
+fn in_embedded_plugin(rule_file: &Path, path: &str) -> Option<Found> {
+    let file = rule_file
+        .to_str()?
+        .strip_prefix(crate::builtin::BUILTIN_PREFIX)?;
+    let (name, inside) = file.split_once('/')?;
+    let plugin = crate::builtin::BUILTIN_PLUGINS
+        .iter()
+        .find(|p| p.name == name)?;
+    let beside = match inside.rsplit_once('/') {
+        Some((dir, _)) => format!("{dir}/{path}"),
+        None => path.to_string(),
+    };
+    [beside.as_str(), path].iter().find_map(|want| {
+        plugin
+            .scripts
+            .iter()
+            .find(|(p, _)| p == want)
+            .map(|(p, text)| Found {
+                path: PathBuf::from(plugin.file_name(p)),
+                text: text.to_string(),
+                on_disk: false,
+            })
     })
 }
 

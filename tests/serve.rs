@@ -370,4 +370,78 @@ fn the_http_hook_answers_what_the_command_hook_answers() {
             assert!(note.contains("problem(s) in the rule files"), "{command}");
         }
     }
+    // The Settings page says so too, with the file and line.
+    let (_, page) = http(server.port, "GET", "/", &[], "");
+    assert!(
+        page.contains("1 problem in the rule files: those rules are not loaded")
+            && page.contains("broken.toml:3"),
+        "{page}"
+    );
+}
+
+/// Waits (at most 15 s) until `done` holds of what `GET path` answers; its last answer.
+fn until(port: u16, path: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (_, body) = http(port, "GET", path, &[], "");
+        if done(&body) {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "{what}: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A configured plugins folder that disappears while the server runs keeps the rules in force
+/// and says so on the Settings page; when it comes back (created anew, with a plugin copied
+/// in at once), its plugins load, and the page no longer warns.
+#[test]
+fn a_plugins_folder_that_goes_and_comes_back_is_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    let plugin = |id: &str| {
+        let p = plugins.join(id);
+        fs::create_dir_all(p.join("rules")).unwrap();
+        fs::write(
+            p.join("manifest.toml"),
+            format!("[plugin]\nid = \"{id}\"\nname = \"{id}\"\nversion = \"1.0.0\"\n\n[rules]\ninclude = [\"rules/*.toml\"]\n"),
+        )
+        .unwrap();
+        fs::write(
+            p.join("rules/hello.toml"),
+            "[rule]\nid = \"hello\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n\n[action]\ntype = \"log\"\nmessage = \"hello\"\n",
+        )
+        .unwrap();
+    };
+    plugin("first");
+    fs::write(
+        dir.path().join("warden.toml"),
+        "builtin = false\nplugins = [\"plugins\"]\n",
+    )
+    .unwrap();
+    let s = serve(dir.path(), &[], &[]);
+    let (_, rules) = http(s.port, "GET", "/v1/rules", &[], "");
+    assert!(rules.contains("first/hello"), "{rules}");
+
+    fs::remove_dir_all(&plugins).unwrap();
+    let page = until(
+        s.port,
+        "/",
+        "the page does not say the change was not applied",
+        |b| b.contains("the change was not applied"),
+    );
+    assert!(page.contains("plugins"), "{page}");
+    let (_, rules) = http(s.port, "GET", "/v1/rules", &[], "");
+    assert!(
+        rules.contains("first/hello"),
+        "the last good rules stay: {rules}"
+    );
+
+    plugin("second");
+    until(s.port, "/v1/rules", "the new plugin was not loaded", |b| {
+        b.contains("second/hello")
+    });
+    until(s.port, "/", "the page still warns", |b| {
+        !b.contains("the change was not applied")
+    });
 }

@@ -143,8 +143,9 @@ pub(crate) fn start(
             let _ = events.send(Message::Changed(change));
         }
     })?;
-    let mut watched = BTreeSet::new();
+    let mut watched = Watched::new();
     sync(&mut watcher, &mut watched, &shared.watched_folders())?;
+    let again = tx.clone();
     let thread = std::thread::Builder::new()
         .name("warden-watch".into())
         .spawn(move || {
@@ -179,8 +180,14 @@ pub(crate) fn start(
                 }
                 let report = shared.reload();
                 let folders = shared.watched_folders();
-                if let Err(e) = sync(&mut watcher, &mut watched, &folders) {
-                    tracing::warn!(error = %e, "a new folder could not be watched");
+                match sync(&mut watcher, &mut watched, &folders) {
+                    // A folder that appeared is watched from now on; files copied into it
+                    // before then were not seen one by one: read everything once more.
+                    Ok(true) => {
+                        let _ = again.send(Message::Changed(Change::Other));
+                    }
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "a new folder could not be watched"),
                 }
                 on_reload(&report);
             }
@@ -192,25 +199,51 @@ pub(crate) fn start(
     })
 }
 
-/// Watches every folder of `folders` not yet watched. A folder that does not exist yet is
-/// watched through its parent, so creating it is noticed.
+/// What is watched: each path, and whether the whole tree under it is.
+type Watched = std::collections::BTreeMap<PathBuf, bool>;
+
+/// Watches each folder of `folders`: the folder itself when it exists, else its parent (so
+/// that its creation is noticed), and stops watching what is no longer wanted. A folder that
+/// was deleted lost its watch with it, and is watched again when it comes back. Whether a
+/// folder that did not exist before is watched now.
 fn sync(
     watcher: &mut notify::RecommendedWatcher,
-    watched: &mut BTreeSet<PathBuf>,
+    watched: &mut Watched,
     folders: &[PathBuf],
-) -> Result<(), notify::Error> {
+) -> Result<bool, notify::Error> {
+    let mut wanted = Watched::new();
     for folder in folders {
-        let (target, mode) = if folder.is_dir() {
-            (folder.clone(), RecursiveMode::Recursive)
-        } else {
-            match folder.parent().filter(|p| p.is_dir()) {
-                Some(p) => (p.to_path_buf(), RecursiveMode::NonRecursive),
-                None => continue,
-            }
+        if folder.is_dir() {
+            wanted.insert(folder.clone(), true);
+            continue;
+        }
+        // (The parent of a relative `plugins` is the empty path: the current folder.)
+        let parent = match folder.parent() {
+            Some(p) if p.as_os_str().is_empty() => Path::new("."),
+            Some(p) => p,
+            None => continue,
         };
-        if watched.insert(target.clone()) {
-            watcher.watch(&target, mode)?;
+        if parent.is_dir() {
+            wanted.entry(parent.to_path_buf()).or_insert(false);
         }
     }
-    Ok(())
+    for (path, _) in watched.iter().filter(|(p, r)| wanted.get(*p) != Some(r)) {
+        // A deleted folder's watch is gone already.
+        let _ = watcher.unwatch(path);
+    }
+    let mut appeared = false;
+    for (path, recursive) in &wanted {
+        if watched.get(path) == Some(recursive) {
+            continue;
+        }
+        let mode = if *recursive {
+            appeared |= !watched.is_empty();
+            RecursiveMode::Recursive
+        } else {
+            RecursiveMode::NonRecursive
+        };
+        watcher.watch(path, mode)?;
+    }
+    *watched = wanted;
+    Ok(appeared)
 }

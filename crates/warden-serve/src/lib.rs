@@ -147,6 +147,7 @@ impl Server {
             local,
             started: Instant::now(),
             sign_ins: Mutex::new(HashMap::new()),
+            not_reloaded: Mutex::new(Vec::new()),
             shutdown,
             ticks: tokio::sync::Semaphore::new(
                 2 * std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
@@ -170,10 +171,15 @@ impl Server {
     /// feed (a `reload` event).
     pub fn watch_files(&mut self) -> Result<(), ServeError> {
         let feed = self.app.feed.clone();
+        let app = Arc::downgrade(&self.app);
         let watch = self
             .app
             .warden
             .watch_with(move |report| {
+                if let Some(app) = app.upgrade() {
+                    *app.not_reloaded.lock().unwrap_or_else(|p| p.into_inner()) =
+                        report.introduced.iter().map(ToString::to_string).collect();
+                }
                 if report.applied {
                     tracing::info!(
                         generation = report.generation,

@@ -40,7 +40,7 @@ impl RuleView {
         let core_reason = info.core.then(|| {
             ControlError::CoreRule {
                 rule: info.key.clone(),
-                file: info.file.clone(),
+                file: (info.plugin != warden_core::BUILTIN_PLUGIN).then(|| info.file.clone()),
             }
             .to_string()
         });

@@ -157,6 +157,20 @@ fn page_context(app: &App, user: &str, project: &str, signed_in: bool) -> Value 
         ));
         start = end;
     }
+    // What an operator must know before trusting the page: rules that did not load, and a
+    // change of the files that was not applied.
+    let broken: Vec<String> = app
+        .warden
+        .diagnostics()
+        .iter()
+        .filter(|d| d.is_error())
+        .map(ToString::to_string)
+        .collect();
+    let not_reloaded = app
+        .not_reloaded
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
     json!({
         "user": user,
         "project": project,
@@ -164,6 +178,8 @@ fn page_context(app: &App, user: &str, project: &str, signed_in: bool) -> Value 
         "rule_count": rules.len(),
         "groups": groups,
         "skipped": skipped,
+        "broken": broken,
+        "not_reloaded": not_reloaded,
     })
 }
 

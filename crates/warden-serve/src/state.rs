@@ -84,6 +84,9 @@ pub struct App {
     pub started: Instant,
     /// Sign-ins to the Settings page: cookie value -> when it expires.
     pub sign_ins: Mutex<HashMap<String, Instant>>,
+    /// Why the last change of the rule files was not applied (empty when it was, or none
+    /// happened): the Settings page says so, not only the log.
+    pub not_reloaded: Mutex<Vec<String>>,
     /// Becomes true when the server shuts down (the event streams end then).
     pub shutdown: watch::Receiver<bool>,
     /// Permits to tick: two per core. One per core left the store idle while a finished tick

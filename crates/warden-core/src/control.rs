@@ -44,14 +44,12 @@ pub enum ControlError {
         candidates: Vec<String>,
     },
     /// Core rules cannot be switched off.
-    #[error(
-        "`{rule}` is a core rule and cannot be switched off: its file ({file}) marks it `core = true`, which leaves that choice to the operator who edits the file, not to users"
-    )]
+    #[error("`{rule}` is a core rule and cannot be switched off: {}", core_why(.file.as_deref()))]
     CoreRule {
         /// The rule.
         rule: String,
-        /// Its file.
-        file: String,
+        /// Its file (`None`: one of Warden's built-in rules, which the user has no file of).
+        file: Option<String>,
     },
     /// No such setting.
     #[error("no setting `{key}`{}", hint(.suggestion))]
@@ -72,6 +70,16 @@ pub enum ControlError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// Why a core rule stays on, naming only a file the user has.
+fn core_why(file: Option<&str>) -> String {
+    match file {
+        Some(file) => format!(
+            "its file ({file}) marks it `core = true`, which leaves that choice to the operator who edits the file, not to users"
+        ),
+        None => "it is one of Warden's built-in rules, marked `core = true`, which leaves that choice to the operator (who can leave the built-in rules out with `builtin = false`), not to users".into(),
+    }
 }
 
 fn hint(suggestion: &Option<String>) -> String {

@@ -334,6 +334,14 @@ impl Program {
         self.compiled_rules().filter(|r| r.def.enabled).count()
     }
 
+    /// The display ids of the loaded rules written `enabled = false` (loaded, but off until
+    /// someone switches them on), in load order.
+    pub fn rules_off_in_their_files(&self) -> impl Iterator<Item = &str> {
+        self.compiled_rules()
+            .filter(|r| !r.def.enabled)
+            .map(|r| &*r.key)
+    }
+
     /// The display ids of the loaded rules (`id`, or `plugin/id` for plugin rules), in load
     /// order.
     pub fn rule_keys(&self) -> impl Iterator<Item = &str> {

@@ -266,7 +266,7 @@ fn us5_3_core_rules_refuse_and_others_switch_off_at_the_next_tick() {
     assert!(matches!(err, ControlError::CoreRule { .. }));
     assert!(
         err.to_string()
-            .contains("is a core rule and cannot be switched off: its file (rules/token-budget-warning.toml) marks it `core = true`"),
+            .contains("is a core rule and cannot be switched off: it is one of Warden's built-in rules, marked `core = true`"),
         "{err}"
     );
 

@@ -49,8 +49,8 @@ fn claude() -> Option<PathBuf> {
     found
 }
 
-/// A project supervised by Warden (the guardrails plugin and the built-in rules), a scratch
-/// folder beside it, and a home of its own for Claude Code.
+/// A project set up by `warden init claude-code` (the built-in rules and the guardrails that
+/// ship with Warden), a scratch folder beside it, and a home of its own for Claude Code.
 struct Setup {
     root: tempfile::TempDir,
 }
@@ -77,16 +77,8 @@ impl Setup {
             .arg(s.project())
             .output()
             .unwrap();
+        // What `warden init` writes, as it writes it: the guardrails are on out of the box.
         assert!(init.status.success(), "{init:?}");
-        let plugins = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins");
-        std::fs::write(
-            s.project().join(".warden/warden.toml"),
-            format!(
-                "builtin = true\nrules = [\"rules\"]\nplugins = [{:?}]\ndatabase = \"warden.db\"\n",
-                plugins.display().to_string()
-            ),
-        )
-        .unwrap();
         s
     }
 

@@ -181,7 +181,8 @@ fn rule_tests_run_like_a_test_runner() {
     assert_eq!(o.status.code(), Some(1));
     assert!(out.contains("FAIL a wrong expectation"), "{out}");
     assert!(
-        out.contains("- Token budget at 86%") && out.contains("+ Token budget at 85%"),
+        out.contains("expected: Token budget at 86%")
+            && out.contains("actual:   Token budget at 85%"),
         "{out}"
     );
     assert!(out.contains("0 passed, 1 failed"), "{out}");

@@ -413,12 +413,14 @@ fn check(event: usize, outcome: &Outcome, expected: &[&Expectation], failures: &
         }
         for m in &x.messages {
             if !messages.contains(&m.as_str()) {
-                let mut diff = format!("{at}: no notification reads exactly\n  - {m}");
+                let mut diff = format!(
+                    "{at}: no notification reads exactly the expected one\n  expected: {m}"
+                );
                 if messages.is_empty() {
-                    diff.push_str("\n  (no notification was sent)");
+                    diff.push_str("\n  actual:   (no notification was sent)");
                 }
                 for got in &messages {
-                    diff.push_str(&format!("\n  + {got}"));
+                    diff.push_str(&format!("\n  actual:   {got}"));
                 }
                 failures.push(diff);
             }
@@ -454,7 +456,7 @@ fn check(event: usize, outcome: &Outcome, expected: &[&Expectation], failures: &
             let got = ruling.map_or("", |r| &*r.reason);
             if want != got {
                 failures.push(format!(
-                    "{at}: the decision's reason differs\n  - {want}\n  + {got}"
+                    "{at}: the decision's reason differs\n  expected: {want}\n  actual:   {got}"
                 ));
             }
         }
@@ -462,7 +464,7 @@ fn check(event: usize, outcome: &Outcome, expected: &[&Expectation], failures: &
             match ruling.and_then(|r| r.input.as_ref()) {
                 Some(got) if got == want => {}
                 Some(got) => failures.push(format!(
-                    "{at}: the rewritten arguments differ\n  - {want}\n  + {got}"
+                    "{at}: the rewritten arguments differ\n  expected: {want}\n  actual:   {got}"
                 )),
                 None => failures.push(format!(
                     "{at}: expected the arguments rewritten to {want}, but they were not rewritten"
@@ -803,7 +805,8 @@ messages = ["Token budget at 90%. Consider wrapping up or summarizing."]
             f[1]
         );
         assert!(
-            f[2].contains("- Token budget at 90%") && f[2].contains("+ Token budget at 85%"),
+            f[2].contains("expected: Token budget at 90%")
+                && f[2].contains("actual:   Token budget at 85%"),
             "{}",
             f[2]
         );

@@ -132,6 +132,7 @@ fn rules_dir() -> String {
 
 /// Two nodes replaying a rule that counts in plugin state (`get('count', 0) + 1`) at once:
 /// every event is counted once.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn two_replay_processes_lose_no_update() {
     let Some(db) = Db::new() else { return };
@@ -166,6 +167,7 @@ fn two_replay_processes_lose_no_update() {
 
 /// Eight hook processes at once, three times, on one session: every tick saved once, none
 /// over another, and the counter in plugin state lost no update.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn hook_processes_on_one_session_lose_no_update() {
     let Some(db) = Db::new() else { return };
@@ -197,6 +199,7 @@ fn hook_processes_on_one_session_lose_no_update() {
 
 /// The scripted session of `tests/claude-code` (30 hooks, each its own process: decisions,
 /// context, a Lua workflow waiting two turns) on PostgreSQL answers exactly as on SQLite.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn a_session_handed_from_process_to_process_answers_as_on_sqlite() {
     let Some(db) = Db::new() else { return };
@@ -291,6 +294,7 @@ impl Drop for Node {
 
 /// A rule switched off, and a setting changed, with the `warden` command (another node)
 /// reach a running node by its next event a second later, and so do their undoing.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn choices_made_on_one_node_reach_a_running_one_within_a_second() {
     let Some(db) = Db::new() else { return };
@@ -468,6 +472,7 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
 /// no state still fire, a rule that reads state says it could not, and the outcome says that
 /// nothing of the tick was saved. Once the database is back, the session carries on from
 /// what was saved.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn ticks_go_on_while_the_database_is_unreachable_and_say_so() {
     let Some(db) = Db::new() else { return };
@@ -622,6 +627,7 @@ impl Serve {
 /// state lose no update when both run them at once; a session moves from one to the other and
 /// carries on, and both ticking it at once lose no event; a rule switched off, or a setting
 /// changed, through one is in force on the other a second later.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn two_services_on_one_database_behave_as_one() {
     let Some(db) = Db::new() else { return };

@@ -55,6 +55,7 @@ fn browser_tools() -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     }
 }
 
+#[ignore = "needs Chromium and chromedriver: run `cargo test -- --ignored` (CI does)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_settings_page_in_a_real_browser() {
     let Some((driver, chromium)) = browser_tools() else {
@@ -340,6 +341,7 @@ async fn the_settings_page_in_a_real_browser() {
     server.stop().await.unwrap();
 }
 
+#[ignore = "needs Chromium and chromedriver: run `cargo test -- --ignored` (CI does)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_from_rules_is_never_markup() {
     let Some((driver, chromium)) = browser_tools() else {
@@ -420,6 +422,7 @@ async fn text_from_rules_is_never_markup() {
     server.stop().await.unwrap();
 }
 
+#[ignore = "needs Chromium and chromedriver: run `cargo test -- --ignored` (CI does)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
     let Some((driver, chromium)) = browser_tools() else {

@@ -130,6 +130,7 @@ macro_rules! both_backends {
         mod postgres_backend {
             $(
                 #[test]
+                #[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
                 fn $name() {
                     if let Some(db) = $crate::testdb::TestDb::postgres() {
                         super::$name(&db);

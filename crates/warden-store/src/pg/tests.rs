@@ -125,6 +125,7 @@ fn an_unreachable_server_is_said_plainly_without_the_password() {
 /// The server goes away and comes back: what needs it fails within the bound, at once while
 /// it is known to be down, and works again afterwards on fresh connections; the listener
 /// reconnects and counts a change, so choices made meanwhile are read again.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn a_server_that_goes_away_and_comes_back() {
     let Some(db) = TestDb::postgres() else {
@@ -181,6 +182,7 @@ fn a_server_that_goes_away_and_comes_back() {
 
 /// Two installations in two schemas of one database share nothing: not state, not choices,
 /// not notifications.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn schemas_keep_installations_apart() {
     let Some(url) = server_url() else {
@@ -221,6 +223,7 @@ fn schemas_keep_installations_apart() {
 /// A tick holds one pooled connection from its first statement to its end, and gives it back:
 /// a pool of one serves tick after tick, and a second store's tick waits for the first's
 /// locks, not for its connection.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn a_pool_of_one_serves_tick_after_tick() {
     let Some(db) = TestDb::postgres() else {
@@ -243,6 +246,7 @@ fn a_pool_of_one_serves_tick_after_tick() {
 /// An async host may call the store from a task, and drop it there: the driver's own runtime
 /// must not start (nor be dropped) on a thread that drives tokio tasks. On both kinds of
 /// runtime, every kind of call works, a tick included, and so does dropping the store.
+#[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn an_async_host_may_call_the_store_from_a_task() {
     let Some(db) = TestDb::postgres() else {

@@ -35,7 +35,7 @@ struct Cli {
     #[command(flatten)]
     setup: Setup,
     /// Colour diagnostics: `auto` (on a terminal, unless NO_COLOR is set), `always` or `never`.
-    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Color::Auto, global = true)]
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Color::Auto, global = true, help_heading = "Global options")]
     color: Color,
     #[command(subcommand)]
     command: Command,

@@ -13,17 +13,33 @@ use crate::render_diagnostics;
 #[derive(Args, Debug, Clone, Default)]
 pub(crate) struct Setup {
     /// The configuration file (default: ./warden.toml when it exists, or $WARDEN_CONFIG).
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(
+        long,
+        value_name = "FILE",
+        global = true,
+        help_heading = "Global options"
+    )]
     config: Option<PathBuf>,
     /// A rule folder (repeatable). Without a configuration file, giving --rules or --plugins
     /// leaves the built-in rules out unless --builtin is given too.
-    #[arg(long = "rules", value_name = "DIR", global = true)]
+    #[arg(
+        long = "rules",
+        value_name = "DIR",
+        global = true,
+        help_heading = "Global options"
+    )]
     rules: Vec<PathBuf>,
-    /// A folder of plugins (repeatable).
-    #[arg(long = "plugins", value_name = "DIR", global = true)]
+    /// A folder of plugins, or a plugin that ships with Warden (`builtin:guardrails`)
+    /// (repeatable).
+    #[arg(
+        long = "plugins",
+        value_name = "DIR",
+        global = true,
+        help_heading = "Global options"
+    )]
     plugins: Vec<PathBuf>,
     /// Load the built-in rules too.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     builtin: bool,
     /// A capability the host provides, for plugins that require it (repeatable, or
     /// comma-separated).
@@ -31,21 +47,32 @@ pub(crate) struct Setup {
         long = "capability",
         value_name = "NAME",
         value_delimiter = ',',
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     capabilities: Vec<String>,
     /// The database (plugin state, users' choices, the execution log, saved sessions): a
     /// SQLite file, or a PostgreSQL URL (`postgres://USER:PASSWORD@HOST:PORT/DB`).
-    #[arg(long, value_name = "FILE|URL", global = true)]
+    #[arg(
+        long,
+        value_name = "FILE|URL",
+        global = true,
+        help_heading = "Global options"
+    )]
     db: Option<PathBuf>,
     /// The user to act for or show.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     user: Option<String>,
     /// The project to act in or show.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     project: Option<String>,
     /// The modes: a modes file, or `builtin:context-window` / `builtin:research-or-coding`.
-    #[arg(long, value_name = "FILE|builtin:NAME", global = true)]
+    #[arg(
+        long,
+        value_name = "FILE|builtin:NAME",
+        global = true,
+        help_heading = "Global options"
+    )]
     modes: Option<String>,
 }
 

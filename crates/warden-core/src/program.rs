@@ -430,7 +430,10 @@ impl Program {
             guards.push(format!("tool in [{}]", r.def.tools.join(", ")));
         }
         if let Some(n) = r.def.cooldown_turns {
-            guards.push(format!("cooldown {n} turns"));
+            guards.push(format!(
+                "cooldown {}",
+                crate::behavior::turns_label(u64::from(n))
+            ));
         }
         if r.def.once_per_session {
             guards.push("once per session".into());

@@ -470,7 +470,7 @@ impl Builder<'_, '_> {
                     child: self.node(child, owner).unwrap_or(0),
                 },
                 match (turns, seconds) {
-                    (Some(t), _) => format!("{t} turns"),
+                    (Some(t), _) => turns_label(u64::from(*t)),
                     (_, Some(s)) => format!("{s} s"),
                     _ => String::new(),
                 },
@@ -488,7 +488,7 @@ impl Builder<'_, '_> {
                     turns: *turns,
                     child: self.node(child, owner).unwrap_or(0),
                 },
-                format!("{turns} turns"),
+                turns_label(u64::from(*turns)),
             ),
             NodeKind::Retry { attempts, child } => (
                 CKind::Retry {
@@ -533,7 +533,7 @@ impl Builder<'_, '_> {
                     path.text.clone(),
                 )
             }
-            NodeKind::WaitTurns(n) => (CKind::WaitTurns(*n), format!("{n} turns")),
+            NodeKind::WaitTurns(n) => (CKind::WaitTurns(*n), turns_label(u64::from(*n))),
             NodeKind::WaitFor {
                 hook,
                 tools,
@@ -735,5 +735,14 @@ impl Tree {
             }
         }
         out
+    }
+}
+
+/// `1 turn`, `2 turns`: how a node's label says a number of turns.
+pub(crate) fn turns_label(n: u64) -> String {
+    if n == 1 {
+        "1 turn".into()
+    } else {
+        format!("{n} turns")
     }
 }

@@ -29,5 +29,5 @@
 mod compile;
 pub(crate) mod run;
 
-pub(crate) use compile::{CKind, Tree, TreeContext, compile_tree};
+pub(crate) use compile::{CKind, Tree, TreeContext, compile_tree, turns_label};
 pub use run::NodeStatus;

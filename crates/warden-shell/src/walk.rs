@@ -1,0 +1,504 @@
+//! The walk of a command's syntax tree: every list, pipeline, group, subshell, loop, branch and
+//! function body, with the working folder `cd` moves and the variables assigned along the way;
+//! redirections (the files they write, the input they give); command and process substitutions
+//! (which run); each simple command handed to `effects.rs`, with what reaches its standard
+//! input. Code found inside a command (`sh -c`, `eval`...) is walked again, to a bounded depth
+//! and within a bounded number of bytes.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use brush_parser::ast::{
+    self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, Pipeline, SimpleCommand,
+};
+
+use crate::collect::{Collector, Input, Op, Recurse, Run};
+use crate::effects;
+use crate::model::{FindingKind, OpaqueKind};
+use crate::paths::{Resolved, Resolver};
+use crate::syntax;
+use crate::words::{self, Expanded, Vars};
+
+/// How many times code inside code is read (`sh -c "eval '...'"`).
+const MAX_DEPTH: u32 = 6;
+
+/// How many bytes of code an analysis reads in all, code inside code included.
+const MAX_CODE: usize = 4 * crate::MAX_COMMAND;
+
+/// The most words a `for` loop is run once per word for.
+const MAX_LOOP: usize = 16;
+
+/// Analyzes `command` into `out`.
+pub(crate) fn analyze(command: &str, paths: &Resolver, out: &mut Collector) {
+    let mut w = Walker {
+        paths,
+        out,
+        depth: 0,
+        budget: MAX_CODE,
+        functions: HashMap::new(),
+        bombs: HashSet::new(),
+        calling: Vec::new(),
+    };
+    let mut state = State {
+        cwd: paths.cwd().map(str::to_string),
+        ..State::default()
+    };
+    w.program(command, &mut state);
+}
+
+/// What the shell knows at a point of the command.
+#[derive(Debug, Clone, Default)]
+struct State {
+    /// The working folder, when known.
+    cwd: Option<String>,
+    /// The variables assigned literal values.
+    vars: Vars,
+    /// `pushd`'s stack.
+    dirs: Vec<Option<String>>,
+    /// The wrappers the code runs under (code inside `sudo sh -c`), and how it was reached.
+    wrappers: Vec<String>,
+    via: Option<String>,
+}
+
+struct Walker<'a> {
+    paths: &'a Resolver,
+    out: &'a mut Collector,
+    depth: u32,
+    budget: usize,
+    functions: HashMap<String, Rc<CompoundCommand>>,
+    /// Functions that start themselves in a pipeline or the background.
+    bombs: HashSet<String>,
+    /// The functions being walked (a function that calls itself is walked once).
+    calling: Vec<String>,
+}
+
+impl Walker<'_> {
+    /// Parses and walks `code`.
+    fn program(&mut self, code: &str, state: &mut State) {
+        if code.len() > self.budget {
+            self.out
+                .unparsed(code, "there is more code inside it than Warden reads");
+            return;
+        }
+        self.budget -= code.len();
+        match syntax::parse(code) {
+            Ok(program) => {
+                for list in &program.complete_commands {
+                    self.list(list, state);
+                }
+            }
+            Err(why) => self.out.unparsed(code, &why.describe()),
+        }
+    }
+
+    fn list(&mut self, list: &CompoundList, state: &mut State) {
+        for item in &list.0 {
+            self.pipeline(&item.0.first, state);
+            for next in &item.0.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, state),
+                }
+            }
+        }
+    }
+
+    fn pipeline(&mut self, pipeline: &Pipeline, state: &mut State) {
+        if let [only] = &pipeline.seq[..] {
+            self.command(only, state, Input::Terminal);
+            return;
+        }
+        // Each stage runs in a subshell of its own, reading what the one before printed.
+        let mut input = Input::Terminal;
+        for command in &pipeline.seq {
+            let mut stage = state.clone();
+            input = self.command(command, &mut stage, input);
+        }
+    }
+
+    fn command(&mut self, command: &Command, state: &mut State, stdin: Input) -> Input {
+        match command {
+            Command::Simple(sc) => self.simple(sc, state, stdin),
+            Command::Compound(cc, redirects) => {
+                if let Some(list) = redirects {
+                    let text = command.to_string();
+                    for r in &list.0 {
+                        self.redirect(r, state, &text);
+                    }
+                }
+                self.compound(cc, state);
+                Input::Unknown
+            }
+            Command::Function(def) => {
+                let name = def.fname.value.clone();
+                if calls_itself(&def.body.0, &name) {
+                    self.bombs.insert(name.clone());
+                }
+                self.functions.insert(name, Rc::new(def.body.0.clone()));
+                Input::Unknown
+            }
+            Command::ExtendedTest(test) => {
+                self.substitutions_in(&test.to_string(), state);
+                Input::Unknown
+            }
+        }
+    }
+
+    fn compound(&mut self, cc: &CompoundCommand, state: &mut State) {
+        match cc {
+            CompoundCommand::BraceGroup(b) => self.list(&b.list, state),
+            CompoundCommand::Subshell(s) => self.list(&s.list, &mut state.clone()),
+            CompoundCommand::ForClause(f) => {
+                let values: Vec<Expanded> = f
+                    .values
+                    .iter()
+                    .flatten()
+                    .map(|v| self.expand(&v.value, state))
+                    .collect();
+                let literal = f.values.is_some() && values.iter().all(|v| v.literal && !v.glob);
+                if literal && values.len() <= MAX_LOOP {
+                    for v in values {
+                        let mut each = state.clone();
+                        each.vars.insert(f.variable_name.clone(), v.text);
+                        self.list(&f.body.list, &mut each);
+                    }
+                } else {
+                    state.vars.remove(&f.variable_name);
+                    self.list(&f.body.list, state);
+                }
+            }
+            CompoundCommand::ArithmeticForClause(f) => self.list(&f.body.list, state),
+            CompoundCommand::CaseClause(c) => {
+                self.expand(&c.value.value, state);
+                for case in &c.cases {
+                    if let Some(cmd) = &case.cmd {
+                        self.list(cmd, &mut state.clone());
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.list(&i.condition, state);
+                self.list(&i.then, &mut state.clone());
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.list(c, state);
+                    }
+                    self.list(&e.body, &mut state.clone());
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0, state);
+                self.list(&w.1.list, state);
+            }
+            CompoundCommand::Arithmetic(a) => self.substitutions_in(&a.to_string(), state),
+        }
+    }
+
+    /// A word expanded in `state`; the command substitutions in it run (and are walked).
+    fn expand(&mut self, word: &str, state: &State) -> Expanded {
+        let e = words::expand(word, &state.vars, self.paths.home(), state.cwd.as_deref());
+        for code in &e.substitutions {
+            self.inner(code, state, "$(...)");
+        }
+        e
+    }
+
+    /// Code run inside the command (a substitution, `sh -c`...): walked one level deeper.
+    fn inner(&mut self, code: &str, state: &State, via: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.out.opaque(OpaqueKind::Unparsed, code);
+            return;
+        }
+        self.depth += 1;
+        let mut inner = State {
+            cwd: state.cwd.clone(),
+            vars: state.vars.clone(),
+            dirs: Vec::new(),
+            wrappers: state.wrappers.clone(),
+            via: Some(via.to_string()),
+        };
+        self.program(code, &mut inner);
+        self.depth -= 1;
+    }
+
+    /// The substitutions in text the walk does not take apart (a `[[ ]]` test, arithmetic).
+    fn substitutions_in(&mut self, text: &str, state: &State) {
+        let Ok(tokens) = brush_parser::uncached_tokenize_str(text, &Default::default()) else {
+            return;
+        };
+        for t in tokens {
+            if let brush_parser::Token::Word(w, _) = t {
+                self.expand(&w, state);
+            }
+        }
+    }
+
+    fn simple(&mut self, sc: &SimpleCommand, state: &mut State, stdin: Input) -> Input {
+        let text = sc.to_string();
+        let mut words: Vec<Expanded> = Vec::new();
+        let mut assignments: Vec<(String, Expanded)> = Vec::new();
+        let mut redirects: Vec<&IoRedirect> = Vec::new();
+        let items = sc
+            .prefix
+            .iter()
+            .flat_map(|p| p.0.iter())
+            .map(Some)
+            .chain(std::iter::once(None))
+            .chain(sc.suffix.iter().flat_map(|s| s.0.iter()).map(Some));
+        for item in items {
+            match item {
+                None => {
+                    if let Some(w) = &sc.word_or_name {
+                        let e = self.expand(&w.value, state);
+                        words.push(e);
+                    }
+                }
+                Some(CommandPrefixOrSuffixItem::Word(w)) => {
+                    let e = self.expand(&w.value, state);
+                    words.push(e);
+                }
+                Some(CommandPrefixOrSuffixItem::AssignmentWord(a, w)) => {
+                    if words.is_empty() {
+                        if let (
+                            ast::AssignmentName::VariableName(name),
+                            ast::AssignmentValue::Scalar(v),
+                        ) = (&a.name, &a.value)
+                        {
+                            let e = self.expand(&v.value, state);
+                            assignments.push((name.clone(), e));
+                        }
+                    } else {
+                        // After the program: an argument (`export X=1`, `env X=1`).
+                        let e = self.expand(&w.value, state);
+                        words.push(e);
+                    }
+                }
+                Some(CommandPrefixOrSuffixItem::IoRedirect(r)) => redirects.push(r),
+                Some(CommandPrefixOrSuffixItem::ProcessSubstitution(_, sub)) => {
+                    self.list(&sub.list, &mut state.clone());
+                    words.push(Expanded {
+                        text: format!("<({})", sub.list),
+                        process: Some(sub.list.to_string()),
+                        ..Expanded::default()
+                    });
+                }
+            }
+        }
+        let mut stdin = stdin;
+        for r in redirects {
+            if let Some(input) = self.redirect(r, state, &text) {
+                stdin = input;
+            }
+        }
+        if words.is_empty() {
+            // Assignments alone last for the rest of the command.
+            for (name, value) in assignments {
+                if value.literal {
+                    state.vars.insert(name, value.text);
+                } else {
+                    state.vars.remove(&name);
+                }
+            }
+            return Input::Unknown;
+        }
+        let program = words[0].text.clone();
+        if words[0].literal
+            && let Some(out) = self.builtin(&program, &words, state)
+        {
+            return out;
+        }
+        let run = Run {
+            cwd: state.cwd.clone(),
+            wrappers: state.wrappers.clone(),
+            via: state.via.clone(),
+        };
+        effects::run(self, words, &run, stdin)
+    }
+
+    /// The shell's own commands that change what it knows (`cd`, `export`...), and the
+    /// functions the command defined; `None` for anything else.
+    fn builtin(&mut self, program: &str, words: &[Expanded], state: &mut State) -> Option<Input> {
+        let run = Run {
+            cwd: state.cwd.clone(),
+            wrappers: state.wrappers.clone(),
+            via: state.via.clone(),
+        };
+        match program {
+            "cd" | "pushd" => {
+                let target = words
+                    .iter()
+                    .skip(1)
+                    .find(|w| !w.text.starts_with('-') || w.text == "-");
+                let previous = state.cwd.clone();
+                state.cwd = match target {
+                    None => self.paths.home().map(str::to_string),
+                    Some(t) if t.literal && t.text != "-" => Some(
+                        self.paths
+                            .resolve(&t.text, state.cwd.as_deref(), false)
+                            .path,
+                    )
+                    .filter(|p| p.starts_with('/')),
+                    Some(_) => None,
+                };
+                if program == "pushd" {
+                    state.dirs.push(previous);
+                }
+                self.out.command(program, &words[1..], &run);
+                Some(Input::Unknown)
+            }
+            "popd" => {
+                state.cwd = state.dirs.pop().flatten();
+                self.out.command(program, &words[1..], &run);
+                Some(Input::Unknown)
+            }
+            "export" | "declare" | "local" | "readonly" | "typeset" => {
+                for w in &words[1..] {
+                    if let Some((name, value)) = w.text.split_once('=') {
+                        if w.literal && crate::wrappers::is_assignment(&w.text) {
+                            state.vars.insert(name.to_string(), value.to_string());
+                        } else {
+                            state.vars.remove(name);
+                        }
+                    }
+                }
+                self.out.command(program, &words[1..], &run);
+                Some(Input::Unknown)
+            }
+            name if self.functions.contains_key(name) => {
+                let text = self.out.command(name, &words[1..], &run);
+                if self.bombs.contains(name) {
+                    self.out.finding(
+                        FindingKind::ForkBomb,
+                        &text,
+                        "",
+                        format!(
+                            "`{name}` starts itself again and again (a fork bomb), which freezes the machine: do not run it"
+                        ),
+                    );
+                }
+                if !self.calling.iter().any(|c| c == name) {
+                    let body = self.functions[name].clone();
+                    self.calling.push(name.to_string());
+                    self.compound(&body, &mut state.clone());
+                    self.calling.pop();
+                }
+                Some(Input::Unknown)
+            }
+            _ => None,
+        }
+    }
+
+    /// A redirection: the file it writes, or what it gives the command to read.
+    fn redirect(&mut self, r: &IoRedirect, state: &State, command: &str) -> Option<Input> {
+        let run = Run {
+            cwd: state.cwd.clone(),
+            wrappers: state.wrappers.clone(),
+            via: state.via.clone(),
+        };
+        match r {
+            IoRedirect::File(_, kind, target) => match target {
+                IoFileRedirectTarget::Filename(word) => {
+                    let e = self.expand(&word.value, state);
+                    let op = match kind {
+                        IoFileRedirectKind::Write | IoFileRedirectKind::Clobber => Op::Overwrite,
+                        IoFileRedirectKind::Append | IoFileRedirectKind::ReadAndWrite => Op::Write,
+                        IoFileRedirectKind::Read => return Some(Input::File),
+                        _ => return None,
+                    };
+                    self.out.path(self.paths, &e, &run, op, command);
+                    None
+                }
+                IoFileRedirectTarget::ProcessSubstitution(_, sub) => {
+                    self.list(&sub.list, &mut state.clone());
+                    let code = sub.list.to_string();
+                    (matches!(kind, IoFileRedirectKind::Read)).then(|| {
+                        if code.contains("curl") || code.contains("wget") {
+                            Input::Download(code)
+                        } else {
+                            Input::Unknown
+                        }
+                    })
+                }
+                IoFileRedirectTarget::Fd(_) | IoFileRedirectTarget::Duplicate(_) => None,
+            },
+            IoRedirect::OutputAndError(word, append) => {
+                let e = self.expand(&word.value, state);
+                let op = if *append { Op::Write } else { Op::Overwrite };
+                self.out.path(self.paths, &e, &run, op, command);
+                None
+            }
+            IoRedirect::HereString(_, word) => {
+                let e = self.expand(&word.value, state);
+                Some(if e.literal {
+                    Input::Literal(e.text)
+                } else {
+                    Input::Unknown
+                })
+            }
+            IoRedirect::HereDocument(_, doc) => {
+                let body = &doc.doc.value;
+                if doc.requires_expansion && (body.contains('$') || body.contains('`')) {
+                    self.substitutions_in(body, state);
+                    Some(Input::Unknown)
+                } else {
+                    Some(Input::Literal(body.clone()))
+                }
+            }
+        }
+    }
+}
+
+/// Whether a function's body starts the function again in a pipeline or in the background (a
+/// fork bomb: `:(){ :|:& };:`).
+fn calls_itself(body: &CompoundCommand, name: &str) -> bool {
+    let Ok(tokens) = brush_parser::uncached_tokenize_str(&body.to_string(), &Default::default())
+    else {
+        return false;
+    };
+    let named = tokens
+        .iter()
+        .any(|t| matches!(t, brush_parser::Token::Word(w, _) if w == name));
+    let forks = tokens
+        .iter()
+        .any(|t| matches!(t, brush_parser::Token::Operator(o, _) if o == "|" || o == "&"));
+    named && forks
+}
+
+impl Recurse for Walker<'_> {
+    fn path(&mut self, written: &Expanded, run: &Run, op: Op, command: &str) -> Resolved {
+        self.out.path(self.paths, written, run, op, command)
+    }
+
+    fn command(&mut self, program: &str, args: &[Expanded], run: &Run) -> String {
+        self.out.command(program, args, run)
+    }
+
+    fn opaque(&mut self, kind: OpaqueKind, text: &str) {
+        self.out.opaque(kind, text);
+    }
+
+    fn finding(&mut self, kind: FindingKind, command: &str, message: String) {
+        self.out.finding(kind, command, "", message);
+    }
+
+    fn resolve(&self, written: &str, cwd: Option<&str>) -> Resolved {
+        self.paths.resolve(written, cwd, false)
+    }
+
+    fn code(&mut self, code: &str, run: &Run, via: &str) {
+        let state = State {
+            cwd: run.cwd.clone(),
+            wrappers: run.wrappers.clone(),
+            ..State::default()
+        };
+        self.inner(code, &state, via);
+    }
+
+    fn argv(&mut self, argv: Vec<Expanded>, run: &Run, stdin: Input) -> Input {
+        effects::run(self, argv, run, stdin)
+    }
+
+    fn depth_left(&self) -> u32 {
+        MAX_DEPTH.saturating_sub(self.depth)
+    }
+}

@@ -57,6 +57,8 @@ pub(crate) struct Options {
     pub script_limits: warden_lua::Limits,
     /// Most values a waiting script's replay record may hold (durable sessions).
     pub journal_limit: usize,
+    /// The tools whose input holds a shell command (`tool.shell`).
+    pub shell_tools: warden_load::ShellTools,
 }
 
 /// What `lock` holds now (a writer that panicked left a whole value: it is still in force).

@@ -75,6 +75,7 @@ pub struct WardenBuilder {
     knowledge: Option<KnowledgeConfig>,
     modes: Option<warden_load::ModeSource>,
     store_unavailable: Option<String>,
+    shell_tools: warden_load::ShellTools,
 }
 
 impl WardenBuilder {
@@ -116,12 +117,21 @@ impl WardenBuilder {
             b = b.render_template(t);
         }
         b.retention_days = config.retention_days;
+        b.shell_tools = config.shell.clone();
         let defaults = warden_lua::Limits::default();
         Ok(b.execution_log_sample(config.log_sample)
             .script_limits(warden_lua::Limits {
                 timeout: config.script_timeout.unwrap_or(defaults.timeout),
                 memory: config.script_memory.unwrap_or(defaults.memory),
             }))
+    }
+
+    /// Declares `tool` a shell whose input's `field` holds the command it runs, for
+    /// `tool.shell` (Warden's defaults, Claude Code's `Bash` among them, need no declaring; see
+    /// [`warden_load::DEFAULT_SHELL_TOOLS`]).
+    pub fn shell_tool(mut self, tool: impl Into<String>, field: impl Into<String>) -> Self {
+        self.shell_tools.declare(tool, field);
+        self
     }
 
     /// Loads Warden's built-in rules.
@@ -412,6 +422,7 @@ impl WardenBuilder {
                     journal_limit: self
                         .journal_limit
                         .unwrap_or(crate::session::DEFAULT_JOURNAL_LIMIT),
+                    shell_tools: self.shell_tools,
                 },
                 sources: self.sources,
                 capabilities,

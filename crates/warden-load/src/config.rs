@@ -34,6 +34,12 @@
 //! [render]
 //! template = "..."                     # how notifications are written into the agent's context
 //!
+//! [shell]
+//! tools = ["run_shell"]                # tools whose input's `command` is a shell command
+//!                                      # (added to Warden's: Bash, bash, shell, ...)
+//! [shell.fields]
+//! exec = "cmd"                         # a shell tool whose command is in another field
+//!
 //! [claude_code]
 //! allow = false                        # pass Warden's `allow` on as Claude Code's `allow`
 //! max_continues = 3                    # `continue` at Stop at most this many times in a row
@@ -71,8 +77,63 @@ pub const CONFIG_FIELDS: &[&str] = &[
     "modes",
     "sessions",
     "render",
+    "shell",
     "claude_code",
 ];
+
+/// The tools agents commonly run shell commands with, and the input field that holds the
+/// command: Claude Code's `Bash`, Codex's `shell` and `exec_command`, Gemini CLI's
+/// `run_shell_command`, and the names other agents and frameworks give theirs.
+pub const DEFAULT_SHELL_TOOLS: &[(&str, &str)] = &[
+    ("Bash", "command"),
+    ("bash", "command"),
+    ("shell", "command"),
+    ("local_shell", "command"),
+    ("exec_command", "cmd"),
+    ("run_shell_command", "command"),
+    ("run_shell", "command"),
+    ("terminal", "command"),
+    ("run_terminal_cmd", "command"),
+    ("execute_command", "command"),
+];
+
+/// The tools whose input holds a shell command, and in which field (`[shell]`): Warden's
+/// defaults ([`DEFAULT_SHELL_TOOLS`]) and the installation's own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellTools {
+    /// Tool name and input field, the installation's after the defaults (a later entry for a
+    /// name wins).
+    pub tools: Vec<(String, String)>,
+}
+
+impl Default for ShellTools {
+    fn default() -> Self {
+        ShellTools {
+            tools: DEFAULT_SHELL_TOOLS
+                .iter()
+                .map(|(n, f)| ((*n).to_string(), (*f).to_string()))
+                .collect(),
+        }
+    }
+}
+
+impl ShellTools {
+    /// Declares `tool` a shell whose command is in `field`.
+    pub fn declare(&mut self, tool: impl Into<String>, field: impl Into<String>) {
+        let tool = tool.into();
+        self.tools.retain(|(n, _)| *n != tool);
+        self.tools.push((tool, field.into()));
+    }
+
+    /// The input field that holds the command of `tool`, if it is a shell.
+    pub fn field(&self, tool: &str) -> Option<&str> {
+        self.tools
+            .iter()
+            .rev()
+            .find(|(n, _)| n == tool)
+            .map(|(_, f)| f.as_str())
+    }
+}
 
 /// How `warden hook claude-code` answers Claude Code (`[claude_code]`).
 #[derive(Debug, Clone, PartialEq)]
@@ -151,6 +212,8 @@ pub struct Config {
     /// The template notifications are written into the agent's context with (Warden's own
     /// when absent).
     pub render_template: Option<String>,
+    /// The tools whose input holds a shell command (`[shell]`).
+    pub shell: ShellTools,
     /// How `warden hook claude-code` answers.
     pub claude_code: ClaudeCodeConfig,
 }
@@ -177,6 +240,7 @@ impl Default for Config {
             retention_days: None,
             journal_limit: None,
             render_template: None,
+            shell: ShellTools::default(),
             claude_code: ClaudeCodeConfig::default(),
         }
     }
@@ -394,6 +458,10 @@ impl Config {
                 }
                 t.finish(&mut doc, &["template"]);
             }
+            if let Some(mut t) = top.table(&mut doc, "shell") {
+                read_shell(&mut doc, &mut t, &mut config.shell);
+                t.finish(&mut doc, &["tools", "fields"]);
+            }
             if let Some(mut t) = top.table(&mut doc, "claude_code") {
                 let cc = &mut config.claude_code;
                 if let Some(at) = t.boolean(&mut doc, "allow") {
@@ -461,6 +529,51 @@ impl Config {
             Err(doc.diagnostics)
         } else {
             Ok(config)
+        }
+    }
+}
+
+/// `[shell]`: `tools`, names whose `command` field is a shell command; `fields`, names with the
+/// field that holds theirs.
+fn read_shell<'a>(doc: &mut Doc, t: &mut Table<'a>, shell: &mut ShellTools) {
+    let name_ok = |doc: &mut Doc, name: &str, span: std::ops::Range<usize>, field: &str| {
+        let ok = !name.trim().is_empty() && name.len() <= 256;
+        if !ok {
+            doc.error(
+                span,
+                field,
+                "a tool's name must be a non-empty string of at most 256 bytes",
+                Some(
+                    "write the name the agent gives the tool, as in `tools = [\"run_shell\"]`"
+                        .into(),
+                ),
+            );
+        }
+        ok
+    };
+    if let Some(items) = t.string_items(doc, "tools") {
+        for (i, tool) in items.value.into_iter().enumerate() {
+            if name_ok(doc, &tool.value, tool.span, &format!("shell.tools[{i}]")) {
+                shell.declare(tool.value, "command");
+            }
+        }
+    }
+    if let Some(fields) = t.table(doc, "fields") {
+        for (tool, v) in fields.entries() {
+            let at = format!("shell.fields.{}", tool.value);
+            match v.get_ref() {
+                toml::de::DeValue::String(field) if !field.trim().is_empty() => {
+                    if name_ok(doc, tool.value, tool.span.clone(), &at) {
+                        shell.declare(tool.value, field.to_string());
+                    }
+                }
+                _ => doc.error(
+                    v.span(),
+                    &at,
+                    "a shell tool's field is the name of the input field that holds its command",
+                    Some(format!("write `{} = \"command\"`", tool.value)),
+                ),
+            }
         }
     }
 }

@@ -54,7 +54,10 @@ pub use builtin::{
     BUILTIN_MANIFEST, BUILTIN_MODES, BUILTIN_PLUGINS, BUILTIN_PREFIX, BUILTIN_RULES,
     BUILTIN_SCRIPTS, EmbeddedPlugin, builtin_plugin,
 };
-pub use config::{CONFIG_FIELDS, CONFIG_FILE, ClaudeCodeConfig, Config, is_database_url};
+pub use config::{
+    CONFIG_FIELDS, CONFIG_FILE, ClaudeCodeConfig, Config, DEFAULT_SHELL_TOOLS, ShellTools,
+    is_database_url,
+};
 pub use hook::{Hook, UnknownHook};
 pub use ids::{BUILTIN_PLUGIN, DEFAULT_ID, LOCAL_PLUGIN, is_kebab, kebab_id, rule_key, to_kebab};
 pub use load::{Capabilities, Loaded, PluginDef, RuleSource, load, load_modes};

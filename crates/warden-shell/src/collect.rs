@@ -48,8 +48,9 @@ pub(crate) trait Recurse {
     fn finding(&mut self, kind: FindingKind, command: &str, message: String);
     /// `written` resolved in `cwd`, without recording it.
     fn resolve(&self, written: &str, cwd: Option<&str>) -> Resolved;
-    /// Analyzes `code` as a shell runs it (`sh -c`, `eval`, `watch`), from `run`'s folder.
-    fn code(&mut self, code: &str, run: &Run, via: &str);
+    /// Analyzes `code` as a shell runs it (`sh -c`, `eval`, `watch`), from `run`'s folder,
+    /// with `args` as its positional parameters (`sh -c CODE $0 $1...`: `$1` onwards).
+    fn code(&mut self, code: &str, run: &Run, via: &str, args: &[Expanded]);
     /// Analyzes one command (its words given) as if written in the command line; what it
     /// prints.
     fn argv(&mut self, argv: Vec<Expanded>, run: &Run, stdin: Input) -> Input;
@@ -92,6 +93,21 @@ fn named(r: &Resolved, written: &Expanded) -> String {
     } else {
         format!("`{w}` (`{}`)", r.path)
     }
+}
+
+/// Whether a path stands for the whole of its folder: not a glob, or a glob whose last part
+/// matches every name (`*`, `.*`, `./*`), where `*.log` chooses some.
+fn everything(written: &Expanded) -> bool {
+    if !written.glob {
+        return true;
+    }
+    let last = written
+        .text
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or("");
+    matches!(last, "*" | ".*" | "{*,.*}" | "*.*" | "**")
 }
 
 /// An operation on a path, for its finding.
@@ -263,7 +279,7 @@ impl Collector {
                     "`{c}` changes {p}, Warden's own files or the agent's hook configuration: the supervisor is not the agent's to change; ask the user"
                 ),
             ),
-            (Op::Delete { .. }, Place::Root) if !written.chosen => (
+            (Op::Delete { .. }, Place::Root) if !written.chosen && everything(written) => (
                 FindingKind::DeleteProject,
                 format!(
                     "`{c}` deletes the whole project ({p}): delete only what you mean to, by name"

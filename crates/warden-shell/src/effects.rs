@@ -142,7 +142,7 @@ fn files(
         "mv" | "cp" | "install" | "ln" | "rsync" => {
             let a = getopt(
                 args,
-                "tSmogT",
+                "tSmog",
                 &[
                     "target-directory",
                     "suffix",
@@ -167,8 +167,17 @@ fn files(
                 each(w, &sources, Op::MoveAway);
             }
             if let Some(dest) = dest {
+                // Copying an empty or endless device over a file empties or fills it.
+                let emptied = sources.iter().any(|s| {
+                    matches!(
+                        s.text.as_str(),
+                        "/dev/null" | "/dev/zero" | "/dev/urandom" | "/dev/random"
+                    )
+                });
                 let op = if program == "rsync" && a.has(&["delete"]) {
                     Op::Delete { recursive: true }
+                } else if emptied && program != "mv" {
+                    Op::Overwrite
                 } else {
                     Op::Write
                 };
@@ -260,12 +269,15 @@ fn files(
         }
         "echo" => return echo(args),
         "printf" => {
-            return match args {
-                [f] if f.literal && !f.text.contains('%') => Input::Literal(ansi_c(&f.text)),
+            return match args.split_first() {
+                Some((format, rest)) if format.literal && rest.iter().all(|a| a.literal) => {
+                    printf(&format.text, rest).map_or(Input::Unknown, Input::Literal)
+                }
                 _ => Input::Unknown,
             };
         }
         "cat" if args.is_empty() => return stdin,
+        "pwd" => return run.cwd.clone().map_or(Input::Unknown, Input::Literal),
         "base64" => {
             let a = getopt(args, "w", &["wrap"]);
             if a.has(&["d", "decode", "D"]) && a.operands.is_empty() {
@@ -316,24 +328,39 @@ fn formats(program: &str) -> bool {
         )
 }
 
-/// A file system made or a disk wiped: a finding for every device named; a file (an image)
-/// is overwritten.
+/// A file system made or a disk wiped: a finding for every device named (as an operand or an
+/// option's value: `mkfs.ext4 -F /dev/sda1`, `dd`-like `of=` aside); a file (an image) is
+/// overwritten.
 fn format(w: &mut dyn Recurse, args: &[Expanded], run: &Run, text: &str) {
-    let a = getopt(args, "tLbcNmOoEFUjJiIlLMT", &["type", "label"]);
-    for target in &a.operands {
-        let r = w.resolve(&target.text, run.cwd.as_deref());
-        if r.place == crate::model::Place::Device {
+    let mut devices = 0;
+    for target in args.iter().filter(|a| a.literal) {
+        let path = target
+            .text
+            .split_once('=')
+            .map_or(target.text.as_str(), |(_, v)| v);
+        if !path.starts_with('/') && !path.starts_with('.') {
+            continue;
+        }
+        if w.resolve(path, run.cwd.as_deref()).place == crate::model::Place::Device {
+            devices += 1;
             let c = shown(text);
             w.finding(
                 FindingKind::FormatDevice,
                 text,
                 format!(
-                    "`{c}` formats, partitions or wipes `{}`, which destroys what the disk holds: ask the user to do it",
-                    target.text
+                    "`{c}` formats, partitions or wipes `{path}`, which destroys what the disk holds: ask the user to do it"
                 ),
             );
-        } else if target.literal && (target.text.contains('/') || target.text.contains('.')) {
-            w.path(target, run, Op::Overwrite, text);
+        }
+    }
+    if devices == 0 {
+        // An image file, the last operand.
+        if let Some(image) = args
+            .iter()
+            .rev()
+            .find(|a| a.literal && !a.text.starts_with('-') && a.text.contains(['/', '.']))
+        {
+            w.path(image, run, Op::Overwrite, text);
         }
     }
 }
@@ -361,6 +388,36 @@ fn echo(args: &[Expanded]) -> Input {
         .collect::<Vec<_>>()
         .join(" ");
     Input::Literal(if escapes { ansi_c(&text) } else { text })
+}
+
+/// What `printf FORMAT ARGS...` prints, when its format has only `%s` (and `%%`): the format
+/// is used again while arguments are left, as printf does.
+fn printf(format: &str, args: &[Expanded]) -> Option<String> {
+    let format = ansi_c(format);
+    let specs = format.matches('%').count() - 2 * format.matches("%%").count();
+    if specs != format.matches("%s").count() {
+        return None;
+    }
+    let mut out = String::new();
+    let mut args = args.iter().map(|a| a.text.as_str());
+    loop {
+        let mut used = false;
+        let mut rest = format.as_str();
+        while let Some(at) = rest.find('%') {
+            out.push_str(&rest[..at]);
+            if rest[at..].starts_with("%%") {
+                out.push('%');
+            } else {
+                out.push_str(args.next().unwrap_or(""));
+                used = true;
+            }
+            rest = &rest[at + 2..];
+        }
+        out.push_str(rest);
+        if !used || args.len() == 0 || out.len() > crate::MAX_COMMAND {
+            return Some(out);
+        }
+    }
 }
 
 /// What `base64 -d` of literal text prints.

@@ -38,9 +38,16 @@ fn joined(args: &[Expanded]) -> Expanded {
 
 /// Code given as a word (`sh -c WORD`, `eval WORDS`): analyzed when literal; otherwise opaque,
 /// as a download run when what computes it fetches from the network.
-fn code_word(w: &mut dyn Recurse, code: &Expanded, run: &Run, via: &str, text: &str) {
+fn code_word(
+    w: &mut dyn Recurse,
+    code: &Expanded,
+    args: &[Expanded],
+    run: &Run,
+    via: &str,
+    text: &str,
+) {
     if code.literal && code.process.is_none() {
-        w.code(&code.text, run, via);
+        w.code(&code.text, run, via, args);
     } else if code.substitutions.iter().any(|s| fetches(s))
         || code.process.as_deref().is_some_and(fetches)
     {
@@ -54,7 +61,7 @@ fn code_word(w: &mut dyn Recurse, code: &Expanded, run: &Run, via: &str, text: &
 fn piped(w: &mut dyn Recurse, stdin: &Input, run: &Run, via: &str, text: &str, lang: Option<Lang>) {
     match stdin {
         Input::Literal(code) => match lang {
-            None => w.code(code, run, via),
+            None => w.code(code, run, via, &[]),
             Some(lang) => inline_code(w, lang, code, run, via, text),
         },
         Input::Download(fetch) => {
@@ -101,7 +108,9 @@ pub(crate) fn shell(w: &mut dyn Recurse, argv: &[Expanded], run: &Run, stdin: &I
     }
     if has_c {
         if let Some(code) = argv.get(i) {
-            code_word(w, code, run, &format!("{program} -c"), text);
+            // `sh -c CODE NAME ARGS...`: NAME is `$0`, ARGS `$1` onwards.
+            let args = argv.get(i + 2..).unwrap_or(&[]);
+            code_word(w, code, args, run, &format!("{program} -c"), text);
         }
         return;
     }
@@ -125,7 +134,7 @@ pub(crate) fn shell(w: &mut dyn Recurse, argv: &[Expanded], run: &Run, stdin: &I
 /// `eval WORDS`: the words joined, as one line of code.
 pub(crate) fn eval(w: &mut dyn Recurse, args: &[Expanded], run: &Run, text: &str) {
     let code = joined(args);
-    code_word(w, &code, run, "eval", text);
+    code_word(w, &code, &[], run, "eval", text);
 }
 
 /// `source FILE`, `. FILE`: a file, or code from a process substitution or standard input.
@@ -175,7 +184,7 @@ pub(crate) fn watch(w: &mut dyn Recurse, args: &[Expanded], run: &Run, text: &st
     if direct {
         w.argv(words.to_vec(), &run, Input::Terminal);
     } else {
-        code_word(w, &joined(words), &run, "watch", text);
+        code_word(w, &joined(words), &[], &run, "watch", text);
     }
 }
 
@@ -471,6 +480,16 @@ pub(crate) fn interpreter(
     let mut i = 0;
     while let Some(a) = args.get(i) {
         let t = a.text.as_str();
+        if a.process.is_some() {
+            // A script read from a process substitution: `python3 <(curl ...)`.
+            let kind = if a.process.as_deref().is_some_and(fetches) {
+                OpaqueKind::DownloadAndRun
+            } else {
+                OpaqueKind::PipedCode
+            };
+            w.opaque(kind, text);
+            return;
+        }
         if !a.literal {
             break;
         }
@@ -547,7 +566,7 @@ fn inline_code(w: &mut dyn Recurse, lang: Lang, code: &str, run: &Run, via: &str
     };
     for act in inline::scan(lang, code, w.depth_left()) {
         match act {
-            Act::Shell(cmd) => w.code(&cmd, &run, via),
+            Act::Shell(cmd) => w.code(&cmd, &run, via, &[]),
             Act::Argv(words) => {
                 let argv: Vec<Expanded> = words.into_iter().map(Expanded::literal).collect();
                 w.argv(argv, &run, Input::Terminal);

@@ -61,6 +61,37 @@ struct State {
     via: Option<String>,
 }
 
+impl State {
+    /// Sets the positional parameters (`$1`..., `$@`, `$#`) to `args`: a function's, or
+    /// `sh -c`'s. One known only at run time is unknown.
+    fn set_args(&mut self, args: &[Expanded]) {
+        let old: usize = self.vars.get("#").and_then(|n| n.parse().ok()).unwrap_or(0);
+        for i in 1..=old {
+            self.vars.remove(&i.to_string());
+        }
+        for (i, a) in args.iter().enumerate() {
+            if a.literal {
+                self.vars.insert((i + 1).to_string(), a.text.clone());
+            }
+        }
+        self.vars.insert("#".into(), args.len().to_string());
+        if args.iter().all(|a| a.literal) {
+            let all: Vec<&str> = args.iter().map(|a| a.text.as_str()).collect();
+            self.vars.insert("@".into(), all.join(" "));
+        } else {
+            self.vars.remove("@");
+        }
+    }
+
+    /// The positional parameters as separate words, for `"$@"`, when all are known.
+    fn args(&self) -> Option<Vec<Expanded>> {
+        let n: usize = self.vars.get("#")?.parse().ok()?;
+        (1..=n)
+            .map(|i| self.vars.get(&i.to_string()).map(Expanded::literal))
+            .collect()
+    }
+}
+
 struct Walker<'a> {
     paths: &'a Resolver,
     out: &'a mut Collector,
@@ -75,38 +106,47 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     /// Parses and walks `code`.
-    fn program(&mut self, code: &str, state: &mut State) {
+    /// Parses and walks `code`; what its last command prints.
+    fn program(&mut self, code: &str, state: &mut State) -> Input {
         if code.len() > self.budget {
             self.out
                 .unparsed(code, "there is more code inside it than Warden reads");
-            return;
+            return Input::Unknown;
         }
         self.budget -= code.len();
         match syntax::parse(code) {
             Ok(program) => {
+                let mut printed = Input::Unknown;
                 for list in &program.complete_commands {
-                    self.list(list, state);
+                    printed = self.list(list, state);
                 }
+                printed
             }
-            Err(why) => self.out.unparsed(code, &why.describe()),
+            Err(why) => {
+                self.out.unparsed(code, &why.describe());
+                Input::Unknown
+            }
         }
     }
 
-    fn list(&mut self, list: &CompoundList, state: &mut State) {
+    /// Walks a list; what its last pipeline prints.
+    fn list(&mut self, list: &CompoundList, state: &mut State) -> Input {
+        let mut printed = Input::Unknown;
         for item in &list.0 {
-            self.pipeline(&item.0.first, state);
+            printed = self.pipeline(&item.0.first, state);
             for next in &item.0.additional {
                 match next {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p, state),
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => printed = self.pipeline(p, state),
                 }
             }
         }
+        printed
     }
 
-    fn pipeline(&mut self, pipeline: &Pipeline, state: &mut State) {
+    /// Walks a pipeline; what its last command prints.
+    fn pipeline(&mut self, pipeline: &Pipeline, state: &mut State) -> Input {
         if let [only] = &pipeline.seq[..] {
-            self.command(only, state, Input::Terminal);
-            return;
+            return self.command(only, state, Input::Terminal);
         }
         // Each stage runs in a subshell of its own, reading what the one before printed.
         let mut input = Input::Terminal;
@@ -114,6 +154,7 @@ impl Walker<'_> {
             let mut stage = state.clone();
             input = self.command(command, &mut stage, input);
         }
+        input
     }
 
     fn command(&mut self, command: &Command, state: &mut State, stdin: Input) -> Input {
@@ -126,8 +167,7 @@ impl Walker<'_> {
                         self.redirect(r, state, &text);
                     }
                 }
-                self.compound(cc, state);
-                Input::Unknown
+                self.compound(cc, state)
             }
             Command::Function(def) => {
                 let name = def.fname.value.clone();
@@ -144,30 +184,20 @@ impl Walker<'_> {
         }
     }
 
-    fn compound(&mut self, cc: &CompoundCommand, state: &mut State) {
+    /// Walks a compound command; what it prints, when it is a group or a subshell whose last
+    /// command's output Warden can tell.
+    fn compound(&mut self, cc: &CompoundCommand, state: &mut State) -> Input {
         match cc {
             CompoundCommand::BraceGroup(b) => self.list(&b.list, state),
             CompoundCommand::Subshell(s) => self.list(&s.list, &mut state.clone()),
             CompoundCommand::ForClause(f) => {
-                let values: Vec<Expanded> = f
-                    .values
-                    .iter()
-                    .flatten()
-                    .map(|v| self.expand(&v.value, state))
-                    .collect();
-                let literal = f.values.is_some() && values.iter().all(|v| v.literal && !v.glob);
-                if literal && values.len() <= MAX_LOOP {
-                    for v in values {
-                        let mut each = state.clone();
-                        each.vars.insert(f.variable_name.clone(), v.text);
-                        self.list(&f.body.list, &mut each);
-                    }
-                } else {
-                    state.vars.remove(&f.variable_name);
-                    self.list(&f.body.list, state);
-                }
+                self.for_loop(f, state);
+                Input::Unknown
             }
-            CompoundCommand::ArithmeticForClause(f) => self.list(&f.body.list, state),
+            CompoundCommand::ArithmeticForClause(f) => {
+                self.list(&f.body.list, state);
+                Input::Unknown
+            }
             CompoundCommand::CaseClause(c) => {
                 self.expand(&c.value.value, state);
                 for case in &c.cases {
@@ -175,6 +205,7 @@ impl Walker<'_> {
                         self.list(cmd, &mut state.clone());
                     }
                 }
+                Input::Unknown
             }
             CompoundCommand::IfClause(i) => {
                 self.list(&i.condition, state);
@@ -185,29 +216,72 @@ impl Walker<'_> {
                     }
                     self.list(&e.body, &mut state.clone());
                 }
+                Input::Unknown
             }
             CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
                 self.list(&w.0, state);
                 self.list(&w.1.list, state);
+                Input::Unknown
             }
-            CompoundCommand::Arithmetic(a) => self.substitutions_in(&a.to_string(), state),
+            CompoundCommand::Arithmetic(a) => {
+                self.substitutions_in(&a.to_string(), state);
+                Input::Unknown
+            }
         }
     }
 
-    /// A word expanded in `state`; the command substitutions in it run (and are walked).
+    /// A `for` loop: over literal words, its body runs once per word, the variable set to it.
+    fn for_loop(&mut self, f: &ast::ForClauseCommand, state: &mut State) {
+        let values: Vec<Expanded> = f
+            .values
+            .iter()
+            .flatten()
+            .map(|v| self.expand(&v.value, state))
+            .collect();
+        let literal = f.values.is_some() && values.iter().all(|v| v.literal && !v.glob);
+        if literal && values.len() <= MAX_LOOP {
+            for v in values {
+                let mut each = state.clone();
+                each.vars.insert(f.variable_name.clone(), v.text);
+                self.list(&f.body.list, &mut each);
+            }
+        } else {
+            state.vars.remove(&f.variable_name);
+            self.list(&f.body.list, state);
+        }
+    }
+
+    /// A word expanded in `state`; the command substitutions in it run (and are walked), and
+    /// one whose output Warden can tell (`$(echo rm)`, `$(echo ... | base64 -d)`) stands for
+    /// that output.
     fn expand(&mut self, word: &str, state: &State) -> Expanded {
-        let e = words::expand(word, &state.vars, self.paths.home(), state.cwd.as_deref());
-        for code in &e.substitutions {
-            self.inner(code, state, "$(...)");
+        let home = self.paths.home();
+        let cwd = state.cwd.as_deref();
+        let none = words::Printed::new();
+        let e = words::expand(word, &state.vars, home, cwd, &none);
+        if e.substitutions.is_empty() {
+            return e;
         }
-        e
+        let mut printed = words::Printed::new();
+        for code in &e.substitutions {
+            if let Input::Literal(out) = self.inner(code, state, "$(...)") {
+                // A substitution drops the trailing new lines of what it prints.
+                printed.insert(code.clone(), out.trim_end_matches('\n').to_string());
+            }
+        }
+        if printed.is_empty() {
+            return e;
+        }
+        words::expand(word, &state.vars, home, cwd, &printed)
     }
 
-    /// Code run inside the command (a substitution, `sh -c`...): walked one level deeper.
-    fn inner(&mut self, code: &str, state: &State, via: &str) {
+    /// Code run inside the command (a substitution, `sh -c`...): walked one level deeper; what
+    /// it prints.
+    fn inner(&mut self, code: &str, state: &State, via: &str) -> Input {
         if self.depth >= MAX_DEPTH {
-            self.out.opaque(OpaqueKind::Unparsed, code);
-            return;
+            self.out
+                .unparsed(code, "code inside code nests deeper than Warden reads");
+            return Input::Unknown;
         }
         self.depth += 1;
         let mut inner = State {
@@ -217,8 +291,9 @@ impl Walker<'_> {
             wrappers: state.wrappers.clone(),
             via: Some(via.to_string()),
         };
-        self.program(code, &mut inner);
+        let printed = self.program(code, &mut inner);
         self.depth -= 1;
+        printed
     }
 
     /// The substitutions in text the walk does not take apart (a `[[ ]]` test, arithmetic).
@@ -254,6 +329,13 @@ impl Walker<'_> {
                     }
                 }
                 Some(CommandPrefixOrSuffixItem::Word(w)) => {
+                    // `"$@"` is as many words as there are positional parameters.
+                    if matches!(w.value.as_str(), "\"$@\"" | "$@" | "$*")
+                        && let Some(args) = state.args()
+                    {
+                        words.extend(args);
+                        continue;
+                    }
                     let e = self.expand(&w.value, state);
                     words.push(e);
                 }
@@ -379,7 +461,9 @@ impl Walker<'_> {
                 if !self.calling.iter().any(|c| c == name) {
                     let body = self.functions[name].clone();
                     self.calling.push(name.to_string());
-                    self.compound(&body, &mut state.clone());
+                    let mut inside = state.clone();
+                    inside.set_args(&words[1..]);
+                    self.compound(&body, &mut inside);
                     self.calling.pop();
                 }
                 Some(Input::Unknown)
@@ -485,12 +569,15 @@ impl Recurse for Walker<'_> {
         self.paths.resolve(written, cwd, false)
     }
 
-    fn code(&mut self, code: &str, run: &Run, via: &str) {
-        let state = State {
+    fn code(&mut self, code: &str, run: &Run, via: &str, args: &[Expanded]) {
+        let mut state = State {
             cwd: run.cwd.clone(),
             wrappers: run.wrappers.clone(),
             ..State::default()
         };
+        if !args.is_empty() {
+            state.set_args(args);
+        }
         self.inner(code, &state, via);
     }
 

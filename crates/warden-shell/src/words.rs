@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 
-use brush_parser::word::{Parameter, ParameterExpr, WordPiece, WordPieceWithSource};
+use brush_parser::word::{
+    Parameter, ParameterExpr, SpecialParameter, WordPiece, WordPieceWithSource,
+};
 
 /// A word, expanded as far as it can be without running anything.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -39,8 +41,18 @@ impl Expanded {
 /// The variables known at a point of the command: names to values.
 pub(crate) type Vars = HashMap<String, String>;
 
-/// Expands `word` (as written) with `vars` known. `home` is `~`; `cwd` is `$PWD`.
-pub(crate) fn expand(word: &str, vars: &Vars, home: Option<&str>, cwd: Option<&str>) -> Expanded {
+/// What command substitutions print, where Warden can tell: their code to their output.
+pub(crate) type Printed = HashMap<String, String>;
+
+/// Expands `word` (as written) with `vars` known, and the substitutions in `printed` standing
+/// for what they print. `home` is `~`; `cwd` is `$PWD`.
+pub(crate) fn expand(
+    word: &str,
+    vars: &Vars,
+    home: Option<&str>,
+    cwd: Option<&str>,
+    printed: &Printed,
+) -> Expanded {
     let pieces = match brush_parser::word::parse(word, &crate::syntax::options()) {
         Ok(p) => p,
         Err(_) => {
@@ -54,7 +66,12 @@ pub(crate) fn expand(word: &str, vars: &Vars, home: Option<&str>, cwd: Option<&s
         literal: true,
         ..Expanded::default()
     };
-    let ctx = Ctx { vars, home, cwd };
+    let ctx = Ctx {
+        vars,
+        home,
+        cwd,
+        printed,
+    };
     for (i, piece) in pieces.iter().enumerate() {
         ctx.piece(&piece.piece, word, piece, i == 0, false, &mut out);
     }
@@ -65,6 +82,7 @@ struct Ctx<'a> {
     vars: &'a Vars,
     home: Option<&'a str>,
     cwd: Option<&'a str>,
+    printed: &'a Printed,
 }
 
 impl Ctx<'_> {
@@ -104,8 +122,8 @@ impl Ctx<'_> {
             WordPiece::CommandSubstitution(code)
             | WordPiece::BackquotedCommandSubstitution(code) => {
                 out.substitutions.push(code.clone());
-                match echoed(code, self) {
-                    Some(v) => out.text.push_str(&v),
+                match self.printed.get(code) {
+                    Some(v) => out.text.push_str(v),
                     None => self.unknown(raw, out),
                 }
             }
@@ -125,6 +143,13 @@ impl Ctx<'_> {
     fn parameter(&self, expr: &ParameterExpr) -> Option<String> {
         let named = |p: &Parameter| match p {
             Parameter::Named(n) => self.variable(n),
+            Parameter::Positional(n) => self.vars.get(&n.to_string()).cloned(),
+            Parameter::Special(SpecialParameter::AllPositionalParameters { .. }) => {
+                self.vars.get("@").cloned()
+            }
+            Parameter::Special(SpecialParameter::PositionalParameterCount) => {
+                self.vars.get("#").cloned()
+            }
             _ => None,
         };
         match expr {
@@ -151,45 +176,6 @@ impl Ctx<'_> {
             "PWD" => self.cwd.map(str::to_string),
             _ => None,
         }
-    }
-}
-
-/// What `$(code)` prints, when it is `echo` or `printf '%s'`-free `printf` of literal words, or
-/// `pwd`: so `$(echo rm) -rf /` is seen as `rm -rf /`.
-fn echoed(code: &str, ctx: &Ctx<'_>) -> Option<String> {
-    let words = brush_parser::uncached_tokenize_str(code, &Default::default()).ok()?;
-    let mut values = Vec::new();
-    for t in &words {
-        match t {
-            brush_parser::Token::Word(w, _) => {
-                let e = expand(w, ctx.vars, ctx.home, ctx.cwd);
-                if !e.literal || !e.substitutions.is_empty() {
-                    return None;
-                }
-                values.push(e.text);
-            }
-            brush_parser::Token::Operator(..) => return None,
-        }
-    }
-    let (program, args) = values.split_first()?;
-    match program.as_str() {
-        "echo" => {
-            let args: Vec<&String> = args.iter().filter(|a| *a != "-n").collect();
-            if args.iter().any(|a| a.starts_with('-')) {
-                return None;
-            }
-            Some(
-                args.iter()
-                    .map(|a| a.as_str())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )
-        }
-        "printf" if args.len() == 1 && !args[0].contains('%') && !args[0].contains('\\') => {
-            Some(args[0].clone())
-        }
-        "pwd" if args.is_empty() => ctx.cwd.map(str::to_string),
-        _ => None,
     }
 }
 
@@ -272,7 +258,15 @@ mod tests {
     fn x(word: &str) -> Expanded {
         let mut vars = Vars::new();
         vars.insert("D".into(), "/etc".into());
-        expand(word, &vars, Some("/home/ada"), Some("/home/ada/app"))
+        let mut printed = Printed::new();
+        printed.insert("echo rm".into(), "rm".into());
+        expand(
+            word,
+            &vars,
+            Some("/home/ada"),
+            Some("/home/ada/app"),
+            &printed,
+        )
     }
 
     #[test]

@@ -16,6 +16,7 @@ use warden_load::{Hook, SettingValue};
 use crate::context::schema::{
     SESSION_STATE_ROOT, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id,
 };
+use crate::context::shell::{self, LazyShell, ShellView};
 use crate::context::state::{Snapshot, StateReader, StateSource};
 use crate::context::views;
 use crate::event::Event;
@@ -44,6 +45,10 @@ pub(crate) struct Frame<'a> {
     /// The values templates render with, for the plugin they were made for (made once per
     /// plugin per step: they are views, which read the frame when a template reads them).
     template: RefCell<Option<(Arc<str>, minijinja::Value)>>,
+    /// The tools whose command `tool.shell` analyzes.
+    shell_tools: &'a warden_load::ShellTools,
+    /// `tool.shell` of the step's event, made when first read.
+    shell: RefCell<Option<(*const Event, Arc<LazyShell>)>>,
 }
 
 /// `context` as a whole, for a condition that reads it whole.
@@ -114,6 +119,7 @@ struct EventView<'a> {
 struct ToolView<'a> {
     name: &'a str,
     arguments: &'a Value,
+    shell: ShellView<'a>,
 }
 
 static NULL: Value = Value::Null;
@@ -130,6 +136,7 @@ impl<'a> Frame<'a> {
         store: &'a dyn StateSource,
         slots: &'a SettingSlots,
         settings: &'a [SettingValue],
+        shell_tools: &'a warden_load::ShellTools,
     ) -> Self {
         Frame {
             facts,
@@ -143,6 +150,8 @@ impl<'a> Frame<'a> {
             slots,
             settings,
             template: RefCell::new(None),
+            shell_tools,
+            shell: RefCell::new(None),
         }
     }
 
@@ -215,11 +224,32 @@ impl<'a> Frame<'a> {
         }
     }
 
-    fn tool_view(&self) -> ToolView<'_> {
-        ToolView {
+    /// `tool.shell` of the step's event (made once per event; analyzed when first read).
+    pub(crate) fn shell(&self) -> Arc<LazyShell> {
+        let event: *const Event = self.event();
+        let mut cell = self.shell.borrow_mut();
+        match &*cell {
+            Some((e, lazy)) if *e == event => lazy.clone(),
+            _ => {
+                let lazy = shell::lazy(
+                    self.shell_tools,
+                    self.tool_name(),
+                    views::tool_arguments(self.facts, self.event()),
+                    &self.facts.project.root,
+                );
+                *cell = Some((event, lazy.clone()));
+                lazy
+            }
+        }
+    }
+
+    fn with_tool_view<R>(&self, f: impl FnOnce(&ToolView<'_>) -> R) -> R {
+        let shell = self.shell();
+        f(&ToolView {
             name: self.tool_name(),
             arguments: views::tool_arguments(self.facts, self.event()),
-        }
+            shell: ShellView::of(shell.get()),
+        })
     }
 
     /// The plugin of the rule being evaluated.
@@ -320,6 +350,7 @@ impl<'a> Frame<'a> {
             time: self.time,
             settings: self.plugin_settings(),
             state,
+            shell: self.shell(),
         });
         *self.template.borrow_mut() = Some((key, values.clone()));
         values
@@ -395,6 +426,12 @@ impl warden_expr::Facts for Frame<'_> {
             id::EVENT_HOOK => S::Str(self.hook().name()),
             id::EVENT_TOOL_NAME | id::TOOL_NAME => S::Str(self.tool_name()),
             id::EVENT_TIME => S::Float(self.time),
+            id::SHELL_DESTROYS => S::Bool(self.shell().get().destroys()),
+            id::SHELL_DELETES_OUTSIDE => S::Bool(self.shell().get().deletes_outside_project()),
+            id::SHELL_WRITES_OUTSIDE => S::Bool(self.shell().get().writes_outside_project()),
+            id::SHELL_UNSEEN_CODE => S::Bool(self.shell().get().runs_unseen_code()),
+            id::SHELL_BEYOND_PROJECT => S::Bool(self.shell().get().reaches_beyond_project()),
+            id::SHELL_TOUCHES_WARDEN => S::Bool(self.shell().get().touches_warden()),
             ScalarId(n) if n >= SETTINGS_BASE => self
                 .settings
                 .get(usize::from(n - SETTINGS_BASE))
@@ -418,7 +455,7 @@ impl warden_expr::Facts for Frame<'_> {
         match name {
             "context" => dynamic(&self.context_view()),
             "event" => dynamic(&self.event_view()),
-            "tool" => dynamic(&self.tool_view()),
+            "tool" => self.with_tool_view(|t| dynamic(t)),
             "result" => dynamic(self.event().result.as_ref().unwrap_or(&NULL)),
             STATE_ROOT => self.state_all(dynamic),
             SESSION_STATE_ROOT => dynamic(self.session_state()),
@@ -495,6 +532,18 @@ impl warden_expr::Facts for Frame<'_> {
             }
             ["tool", "name"] => dynamic(&self.tool_name()),
             ["tool", "arguments"] => keyed(views::tool_arguments(self.facts, self.event()), keys),
+            ["tool", "shell", rest @ ..] => {
+                let shell = self.shell();
+                let mut v = dynamic(&ShellView::of(shell.get()));
+                for f in rest {
+                    let next = v
+                        .read_lock::<warden_expr::rhai::Map>()
+                        .and_then(|m| m.get(*f).cloned())
+                        .unwrap_or(Dynamic::UNIT);
+                    v = next;
+                }
+                v
+            }
             ["result"] => keyed(self.event().result.as_ref().unwrap_or(&NULL), keys),
             [STATE_ROOT] => match keys {
                 Some(keys) => {
@@ -714,14 +763,12 @@ impl warden_lua::Host for Frame<'_> {
                     _ => unknown(&field_names("event")),
                 }
             }
-            "tool" => {
-                let t = self.tool_view();
-                match key {
-                    "name" => out.value(t.name),
-                    "arguments" => out.serialize(t.arguments),
-                    _ => unknown(&field_names("tool")),
-                }
-            }
+            "tool" => match key {
+                "name" => out.value(self.tool_name()),
+                "arguments" => out.serialize(views::tool_arguments(self.facts, self.event())),
+                "shell" => out.serialize(&ShellView::of(self.shell().get())),
+                _ => unknown(&field_names("tool")),
+            },
             "result" => match self.event().result.as_ref().and_then(|r| r.get(key)) {
                 Some(v) => out.serialize(v),
                 None => Ok(()),

@@ -7,9 +7,11 @@
 //! - `views.rs`: what templates read: the frame as minijinja objects that fetch a field when
 //!   the template reads it.
 //! - `state.rs`: plugin state, read by key when a rule reads it, kept for the tick.
+//! - `shell.rs`: `tool.shell`, the analysis of a shell tool's command, made at its first read.
 
 mod frame;
 mod schema;
+mod shell;
 mod state;
 mod views;
 

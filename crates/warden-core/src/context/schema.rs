@@ -31,6 +31,12 @@ pub(crate) mod id {
     pub const CONTEXT_WINDOW: ScalarId = ScalarId(18);
     pub const TURN_FINAL: ScalarId = ScalarId(19);
     pub const PROJECT_ROOT: ScalarId = ScalarId(20);
+    pub const SHELL_DESTROYS: ScalarId = ScalarId(21);
+    pub const SHELL_DELETES_OUTSIDE: ScalarId = ScalarId(22);
+    pub const SHELL_WRITES_OUTSIDE: ScalarId = ScalarId(23);
+    pub const SHELL_UNSEEN_CODE: ScalarId = ScalarId(24);
+    pub const SHELL_BEYOND_PROJECT: ScalarId = ScalarId(25);
+    pub const SHELL_TOUCHES_WARDEN: ScalarId = ScalarId(26);
     pub const FAILURES: MapId = MapId(0);
     pub const CALLS: MapId = MapId(1);
 }
@@ -70,6 +76,8 @@ enum Ty {
     Record(&'static str),
     /// A list of records of the table, by name.
     ListOf(&'static str),
+    /// A list of strings.
+    ListOfStr,
 }
 
 /// How a field is reached.
@@ -396,10 +404,186 @@ const RECORDS: &[(&str, &[F])] = &[
         ],
     ),
     (
+        "shell command",
+        &[
+            plain(
+                "program",
+                Ty::Str,
+                "The program, by its base name (`/bin/rm` and `\\rm` are `rm`), with the wrappers it ran under taken off.",
+            ),
+            plain(
+                "args",
+                Ty::ListOfStr,
+                "Its arguments as the program gets them: quotes removed, `~`, `$HOME`, `$PWD` and variables set earlier in the command expanded.",
+            ),
+            plain(
+                "text",
+                Ty::Str,
+                "The command as the shell would run it, quoted where needed (`rm -rf /`).",
+            ),
+            plain(
+                "wrappers",
+                Ty::ListOfStr,
+                "The wrappers it ran under, outermost first (`sudo`, `timeout`, `xargs`...).",
+            ),
+            plain(
+                "via",
+                Ty::NullableStr,
+                "How it was reached when not written directly (`sh -c`, `eval`, `xargs`, `find -exec`, `python3 -c`...), or null.",
+            ),
+        ],
+    ),
+    (
+        "shell path",
+        &[
+            plain(
+                "path",
+                Ty::Str,
+                "The path, resolved: against the working folder as `cd` moves it, `~`, `..`; for a glob, the folder it ranges over (`/*` is `/`).",
+            ),
+            plain("written", Ty::Str, "The path as written."),
+            plain(
+                "place",
+                Ty::Str,
+                "Where it is: `inside` the project, `root` (the project's folder itself), `warden` (Warden's own files or an agent's hook configuration), `temp` (`/tmp`...), `home` (the home folder itself), `system` (`/`, `/etc`, `/usr`...), `device` (`/dev/sda`), `outside` (anywhere else), `unknown`. A link inside the project that leads out is where it leads.",
+            ),
+            plain("glob", Ty::Bool, "Written with a glob (`*`, `?`, `[`)."),
+            plain(
+                "covers_project",
+                Ty::Bool,
+                "The project is inside it (`..`, the home folder, `/`).",
+            ),
+            plain("command", Ty::Str, "The command that deletes or writes it."),
+        ],
+    ),
+    (
+        "shell opaque",
+        &[
+            plain(
+                "kind",
+                Ty::Str,
+                "What cannot be seen through: `unparsed`, `dynamic_command` (`$CMD -rf /`), `dynamic_code` (`eval \"$X\"`), `piped_code` (`... | sh`), `download_and_run` (`curl ... | sh`), `inline_code` (`python -c` whose calls cannot be read), `unknown_input` (`... | xargs rm`).",
+            ),
+            plain("text", Ty::Str, "The part, as written."),
+        ],
+    ),
+    (
+        "shell finding",
+        &[
+            plain(
+                "kind",
+                Ty::Str,
+                "What it is: `delete_outside`, `overwrite_outside`, `device_write`, `format_device`, `permission_change`, `move_away`, `fork_bomb`, `warden_files`, `forced_push` (these destroy); `delete_project`, `write_outside`, `unseen_code`, `beyond_project`, `forced_push_unnamed` (these deserve a look).",
+            ),
+            plain("command", Ty::Str, "The command it is in."),
+            plain(
+                "path",
+                Ty::Str,
+                "The path concerned (resolved), or an empty string.",
+            ),
+            plain(
+                "message",
+                Ty::Str,
+                "What it does, naming the command and the path, and what to do instead: written for the agent.",
+            ),
+        ],
+    ),
+    (
+        "tool.shell",
+        &[
+            plain(
+                "command",
+                Ty::Str,
+                "The command analyzed; empty for a tool that is not a declared shell.",
+            ),
+            plain(
+                "commands",
+                Ty::ListOf("shell command"),
+                "Every simple command that would run, in order: through lists, pipelines, subshells, loops, functions, `sh -c`, `eval`, `xargs`, `find -exec`, inline interpreter code.",
+            ),
+            plain(
+                "programs",
+                Ty::ListOfStr,
+                "The programs that would run, each once, in order.",
+            ),
+            plain(
+                "deletes",
+                Ty::ListOf("shell path"),
+                "The paths deleted (and moved away).",
+            ),
+            plain(
+                "writes",
+                Ty::ListOf("shell path"),
+                "The paths written: overwritten, truncated, created, appended to, copied or moved to, their permissions changed.",
+            ),
+            plain(
+                "opaque",
+                Ty::ListOf("shell opaque"),
+                "What Warden cannot see through.",
+            ),
+            plain(
+                "findings",
+                Ty::ListOf("shell finding"),
+                "What a guard acts on, the ones that destroy first.",
+            ),
+            scalar(
+                "destroys",
+                Ty::Bool,
+                id::SHELL_DESTROYS,
+                "It destroys what is outside the project, whatever the wrapping: deletes, overwrites, device writes, formats, recursive permission changes, moves of home or system folders, fork bombs, Warden's own files, forced pushes to `main`.",
+            ),
+            scalar(
+                "deletes_outside_project",
+                Ty::Bool,
+                id::SHELL_DELETES_OUTSIDE,
+                "It deletes something outside the project (temporary files aside).",
+            ),
+            scalar(
+                "writes_outside_project",
+                Ty::Bool,
+                id::SHELL_WRITES_OUTSIDE,
+                "It writes something outside the project (temporary files aside).",
+            ),
+            scalar(
+                "runs_unseen_code",
+                Ty::Bool,
+                id::SHELL_UNSEEN_CODE,
+                "It runs code Warden cannot read (`opaque` is not empty).",
+            ),
+            scalar(
+                "reaches_beyond_project",
+                Ty::Bool,
+                id::SHELL_BEYOND_PROJECT,
+                "It reaches beyond the project without naming a path: the user's crontab removed or replaced, every process signalled (`kill -1`), the machine shut down or restarted.",
+            ),
+            scalar(
+                "touches_warden",
+                Ty::Bool,
+                id::SHELL_TOUCHES_WARDEN,
+                "It writes, deletes or moves Warden's own files (`.warden/`) or an agent's hook configuration (`.claude/settings.json`...).",
+            ),
+            plain(
+                "destruction",
+                Ty::Str,
+                "The message of the first finding that destroys, or an empty string: a refusal's reason.",
+            ),
+            plain(
+                "concern",
+                Ty::Str,
+                "The message of the first finding that does not destroy but deserves a person's look, or an empty string: a question's reason.",
+            ),
+        ],
+    ),
+    (
         "tool",
         &[
             scalar("name", Ty::Str, id::TOOL_NAME, "The tool's name."),
             plain("arguments", Ty::Any, "Its arguments."),
+            plain(
+                "shell",
+                Ty::Record("tool.shell"),
+                "What the command of a shell tool would do, seen as a shell would run it (made when a rule first reads it). A tool is a shell when declared one (`[shell]` in warden.toml; Claude Code's `Bash` is one by default).",
+            ),
         ],
     ),
 ];
@@ -547,6 +731,7 @@ fn build_schema() -> Schema {
             Ty::MapOfAny => Type::map(Type::Any),
             Ty::Record(name) => record(name),
             Ty::ListOf(name) => Type::list(record(name)),
+            Ty::ListOfStr => Type::list(Type::Str),
         }
     };
     for (name, fields) in RECORDS {

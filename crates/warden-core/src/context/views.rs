@@ -15,6 +15,7 @@ use minijinja::value::{Enumerator, Object, ObjectExt, ObjectRepr, Serde, Value};
 use serde_json::Value as Json;
 use warden_load::{Hook, SettingDef, SettingValue};
 
+use crate::context::shell::{LazyShell, ShellView};
 use crate::context::state::{Known, Snapshot, lock};
 use crate::event::Event;
 use crate::facts::SessionFacts;
@@ -85,6 +86,8 @@ pub(crate) struct Root {
     pub settings: Vec<(Arc<SettingDef>, SettingValue)>,
     /// The rule's plugin state, as the tick has read it.
     pub state: Arc<Mutex<Snapshot>>,
+    /// `tool.shell`, analyzed when first read.
+    pub shell: Arc<LazyShell>,
 }
 
 impl Root {
@@ -487,7 +490,7 @@ impl Fields for EventView {
 struct ToolView(Arc<Root>);
 
 impl Fields for ToolView {
-    const KEYS: &'static [&'static str] = &["name", "arguments"];
+    const KEYS: &'static [&'static str] = &["name", "arguments", "shell"];
     const NAME: &'static str = "tool";
 
     fn field(&self, key: &str) -> Option<Value> {
@@ -496,6 +499,7 @@ impl Fields for ToolView {
         Some(match key {
             "name" => Value::from(name),
             "arguments" => json(tool_arguments(&root.facts, &root.event)),
+            "shell" => ser(ShellView::of(root.shell.get())),
             _ => return None,
         })
     }

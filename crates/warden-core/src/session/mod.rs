@@ -639,6 +639,7 @@ impl Session {
             state,
             &program.settings,
             &self.resolved.settings,
+            &shared.config.shell_tools,
         );
         let next = self.mode.next(program.modes.as_ref(), &frame);
         let mut step = Step {

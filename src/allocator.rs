@@ -149,7 +149,7 @@ mod tests {
             // SAFETY: `layout` is valid and not empty; the block is freed with it.
             unsafe {
                 let p = Switching.alloc_zeroed(layout);
-                assert!(!p.is_null() && p as usize % align == 0 && *p.add(100) == 0);
+                assert!(!p.is_null() && (p as usize).is_multiple_of(align) && *p.add(100) == 0);
                 assert_eq!(
                     is_mimalloc(p),
                     align <= MIMALLOC_MAX_ALIGN,

@@ -683,11 +683,10 @@ proptest! {
     ) {
         let c = compiler().compile(&src, &CompileOptions::default()).unwrap();
         let facts = TestFacts { token_usage: usage, turn, ..TestFacts::default() };
-        if let Some(t) = c.necessary_threshold() {
-            if !t.holds(facts.scalar(t.fact)) {
+        if let Some(t) = c.necessary_threshold()
+            && !t.holds(facts.scalar(t.fact)) {
                 prop_assert_eq!(c.eval(&mut Frame::new(&facts)), Verdict::False, "{}", src);
             }
-        }
     }
 }
 

@@ -1184,7 +1184,7 @@ impl Host for Replaying {
 
 /// "5 s", "250 ms".
 pub fn human(d: Duration) -> String {
-    if d.as_millis() >= 1000 && d.as_millis() % 1000 == 0 {
+    if d.as_millis() >= 1000 && d.as_millis().is_multiple_of(1000) {
         format!("{} s", d.as_secs())
     } else {
         format!("{} ms", d.as_millis())

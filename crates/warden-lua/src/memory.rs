@@ -59,7 +59,7 @@ pub(crate) struct Ledger {
 
 /// "30.9 MiB", "512 KiB".
 pub(crate) fn size(bytes: usize) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))

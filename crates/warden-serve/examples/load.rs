@@ -35,7 +35,7 @@ fn session_events(s: usize) -> Vec<Value> {
             json!({"hook": "on_tool_call", "tool": {"name": "vault_search", "arguments": {"query": "wal", "limit": 20}}}),
             json!({"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": (s + turn) % 12}}),
             json!({"hook": "on_tool_call", "tool": {"name": "web_fetch", "arguments": {"url": "https://example.org/wal"}}}),
-            if (s + turn) % 3 == 0 {
+            if (s + turn).is_multiple_of(3) {
                 json!({"hook": "on_tool_failure", "tool": {"name": "web_fetch"}, "error": "timeout"})
             } else {
                 json!({"hook": "on_tool_complete", "tool": {"name": "web_fetch"}, "result": {"status": 200}})

@@ -1,5 +1,12 @@
 #!/usr/bin/env bash
-# The cost of one Claude Code hook process, whole process, as Claude Code pays it: the built-in
+# The cost of one Claude Code hook process, whole process, as Claude Code pays it. Two parts.
+#
+# The guardrails: a PreToolUse of Bash answered with the guardrails plugin (its shell guards on
+# `tool.shell`), beside the same with the string-matching guard it replaced
+# (crates/warden-bench/fixtures/guardrails-strings), in the same run, for an everyday command and
+# a destructive one; in instructions (valgrind) when valgrind is there.
+#
+# The engine: the built-in
 # rules and 100 threshold rules of an operator, a session of 1 000 events saved in the
 # database, and a PreToolUse payload on stdin. Measured beside a minimal Python hook that only
 # parses its payload (`python3 -c 'import json,sys; json.load(sys.stdin)'`, the interpreter
@@ -20,6 +27,42 @@ python=$(python3 -c 'import os,sys; print(os.path.realpath(sys.executable))')
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# The guardrails, beside the guard they replaced.
+mkdir -p "$work/guard/strings"
+cp -r crates/warden-bench/fixtures/guardrails-strings "$work/guard/strings/guardrails"
+printf 'plugins = ["builtin:guardrails"]\ndatabase = "new.db"\n' > "$work/guard/new.toml"
+printf 'plugins = ["strings"]\ndatabase = "old.db"\n' > "$work/guard/old.toml"
+for c in everyday destructive; do
+    case $c in
+        everyday) cmd='cargo test --workspace 2>&1 | tail -20' ;;
+        destructive) cmd="timeout 5 sh -c 'cd / && rm -rf *'" ;;
+    esac
+    printf '{"session_id":"guard","hook_event_name":"PreToolUse","cwd":"/home/ada/app","tool_name":"Bash","tool_input":{"command":"%s"}}\n' "$cmd" > "$work/guard/$c.json"
+done
+for v in old new; do
+    "$warden" hook claude-code --config "$work/guard/$v.toml" < "$work/guard/everyday.json" > /dev/null
+done
+hyperfine -w 5 -r 60 --export-json "$work/guard.json" -L v old,new -L c everyday,destructive \
+    -n '{v} {c}' "$warden hook claude-code --config $work/guard/{v}.toml < $work/guard/{c}.json" >&2
+python3 - "$work/guard.json" <<'PY'
+import json, sys
+r = {x["command"]: x["median"] for x in json.load(open(sys.argv[1]))["results"]}
+for c in ("everyday", "destructive"):
+    print(f"guardrails, PreToolUse, {c} command: {r['new '+c]*1000:.2f} ms, the string-matching guard {r['old '+c]*1000:.2f} ms: {r['new '+c]/r['old '+c]:.2f}x (median)")
+PY
+if command -v valgrind >/dev/null; then
+    for c in everyday destructive; do
+        counts=""
+        for v in old new; do
+            n=$(valgrind --tool=callgrind --callgrind-out-file=/dev/null "$warden" hook claude-code \
+                --config "$work/guard/$v.toml" < "$work/guard/$c.json" 2>&1 | sed -n 's/.*Collected : //p')
+            counts="$counts $n"
+        done
+        set -- $counts
+        echo "guardrails, PreToolUse, $c command: $2 instructions, the string-matching guard $1: $(python3 -c "print(f'{$2/$1:.3f}')")x"
+    done
+fi
 # rule DIR NAME TRIGGER: a threshold rule that fires late in a session.
 rule() {
     cat > "$1/$2.toml" <<RULE

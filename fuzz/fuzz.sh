@@ -46,8 +46,14 @@ run() {
     echo "fuzzing $t for ${secs}s (log: fuzz/work/logs/$t/fuzz-0.log)"
     local status=0
     # -jobs=1 runs the fuzzer in a child that writes fuzz-0.log in the current folder.
-    (cd "$logs" && "$bin" -jobs=1 -max_total_time="$secs" -rss_limit_mb=2048 -timeout=10 \
-        -max_len="$max_file" -artifact_prefix="$artifacts/" "$work" "$corpus") || status=$?
+    # A shell command is judged within a hook: any input up to 100 KB in a second at most, and
+    # no single allocation of 64 MB (its peak is measured by crates/warden-shell/tests/bounds.rs).
+    local limits=(-rss_limit_mb=2048 -timeout=10 -max_len="$max_file")
+    if [ "$t" = shell_command ]; then
+        limits=(-rss_limit_mb=2048 -timeout=1 -malloc_limit_mb=64 -max_len=102400)
+    fi
+    (cd "$logs" && "$bin" -jobs=1 -max_total_time="$secs" "${limits[@]}" \
+        -artifact_prefix="$artifacts/" "$work" "$corpus") || status=$?
     tail -n 3 "$logs/fuzz-0.log" || true
     # Merge what was found into a minimal corpus, and keep its small files in the repository.
     local merged="$root/fuzz/work/merged-$t"

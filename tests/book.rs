@@ -509,7 +509,8 @@ fn the_plugin_tutorial_runs_as_written() {
 }
 
 #[test]
-fn the_introduction_the_command_reference_and_the_traces_chapter_print_what_they_quote() {
+fn the_introduction_the_command_reference_the_traces_and_the_shell_chapters_print_what_they_quote()
+{
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let (ran, mut failures) = play("introduction.md", root, &|_| true);
     assert!(ran >= 2, "only {ran} commands in the introduction");
@@ -527,6 +528,10 @@ fn the_introduction_the_command_reference_and_the_traces_chapter_print_what_they
         c.starts_with("printf") || c.contains("--format text")
     });
     assert_eq!(ran, 2, "the pipe and the text of the traces chapter");
+    failures.extend(more);
+    // What `warden shell` prints, as the shell commands chapter quotes it.
+    let (ran, more) = play("shell.md", root, &|c| c.contains("warden shell"));
+    assert_eq!(ran, 3, "the three commands of the shell commands chapter");
     failures.extend(more);
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

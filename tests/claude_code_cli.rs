@@ -50,7 +50,7 @@ fn claude() -> Option<PathBuf> {
 }
 
 /// A project set up by `warden init claude-code` (the built-in rules and the guardrails that
-/// ship with Warden), a scratch folder beside it, and a home of its own for Claude Code.
+/// ship with Warden), a home of its own for Claude Code, and a scratch folder in that home.
 struct Setup {
     root: tempfile::TempDir,
 }
@@ -86,8 +86,10 @@ impl Setup {
         self.root.path().join("project")
     }
 
+    /// A folder in the home Claude Code runs with: outside the project, and not a folder for
+    /// temporary files (the temporary folder the test runs in is one).
     fn scratch(&self) -> PathBuf {
-        self.root.path().join("scratch")
+        self.home().join("scratch")
     }
 
     fn home(&self) -> PathBuf {

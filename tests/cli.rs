@@ -52,8 +52,8 @@ fn rules_are_listed_switched_and_configured_per_user() {
     let rules: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(
         rules.len(),
-        17,
-        "4 built-in rules, a built-in behavior, 3 research-assistant rules, 9 guardrails rules"
+        19,
+        "4 built-in rules, a built-in behavior, 3 research-assistant rules, 11 guardrails rules"
     );
     assert!(
         rules
@@ -169,7 +169,7 @@ fn rule_tests_run_like_a_test_runner() {
     assert!(out.contains("ok   token budget: warns above 80%"), "{out}");
     assert!(out.contains("research-assistant.test.toml"), "{out}");
     assert!(out.contains("guardrails.test.toml"), "{out}");
-    assert!(out.trim_end().ends_with("29 passed, 0 failed"), "{out}");
+    assert!(out.trim_end().ends_with("417 passed, 0 failed"), "{out}");
 
     fs::write(
         dir.path().join("wrong.test.toml"),
@@ -194,7 +194,7 @@ fn check_validates_a_folder_of_plugins_away_from_its_host() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert!(
-        out.contains("13 rules loaded, 3 plugins, 0 errors"),
+        out.contains("15 rules loaded, 3 plugins, 0 errors"),
         "{out}"
     );
 

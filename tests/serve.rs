@@ -138,7 +138,7 @@ fn tokens_come_from_a_file_and_the_configuration_from_warden_toml() {
     let rules = json(&body);
     assert_eq!(
         rules.as_array().unwrap().len(),
-        17,
+        19,
         "warden.toml's plugins and the built-in rules"
     );
     // `user` in warden.toml is whom requests act for when they name nobody.
@@ -444,4 +444,63 @@ fn a_plugins_folder_that_goes_and_comes_back_is_followed() {
     until(s.port, "/", "the page still warns", |b| {
         !b.contains("the change was not applied")
     });
+}
+
+#[test]
+fn a_declared_shell_tool_is_judged_and_an_undeclared_one_is_warned_of_once() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("warden.toml"),
+        "plugins = [\"builtin:guardrails\"]\n[shell]\ntools = [\"sh_exec\"]\n",
+    )
+    .unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
+        .args(["--shell-tool", "in_container=cmdline"])
+        .current_dir(dir.path())
+        .env_remove("WARDEN_CONFIG")
+        .env_remove("WARDEN_TOKEN")
+        .env_remove("WARDEN_AGENT_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(fs::File::create(&log).unwrap()))
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let port: u16 = line
+        .split("http://127.0.0.1:")
+        .nth(1)
+        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    let s = Serve { child, port };
+    let call = |session: &str, tool: &str, field: &str, command: &str| {
+        let event = json!({"hook": "on_tool_call", "project": {"root": "/home/ada/app"},
+            "tool": {"name": tool, "arguments": {field: command}}});
+        let path = format!("/v1/sessions/{session}/events");
+        let (status, body) = http(s.port, "POST", &path, &[], &event.to_string());
+        assert_eq!(status, 200, "{body}");
+        json(&body)
+    };
+    // Declared in warden.toml, and on the command line with a field of its own.
+    let out = call("a", "sh_exec", "command", "cd / && rm -rf *");
+    assert_eq!(out["ruling"]["decision"], "deny", "{out}");
+    let out = call("b", "in_container", "cmdline", "bash -c 'rm -rf ~'");
+    assert_eq!(out["ruling"]["decision"], "deny", "{out}");
+    // Not declared: not judged, and the log says so once.
+    for session in ["c", "d"] {
+        let out = call(session, "run_shell", "command", "rm -rf /");
+        assert!(out["ruling"]["decision"].is_null(), "{out}");
+    }
+    drop(s);
+    let log = fs::read_to_string(&log).unwrap();
+    assert_eq!(
+        log.matches("the tool `run_shell` is given a `command`, but it is not declared a shell")
+            .count(),
+        1,
+        "{log}"
+    );
 }

@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Entry)] = &[
     ("trace", trace),
     ("claude_code_hook", claude_code_hook),
     ("serve_body", serve_body),
+    ("shell_command", shell_command),
 ];
 
 /// Operator files are UTF-8 (`warden_input::read_text` refuses anything else before a reader
@@ -309,7 +310,7 @@ pub fn claude_code_hook(data: &[u8]) {
     });
     WARDEN.with(|w| {
         let mut w = w.borrow_mut();
-        if w.is_none() || runs % 5000 == 0 {
+        if w.is_none() || runs.is_multiple_of(5000) {
             *w = Some(
                 Warden::builder()
                     .builtin_rules()
@@ -417,4 +418,29 @@ pub fn serve_body(data: &[u8]) {
         String::from_utf8_lossy(body),
         String::from_utf8_lossy(&answer)
     );
+}
+
+/// A shell command an agent asks to run, as `tool.shell` reads it: the analysis never panics,
+/// and a command it cannot read is opaque (asked about), never harmless.
+pub fn shell_command(data: &[u8]) {
+    let command = String::from_utf8_lossy(data);
+    let env = warden_shell::Env {
+        follow_links: false,
+        ..warden_shell::Env::for_project("/home/ada/app").with_home("/home/ada")
+    };
+    let a = warden_shell::analyze(&command, &env);
+    if !warden_shell::parses(&command) {
+        assert!(
+            a.opaque
+                .iter()
+                .any(|o| o.kind == warden_shell::OpaqueKind::Unparsed),
+            "a command Warden cannot read is not said to be opaque: {command:?}"
+        );
+        assert!(a.runs_unseen_code() && !a.concern().is_empty() || a.destroys());
+    }
+    for f in &a.findings {
+        assert!(!f.message.is_empty(), "a finding says nothing: {f:?}");
+    }
+    assert_eq!(a.destroys(), !a.destruction().is_empty());
+    let _ = serde_json::to_string(&a);
 }

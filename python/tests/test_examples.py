@@ -20,7 +20,7 @@ def run(*args: str) -> str:
 
 def test_the_hand_written_loop():
     out = run(str(EXAMPLES / "agent_loop.py"))
-    assert "Warden refused Bash: `rm` recursive and forced on `/`" in out
+    assert "Warden refused Bash: `rm -rf /` deletes `/`" in out
     assert "-> {'query': 'sqlite wal', 'limit': 50}" in out
     assert "Warden: keep working: The last test run failed." in out
     assert out.rstrip().endswith("answer: WAL mode is on, and the tests pass.")
@@ -33,7 +33,7 @@ def test_the_langchain_agent():
         need(False, "the [langchain] extra is not installed")
     out = run(str(EXAMPLES / "langchain_agent.py"))
     assert "Warden asks: this writes `/etc/hosts`, outside the project folder" in out
-    assert "  Tool: `rm` recursive and forced on `/`" in out
+    assert "  Tool: `rm -rf /` deletes `/`" in out
     assert '[warden] The call ran with these arguments instead: {"query": "sqlite wal", "limit": 50}' in out
     assert "- HIGH warning: Token budget at 82%" in out
     assert "User rejected the tool call for `write_file` with reason: leave /etc alone" in out

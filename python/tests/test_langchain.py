@@ -91,7 +91,7 @@ def test_a_guardrails_deny_stops_a_destructive_call():
     assert tools.calls == []
     denied = [m for m in result["messages"] if isinstance(m, ToolMessage)]
     assert len(denied) == 1 and denied[0].status == "error"
-    assert "`rm` recursive and forced on `/`, outside the project" in denied[0].text
+    assert "`rm -rf /` deletes `/`, everything outside the project" in denied[0].text
     # The model read the reason as the call's result.
     assert "outside the project" in model.text_of_call(1)
     assert result["messages"][-1].text == "I will not do that."
@@ -352,3 +352,44 @@ def test_a_refused_call_never_runs_in_the_agent(tmp_path, seed):
     # A stop ends the run: the model is not called after the call it stopped.
     calls_made = len(planned) + 1 if stopped_at is None else stopped_at + 1
     assert len(model.seen) == calls_made, (rules, planned)
+
+
+def test_a_shell_tool_of_ones_own_is_guarded_once_declared():
+    calls: list[str] = []
+
+    @tool
+    def run_shell(command: str) -> str:
+        """Run a shell command."""
+        calls.append(command)
+        return "ok"
+
+    def agent(w: warden.Warden) -> Any:
+        model = script(call("run_shell", {"command": "cd / && rm -rf *"}, "c1"), reply("done"))
+        middleware = WardenMiddleware(w, project_root=ROOT)
+        return create_agent(model, [run_shell], middleware=[middleware])
+
+    # Undeclared, the tool is not read as a shell: Warden says so, once, at its first call.
+    undeclared = warden.Warden(plugins=PLUGINS)
+    with pytest.warns(UserWarning, match=r"the tool `run_shell` is given a `command`, but it is not declared a shell"):
+        agent(undeclared).invoke(ask("tidy up"))
+    assert calls == ["cd / && rm -rf *"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        agent(undeclared).invoke(ask("tidy up again"))  # no second warning
+
+    # Declared, its command is read the way a shell runs it, and refused.
+    calls.clear()
+    declared = warden.Warden(plugins=PLUGINS, shell_tools=["run_shell"])
+    result = agent(declared).invoke(ask("tidy up"))
+    assert calls == []
+    [denied] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert "`rm -rf *` deletes `*` (everything in `/`)" in denied.text
+
+    # A field of its own: a dict of names to the field that holds the command.
+    w = warden.Warden(plugins=PLUGINS, shell_tools={"exec_in": "cmdline"})
+    out = w.session().tick("on_tool_call", {"tool": {"name": "exec_in", "arguments": {"cmdline": "sh -c 'rm -rf ~'"}}})
+    assert out.decision == "deny"
+    with pytest.raises(TypeError, match="shell_tools"):
+        warden.Warden(plugins=PLUGINS, shell_tools=5)

@@ -93,6 +93,7 @@ class Warden:
         log_sample: float | None = None,
         script_timeout: float | None = None,
         script_memory: int | None = None,
+        shell_tools: str | Sequence[str] | Mapping[str, str] | None = None,
     ) -> None:
         """A supervisor. Without arguments, Warden's built-in rules.
 
@@ -102,6 +103,12 @@ class Warden:
         ``database`` is the SQLite file for plugin state, users' choices and the execution log
         (in memory when absent). ``modes`` is a modes file or ``"builtin:context-window"``.
         ``script_timeout`` (seconds) and ``script_memory`` (bytes) limit Lua scripts.
+        ``shell_tools`` declares more tools as shells, whose command ``tool.shell`` analyzes:
+        names (their ``command`` field holds it) or a dict of names to the field that does
+        (``{"run_in_container": "cmdline"}``); ``Bash``, ``shell``, ``run_shell_command``,
+        ``terminal`` and other common names are shells already. A session warns
+        (:class:`UserWarning`) once, at its first call, of a tool given a ``command`` that is
+        not declared a shell.
 
         Fails loudly rather than supervise less than it was given: raises
         :class:`FileNotFoundError` (its ``filename`` the path) when a ``rules`` or ``plugins``
@@ -127,6 +134,7 @@ class Warden:
         log_sample: float | None = None,
         script_timeout: float | None = None,
         script_memory: int | None = None,
+        shell_tools: str | Sequence[str] | Mapping[str, str] | None = None,
     ) -> Warden:
         """A supervisor from a configuration file (``warden.toml``), read exactly as the
         ``warden`` command reads it (relative paths are taken from the file's folder). The

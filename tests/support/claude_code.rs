@@ -126,6 +126,9 @@ impl Project {
             .arg("--db")
             .arg(&self.db)
             .env("CLAUDE_PROJECT_DIR", self.dir.path())
+            // The home folder shell commands are judged against (`rm -rf ~`), the same on
+            // every machine.
+            .env("HOME", "/home/ada")
             .env_remove("WARDEN_CONFIG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -18,16 +18,20 @@ mod long_session;
 mod measure;
 mod realistic;
 mod scenarios;
+mod shell;
 
 pub use long_session::long_session;
 pub use measure::run_ticks;
 pub use realistic::{Sizes, run_realistic};
+pub use shell::{TYPICAL, hostile_commands, run_shell};
 
 /// Measures every scenario and writes the report to `out`: the ticks ([`run_ticks`]: `ticks`
 /// ticks per round, the median of `rounds` rounds), then the realistic scenarios at full size
-/// ([`run_realistic`], the median of `rounds` rounds).
+/// ([`run_realistic`], the median of `rounds` rounds), then judging shell commands
+/// ([`run_shell`]).
 pub fn run(out: &mut dyn std::io::Write, ticks: u32, rounds: u32) -> std::io::Result<()> {
     run_ticks(out, ticks, rounds)?;
-    run_realistic(out, rounds, Sizes::FULL)
+    run_realistic(out, rounds, Sizes::FULL)?;
+    run_shell(out, rounds)
 }
 pub use scenarios::*;

@@ -23,6 +23,7 @@ mod replay;
 mod serve;
 mod sessions;
 mod setup;
+mod shell;
 
 use setup::{Setup, build};
 
@@ -112,6 +113,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show what Warden sees in a shell command, as `tool.shell` shows it to rules: the
+    /// commands that would run, the paths they delete and write and where those are, what it
+    /// cannot see through, and what the guardrails make of it. Nothing is run.
+    Shell(shell::ShellArgs),
     /// Read the execution log (recorded when `[log] sample` is above 0).
     Log(check::LogQuery),
     /// Show what knowledge enrichment makes of a query: its mode, tags, the sources chosen
@@ -164,6 +169,9 @@ enum Command {
         /// Measurement rounds (the median is reported).
         #[arg(long, default_value_t = 7)]
         rounds: u32,
+        /// Only the measures of judging shell commands (`tool.shell`).
+        #[arg(long)]
+        shell: bool,
     },
 }
 
@@ -252,6 +260,7 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
         } => manage::plugins(config, json),
         Command::New { what } => new::run(&what),
         Command::Test { paths, json } => check::test(config, builtin_by_default, &paths, json),
+        Command::Shell(args) => shell::run(&args),
         Command::Log(q) => check::log(config, &q),
         Command::Enrich(q) => check::enrich(config, &q),
         Command::Watch { json } => watch(config, json),
@@ -263,7 +272,11 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
             }
             demo::run(trace.as_deref(), config)
         }
-        Command::Bench { ticks, rounds } => run_bench(ticks.max(1), rounds.max(1)),
+        Command::Bench {
+            ticks,
+            rounds,
+            shell,
+        } => run_bench(ticks.max(1), rounds.max(1), shell),
         Command::Sessions { command } => sessions::run(config, command),
         Command::Migrate(args) => migrate::run(&args),
         // Answered before the configuration is read (see `main`).
@@ -467,7 +480,12 @@ pub(crate) fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
     })
 }
 
-fn run_bench(ticks: u32, rounds: u32) -> Result<ExitCode, String> {
-    warden_bench::run(&mut std::io::stdout().lock(), ticks, rounds).map_err(|e| e.to_string())?;
+fn run_bench(ticks: u32, rounds: u32, shell: bool) -> Result<ExitCode, String> {
+    let out = &mut std::io::stdout().lock();
+    if shell {
+        warden_bench::run_shell(out, rounds).map_err(|e| e.to_string())?;
+    } else {
+        warden_bench::run(out, ticks, rounds).map_err(|e| e.to_string())?;
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -38,6 +38,11 @@ pub(crate) struct ServeArgs {
     /// after every event: faster, but a restart loses them.
     #[arg(long)]
     ephemeral_sessions: bool,
+    /// Declare a tool of the agents a shell, so that `tool.shell` reads its command (its
+    /// input's `command` field, or FIELD); repeat for more. Added to `[shell]` of warden.toml
+    /// and to Warden's own (`Bash`, `shell`, `run_shell_command`...).
+    #[arg(long = "shell-tool", value_name = "NAME[=FIELD]")]
+    shell_tools: Vec<String>,
 }
 
 pub(crate) fn run(config: &Config, args: ServeArgs) -> Result<ExitCode, String> {
@@ -63,7 +68,17 @@ pub(crate) fn run(config: &Config, args: ServeArgs) -> Result<ExitCode, String> 
         .tokens
         .check_listen(options.listen)
         .map_err(|e| e.to_string())?;
-    let warden = load(config, false)?;
+    let mut config = config.clone();
+    for spec in &args.shell_tools {
+        let (name, field) = spec.split_once('=').unwrap_or((spec.as_str(), "command"));
+        if name.trim().is_empty() || field.trim().is_empty() {
+            return Err(format!(
+                "--shell-tool {spec:?}: give the tool's name, and the input field that holds its command after `=` when it is not `command` (--shell-tool run_in_container=cmdline)"
+            ));
+        }
+        config.shell.declare(name, field);
+    }
+    let warden = load(&config, false)?;
     let rt = runtime().map_err(|e| format!("cannot start the runtime: {e}"))?;
     rt.block_on(async move {
         let mut server = Server::bind(warden, options).await.map_err(|e| e.to_string())?;

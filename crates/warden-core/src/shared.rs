@@ -99,11 +99,43 @@ pub(crate) struct Shared {
     pub(crate) knowledge: RwLock<Arc<KnowledgeState>>,
     /// Why the database could not be opened, when the Warden runs without it.
     pub(crate) store_unavailable: Option<String>,
+    /// The tools not declared shells whose input held a `command` string, each warned of once.
+    pub(crate) undeclared_shells: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Shared {
     pub(crate) fn program(&self) -> Arc<Program> {
         current(&self.program)
+    }
+
+    /// At a tool call, the warning for a tool that is not declared a shell but whose input
+    /// holds a `command` string: once per tool name, the first time (see
+    /// [`crate::Session::undeclared_shell_tool`]).
+    pub(crate) fn undeclared_shell_tool(
+        &self,
+        hook: Hook,
+        event: &crate::event::Event,
+    ) -> Option<String> {
+        if hook != Hook::OnToolCall {
+            return None;
+        }
+        let tool = event.tool.as_ref()?;
+        if self.config.shell_tools.field(&tool.name).is_some()
+            || !tool.arguments.get("command").is_some_and(Json::is_string)
+        {
+            return None;
+        }
+        let mut warned = self
+            .undeclared_shells
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if warned.len() >= 1024 || !warned.insert(tool.name.clone()) {
+            return None;
+        }
+        Some(format!(
+            "the tool `{name}` is given a `command`, but it is not declared a shell, so Warden does not judge the command it runs (`tool.shell` is empty for it): declare it in warden.toml (`[shell] tools = [\"{name}\"]`), or with `shell_tools` (Python) or `--shell-tool` (warden serve)",
+            name = tool.name
+        ))
     }
 
     /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another

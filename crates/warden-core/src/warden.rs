@@ -437,6 +437,7 @@ impl WardenBuilder {
                 knowledge_config: self.knowledge,
                 store_unavailable: self.store_unavailable,
                 knowledge: RwLock::new(Arc::new(knowledge)),
+                undeclared_shells: Mutex::default(),
             }),
         })
     }
@@ -490,6 +491,7 @@ impl Warden {
                 knowledge: RwLock::new(s.knowledge()),
                 // A store of its own: what it needs is there.
                 store_unavailable: None,
+                undeclared_shells: Mutex::default(),
             }),
         })
     }

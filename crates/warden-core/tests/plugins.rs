@@ -155,8 +155,8 @@ fn us5_1_every_rule_is_listed_with_its_state() {
     let keys: Vec<&str> = list.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(
         list.len(),
-        17,
-        "{keys:?}: 5 built-in, 3 research-assistant, 9 guardrails"
+        19,
+        "{keys:?}: 5 built-in, 3 research-assistant, 11 guardrails"
     );
     for r in &list {
         // The built-in behavior is off unless switched on.

@@ -81,6 +81,10 @@ pub const BUILTIN_PLUGINS: &[EmbeddedPlugin] = &[EmbeddedPlugin {
     manifest: include_str!("../../../examples/plugins/guardrails/manifest.toml"),
     files: &[
         (
+            "rules/ask-unseen-shell.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/ask-unseen-shell.toml"),
+        ),
+        (
             "rules/ask-write-outside-project.toml",
             include_str!(
                 "../../../examples/plugins/guardrails/rules/ask-write-outside-project.toml"
@@ -105,6 +109,10 @@ pub const BUILTIN_PLUGINS: &[EmbeddedPlugin] = &[EmbeddedPlugin {
             ),
         ),
         (
+            "rules/protect-warden-files.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/protect-warden-files.toml"),
+        ),
+        (
             "rules/record-test-failure.toml",
             include_str!("../../../examples/plugins/guardrails/rules/record-test-failure.toml"),
         ),
@@ -125,10 +133,16 @@ pub const BUILTIN_PLUGINS: &[EmbeddedPlugin] = &[EmbeddedPlugin {
             include_str!("../../../examples/plugins/guardrails/rules/stop-after-denials.toml"),
         ),
     ],
-    scripts: &[(
-        "scripts/guard.lua",
-        include_str!("../../../examples/plugins/guardrails/scripts/guard.lua"),
-    )],
+    scripts: &[
+        (
+            "scripts/guard.lua",
+            include_str!("../../../examples/plugins/guardrails/scripts/guard.lua"),
+        ),
+        (
+            "scripts/warden-files.lua",
+            include_str!("../../../examples/plugins/guardrails/scripts/warden-files.lua"),
+        ),
+    ],
 }];
 
 /// The plugin that ships with Warden named by `spec` (`builtin:guardrails`), when `spec` names

@@ -91,7 +91,6 @@ pub const DEFAULT_SHELL_TOOLS: &[(&str, &str)] = &[
     ("local_shell", "command"),
     ("exec_command", "cmd"),
     ("run_shell_command", "command"),
-    ("run_shell", "command"),
     ("terminal", "command"),
     ("run_terminal_cmd", "command"),
     ("execute_command", "command"),

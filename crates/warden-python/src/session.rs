@@ -120,6 +120,22 @@ fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
         .map_err(|e| (e.field, e.message))
 }
 
+/// Warns (`UserWarning`) of a tool given a `command` that is not declared a shell: once per
+/// tool, at its first call.
+fn warn_undeclared_shell(py: Python<'_>, warning: Option<String>) -> PyResult<()> {
+    let Some(warning) = warning else {
+        return Ok(());
+    };
+    let message = std::ffi::CString::new(warning.replace('\0', " "))
+        .unwrap_or_else(|_| c"a tool given a `command` is not declared a shell".into());
+    PyErr::warn(
+        py,
+        &py.get_type::<pyo3::exceptions::PyUserWarning>(),
+        &message,
+        2,
+    )
+}
+
 #[pymethods]
 impl PySession {
     /// Handles one hook: `hook` is its name (`"on_tool_call"`, or a `Hook`), `event` what
@@ -137,7 +153,12 @@ impl PySession {
     ) -> PyResult<PyOutcome> {
         let hook = read_hook(py, hook)?;
         let event = read_event(py, event)?;
-        let outcome = py.detach(|| self.lock().tick(hook, event));
+        let (outcome, warning) = py.detach(|| {
+            let mut session = self.lock();
+            let warning = session.undeclared_shell_tool(hook, &event);
+            (session.tick(hook, event), warning)
+        });
+        warn_undeclared_shell(py, warning)?;
         Ok(PyOutcome(outcome))
     }
 
@@ -158,11 +179,17 @@ impl PySession {
                 format!("a trace line must be str or bytes, not {}", describe(line)),
             ));
         };
-        let ticked =
-            py.detach(|| read_line(text).map(|(hook, event)| self.lock().tick(hook, event)));
-        ticked
-            .map(PyOutcome)
-            .map_err(|(field, message)| event_error(py, &field, message))
+        let ticked = py.detach(|| {
+            read_line(text).map(|(hook, event)| {
+                let mut session = self.lock();
+                let warning = session.undeclared_shell_tool(hook, &event);
+                (session.tick(hook, event), warning)
+            })
+        });
+        let (outcome, warning) =
+            ticked.map_err(|(field, message)| event_error(py, &field, message))?;
+        warn_undeclared_shell(py, warning)?;
+        Ok(PyOutcome(outcome))
     }
 
     /// `tick` for asyncio: awaitable, it runs the tick on a worker thread

@@ -35,6 +35,7 @@ struct Overrides {
     log_sample: Option<f64>,
     script_timeout: Option<f64>,
     script_memory: Option<usize>,
+    shell_tools: Vec<(String, String)>,
 }
 
 /// How the supervisor is built beyond its configuration.
@@ -82,6 +83,43 @@ fn names(name: &str, v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
         .collect()
 }
 
+/// `shell_tools`: tool names (their `command` field holds the command), or a dict of names to
+/// the field that holds it.
+fn shell_tools(v: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, String)>> {
+    let Some(v) = v.filter(|v| !v.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let wrong = || {
+        PyTypeError::new_err(
+            "`shell_tools` must be a tool name, a list of tool names (their `command` field holds the command), or a dict of tool names to the field that holds it: shell_tools={\"run_shell\": \"cmd\"}",
+        )
+    };
+    let check = |name: String, field: String| -> PyResult<(String, String)> {
+        if name.trim().is_empty() || field.trim().is_empty() {
+            return Err(PyValueError::new_err(
+                "`shell_tools`: a tool's name and its field must not be empty",
+            ));
+        }
+        Ok((name, field))
+    };
+    if let Ok(d) = v.cast::<pyo3::types::PyDict>() {
+        return d
+            .iter()
+            .map(|(k, f)| {
+                let (Ok(k), Ok(f)) = (k.extract::<String>(), f.extract::<String>()) else {
+                    return Err(wrong());
+                };
+                check(k, f)
+            })
+            .collect();
+    }
+    names("shell_tools", Some(v))
+        .map_err(|_| wrong())?
+        .into_iter()
+        .map(|n| check(n, "command".into()))
+        .collect()
+}
+
 impl Overrides {
     /// Applies the overrides to `config`, as the `warden` command applies its flags.
     fn apply(self, config: &mut Config) -> PyResult<()> {
@@ -118,6 +156,9 @@ impl Overrides {
         }
         if let Some(m) = self.script_memory {
             config.script_memory = Some(m);
+        }
+        for (tool, field) in self.shell_tools {
+            config.shell.declare(tool, field);
         }
         Ok(())
     }
@@ -186,6 +227,7 @@ fn overrides(
     log_sample: Option<f64>,
     script_timeout: Option<f64>,
     script_memory: Option<usize>,
+    shell: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Overrides> {
     Ok(Overrides {
         rules: paths("rules", rules)?,
@@ -197,6 +239,7 @@ fn overrides(
         log_sample,
         script_timeout,
         script_memory,
+        shell_tools: shell_tools(shell)?,
     })
 }
 
@@ -213,7 +256,8 @@ impl PyWarden {
     #[new]
     #[pyo3(signature = (*, rules = None, plugins = None, builtin = None, capabilities = None,
         database = None, modes = None, strict = true, any_capability = false,
-        history_limit = None, log_sample = None, script_timeout = None, script_memory = None))]
+        history_limit = None, log_sample = None, script_timeout = None, script_memory = None,
+        shell_tools = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -229,6 +273,7 @@ impl PyWarden {
         log_sample: Option<f64>,
         script_timeout: Option<f64>,
         script_memory: Option<usize>,
+        shell_tools: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut o = overrides(
             rules,
@@ -240,6 +285,7 @@ impl PyWarden {
             log_sample,
             script_timeout,
             script_memory,
+            shell_tools,
         )?;
         let mut config = Config::default();
         if o.builtin.is_none() && !(o.rules.is_empty() && o.plugins.is_empty()) {
@@ -265,7 +311,7 @@ impl PyWarden {
     #[pyo3(signature = (path, *, rules = None, plugins = None, builtin = None,
         capabilities = None, database = None, modes = None, strict = true,
         any_capability = false, history_limit = None, log_sample = None,
-        script_timeout = None, script_memory = None))]
+        script_timeout = None, script_memory = None, shell_tools = None))]
     #[allow(clippy::too_many_arguments)]
     fn from_config(
         py: Python<'_>,
@@ -282,6 +328,7 @@ impl PyWarden {
         log_sample: Option<f64>,
         script_timeout: Option<f64>,
         script_memory: Option<usize>,
+        shell_tools: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let o = overrides(
             rules,
@@ -293,6 +340,7 @@ impl PyWarden {
             log_sample,
             script_timeout,
             script_memory,
+            shell_tools,
         )?;
         let mut config = read_config(py, &path)?;
         o.apply(&mut config)?;

@@ -265,6 +265,9 @@ impl Sessions {
         valid_id(id)?;
         let open = self.get(id, owner)?;
         let mut session = open.session.blocking_lock();
+        if let Some(warning) = session.undeclared_shell_tool(hook, &event) {
+            tracing::warn!(session = id, "{warning}");
+        }
         Ok(session.tick(hook, event))
     }
 
@@ -288,6 +291,9 @@ impl Sessions {
         valid_id(id)?;
         let open = self.get(id, owner)?;
         let mut session = open.session.clone().lock_owned().await;
+        if let Some(warning) = session.undeclared_shell_tool(hook, &event) {
+            tracing::warn!(session = id, "{warning}");
+        }
         let (saved, result) = tokio::sync::oneshot::channel();
         let ticked = guarded(|| {
             session.tick_batched(hook, event, move |r| {

@@ -88,7 +88,10 @@ fn named(r: &Resolved, written: &Expanded) -> String {
         };
         return format!("`{w}` ({what} `{}`)", r.path);
     }
-    if r.path == written.text || r.place == Place::Unknown {
+    if r.path == written.text
+        || r.place == Place::Unknown
+        || crate::paths::normalize(&written.text, None) == r.path
+    {
         format!("`{w}`")
     } else {
         format!("`{w}` (`{}`)", r.path)
@@ -202,7 +205,7 @@ impl Collector {
                 "`{t}` runs inline code that runs commands or changes files in a way Warden cannot read: put it in a script file in the project"
             ),
             OpaqueKind::UnknownInput => format!(
-                "`{t}` takes the files it changes from an input Warden cannot see: name the files"
+                "`{t}` changes files Warden cannot tell before it runs (from a pipe, a variable or an unknown folder): name the files"
             ),
         };
         self.finding(FindingKind::UnseenCode, text, "", message);
@@ -244,11 +247,23 @@ impl Collector {
         let r = if written.literal {
             paths.resolve(&written.text, run.cwd.as_deref(), written.glob)
         } else {
+            // Known only when it runs; but a home folder Warden was not told of is still the
+            // home folder.
+            let t = written.text.as_str();
+            let home = ["~", "$HOME", "${HOME}"]
+                .iter()
+                .find_map(|h| t.strip_prefix(h))
+                .filter(|rest| rest.is_empty() || rest.starts_with('/'));
+            let place = match home {
+                Some(rest) if rest.trim_matches('/').is_empty() => Place::Home,
+                Some(_) => Place::Outside,
+                None => Place::Unknown,
+            };
             Resolved {
                 path: written.text.clone(),
-                place: Place::Unknown,
+                place,
                 glob: written.glob,
-                covers_project: false,
+                covers_project: place == Place::Home,
             }
         };
         let used = PathUse {
@@ -285,10 +300,14 @@ impl Collector {
                     "`{c}` deletes the whole project ({p}): delete only what you mean to, by name"
                 ),
             ),
+            (Op::Delete { recursive: true }, Place::Unknown) => {
+                self.opaque(OpaqueKind::UnknownInput, command);
+                return;
+            }
             (Op::Delete { .. }, _) if r.covers_project => (
                 FindingKind::DeleteOutside,
                 format!(
-                    "`{c}` deletes {p}, which holds the project and more: delete only what is inside the project, and name it"
+                    "`{c}` deletes {p}, everything outside the project and the project with it: delete only what is inside the project, and name it"
                 ),
             ),
             (Op::Delete { .. }, _) if place.is_outside() => (

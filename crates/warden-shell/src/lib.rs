@@ -105,6 +105,13 @@ impl Env {
     }
 }
 
+/// Whether Warden reads `command` as a shell would: within [`MAX_COMMAND`] and the nesting
+/// bounds, and valid bash. A command it does not read is [`OpaqueKind::Unparsed`] in its
+/// analysis.
+pub fn parses(command: &str) -> bool {
+    syntax::parse(command).is_ok()
+}
+
 /// What `command` would do, run as a shell would in `env`. Never fails and never panics: what
 /// cannot be seen through is said in [`Analysis::opaque`].
 pub fn analyze(command: &str, env: &Env) -> Analysis {

@@ -60,6 +60,7 @@ const HARMLESS_DEVICES: &[&str] = &[
 /// the user's own settings, to the home folder).
 const WARDEN_IN_PROJECT: &[&str] = &[
     ".warden",
+    "warden.toml",
     ".claude/settings.json",
     ".claude/settings.local.json",
     ".codex/hooks.json",
@@ -213,14 +214,7 @@ impl Resolver {
                 return Place::Device;
             }
         }
-        let temp = TEMP
-            .iter()
-            .copied()
-            .chain(self.tmpdir.as_deref())
-            .any(|t| path != t && under(path, t));
-        if temp {
-            return Place::Temp;
-        }
+        // The home folder first: a home below /tmp (a test's, a sandbox's) is still a home.
         if let Some(h) = &self.home {
             if path == h {
                 return Place::Home;
@@ -228,6 +222,14 @@ impl Resolver {
             if under(path, h) {
                 return Place::Outside;
             }
+        }
+        let temp = TEMP
+            .iter()
+            .copied()
+            .chain(self.tmpdir.as_deref())
+            .any(|t| path != t && under(path, t));
+        if temp {
+            return Place::Temp;
         }
         if path == "/" || SYSTEM.iter().any(|s| under(path, s)) {
             return Place::System;

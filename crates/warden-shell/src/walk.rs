@@ -309,7 +309,6 @@ impl Walker<'_> {
     }
 
     fn simple(&mut self, sc: &SimpleCommand, state: &mut State, stdin: Input) -> Input {
-        let text = sc.to_string();
         let mut words: Vec<Expanded> = Vec::new();
         let mut assignments: Vec<(String, Expanded)> = Vec::new();
         let mut redirects: Vec<&IoRedirect> = Vec::new();
@@ -367,6 +366,13 @@ impl Walker<'_> {
             }
         }
         let mut stdin = stdin;
+        // The command as written, for the findings of its redirections (made only if it has
+        // some).
+        let text = if redirects.is_empty() {
+            String::new()
+        } else {
+            sc.to_string()
+        };
         for r in redirects {
             if let Some(input) = self.redirect(r, state, &text) {
                 stdin = input;

@@ -53,6 +53,17 @@ pub(crate) fn expand(
     cwd: Option<&str>,
     printed: &Printed,
 ) -> Expanded {
+    // Most words are plain: nothing to unquote or expand (the word parser costs a microsecond).
+    let plain = word.bytes().all(|b| {
+        b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'_' | b'.' | b'/' | b'=' | b':' | b',' | b'+' | b'@' | b'%'
+            )
+    });
+    if plain && !word.is_empty() {
+        return Expanded::literal(word);
+    }
     let pieces = match brush_parser::word::parse(word, &crate::syntax::options()) {
         Ok(p) => p,
         Err(_) => {

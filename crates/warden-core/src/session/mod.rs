@@ -481,6 +481,15 @@ impl Session {
             .collect()
     }
 
+    /// At `on_tool_call`, a warning for the host to show once: the event's tool is not
+    /// declared a shell, yet its input holds a `command` string, so `tool.shell` is empty for it
+    /// and no guard reads what it runs. `None` for any other call, and for a tool already
+    /// warned of by this `Warden` (its clones included). Call it before
+    /// [`tick`](Session::tick); the Python middleware and the service show it.
+    pub fn undeclared_shell_tool(&self, hook: Hook, event: &Event) -> Option<String> {
+        self.shared.undeclared_shell_tool(hook, event)
+    }
+
     /// Whether `on_session_end` was handled.
     pub fn is_ended(&self) -> bool {
         self.ended

@@ -56,6 +56,10 @@ pub(crate) trait Recurse {
     fn argv(&mut self, argv: Vec<Expanded>, run: &Run, stdin: Input) -> Input;
     /// How many more levels of code may be read (the depth is bounded).
     fn depth_left(&self) -> u32;
+    /// Records that the command downloads into the file written `written` (`curl -o`).
+    fn fetched(&mut self, written: &str);
+    /// Whether the command downloaded into the file written `written` earlier.
+    fn was_fetched(&self, written: &str) -> bool;
 }
 
 /// What an analysis gathers.
@@ -96,21 +100,6 @@ fn named(r: &Resolved, written: &Expanded) -> String {
     } else {
         format!("`{w}` (`{}`)", r.path)
     }
-}
-
-/// Whether a path stands for the whole of its folder: not a glob, or a glob whose last part
-/// matches every name (`*`, `.*`, `./*`), where `*.log` chooses some.
-fn everything(written: &Expanded) -> bool {
-    if !written.glob {
-        return true;
-    }
-    let last = written
-        .text
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or("");
-    matches!(last, "*" | ".*" | "{*,.*}" | "*.*" | "**")
 }
 
 /// An operation on a path, for its finding.
@@ -294,7 +283,7 @@ impl Collector {
                     "`{c}` changes {p}, Warden's own files or the agent's hook configuration: the supervisor is not the agent's to change; ask the user"
                 ),
             ),
-            (Op::Delete { .. }, Place::Root) if !written.chosen && everything(written) => (
+            (Op::Delete { .. }, Place::Root) if !written.chosen => (
                 FindingKind::DeleteProject,
                 format!(
                     "`{c}` deletes the whole project ({p}): delete only what you mean to, by name"

@@ -47,6 +47,10 @@ pub(crate) fn run(w: &mut dyn Recurse, argv: Vec<Expanded>, run: &Run, stdin: In
     let args = &argv[1..];
     let text = w.command(&program, args, &run);
     let text = text.as_str();
+    if w.was_fetched(&argv[0].text) {
+        // `curl -o install.sh URL && chmod +x install.sh && ./install.sh`.
+        w.opaque(OpaqueKind::DownloadAndRun, text);
+    }
     if runners::is_shell(&program) {
         runners::shell(w, &argv, &run, &stdin, text);
         return Input::Unknown;
@@ -222,7 +226,20 @@ fn files(
                 each(w, files, Op::Write);
             }
         }
-        "git" => git(w, args, text),
+        "git" => git(w, args, run, text),
+        "sqlite3" => {
+            // The database file, changed by whatever SQL it is given (`-readonly` aside).
+            let a = getopt(
+                args,
+                "",
+                &["cmd", "separator", "newline", "nullvalue", "init"],
+            );
+            if !a.has(&["readonly"])
+                && let Some(db) = a.operands.first()
+            {
+                w.path(db, run, Op::Write, text);
+            }
+        }
         "curl" | "wget" => return fetch(w, program, args, run, text),
         "crontab" => {
             let a = getopt(args, "u", &[]);
@@ -507,6 +524,23 @@ fn fetch(w: &mut dyn Recurse, program: &str, args: &[Expanded], run: &Run, text:
         for (n, v) in &a.values {
             if n == name && v.text != "-" {
                 w.path(v, run, Op::Overwrite, text);
+                if matches!(name, "o" | "output" | "O" | "output-document") {
+                    w.fetched(&v.text);
+                }
+            }
+        }
+    }
+    // A document saved under the name its URL ends with (`curl -O`, `wget URL`).
+    let remote_name = if program == "curl" {
+        a.has(&["O", "remote-name", "remote-name-all"])
+    } else {
+        a.value(&["O", "output-document"]).is_none()
+    };
+    if remote_name {
+        for url in a.operands.iter().filter(|o| o.text.contains("://")) {
+            let path = url.text.split(['?', '#']).next().unwrap_or("");
+            if let Some(name) = path.rsplit('/').next().filter(|n| !n.is_empty()) {
+                w.fetched(name);
             }
         }
     }
@@ -519,7 +553,7 @@ fn fetch(w: &mut dyn Recurse, program: &str, args: &[Expanded], run: &Run, text:
 
 /// `git`: a forced push to `main` or `master` rewrites shared history; one that names no branch
 /// pushes the current one.
-fn git(w: &mut dyn Recurse, args: &[Expanded], text: &str) {
+fn git(w: &mut dyn Recurse, args: &[Expanded], run: &Run, text: &str) {
     // Global options before the subcommand.
     let mut i = 0;
     while let Some(a) = args.get(i) {
@@ -528,6 +562,29 @@ fn git(w: &mut dyn Recurse, args: &[Expanded], text: &str) {
             t if t.starts_with('-') => i += 1,
             _ => break,
         }
+    }
+    if args.get(i).is_some_and(|a| a.text == "clone") {
+        // `git clone URL DIR` writes DIR (the URL's name in the working folder without one).
+        let clone = getopt(
+            &args[i + 1..],
+            "obujc",
+            &[
+                "origin",
+                "branch",
+                "upload-pack",
+                "reference",
+                "depth",
+                "config",
+                "jobs",
+                "template",
+                "separate-git-dir",
+                "filter",
+            ],
+        );
+        if let [_, dir, ..] = &clone.operands[..] {
+            w.path(dir, run, Op::Write, text);
+        }
+        return;
     }
     if args.get(i).is_none_or(|a| a.text != "push") {
         return;

@@ -146,7 +146,10 @@ impl Resolver {
     }
 
     /// `written` (expanded: no `~` or variables left) resolved in `cwd`, and placed. `glob`:
-    /// it holds unquoted glob characters, and the folder they range over is what is placed.
+    /// it holds unquoted glob characters, and the folder they range over is the path. A glob
+    /// that matches every name there (`/*`, `*`) is placed as that folder, whose whole content
+    /// it is; one that chooses some names (`/tmp/build-*`, `*.log`) as what is in the folder,
+    /// and holds the project only when its pattern may name the project's folder.
     pub(crate) fn resolve(&self, written: &str, cwd: Option<&str>, glob: bool) -> Resolved {
         let ranged = if glob { glob_base(written) } else { written };
         let path = if ranged.starts_with('/') {
@@ -162,7 +165,24 @@ impl Resolver {
                 covers_project: false,
             };
         };
-        let (place, covers_project) = self.place(&path);
+        let chosen = glob.then(|| chosen_names(written)).flatten();
+        let (place, covers_project) = match chosen {
+            Some(pattern) => {
+                // What is in the folder: a name no folder of the system has.
+                let (place, _) = self.place(&join(&path, "\u{1}"));
+                let covers = self.project.as_deref().is_some_and(|p| {
+                    p != path
+                        && under(p, &path)
+                        && p[path.len()..]
+                            .trim_start_matches('/')
+                            .split('/')
+                            .next()
+                            .is_some_and(|name| may_match(pattern, name))
+                });
+                (place, covers)
+            }
+            None => self.place(&path),
+        };
         Resolved {
             path,
             place,
@@ -306,6 +326,74 @@ fn glob_base(written: &str) -> &str {
     }
 }
 
+/// The pattern of a glob's last part when it chooses some names of its folder (`build-*`,
+/// `*.log`), rather than every name (`*`, `.*`) or a path through other globs (`*/x`).
+fn chosen_names(written: &str) -> Option<&str> {
+    let trimmed = written.trim_end_matches('/');
+    let (dir, last) = trimmed.rsplit_once('/').unwrap_or(("", trimmed));
+    if dir.contains(['*', '?', '[']) || !last.contains(['*', '?', '[']) {
+        return None;
+    }
+    (!matches!(last, "*" | ".*" | "*.*" | "**" | "?*" | "*?")).then_some(last)
+}
+
+/// Whether a glob pattern (`*`, `?`, `[...]` as any one character) may match `name`: exactly,
+/// by a backtracking match on characters.
+fn may_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    // Each position: a character, or any one character (`?`, a class), or any run (`*`).
+    let mut tokens: Vec<Option<char>> = Vec::new();
+    let mut stars: Vec<bool> = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '*' => {
+                tokens.push(None);
+                stars.push(true);
+            }
+            '?' => {
+                tokens.push(None);
+                stars.push(false);
+            }
+            '[' => {
+                let close = p[i + 1..].iter().position(|c| *c == ']').map(|k| i + 1 + k);
+                match close {
+                    Some(c) => {
+                        tokens.push(None);
+                        stars.push(false);
+                        i = c;
+                    }
+                    None => {
+                        tokens.push(Some('['));
+                        stars.push(false);
+                    }
+                }
+            }
+            c => {
+                tokens.push(Some(c));
+                stars.push(false);
+            }
+        }
+        i += 1;
+    }
+    // Classic wildcard matching, in O(tokens x name).
+    let mut can = vec![false; n.len() + 1];
+    can[0] = true;
+    for (t, star) in tokens.iter().zip(&stars) {
+        let mut next = vec![false; n.len() + 1];
+        for j in 0..=n.len() {
+            if *star {
+                next[j] = can[j] || (j > 0 && next[j - 1]);
+            } else if j > 0 && can[j - 1] {
+                next[j] = t.is_none_or(|c| c == n[j - 1]);
+            }
+        }
+        can = next;
+    }
+    can[n.len()]
+}
+
 /// `p` made absolute against `cwd` (when relative) and normalized: `.` dropped, `..` taken
 /// back (never above `/`), repeated slashes one.
 pub(crate) fn normalize(p: &str, cwd: Option<&str>) -> String {
@@ -381,6 +469,17 @@ mod tests {
         assert_eq!((glob.path.as_str(), glob.place), ("/", Place::System));
         let star = r.resolve("*", Some("/"), true);
         assert_eq!(star.path, "/");
+        // A glob that chooses names is placed as what is in its folder.
+        let temp = r.resolve("/tmp/app-build-*", None, true);
+        assert_eq!((temp.path.as_str(), temp.place), ("/tmp", Place::Temp));
+        let logs = r.resolve("*.log", Some("/home/ada/app"), true);
+        assert_eq!(logs.place, Place::Inside);
+        let etc = r.resolve("/etc/*.conf", None, true);
+        assert_eq!(etc.place, Place::System);
+        assert!(r.resolve("/home/ada/a*", None, true).covers_project);
+        assert!(!r.resolve("/home/ada/b*", None, true).covers_project);
+        assert!(r.resolve("/home/*", None, true).covers_project);
+        assert!(may_match("a[pq]p", "app") && !may_match("*.log", "app") && may_match("*", ""));
         let unknown = Resolver::new(&Env::default()).resolve("build", None, false);
         assert_eq!(unknown.place, Place::Unknown);
     }

@@ -80,7 +80,7 @@ fn piped(w: &mut dyn Recurse, stdin: &Input, run: &Run, via: &str, text: &str, l
 pub(crate) fn shell(w: &mut dyn Recurse, argv: &[Expanded], run: &Run, stdin: &Input, text: &str) {
     let program = argv[0].text.as_str();
     let mut i = 1;
-    let mut has_c = false;
+    let (mut has_c, mut has_s) = (false, false);
     // `busybox sh ...` is `sh ...`.
     if program == "busybox" {
         if argv.get(1).is_none_or(|a| !is_shell(&a.text)) {
@@ -104,6 +104,9 @@ pub(crate) fn shell(w: &mut dyn Recurse, argv: &[Expanded], run: &Run, stdin: &I
         if !t.starts_with("--") && t[1..].contains('c') {
             has_c = true;
         }
+        if !t.starts_with("--") && t[1..].contains('s') {
+            has_s = true;
+        }
         i += 1;
     }
     if has_c {
@@ -115,6 +118,8 @@ pub(crate) fn shell(w: &mut dyn Recurse, argv: &[Expanded], run: &Run, stdin: &I
         return;
     }
     match argv.get(i) {
+        // `sh -s ARGS...` reads its code from standard input; the words are its parameters.
+        _ if has_s => piped(w, stdin, run, &format!("piped into {program}"), text, None),
         // A script read from a process substitution: `bash <(curl ...)`.
         Some(a) if a.process.is_some() => {
             let fetched = a.process.as_deref().is_some_and(fetches);
@@ -125,6 +130,8 @@ pub(crate) fn shell(w: &mut dyn Recurse, argv: &[Expanded], run: &Run, stdin: &I
             };
             w.opaque(kind, text);
         }
+        // A script this command downloaded: `curl -o x.sh URL; bash x.sh`.
+        Some(a) if w.was_fetched(&a.text) => w.opaque(OpaqueKind::DownloadAndRun, text),
         // A script file, or `-` for standard input.
         Some(a) if a.text != "-" && a.text != "/dev/stdin" => {}
         _ => piped(w, stdin, run, &format!("piped into {program}"), text, None),
@@ -151,6 +158,7 @@ pub(crate) fn source(w: &mut dyn Recurse, args: &[Expanded], run: &Run, stdin: &
         Some(a) if a.text == "/dev/stdin" || a.text == "-" => {
             piped(w, stdin, run, "source", text, None);
         }
+        Some(a) if w.was_fetched(&a.text) => w.opaque(OpaqueKind::DownloadAndRun, text),
         _ => {}
     }
 }
@@ -510,13 +518,15 @@ pub(crate) fn interpreter(
         }
         // A code flag alone (`-c CODE`), grouped (`-ne CODE`) or with the code attached
         // (`-c'print(1)'`).
-        let flag = code_flags.iter().find(|f| {
-            t == **f
-                || (f.len() == 2
-                    && !t.starts_with("--")
-                    && t.starts_with('-')
-                    && t.ends_with(&f[1..]))
-        });
+        // A group of single-letter flags may end with it (`perl -ne CODE`); an option with a
+        // value (`-MFile::Path=remove_tree`) is not a group.
+        let group = t.len() <= 5
+            && t.starts_with('-')
+            && !t.starts_with("--")
+            && t[1..].chars().all(|c| c.is_ascii_alphabetic());
+        let flag = code_flags
+            .iter()
+            .find(|f| t == **f || (f.len() == 2 && group && t.ends_with(&f[1..])));
         if let Some(f) = flag {
             match args.get(i + 1) {
                 Some(code) if code.literal => inline_code(w, lang, &code.text, run, &via, text),

@@ -39,6 +39,7 @@ pub(crate) fn analyze(command: &str, paths: &Resolver, out: &mut Collector) {
         functions: HashMap::new(),
         bombs: HashSet::new(),
         calling: Vec::new(),
+        fetched: Vec::new(),
     };
     let mut state = State {
         cwd: paths.cwd().map(str::to_string),
@@ -102,6 +103,8 @@ struct Walker<'a> {
     bombs: HashSet<String>,
     /// The functions being walked (a function that calls itself is walked once).
     calling: Vec<String>,
+    /// The files the command downloads into, as written (`curl -o "$f"`).
+    fetched: Vec<String>,
 }
 
 impl Walker<'_> {
@@ -161,13 +164,16 @@ impl Walker<'_> {
         match command {
             Command::Simple(sc) => self.simple(sc, state, stdin),
             Command::Compound(cc, redirects) => {
+                let mut stdin = stdin;
                 if let Some(list) = redirects {
                     let text = command.to_string();
                     for r in &list.0 {
-                        self.redirect(r, state, &text);
+                        if let Some(input) = self.redirect(r, state, &text) {
+                            stdin = input;
+                        }
                     }
                 }
-                self.compound(cc, state)
+                self.compound(cc, state, stdin)
             }
             Command::Function(def) => {
                 let name = def.fname.value.clone();
@@ -186,7 +192,7 @@ impl Walker<'_> {
 
     /// Walks a compound command; what it prints, when it is a group or a subshell whose last
     /// command's output Warden can tell.
-    fn compound(&mut self, cc: &CompoundCommand, state: &mut State) -> Input {
+    fn compound(&mut self, cc: &CompoundCommand, state: &mut State, stdin: Input) -> Input {
         match cc {
             CompoundCommand::BraceGroup(b) => self.list(&b.list, state),
             CompoundCommand::Subshell(s) => self.list(&s.list, &mut state.clone()),
@@ -218,7 +224,36 @@ impl Walker<'_> {
                 }
                 Input::Unknown
             }
-            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+            CompoundCommand::WhileClause(w) => {
+                // `... | while read -r f; do ...; done`: over literal lines, the body runs once
+                // per line, the variables set to it.
+                match (read_names(&w.0), &stdin) {
+                    (Some(names), Input::Literal(text)) => {
+                        for line in text.lines().filter(|l| !l.trim().is_empty()).take(MAX_LOOP) {
+                            let mut each = state.clone();
+                            let mut fields = line.split_whitespace();
+                            for (k, name) in names.iter().enumerate() {
+                                let value = if k + 1 == names.len() {
+                                    fields.by_ref().collect::<Vec<_>>().join(" ")
+                                } else {
+                                    fields.next().unwrap_or("").to_string()
+                                };
+                                each.vars.insert(name.clone(), value);
+                            }
+                            self.list(&w.1.list, &mut each);
+                        }
+                    }
+                    (names, _) => {
+                        for name in names.iter().flatten() {
+                            state.vars.remove(name);
+                        }
+                        self.list(&w.0, state);
+                        self.list(&w.1.list, state);
+                    }
+                }
+                Input::Unknown
+            }
+            CompoundCommand::UntilClause(w) => {
                 self.list(&w.0, state);
                 self.list(&w.1.list, state);
                 Input::Unknown
@@ -469,7 +504,7 @@ impl Walker<'_> {
                     self.calling.push(name.to_string());
                     let mut inside = state.clone();
                     inside.set_args(&words[1..]);
-                    self.compound(&body, &mut inside);
+                    self.compound(&body, &mut inside, Input::Unknown);
                     self.calling.pop();
                 }
                 Some(Input::Unknown)
@@ -538,6 +573,37 @@ impl Walker<'_> {
     }
 }
 
+/// The variables of a loop condition that is `read` alone (`read -r f`, `read -r a b`).
+fn read_names(condition: &CompoundList) -> Option<Vec<String>> {
+    let text = condition.to_string();
+    let tokens = brush_parser::uncached_tokenize_str(&text, &Default::default()).ok()?;
+    let mut words = tokens.iter().map(|t| match t {
+        brush_parser::Token::Word(w, _) => Some(w.as_str()),
+        brush_parser::Token::Operator(o, _) => (o == ";" || o == "\n").then_some(""),
+    });
+    if words.next()?? != "read" {
+        return None;
+    }
+    let mut names = Vec::new();
+    let mut value_next = false;
+    for w in words {
+        let w = w?;
+        if w.is_empty() {
+            continue;
+        }
+        if value_next {
+            value_next = false;
+        } else if let Some(flags) = w.strip_prefix('-') {
+            value_next = flags.ends_with(['d', 'n', 'N', 'p', 't', 'u', 'a']);
+        } else if crate::wrappers::is_assignment(&format!("{w}=")) {
+            names.push(w.to_string());
+        } else {
+            return None;
+        }
+    }
+    (!names.is_empty()).then_some(names)
+}
+
 /// Whether a function's body starts the function again in a pipeline or in the background (a
 /// fork bomb: `:(){ :|:& };:`).
 fn calls_itself(body: &CompoundCommand, name: &str) -> bool {
@@ -593,5 +659,16 @@ impl Recurse for Walker<'_> {
 
     fn depth_left(&self) -> u32 {
         MAX_DEPTH.saturating_sub(self.depth)
+    }
+
+    fn fetched(&mut self, written: &str) {
+        if self.fetched.len() < 64 {
+            self.fetched.push(written.to_string());
+        }
+    }
+
+    fn was_fetched(&self, written: &str) -> bool {
+        let bare = |t: &str| t.trim_start_matches("./").to_string();
+        self.fetched.iter().any(|f| bare(f) == bare(written))
     }
 }

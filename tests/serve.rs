@@ -26,6 +26,11 @@ impl Drop for Serve {
 
 /// Starts `warden serve --listen 127.0.0.1:0 ARGS` in `dir`, and reads the port it prints.
 fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
+    serve_logging_to(dir, args, env, Stdio::inherit())
+}
+
+/// The same, its standard error (its log) sent to `stderr`.
+fn serve_logging_to(dir: &Path, args: &[&str], env: &[(&str, &str)], stderr: Stdio) -> Serve {
     let mut child = Command::new(env!("CARGO_BIN_EXE_warden"))
         .arg("serve")
         .args(["--listen", "127.0.0.1:0"])
@@ -36,7 +41,7 @@ fn serve(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Serve {
         .env_remove("WARDEN_AGENT_TOKEN")
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -455,28 +460,13 @@ fn a_declared_shell_tool_is_judged_and_an_undeclared_one_is_warned_of_once() {
     )
     .unwrap();
     let log = dir.path().join("stderr.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_warden"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--no-watch"])
-        .args(["--shell-tool", "in_container=cmdline"])
-        .current_dir(dir.path())
-        .env_remove("WARDEN_CONFIG")
-        .env_remove("WARDEN_TOKEN")
-        .env_remove("WARDEN_AGENT_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(fs::File::create(&log).unwrap()))
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port: u16 = line
-        .split("http://127.0.0.1:")
-        .nth(1)
-        .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("no address in {line:?}"));
-    let s = Serve { child, port };
+    let s = serve_logging_to(
+        dir.path(),
+        &["--no-watch", "--shell-tool", "in_container=cmdline"],
+        &[],
+        Stdio::from(fs::File::create(&log).unwrap()),
+    );
+
     let call = |session: &str, tool: &str, field: &str, command: &str| {
         let event = json!({"hook": "on_tool_call", "project": {"root": "/home/ada/app"},
             "tool": {"name": tool, "arguments": {field: command}}});

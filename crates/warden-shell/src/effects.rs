@@ -227,6 +227,7 @@ fn files(
             }
         }
         "git" => git(w, args, run, text),
+        "warden" => warden(w, args, text),
         "sqlite3" => {
             // The database file, changed by whatever SQL it is given (`-readonly` aside).
             let a = getopt(
@@ -312,6 +313,59 @@ fn files(
         _ => {}
     }
     Input::Unknown
+}
+
+/// `warden` itself: the commands that change what supervises the agent (users' choices, saved
+/// sessions, the store, the agent's hooks) or that answer a hook as the agent's host does (a
+/// made-up prompt would lift a stop). Run by the agent, each could undo a refusal; reading
+/// (`check`, `rules list`, `test`, `shell`...) is its to do.
+fn warden(w: &mut dyn Recurse, args: &[Expanded], text: &str) {
+    // The global options that take a value, which may come before the command.
+    const VALUED: [&str; 9] = [
+        "--config",
+        "--rules",
+        "--plugins",
+        "--capability",
+        "--db",
+        "--user",
+        "--project",
+        "--modes",
+        "--color",
+    ];
+    let mut words = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if VALUED.contains(&a.text.as_str()) {
+            it.next();
+        } else if !a.text.starts_with('-') || !a.literal {
+            words.push(a);
+            if words.len() == 2 {
+                break;
+            }
+        }
+    }
+    if words.iter().any(|a| !a.literal) {
+        // `warden rules $WHAT ...`: which command, Warden cannot tell.
+        w.opaque(OpaqueKind::DynamicCommand, text);
+        return;
+    }
+    let word = |i: usize| words.get(i).map(|a| a.text.as_str());
+    let what = match (word(0), word(1)) {
+        (Some("rules"), Some("enable" | "disable" | "reset" | "set" | "unset")) => {
+            "switches a rule or changes a setting of Warden"
+        }
+        (Some("sessions"), Some("rm" | "prune")) => "deletes Warden's saved sessions",
+        (Some("migrate"), _) => "writes Warden's store",
+        (Some("init"), _) => "rewrites the agent's hooks",
+        (Some("hook"), _) => "answers a hook in the agent's host's place",
+        _ => return,
+    };
+    let c = shown(text);
+    w.finding(
+        FindingKind::WardenFiles,
+        text,
+        format!("`{c}` {what}: the supervisor is not the agent's to change; ask the user"),
+    );
 }
 
 /// A finding that reaches beyond the project.

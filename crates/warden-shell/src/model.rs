@@ -152,7 +152,8 @@ pub enum FindingKind {
     MoveAway,
     /// A function that starts itself in the background or a pipeline: a fork bomb.
     ForkBomb,
-    /// Warden's own files or an agent's hook configuration written, deleted or moved.
+    /// Warden's own files or an agent's hook configuration written, deleted or moved, or
+    /// changed through `warden` itself (`warden rules disable`, `warden hook`...).
     WardenFiles,
     /// A forced push to `main` or `master`.
     ForcedPush,

@@ -95,6 +95,10 @@ retention_days = 30     # saved sessions untouched this long are deleted
 # allow = false         # pass Warden's `allow` on (it skips your permission prompt)
 # max_continues = 3     # send an agent that wants to stop back to work at most this often in a row
 # on_failure = "open"   # "closed": deny tool calls while Warden itself is broken
+# transcript_wait_ms = 250  # how long PreToolUse waits for its model call in the transcript
+#
+# [claude_code.context_windows]
+# "claude-sonnet-4-5" = 1000000  # a model's context window, by id or the start of one
 "#;
 
 const GITIGNORE: &str = "warden.db\nwarden.db-wal\nwarden.db-shm\n";

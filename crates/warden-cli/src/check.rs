@@ -422,7 +422,7 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
             println!("no recorded evaluation matches");
         } else {
             println!(
-                "no evaluations recorded; turn the log on with `[log] sample = 1` in warden.toml (or WardenBuilder::execution_log)"
+                "no evaluations recorded; turn the log on with `[log] sample = 1` in warden.toml (`[log]` goes below the top-level keys)"
             );
         }
         return Ok(ExitCode::SUCCESS);

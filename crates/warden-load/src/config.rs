@@ -249,9 +249,12 @@ impl Config {
     /// Reads `path`. Every problem is a diagnostic naming the line and field.
     pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
         let text = read_text(path, None, &FileKind::RULES).map_err(|e| {
+            let e = e.to_string();
+            // (The reader's own message may start with the same words.)
+            let why = e.strip_prefix("cannot read: ").unwrap_or(&e);
             vec![Diagnostic::io(
                 path,
-                format!("cannot read the configuration: {e}"),
+                format!("cannot read the configuration: {why}"),
             )]
         })?;
         Self::parse(path, &text)

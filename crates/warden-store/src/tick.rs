@@ -7,9 +7,9 @@
 //! (`BEGIN IMMEDIATE`) at the transaction's first statement; PostgreSQL takes, at the first read
 //! or write of a (user, project)'s plugin state, an advisory lock of that scope. A durable
 //! session is saved with the version it was read at: a save over a newer version is refused
-//! ([`StoreError::SessionConflict`]), and the engine runs the tick again on the newer session.
-//! (A host that prefers to wait its turn can lock the session first: `session_version` inside
-//! the transaction does, on both back ends.)
+//! ([`StoreError::SessionConflict`]), and the engine runs the tick again on the newer session,
+//! this time with the session locked first (`session_version` inside the transaction locks it,
+//! on both back ends), so that a session ticked by many nodes at once loses no tick to a race.
 
 use std::collections::BTreeMap;
 
@@ -71,6 +71,16 @@ impl<'s> TickTransaction<'s> {
     pub(crate) fn postgres(t: PgTick<'s>) -> Self {
         TickTransaction {
             inner: Tick::Postgres(t),
+        }
+    }
+
+    /// The tick is of the durable session `id`. PostgreSQL takes the session's lock as the
+    /// transaction begins, before any plugin state's: ticks of one session on two nodes then
+    /// take their locks in one order and never wait for each other in a circle. (SQLite's one
+    /// write lock needs no order.) Nothing is begun by this call.
+    pub fn for_session(&self, id: &str) {
+        if let Tick::Postgres(t) = &self.inner {
+            t.for_session(id);
         }
     }
 

@@ -408,10 +408,32 @@ impl Session {
         if saved == durable.version && !durable.stale {
             return Ok(());
         }
-        match store
+        let stored = store
             .load_session(&self.id)
-            .map_err(|e| format!("the saved session could not be read: {e}"))?
-        {
+            .map_err(|e| format!("the saved session could not be read: {e}"))?;
+        self.adopt_saved(stored)
+    }
+
+    /// [`Session::catch_up`] inside the tick's transaction, for an attempt that runs again
+    /// after losing a race: reading the session's version there locks the session (on both
+    /// back ends) until the attempt commits, so no other process can save it in between and
+    /// this attempt's save cannot be refused. The session is read again if it changed.
+    fn catch_up_locked(&mut self, tx: &warden_store::TickTransaction<'_>) -> Result<(), String> {
+        let Some(durable) = self.durable else {
+            return Ok(());
+        };
+        let unreadable = |e| format!("the saved session could not be read: {e}");
+        let saved = tx.session_version(&self.id).map_err(unreadable)?;
+        if saved == durable.version && !durable.stale {
+            return Ok(());
+        }
+        let stored = tx.load_session(&self.id).map_err(unreadable)?;
+        self.adopt_saved(stored)
+    }
+
+    /// Takes the session as saved (`None`: deleted meanwhile, so it starts again).
+    fn adopt_saved(&mut self, stored: Option<warden_store::StoredSession>) -> Result<(), String> {
+        match stored {
             Some(stored) => self.restore(stored),
             None => {
                 // Deleted meanwhile (`warden sessions rm`): it starts again.
@@ -512,7 +534,9 @@ impl Session {
     fn tick_from(&mut self, hook: Hook, event: Arc<Event>, first: usize) -> Outcome {
         let mut attempts = first;
         loop {
-            match self.attempt(hook, &event, attempts < MAX_ATTEMPTS, false) {
+            // After a lost race, the session is locked first: see `catch_up_locked`.
+            let locked = attempts > 1;
+            match self.attempt(hook, &event, attempts < MAX_ATTEMPTS, locked, false) {
                 Attempt::Done(outcome) => return outcome,
                 // Another process saved the session meanwhile: the tick runs again, on it.
                 // (`Deferred` is not returned without `batch`.)
@@ -540,7 +564,7 @@ impl Session {
     ) -> Ticked {
         let event = Arc::new(event);
         let batches = self.durable.is_some() && self.shared.store.batches_saves();
-        match self.attempt(hook, &event, true, batches) {
+        match self.attempt(hook, &event, true, false, batches) {
             Attempt::Done(outcome) => Ticked::Done(outcome),
             Attempt::Again => Ticked::Done(self.tick_from(hook, event, 2)),
             Attempt::Deferred(pending, save) => {
@@ -605,9 +629,17 @@ impl Session {
 
     /// One attempt at a tick. `Again` when `retry` and the session could not be saved because
     /// another process saved it since it was read: this copy is then stale, and the next
-    /// attempt reads it again. With `batch`, a tick that used the store for nothing but its
-    /// save is `Deferred`, with that save.
-    fn attempt(&mut self, hook: Hook, event: &Arc<Event>, retry: bool, batch: bool) -> Attempt {
+    /// attempt reads it again, `locked`: with the session locked first, so that it cannot lose
+    /// the race again. With `batch`, a tick that used the store for nothing but its save is
+    /// `Deferred`, with that save.
+    fn attempt(
+        &mut self,
+        hook: Hook,
+        event: &Arc<Event>,
+        retry: bool,
+        locked: bool,
+        batch: bool,
+    ) -> Attempt {
         self.attempts += 1;
         // The users' choices first: they may read the store, which the tick then locks.
         let controls = self.shared.controls();
@@ -617,6 +649,12 @@ impl Session {
         }
         let shared = self.shared.clone();
         let tx = shared.store.tick();
+        if self.durable.is_some() {
+            tx.for_session(&self.id);
+            if locked && let Err(error) = self.catch_up_locked(&tx) {
+                early.push(RuleError { rule: None, error });
+            }
+        }
         let program = shared.program();
         let mut halted = std::mem::take(&mut self.restored_halted);
         halted.extend(self.adopt(&program));

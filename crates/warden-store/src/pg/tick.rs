@@ -4,10 +4,15 @@
 //! connection held to the end. What SQLite gets from its one write lock, PostgreSQL gets from
 //! finer locks, each held to the end of the transaction:
 //! - a durable session's row (`SELECT ... FOR UPDATE`, or an advisory lock on its id while
-//!   it has no row), taken when the tick reads the session's version: two nodes ticking one
+//!   it has no row), taken when the tick reads the session's version, and as the transaction
+//!   begins when the tick named its session ([`PgTick::for_session`]): two nodes ticking one
 //!   session take turns, and the second reads what the first saved;
 //! - an advisory lock per (user, project), taken at the tick's first read or write of that
 //!   scope's plugin state: a read-modify-write on two nodes loses no update.
+//!
+//! The session's lock is always the first: a tick that waits for its session's row while
+//! holding a scope's lock, when the tick holding the row waits for that scope, would be a
+//! deadlock (PostgreSQL ends one of the two after a second, and its tick is not saved).
 //!
 //! A statement that fails aborts a PostgreSQL transaction: the tick then commits nothing, and
 //! its commit says why.
@@ -39,6 +44,8 @@ pub(crate) struct PgTick<'s> {
     open: RefCell<Option<Pooled>>,
     /// The transaction could not begin, or a statement of it failed.
     failed: RefCell<Option<Failure>>,
+    /// The durable session the tick is of: locked as the transaction begins.
+    session: RefCell<Option<String>>,
 }
 
 impl<'s> PgTick<'s> {
@@ -47,7 +54,14 @@ impl<'s> PgTick<'s> {
             store,
             open: RefCell::new(None),
             failed: RefCell::new(None),
+            session: RefCell::new(None),
         }
+    }
+
+    /// The tick is of the durable session `id`: its lock is taken as the transaction begins,
+    /// before any scope's (see the module docs).
+    pub(crate) fn for_session(&self, id: &str) {
+        *self.session.borrow_mut() = Some(id.to_string());
     }
 
     fn failure_error(&self, f: &Failure) -> StoreError {
@@ -89,7 +103,9 @@ impl<'s> PgTick<'s> {
             Some(conn) => conn,
             None => {
                 let store = self.store;
-                open.insert(blocking(|| begin_on(store)).map_err(|e| self.fail(e))?)
+                let session = self.session.borrow();
+                let session = session.as_deref();
+                open.insert(blocking(|| begin_on(store, session)).map_err(|e| self.fail(e))?)
             }
         };
         blocking(|| f(conn)).map_err(|e| self.fail(self.store.err(e)))
@@ -182,6 +198,10 @@ impl<'s> PgTick<'s> {
         if session.is_none() && !self.is_begun() {
             return Ok(None);
         }
+        if !self.is_begun() {
+            // Only the session's save is left: its `UPDATE` locks the row, and nothing after.
+            self.session.borrow_mut().take();
+        }
         let store = self.store;
         let mut conflict = false;
         let version = self.with(|c| {
@@ -212,17 +232,25 @@ impl<'s> PgTick<'s> {
     }
 }
 
-/// A pooled connection with a transaction begun on it.
-fn begin_on(store: &PgStore) -> Result<Pooled, StoreError> {
+/// A pooled connection with a transaction begun on it, holding `session`'s lock if given.
+fn begin_on(store: &PgStore, session: Option<&str>) -> Result<Pooled, StoreError> {
     let mut tries = 0;
-    loop {
+    let mut conn = loop {
         let mut conn = store.checkout()?;
         match conn.batch("BEGIN") {
-            Ok(()) => return Ok(conn),
+            Ok(()) => break conn,
             Err(_) if store.stale(&mut conn, tries) => tries += 1,
             Err(e) => return Err(store.err(e)),
         }
+    };
+    if let Some(id) = session
+        && let Err(e) = conn.query_opt("SELECT warden_session_lock($1)", &[&id])
+    {
+        // Back to the pool with no transaction open.
+        conn.rollback();
+        return Err(store.err(e));
     }
+    Ok(conn)
 }
 
 /// Saves `s` inside the transaction; its new version, or `None` when another node saved it

@@ -66,6 +66,19 @@ deliver_at = "immediate"
 TOML
 done
 
+# SERVE_TLS=1 serves over TLS (a self-signed certificate made here with openssl; the driver
+# trusts it), to measure what TLS costs.
+scheme=http
+if [ -n "${SERVE_TLS:-}" ]; then
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+        -subj /CN=load -addext subjectAltName=IP:127.0.0.1 \
+        -addext basicConstraints=critical,CA:FALSE \
+        -keyout "$work/key.pem" -out "$work/cert.pem" 2>/dev/null
+    SERVE_ARGS="${SERVE_ARGS:-} --tls-cert $work/cert.pem --tls-key $work/key.pem"
+    export WARDEN_LOAD_CA="$work/cert.pem"
+    scheme=https
+fi
+
 # SERVE_ARGS adds flags to `warden serve` (for example --ephemeral-sessions).
 # shellcheck disable=SC2086
 "$warden" --builtin --rules "$work/rules" --db "$work/warden.db" \
@@ -84,7 +97,7 @@ result=$(./target/release/examples/load "$addr" "$sessions" "$connections" "$max
 
 rss_peak=$(awk '/VmHWM/ {print $2}' "/proc/$server/status")
 rss_after=$(awk '/VmRSS/ {print $2}' "/proc/$server/status")
-metrics=$(python3 -c "import urllib.request, sys; print(urllib.request.urlopen('http://$addr/v1/metrics').read().decode())")
+metrics=$(python3 -c "import ssl, urllib.request; c = ssl.create_default_context(cafile='$work/cert.pem') if '$scheme' == 'https' else None; print(urllib.request.urlopen('$scheme://$addr/v1/metrics', context=c).read().decode())")
 firings=$(printf '%s\n' "$metrics" | awk '/^warden_rule_firings_total/ {n += $2} END {print n + 0}')
 tick_sum=$(printf '%s\n' "$metrics" | awk '/^warden_tick_duration_seconds_sum/ {print $2}')
 tick_count=$(printf '%s\n' "$metrics" | awk '/^warden_tick_duration_seconds_count/ {print $2}')

@@ -1,6 +1,7 @@
 //! `warden serve` as an operator runs it: the configuration of the other commands, a refusal
-//! to listen on the network without a token, tokens from a file, hot reload, and SIGTERM with
-//! a request in flight (it is answered before the process exits).
+//! to listen on the network without a token or in clear, tokens from a file, hot reload, TLS
+//! certificates read again at SIGHUP, and SIGTERM with a request in flight (it is answered
+//! before the process exits).
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -49,7 +50,7 @@ fn serve_logging_to(dir: &Path, args: &[&str], env: &[(&str, &str)], stderr: Std
         .read_line(&mut line)
         .unwrap();
     let port = line
-        .split("http://127.0.0.1:")
+        .split("://127.0.0.1:")
         .nth(1)
         .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
         .and_then(|p| p.parse().ok())
@@ -114,6 +115,20 @@ fn a_network_address_without_a_token_is_refused_at_start() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("shorter than 16"));
+    // With a token, still not in clear: TLS, or a proxy said to provide it.
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["serve", "--listen", "0.0.0.0:7878"])
+        .current_dir(dir.path())
+        .env("WARDEN_TOKEN", "tls-token-0123456789abcdefghijkl")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("refusing to serve plain HTTP on 0.0.0.0:7878"),
+        "{err}"
+    );
+    assert!(err.contains("--plain-http"), "{err}");
 }
 
 #[test]
@@ -207,9 +222,16 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules");
     fs::create_dir_all(&rules).unwrap();
+    // Long enough (seconds, and no script time limit to cut it short on a busy machine) that
+    // the polling below sees it in flight however loaded the machine is.
     fs::write(
         rules.join("slow.lua"),
-        "local n = 0\nfor i = 1, 20000000 do n = n + i end\nreturn n > 0\n",
+        "local n = 0\nfor i = 1, 60000000 do n = n + i end\nreturn n > 0\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.path().join("warden.toml"),
+        "rules = [\"rules\"]\n\n[scripts]\ntimeout_seconds = 600\n",
     )
     .unwrap();
     fs::write(
@@ -217,7 +239,7 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
         "[rule]\nid = \"slow\"\nname = \"Slow\"\ntrigger = \"on_turn_start\"\n\n[condition]\nscript = \"slow.lua\"\n\n[action]\ntype = \"notify_self\"\nmessage = \"done\"\n",
     )
     .unwrap();
-    let mut s = serve(dir.path(), &["--rules", "rules"], &[]);
+    let mut s = serve(dir.path(), &[], &[]);
     let port = s.port;
     let request = std::thread::spawn(move || {
         http(
@@ -229,7 +251,7 @@ fn sigterm_answers_the_request_in_flight_then_exits() {
         )
     });
     // Stop only once the tick is running.
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !http(port, "GET", "/v1/metrics", &[], "")
         .1
         .contains("warden_ticks_in_flight 1")
@@ -493,4 +515,114 @@ fn a_declared_shell_tool_is_judged_and_an_undeclared_one_is_warned_of_once() {
         1,
         "{log}"
     );
+}
+
+/// A self-signed certificate for 127.0.0.1 whose subject is `CN=name`, written to `cert` and
+/// `key` by `openssl`; false (saying so) when there is no `openssl`.
+fn certificate(cert: &Path, key: &Path, name: &str) -> bool {
+    let made = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+        .args(["-subj", &format!("/CN={name}")])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(key)
+        .arg("-out")
+        .arg(cert)
+        .output();
+    match made {
+        Ok(out) => {
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            true
+        }
+        Err(e) if std::env::var_os("WARDEN_REQUIRE_OPENSSL").is_some() => {
+            panic!("WARDEN_REQUIRE_OPENSSL is set, but openssl could not run: {e}")
+        }
+        Err(e) => {
+            // Straight to standard error, which the harness does not capture.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: openssl could not run: {e}");
+            false
+        }
+    }
+}
+
+/// The subject of the certificate the server at `port` presents, as `openssl` prints it.
+fn served_subject(port: u16) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl s_client -connect 127.0.0.1:{port} </dev/null 2>/dev/null | openssl x509 -noout -subject"
+        ))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Over TLS, a certificate renewed on disk is served from the next SIGHUP on, and files broken
+/// at a SIGHUP leave the one in use (and the log says why).
+#[test]
+fn sighup_reloads_the_tls_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    if !certificate(&cert, &key, "first") {
+        return;
+    }
+    let log = dir.path().join("stderr.log");
+    let s = serve_logging_to(
+        dir.path(),
+        &[
+            "--no-watch",
+            "--tls-cert",
+            &cert.display().to_string(),
+            "--tls-key",
+            &key.display().to_string(),
+        ],
+        &[("WARDEN_TOKEN", "tls-token-0123456789abcdefghijkl")],
+        Stdio::from(fs::File::create(&log).unwrap()),
+    );
+    assert_eq!(served_subject(s.port), "subject=CN = first");
+    let hangup = || {
+        let status = Command::new("kill")
+            .args(["-HUP", &s.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let subject_becomes = |expected: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let now = served_subject(s.port);
+            if now == expected {
+                return;
+            }
+            assert!(Instant::now() < deadline, "still {now:?}, not {expected:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    // Renewed: served after the signal.
+    assert!(certificate(&cert, &key, "second"));
+    hangup();
+    subject_becomes("subject=CN = second");
+    // Broken: the one in use stays.
+    fs::write(&cert, "not a certificate\n").unwrap();
+    hangup();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !fs::read_to_string(&log)
+        .unwrap()
+        .contains("the certificate in use stays")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            fs::read_to_string(&log).unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(served_subject(s.port), "subject=CN = second");
 }

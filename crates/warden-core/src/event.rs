@@ -303,7 +303,27 @@ impl Event {
     /// was expected (``` `turn.number` must be a whole number from 0 to 4294967295, not
     /// 4294967296 ```), not in serde's terms; and refusing an array where an object is
     /// expected (serde would read it by position).
-    pub fn from_json(map: Map<String, Value>) -> Result<Event, EventError> {
+    pub fn from_json(mut map: Map<String, Value>) -> Result<Event, EventError> {
+        // A whole number written with a point (`3.0`) is that number, as JSON Schema (and the
+        // service's OpenAPI document) counts it.
+        if let Some(Value::Object(turn)) = map.get_mut("turn") {
+            for key in [
+                "number",
+                "iteration_count",
+                "max_iterations",
+                "context_window",
+            ] {
+                if let Some(v) = turn.get_mut(key)
+                    && v.is_f64()
+                    && let Some(x) = v.as_f64()
+                    && x.fract() == 0.0
+                    // (`u64::MAX as f64` is 2^64, one past the largest.)
+                    && (0.0..u64::MAX as f64).contains(&x)
+                {
+                    *v = Value::from(x as u64);
+                }
+            }
+        }
         for (key, value) in &map {
             check_field(key, value)?;
         }
@@ -389,7 +409,7 @@ fn boolean(path: &str, v: &Value) -> Result<(), EventError> {
 
 fn number(path: &str, v: &Value) -> Result<(), EventError> {
     match v.as_f64() {
-        Some(x) if x.is_finite() && x.abs() < 1e15 => Ok(()),
+        Some(x) if x.is_finite() && x.abs() <= 1e15 => Ok(()),
         _ => Err(bad(
             path,
             format!("`{path}` must be a number, not {}", describe(v)),
@@ -531,6 +551,19 @@ mod tests {
             Value::Object(m) => Event::from_json(m).map_err(|e| e.message),
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn a_whole_number_written_with_a_point_is_that_number() {
+        let e =
+            read(json!({"turn": {"number": 3.0, "iteration_count": 756.0, "context_window": 2e5}}))
+                .unwrap();
+        let turn = e.turn.unwrap();
+        assert_eq!(turn.number, Some(3));
+        assert_eq!(turn.iteration_count, Some(756));
+        assert_eq!(turn.context_window, Some(200_000));
+        assert!(read(json!({"turn": {"number": 3.5}})).is_err());
+        assert!(read(json!({"turn": {"number": -3.0}})).is_err());
     }
 
     #[test]

@@ -48,9 +48,13 @@
       const li = input.closest(".rule");
       const error = li.querySelector(".rule-error");
       const wanted = input.checked;
+      // Disabled while the change is sent (a second one waits), which takes the focus away:
+      // it comes back after, so that the keyboard stays on the switch.
+      const focused = document.activeElement === input;
       input.disabled = true;
       const r = await api("PUT", ruleUrl(input.dataset.rule, "/enabled" + query(false)), { enabled: wanted });
       input.disabled = false;
+      if (focused) input.focus();
       if (r.ok) {
         error.hidden = true;
         li.classList.toggle("off", !r.data.enabled);
@@ -87,7 +91,17 @@
     return true;
   }
 
+  // What each field held when the page was drawn (or last saved): Save sends only what changed,
+  // so that a value the user never touched does not become theirs.
+  const shown = new Map();
+  function remember(form) {
+    form.querySelectorAll("[name]").forEach(function (field) {
+      shown.set(field, JSON.stringify(readValue(field)));
+    });
+  }
+
   document.querySelectorAll("form.settings").forEach(function (form) {
+    remember(form);
     form.addEventListener("submit", async function (event) {
       event.preventDefault();
       const status = form.querySelector(".form-status");
@@ -103,15 +117,20 @@
         if (v && typeof v === "object" && v.bad) {
           showFieldError(form, field.name, v.bad);
           firstBad = firstBad || field;
-        } else {
+        } else if (JSON.stringify(v) !== shown.get(field)) {
           values[field.name] = v;
         }
       });
       if (firstBad) { firstBad.focus(); return; }
+      if (Object.keys(values).length === 0) {
+        status.textContent = "Nothing to save: no setting was changed.";
+        return;
+      }
       button.disabled = true;
       const r = await api("PUT", "/v1/plugins/" + encodeURIComponent(form.dataset.plugin) + "/settings" + query(false), values);
       button.disabled = false;
       if (r.ok) {
+        remember(form);
         status.textContent = "Saved. Sessions use the new values from their next event.";
         return;
       }

@@ -7,6 +7,8 @@
 //! ```text
 //! cargo run --release -p warden-serve --example load -- ADDR [SESSIONS] [CONNECTIONS] [MAX_SECONDS]
 //! ```
+//!
+//! With `WARDEN_LOAD_CA=cert.pem`, it speaks TLS, trusting that certificate.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -14,8 +16,30 @@ use std::time::{Duration, Instant};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
+use rustls::pki_types::ServerName;
+use rustls::pki_types::pem::PemObject;
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+
+/// Over TLS when `WARDEN_LOAD_CA` names the server's certificate (PEM): a client that trusts it.
+fn tls_connector() -> Option<TlsConnector> {
+    let ca = std::env::var_os("WARDEN_LOAD_CA")?;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_file_iter(&ca).expect("the CA file") {
+        roots
+            .add(cert.expect("a certificate"))
+            .expect("a usable certificate");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    Some(TlsConnector::from(std::sync::Arc::new(config)))
+}
 
 /// Events per session.
 const EVENTS: usize = 50;
@@ -52,21 +76,36 @@ fn session_events(s: usize) -> Vec<Value> {
     events
 }
 
+/// HTTP/1.1 over `io`, its connection driven by a task of its own.
+async fn handshake<I>(io: I) -> Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>, String>
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
 struct Connection {
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
     host: String,
 }
 
 impl Connection {
-    async fn open(addr: SocketAddr) -> Result<Connection, String> {
+    async fn open(addr: SocketAddr, tls: Option<&TlsConnector>) -> Result<Connection, String> {
         let stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
         stream.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let sender = match tls {
+            None => handshake(stream).await?,
+            Some(tls) => {
+                let name = ServerName::from(addr.ip());
+                handshake(tls.connect(name, stream).await.map_err(|e| e.to_string())?).await?
+            }
+        };
         Ok(Connection {
             sender,
             host: addr.to_string(),
@@ -133,10 +172,12 @@ type Request = (&'static str, String, Option<Bytes>);
 async fn drive(addr: SocketAddr, work: Vec<Vec<Request>>, deadline: Instant) -> (Tally, Duration) {
     let start = Instant::now();
     let mut tasks = Vec::new();
+    let tls = tls_connector();
     for requests in work {
+        let tls = tls.clone();
         tasks.push(tokio::spawn(async move {
             let mut tally = Tally::default();
-            let Ok(mut conn) = Connection::open(addr).await else {
+            let Ok(mut conn) = Connection::open(addr, tls.as_ref()).await else {
                 tally.errors += 1;
                 return tally;
             };
@@ -148,7 +189,7 @@ async fn drive(addr: SocketAddr, work: Vec<Vec<Request>>, deadline: Instant) -> 
                 tally.latencies.push(took);
                 if !ok {
                     tally.errors += 1;
-                    match Connection::open(addr).await {
+                    match Connection::open(addr, tls.as_ref()).await {
                         Ok(c) => conn = c,
                         Err(_) => break,
                     }

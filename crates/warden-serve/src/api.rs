@@ -70,6 +70,10 @@ pub struct OutcomeBody<'a> {
     hook: Hook,
     mode: &'a str,
     proceed: &'static str,
+    /// Whether everything the tick wrote (the session, plugin state, the log) was committed.
+    saved: bool,
+    /// Why not, when it was not.
+    unsaved: Option<&'a str>,
     ruling: &'a Option<Ruling>,
     inject: &'a [Notification],
     rendered: Option<&'a str>,
@@ -90,6 +94,8 @@ impl<'a> OutcomeBody<'a> {
             hook: o.hook,
             mode: &o.mode,
             proceed: proceed_word(o),
+            saved: o.unsaved.is_none(),
+            unsaved: o.unsaved.as_deref(),
             ruling: &o.ruling,
             inject: &o.inject,
             rendered: o.rendered(),

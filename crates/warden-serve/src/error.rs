@@ -119,8 +119,10 @@ pub fn is_json(headers: &HeaderMap) -> bool {
 }
 
 /// A JSON request body, parsed but not yet typed. Refuses a body that is not declared JSON
-/// (415: this is also what keeps other sites' plain forms out), too large (413), or
-/// malformed (400, with the parser's line and column). An empty body reads as `null`.
+/// (415: this is also what keeps other sites' plain forms out; no body at all needs no
+/// type, and reads as `null`), too large (413), or
+/// malformed or naming a key twice in an object (400, with the parser's line and column). An
+/// empty body reads as `null`.
 #[derive(Debug)]
 pub struct JsonBody(pub Json);
 
@@ -128,23 +130,34 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        if !is_json(req.headers()) {
+        let json = is_json(req.headers());
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(body_rejection)?;
+        // No body at all needs no type (a route whose body is optional).
+        if bytes.is_empty() || (json && bytes.iter().all(u8::is_ascii_whitespace)) {
+            return Ok(JsonBody(Json::Null));
+        }
+        if !json {
             return Err(ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "send the body as JSON, with the header `content-type: application/json`",
             ));
         }
-        let bytes = Bytes::from_request(req, state)
-            .await
-            .map_err(body_rejection)?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(JsonBody(Json::Null));
-        }
-        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| {
-            ApiError::bad_request(format!("the body is not valid JSON: {e}"))
-                .with("line", e.line())
-                .with("column", e.column())
-        })
+        // A key given twice is refused, as in a trace line: readers disagree on which counts.
+        warden_core::trace::read_json_unique(&bytes)
+            .map(JsonBody)
+            .map_err(|e| {
+                let message = match e.classify() {
+                    serde_json::error::Category::Data => {
+                        format!("the body is JSON, but {e}; give each field once")
+                    }
+                    _ => format!("the body is not valid JSON: {e}"),
+                };
+                ApiError::bad_request(message)
+                    .with("line", e.line())
+                    .with("column", e.column())
+            })
     }
 }
 

@@ -36,7 +36,7 @@ impl Scope {
     pub fn check(&self) -> Result<(), ApiError> {
         for (what, v) in [("user", &self.user), ("project", &self.project)] {
             if let Some(v) = v
-                && (v.is_empty() || v.len() > MAX_NAME || v.chars().any(char::is_control))
+                && (v.is_empty() || v.chars().count() > MAX_NAME || v.chars().any(char::is_control))
             {
                 return Err(ApiError::bad_request(format!(
                     "`{what}` must be 1 to {MAX_NAME} characters, without control characters"

@@ -37,6 +37,7 @@
 
 mod api;
 mod claude;
+mod connections;
 mod error;
 mod feed;
 mod guard;
@@ -47,6 +48,7 @@ mod page;
 mod routes;
 mod sessions;
 mod state;
+mod tls;
 mod tokens;
 mod trial;
 
@@ -56,13 +58,13 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use warden_core::{Warden, Watch};
 
 pub use openapi::DOCUMENT as OPENAPI;
-pub use state::{DEFAULT_PORT, ServeOptions};
+pub use state::{DEFAULT_HEADER_TIMEOUT, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, ServeOptions};
+pub use tls::TlsFiles;
 pub use tokens::{Access, MIN_TOKEN_LEN, TokenError, Tokens};
 
 /// Why the server could not start, or stopped.
@@ -82,6 +84,17 @@ pub enum ServeError {
     /// Serving failed.
     #[error("the server failed: {0}")]
     Io(#[from] std::io::Error),
+    /// Plain HTTP on an address other machines reach, not asked for.
+    #[error(
+        "refusing to serve plain HTTP on {addr}: the tokens and the Settings page's sign-in would cross the network in clear. Give --tls-cert FILE and --tls-key FILE, or, behind a proxy that terminates TLS, --plain-http"
+    )]
+    PlainHttp {
+        /// The address.
+        addr: SocketAddr,
+    },
+    /// The TLS certificate or key could not be used.
+    #[error("{0}")]
+    Tls(String),
     /// The rule files could not be watched.
     #[error("cannot watch the rule files: {0}")]
     Watch(String),
@@ -90,6 +103,7 @@ pub enum ServeError {
 /// A server bound to its address, not yet serving.
 pub struct Server {
     listener: TcpListener,
+    tls: Option<tls::Tls>,
     app: state::AppState,
     down: watch::Sender<bool>,
     watch: Option<Watch>,
@@ -118,7 +132,19 @@ impl Server {
     /// Checks the tokens against the address (an address other machines can reach needs
     /// one), and binds it.
     pub async fn bind(warden: Warden, options: ServeOptions) -> Result<Server, ServeError> {
-        options.tokens.check_listen(options.listen)?;
+        options.check_address()?;
+        if !options.listen.ip().is_loopback() && options.tls.is_none() {
+            tracing::warn!(
+                addr = %options.listen,
+                "serving plain HTTP on an address other machines reach: put a proxy that terminates TLS in front"
+            );
+        }
+        let tls = options
+            .tls
+            .as_ref()
+            .map(tls::Tls::load)
+            .transpose()
+            .map_err(ServeError::Tls)?;
         let listener =
             TcpListener::bind(options.listen)
                 .await
@@ -155,6 +181,7 @@ impl Server {
         });
         Ok(Server {
             listener,
+            tls,
             app,
             down,
             watch: None,
@@ -210,6 +237,7 @@ impl Server {
     ) -> Result<(), ServeError> {
         let Server {
             listener,
+            tls,
             app,
             down,
             watch: _watch,
@@ -217,17 +245,22 @@ impl Server {
         let forward = tokio::spawn(app.feed.clone().forward(app.warden.subscribe()));
         let grace = app.options.shutdown_grace;
         let mut stopping = app.shutdown.clone();
-        let listener = listener.tap_io(|tcp| {
-            // Small answers must not wait for Nagle's algorithm.
-            let _ = tcp.set_nodelay(true);
-        });
-        let server =
-            axum::serve(listener, routes::router(app)).with_graceful_shutdown(async move {
+        let header_timeout = app.options.header_timeout;
+        let max_connections = app.options.max_connections;
+        let reload = tls.clone().map(|tls| tokio::spawn(reload_at_sighup(tls)));
+        let server = connections::serve(
+            listener,
+            routes::router(app),
+            tls,
+            header_timeout,
+            max_connections,
+            async move {
                 shutdown.await;
                 tracing::info!("shutting down: finishing the requests in flight");
                 let _ = down.send(true);
-            });
-        let mut serving = tokio::spawn(server.into_future());
+            },
+        );
+        let mut serving = tokio::spawn(server);
         let result = tokio::select! {
             r = &mut serving => r,
             () = async {
@@ -236,16 +269,43 @@ impl Server {
             } => {
                 tracing::warn!(?grace, "gave up waiting for requests still in flight");
                 serving.abort();
-                Ok(Ok(()))
+                Ok(())
             }
         };
         forward.abort();
+        if let Some(reload) = reload {
+            reload.abort();
+        }
         match result {
-            Ok(r) => r.map_err(ServeError::Io),
+            Ok(()) => Ok(()),
             Err(e) if e.is_cancelled() => Ok(()),
             Err(e) => Err(ServeError::Io(std::io::Error::other(e.to_string()))),
         }
     }
+}
+
+/// Reads the TLS certificate and key again at every SIGHUP (after a renewal): new
+/// connections get the new certificate; a reload that fails keeps the old one and says why.
+async fn reload_at_sighup(tls: tls::Tls) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut hangup = match signal(SignalKind::hangup()) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP: the TLS certificate is read at start only");
+                return;
+            }
+        };
+        while hangup.recv().await.is_some() {
+            match tls.reload() {
+                Ok(()) => tracing::info!("SIGHUP: reloaded the TLS certificate and key"),
+                Err(e) => tracing::error!("SIGHUP: {e}; the certificate in use stays"),
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tls;
 }
 
 /// Completes at SIGTERM or SIGINT (Ctrl-C).

@@ -121,14 +121,6 @@ pub async fn get_rule(
     Ok(Json(RuleView::new(info, stats)))
 }
 
-/// The body of `PUT /v1/rules/{id}/enabled`: `{"enabled": false}`, or a bare `false`.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Switch {
-    Bare(bool),
-    Object { enabled: bool },
-}
-
 /// `PUT /v1/rules/{id}/enabled`: switches a rule on or off for the user (toggles are per user,
 /// in all their projects, as with `warden rules enable`).
 pub async fn put_enabled(
@@ -139,11 +131,14 @@ pub async fn put_enabled(
 ) -> Result<Json<RuleView>, ApiError> {
     let (user, project) = names(&app, &scope)?;
     no_project(&scope)?;
-    let on = match serde_json::from_value::<Switch>(body) {
-        Ok(Switch::Bare(b) | Switch::Object { enabled: b }) => b,
-        Err(_) => {
+    let on = match &body {
+        Value::Bool(b) => *b,
+        Value::Object(m) if m.len() == 1 && m.get("enabled").is_some_and(Value::is_boolean) => {
+            m["enabled"] == Value::Bool(true)
+        }
+        _ => {
             return Err(ApiError::unprocessable(
-                "the body must be `{\"enabled\": true}` or `{\"enabled\": false}` (or a bare `true` or `false`)",
+                "the body must be `{\"enabled\": true}` or `{\"enabled\": false}` (or a bare `true` or `false`), and nothing else",
             ));
         }
     };
@@ -289,10 +284,15 @@ pub async fn test_rule(
 ) -> Result<Json<trial::TrialReport>, ApiError> {
     let (user, project) = names(&app, &scope)?;
     let info = app.warden.rule_info(&user, &project, &id)?;
-    let request: TrialRequest = if body.is_null() {
-        TrialRequest::default()
-    } else {
-        typed(body, "the test request")?
+    let request: TrialRequest = match body {
+        Value::Null => TrialRequest::default(),
+        Value::Object(_) => typed(body, "the test request")?,
+        // (serde would read an array as the struct's fields in order.)
+        _ => {
+            return Err(ApiError::unprocessable(
+                "the test request must be a JSON object (`{}` for the sample session, or {\"events\": [...]})",
+            ));
+        }
     };
     let program = app.warden.program();
     let Some(def) = program.rules().find(|d| *d.key() == *info.key) else {
@@ -337,6 +337,11 @@ pub async fn log(
     State(app): State<AppState>,
     QueryParams(q): QueryParams<LogQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    Scope {
+        user: q.user.clone(),
+        project: None,
+    }
+    .check()?;
     let limit = q.limit.unwrap_or(50);
     if limit == 0 || limit > MAX_LOG_ROWS {
         return Err(

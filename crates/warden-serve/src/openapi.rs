@@ -3,13 +3,35 @@
 //! the router is in it and every path in it is a route, and every example in it, and the
 //! real server's answers, fit the schemas it declares.
 
+use std::sync::OnceLock;
+
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
-/// The document, as served.
+use crate::state::AppState;
+
+/// The document, as served by a server with tokens.
 pub const DOCUMENT: &str = include_str!("../openapi.json");
 
-/// `GET /v1/openapi.json`.
-pub async fn document() -> Response {
-    ([(header::CONTENT_TYPE, "application/json")], DOCUMENT).into_response()
+/// `GET /v1/openapi.json`: on a server without tokens (loopback only), the document without
+/// its bearer-token requirement, which such a server does not make.
+pub async fn document(State(app): State<AppState>) -> Response {
+    let body = if app.options.tokens.required() {
+        DOCUMENT
+    } else {
+        without_tokens()
+    };
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// [`DOCUMENT`] with no security requirement, made once.
+pub fn without_tokens() -> &'static str {
+    static TOKENLESS: OnceLock<String> = OnceLock::new();
+    TOKENLESS.get_or_init(|| {
+        let mut doc: serde_json::Value =
+            serde_json::from_str(DOCUMENT).expect("the document is JSON");
+        doc["security"] = serde_json::json!([]);
+        serde_json::to_string_pretty(&doc).expect("a JSON value serializes")
+    })
 }

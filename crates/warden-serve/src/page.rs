@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 
 use axum::Form;
 use axum::extract::State;
+use axum::extract::rejection::FormRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use minijinja::Environment;
@@ -68,9 +69,14 @@ fn html(status: StatusCode, body: String) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: under it a browser sends the page's own forms with `Origin: null`,
+    // and on plain HTTP away from loopback without `Sec-Fetch-Site` either, so the cross-site
+    // check (which compares `Origin` with `Host`) refused the sign-in form of a server on a
+    // network address. `same-origin` gives the page's requests their origin and other sites
+    // nothing.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -84,11 +90,11 @@ pub async fn settings(
     headers: HeaderMap,
     QueryParams(scope): QueryParams<Scope>,
 ) -> Result<Response, ApiError> {
+    scope.check()?;
     let signed_in = sign_in_cookie(&headers).is_some_and(|c| app.signed_in(c));
     if app.options.tokens.required() && !signed_in {
         return Ok(html(StatusCode::OK, render("sign-in.html", &json!({}))?));
     }
-    scope.check()?;
     let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
     let context = page_context(&app, &owner.user, &owner.project, signed_in);
     Ok(html(StatusCode::OK, render("settings.html", &context)?))
@@ -333,8 +339,18 @@ pub struct SignIn {
 /// `POST /sign-in`: the management token, from the sign-in form; a cookie on success.
 pub async fn sign_in(
     State(app): State<AppState>,
-    Form(form): Form<SignIn>,
+    form: Result<Form<SignIn>, FormRejection>,
 ) -> Result<Response, ApiError> {
+    // Not the page's form: JSON that says what is wrong, as every other error.
+    let Form(form) = form.map_err(|e| {
+        ApiError::new(
+            e.status(),
+            format!(
+                "the sign-in takes the page's form, `token=...` as application/x-www-form-urlencoded: {}",
+                e.body_text()
+            ),
+        )
+    })?;
     if !app
         .options
         .tokens
@@ -355,14 +371,24 @@ pub async fn sign_in(
         .unwrap_or_else(|p| p.into_inner())
         .insert(value.clone(), std::time::Instant::now() + SIGN_IN_TTL);
     let cookie = format!(
-        "{COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
-        SIGN_IN_TTL.as_secs()
+        "{COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{}",
+        SIGN_IN_TTL.as_secs(),
+        secure(&app)
     );
     let mut r = Redirect::to("/").into_response();
     if let Ok(v) = HeaderValue::from_str(&cookie) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     Ok(r)
+}
+
+/// The cookie attribute that keeps the sign-in off plain HTTP, on a server that serves TLS.
+fn secure(app: &AppState) -> &'static str {
+    if app.options.tls.is_some() {
+        "; Secure"
+    } else {
+        ""
+    }
 }
 
 /// `POST /sign-out`.
@@ -374,7 +400,10 @@ pub async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> Respon
             .remove(c);
     }
     let mut r = Redirect::to("/").into_response();
-    let clear = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    let clear = format!(
+        "{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{}",
+        secure(&app)
+    );
     if let Ok(v) = HeaderValue::from_str(&clear) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }

@@ -5,7 +5,7 @@
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::http::{Method, StatusCode, Uri};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::{from_fn_with_state, map_response};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, delete, get, post, put};
@@ -153,7 +153,8 @@ pub fn router(app: AppState) -> Router {
         .and(NotForContentType::GRPC)
         .and(NotForContentType::IMAGES)
         .and(NotForContentType::const_new("text/event-stream"));
-    router
+    let tls = app.options.tls.is_some();
+    let router = router
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(app.options.body_limit))
         .layer(map_response(json_method_not_allowed))
@@ -165,7 +166,18 @@ pub fn router(app: AppState) -> Router {
         ))
         .layer(from_fn_with_state(app.clone(), guard::count))
         .layer(TraceLayer::new_for_http())
-        .with_state(app)
+        .with_state(app);
+    if !tls {
+        return router;
+    }
+    // Over TLS, every answer tells browsers to come back over TLS only (for a year, as usual).
+    router.layer(map_response(|mut r: Response| async move {
+        r.headers_mut().insert(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        );
+        r
+    }))
 }
 
 /// Unknown paths: a 404 that helps with the usual mistake, a plugin rule's `/` not encoded.

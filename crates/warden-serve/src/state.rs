@@ -34,6 +34,20 @@ pub struct ServeOptions {
     pub body_limit: usize,
     /// How long a request may take before it is answered 408 (the event stream excepted).
     pub request_timeout: Duration,
+    /// How long a connection may send nothing, or take to send a request's head: before its
+    /// first request, and between two on a kept-alive connection. Past it, the connection is
+    /// closed (an idle client reconnects; a slow-header attack holds nothing).
+    pub header_timeout: Duration,
+    /// How many connections may be open at once; more wait in the system's listen queue until
+    /// one closes. Keep it below the process's limit of open files.
+    pub max_connections: usize,
+    /// Serve HTTPS with this certificate and key (read again at SIGHUP). The sign-in cookie
+    /// is then `Secure`, and answers carry `Strict-Transport-Security`.
+    pub tls: Option<crate::TlsFiles>,
+    /// Serve plain HTTP on an address other machines reach (behind a proxy that terminates
+    /// TLS). Without it, such an address needs `tls`: the tokens and the sign-in cookie would
+    /// cross the network in clear.
+    pub plain_http: bool,
     /// How many sessions the server keeps in memory (the least recently used is put down past
     /// that: it is in the store, and read back at its next event).
     pub max_sessions: usize,
@@ -45,6 +59,12 @@ pub struct ServeOptions {
     /// How Claude Code's hooks are answered (`[claude_code]` in warden.toml).
     pub claude_code: ClaudeCodeConfig,
 }
+
+/// How long a connection may be silent, or take to send a request's head, by default.
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many connections may be open at once, by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 10_000;
 
 /// The default port: `warden serve` listens on 127.0.0.1:7878.
 pub const DEFAULT_PORT: u16 = 7878;
@@ -58,11 +78,27 @@ impl Default for ServeOptions {
             project: DEFAULT_ID.to_string(),
             body_limit: 1 << 20,
             request_timeout: Duration::from_secs(30),
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            tls: None,
+            plain_http: false,
             max_sessions: 100_000,
             shutdown_grace: Duration::from_secs(30),
             durable: true,
             claude_code: ClaudeCodeConfig::default(),
         }
+    }
+}
+
+impl ServeOptions {
+    /// Checks what the address asks for: an address other machines reach needs a token, and
+    /// TLS unless `plain_http` says a proxy provides it.
+    pub fn check_address(&self) -> Result<(), crate::ServeError> {
+        self.tokens.check_listen(self.listen)?;
+        if !self.listen.ip().is_loopback() && self.tls.is_none() && !self.plain_http {
+            return Err(crate::ServeError::PlainHttp { addr: self.listen });
+        }
+        Ok(())
     }
 }
 

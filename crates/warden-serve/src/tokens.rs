@@ -61,6 +61,11 @@ pub enum TokenError {
         "an agent token was given without a management token: give --token-file (or WARDEN_TOKEN) too, so the management API is not left open"
     )]
     AgentWithoutManagement,
+    /// The agent token is the management token: agents could manage rules.
+    #[error(
+        "the agent token is the management token, so agents could switch rules off: give the agent token a value of its own (`head -c 32 /dev/urandom | base64`), or give no agent token and hand agents the management token knowingly"
+    )]
+    AgentIsManagement,
     /// A non-loopback address without a token.
     #[error(
         "refusing to listen on {addr} without a token: any machine that reaches it could switch rules off. Give --token-file FILE (or set WARDEN_TOKEN), or listen on a loopback address such as 127.0.0.1"
@@ -108,10 +113,20 @@ impl Tokens {
 
     /// Tokens given as text (`agent` is optional).
     pub fn new(management: &str, agent: Option<&str>) -> Result<Self, TokenError> {
-        Ok(Tokens {
+        Tokens {
             management: Some(secret(management, "management token")?),
             agent: agent.map(|a| secret(a, "agent token")).transpose()?,
-        })
+        }
+        .checked()
+    }
+
+    /// Refuses an agent token without a management token, or the same as it.
+    fn checked(self) -> Result<Self, TokenError> {
+        match (&self.management, &self.agent) {
+            (None, Some(_)) => Err(TokenError::AgentWithoutManagement),
+            (Some(m), Some(a)) if m.matches(&a.0) => Err(TokenError::AgentIsManagement),
+            _ => Ok(self),
+        }
     }
 
     /// Reads the tokens from files and the environment: the management token from
@@ -133,14 +148,11 @@ impl Tokens {
                     .transpose(),
             }
         };
-        let tokens = Tokens {
+        Tokens {
             management: read(token_file, "WARDEN_TOKEN", "management token")?,
             agent: read(agent_token_file, "WARDEN_AGENT_TOKEN", "agent token")?,
-        };
-        if tokens.agent.is_some() && tokens.management.is_none() {
-            return Err(TokenError::AgentWithoutManagement);
         }
-        Ok(tokens)
+        .checked()
     }
 
     /// Whether requests must carry a token.
@@ -284,5 +296,18 @@ mod tests {
         assert!(matches!(err, TokenError::AgentWithoutManagement));
         let err = Tokens::load(Some(&dir.path().join("missing")), None, |_| None).unwrap_err();
         assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn one_token_for_both_roles_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, format!("{M}\n")).unwrap();
+        // The same file for both, or the same text.
+        let err = Tokens::load(Some(&file), Some(&file), |_| None).unwrap_err();
+        assert!(matches!(err, TokenError::AgentIsManagement), "{err}");
+        assert!(err.to_string().contains("a value of its own"), "{err}");
+        let err = Tokens::new(M, Some(M)).unwrap_err();
+        assert!(matches!(err, TokenError::AgentIsManagement), "{err}");
     }
 }

@@ -61,20 +61,23 @@ pub struct TrialReport {
 
 /// The events of a trial: the caller's, or the sample for `rule`.
 pub fn events_of(request: TrialRequest, rule: &RuleDef) -> Result<(Vec<Json>, bool), ApiError> {
-    match (request.events, request.event) {
-        (Some(_), Some(_)) => Err(ApiError::unprocessable(
-            "give `events` (a list) or `event` (one), not both",
-        )),
-        (Some(events), None) if events.is_empty() => Err(ApiError::unprocessable(
-            "`events` is empty: give at least one event, or send `{}` for the sample",
-        )),
-        (Some(events), None) if events.len() > MAX_EVENTS => Err(ApiError::unprocessable(format!(
-            "a trial runs at most {MAX_EVENTS} events"
-        ))),
-        (Some(events), None) => Ok((events, false)),
-        (None, Some(event)) => Ok((vec![event], false)),
-        (None, None) => Ok((sample(rule), true)),
+    if request.events.is_none() && request.event.is_none() {
+        return Ok((sample(rule), true));
     }
+    // `event` alone is one event; with `events`, it comes after them.
+    let mut events = request.events.unwrap_or_default();
+    events.extend(request.event);
+    if events.is_empty() {
+        return Err(ApiError::unprocessable(
+            "`events` is empty: give at least one event, or send `{}` for the sample",
+        ));
+    }
+    if events.len() > MAX_EVENTS {
+        return Err(ApiError::unprocessable(format!(
+            "a trial runs at most {MAX_EVENTS} events"
+        )));
+    }
+    Ok((events, false))
 }
 
 /// A short session that ends at the rule's hook, with values that the usual conditions

@@ -101,6 +101,23 @@ async fn bad_input_is_a_4xx_that_says_what_is_wrong() {
         .await;
     assert_eq!(r.status, 415);
 
+    // A key named twice in one object: 400 naming it (parsers disagree on which one counts).
+    let r = c
+        .send(
+            "POST",
+            "/v1/sessions/s/events",
+            &[("content-type", "application/json")],
+            raw("{\"hook\": \"on_tool_call\", \"tool\": {\"name\": \"a\", \"name\": \"Bash\"}}"),
+        )
+        .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.error()
+            .contains("`name` is given twice at line 1 column 62; give each field once"),
+        "{}",
+        r.text()
+    );
+
     // Well-formed, wrong shape: 422 naming the field.
     for (body, says) in [
         (json!({"turn": {}}), "no `hook`"),
@@ -401,6 +418,12 @@ async fn the_test_button_runs_one_rule_and_touches_nothing_real() {
     );
     assert!(t["why"].as_str().unwrap().contains("token_usage"), "{t}");
     assert!(t["events"].as_array().unwrap().len() >= 2);
+    // The body is optional: none at all, with no content type, is the sample too.
+    let bare = c
+        .send("POST", "/v1/rules/token-budget-warning/test", &[], None)
+        .await;
+    assert_eq!(bare.status, 200, "{}", bare.text());
+    assert_eq!(bare.json()["fired"], true);
 
     // Given events; a rule that is off for the user still runs; decisions are reported.
     c.put(

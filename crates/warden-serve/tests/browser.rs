@@ -3,7 +3,8 @@
 //! a session no longer fires it, a core rule's switch is disabled with its reason on hover and
 //! for screen readers, an invalid setting shows its error inline, the Test button shows the
 //! rendered message, the live feed shows a firing, text from rules is never markup, and the
-//! sign-in of a server with a token works. It saves a screenshot of the page
+//! sign-in and sign-out of a server with a token work, on loopback and on a network address
+//! over plain HTTP (in a network namespace of the test's own). It saves a screenshot of the page
 //! (`WARDEN_UPDATE_SCREENSHOT=1` also writes it to the book).
 //!
 //! Skipped, saying so, where chromedriver or Chromium is missing; `.ci/run` installs both.
@@ -153,6 +154,14 @@ async fn the_settings_page_in_a_real_browser() {
         true,
         "the reason shows on hover"
     );
+    // It covers no control: not its own Test button, nor the next rule's switch.
+    let covered = b
+        .run(
+            "const t = arguments[0].getBoundingClientRect();              const li = arguments[0].closest('li.rule');              const others = [li.querySelector('button.test')];              if (li.nextElementSibling) others.push(li.nextElementSibling.querySelector('.switch'));              return others.filter(Boolean).filter(o => { const r = o.getBoundingClientRect();                return r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom; }).map(o => o.outerHTML)",
+            json!([Browser::arg(&tooltip)]),
+        )
+        .await;
+    assert_eq!(covered, json!([]), "the tooltip covers a control");
     // Every control has a name a screen reader can say.
     let unnamed = b
         .run(
@@ -190,6 +199,25 @@ async fn the_settings_page_in_a_real_browser() {
         json!([Browser::arg(&status)]),
     )
     .await;
+    // The keyboard is still on the switch: Space again turns it back on, and off again.
+    for (again, word) in [(1, "On"), (2, "Off")] {
+        assert_eq!(
+            b.run(
+                "return document.activeElement === arguments[0]",
+                json!([Browser::arg(&no_rm)])
+            )
+            .await,
+            true,
+            "the switch kept the focus ({again})"
+        );
+        b.press(&[" "]).await;
+        b.wait_for(
+            "the switch to apply again",
+            &format!("return arguments[0].textContent === '{word}'"),
+            json!([Browser::arg(&status)]),
+        )
+        .await;
+    }
     let listed = api
         .get(&format!("/v1/rules/{}?user=ada", enc("demo/no-rm")))
         .await
@@ -255,6 +283,17 @@ async fn the_settings_page_in_a_real_browser() {
     )
     .await;
     b.wait_for("the save", "return document.querySelector('form[data-plugin=builtin] .form-status').textContent.startsWith('Saved')", json!([])).await;
+    // Only the setting changed became the user's: the others still follow their defaults.
+    let values = api.get("/v1/plugins?user=ada").await.json();
+    let set: Vec<&Value> = values
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["values"].as_array().unwrap())
+        .filter(|v| v["set_by"] != "default")
+        .collect();
+    assert_eq!(set.len(), 1, "{set:?}");
+    assert_eq!(set[0]["key"], "builtin.token_budget_threshold", "{set:?}");
     assert_eq!(
         b.run("return arguments[0].hidden", json!([Browser::arg(&error)]))
             .await,
@@ -472,6 +511,133 @@ async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
         .await,
         false
     );
+    drop(b);
+    server.stop().await.unwrap();
+}
+
+/// The address the network-address test serves on, inside its own network namespace: not a
+/// loopback one, so the browser treats the page as any site on a network (no `Sec-Fetch-Site`
+/// over plain HTTP), and nothing leaves the machine.
+const NETWORK_ADDRESS: &str = "10.55.0.1";
+
+/// Signing in and out from Chromium at `http://10.55.0.1:PORT/`, then at `https://...` with a
+/// certificate for that address: the page's own forms pass the cross-site check (a referrer
+/// policy of `no-referrer` once made them `Origin: null` over plain HTTP, refused), and a form
+/// posted from another origin is still refused. The test runs itself again inside
+/// `unshare --user --net`, where it can give the loopback interface that address.
+#[ignore = "needs Chromium and chromedriver: run `cargo test -- --ignored` (CI does)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_in_works_on_a_network_address_over_plain_http_and_tls() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    if std::env::var_os("WARDEN_TEST_NETNS").is_none() {
+        let name = "signing_in_works_on_a_network_address_over_plain_http_and_tls";
+        let status = std::process::Command::new("unshare")
+            .args(["--user", "--map-root-user", "--net", "sh", "-c"])
+            .arg(format!(
+                "ip link set lo up && ip addr add {NETWORK_ADDRESS}/32 dev lo && exec \"$0\" \"$@\""
+            ))
+            .arg(std::env::current_exe().unwrap())
+            .args([name, "--exact", "--ignored", "--nocapture"])
+            .env("WARDEN_TEST_NETNS", "1")
+            .status();
+        match status {
+            Ok(s) => assert!(
+                s.success(),
+                "the test inside its network namespace failed ({s})"
+            ),
+            Err(e) if std::env::var_os("WARDEN_REQUIRE_BROWSER").is_some() => {
+                panic!("WARDEN_REQUIRE_BROWSER is set, but unshare could not run: {e}")
+            }
+            Err(e) => {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "skipped: unshare could not run: {e}");
+            }
+        }
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    sign_in_and_out_on_the_network(&driver, &chromium, dir.path(), None).await;
+    let Some((cert, key)) = support::certificate(dir.path(), &[NETWORK_ADDRESS], "network") else {
+        return;
+    };
+    let tls = warden_serve::TlsFiles { cert, key };
+    sign_in_and_out_on_the_network(&driver, &chromium, dir.path(), Some(tls)).await;
+}
+
+/// Signs in, switches a rule off and signs out from Chromium at the network address, over
+/// plain HTTP or TLS; then checks that a form from another site is refused.
+async fn sign_in_and_out_on_the_network(
+    driver: &std::path::PathBuf,
+    chromium: &std::path::PathBuf,
+    dir: &Path,
+    tls: Option<warden_serve::TlsFiles>,
+) {
+    let token = "network-token-0123456789abcdefgh";
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let options = ServeOptions {
+        tokens: Tokens::new(token, None).unwrap(),
+        plain_http: tls.is_none(),
+        tls,
+        ..ServeOptions::default()
+    };
+    let ip = NETWORK_ADDRESS.parse().unwrap();
+    let sub = tempfile::tempdir_in(dir).unwrap();
+    let server = Running::start_on(installation(sub.path()), options, ip).await;
+    let origin = format!("{scheme}://{NETWORK_ADDRESS}:{}", server.addr.port());
+    let b = Browser::start_with(driver, chromium, 1200, 900, scheme == "https").await;
+    b.goto(&format!("{origin}/")).await;
+    let field = b.one("#token").await;
+    b.keys(&field, token).await;
+    b.click(&b.one("form button[type=submit]").await).await;
+    b.wait_for("the page after signing in", "return document.getElementById('feed-status') && document.getElementById('feed-status').textContent === 'live'", json!([])).await;
+    // The page's own requests pass the check too: a switch turns a rule off.
+    let status = b
+        .one(&format!("{} [data-status]", rule("demo/no-rm")))
+        .await;
+    b.click(&b.one(&format!("{} .switch", rule("demo/no-rm"))).await)
+        .await;
+    b.wait_for(
+        "the switch to apply",
+        "return arguments[0].textContent === 'Off'",
+        json!([Browser::arg(&status)]),
+    )
+    .await;
+    // Signing out ends the sign-in: the sign-in form again.
+    b.click(&b.one("form.sign-out button").await).await;
+    b.wait_for(
+        "the sign-in form after signing out",
+        "return document.getElementById('token') !== null",
+        json!([]),
+    )
+    .await;
+    // A form posted from another site is still refused, token or not: what a browser sends
+    // with it (its `Origin`, or `null` from a page whose referrer policy hides it). (The raw
+    // client speaks plain HTTP; over TLS the check is the same code.)
+    if scheme == "https" {
+        drop(b);
+        server.stop().await.unwrap();
+        return;
+    }
+    let host = format!("{NETWORK_ADDRESS}:{}", server.addr.port());
+    for from in ["http://elsewhere.example", "null"] {
+        let refused = server
+            .client()
+            .send(
+                "POST",
+                "/sign-in",
+                &[
+                    ("host", &host),
+                    ("origin", from),
+                    ("content-type", "application/x-www-form-urlencoded"),
+                ],
+                Some(format!("token={token}").into_bytes()),
+            )
+            .await;
+        assert_eq!(refused.status, 403, "from {from}: {}", refused.text());
+        assert!(refused.text().contains("cross-site"), "{}", refused.text());
+    }
     drop(b);
     server.stop().await.unwrap();
 }

@@ -16,7 +16,7 @@ use warden_serve::{OPENAPI, ServeOptions, route_table};
 
 const METHODS: [&str; 4] = ["get", "post", "put", "delete"];
 /// The keywords the validator understands, and the annotations it may ignore.
-const CHECKED: [&str; 11] = [
+const CHECKED: [&str; 16] = [
     "type",
     "properties",
     "required",
@@ -28,6 +28,11 @@ const CHECKED: [&str; 11] = [
     "pattern",
     "minimum",
     "maximum",
+    "minLength",
+    "maxLength",
+    "minProperties",
+    "minItems",
+    "maxItems",
 ];
 const ANNOTATIONS: [&str; 1] = ["description"];
 
@@ -97,6 +102,48 @@ fn validate(doc: &Value, schema: &Value, value: &Value, at: &str, errors: &mut V
     ) && !regex::Regex::new(p).unwrap().is_match(s)
     {
         errors.push(format!("{at}: {s:?} does not match {p}"));
+    }
+    if let Some(s) = value.as_str() {
+        let chars = s.chars().count() as u64;
+        if schema
+            .get("minLength")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| chars < m)
+        {
+            errors.push(format!("{at}: {s:?} is shorter than its minLength"));
+        }
+        if schema
+            .get("maxLength")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| chars > m)
+        {
+            errors.push(format!("{at}: {s:?} is longer than its maxLength"));
+        }
+    }
+    if let Some(items) = value.as_array() {
+        let n = items.len() as u64;
+        if schema
+            .get("minItems")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| n < m)
+        {
+            errors.push(format!("{at}: fewer items than its minItems"));
+        }
+        if schema
+            .get("maxItems")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| n > m)
+        {
+            errors.push(format!("{at}: more items than its maxItems"));
+        }
+    }
+    if let Some(obj) = value.as_object()
+        && schema
+            .get("minProperties")
+            .and_then(Value::as_u64)
+            .is_some_and(|m| (obj.len() as u64) < m)
+    {
+        errors.push(format!("{at}: fewer properties than its minProperties"));
     }
     if let Some(n) = value.as_f64() {
         if schema

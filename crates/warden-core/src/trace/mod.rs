@@ -50,15 +50,19 @@ pub fn parse_ordinary_line(line: &[u8]) -> Option<(Hook, Event)> {
     fast::parse(std::str::from_utf8(line).ok()?)
 }
 
+/// [`read_json_value`], with serde_json's error (its line and column) for a host that reports
+/// them (the service's request bodies).
+pub fn read_json_unique(text: &[u8]) -> serde_json::Result<Value> {
+    serde_json::from_slice::<Unique>(text).map(|u| u.0)
+}
+
 /// Reads JSON text as a value, refusing a key given twice in one object as a trace line's reader
 /// does (JSON readers disagree on which one counts); the error is a phrase for the author.
 pub fn read_json_value(text: &[u8]) -> Result<Value, String> {
-    serde_json::from_slice::<Unique>(text)
-        .map(|u| u.0)
-        .map_err(|e| match e.classify() {
-            serde_json::error::Category::Data => format!("{e}; give each field once"),
-            _ => format!("not valid JSON: {e}"),
-        })
+    read_json_unique(text).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => format!("{e}; give each field once"),
+        _ => format!("not valid JSON: {e}"),
+    })
 }
 
 /// Reads one trace line (not blank). A key given twice in one object is refused (JSON readers

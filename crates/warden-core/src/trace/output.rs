@@ -155,10 +155,13 @@ pub fn write_outcome_lines<W: Write + ?Sized>(
         line.end()?;
     }
     for e in &outcome.errors {
-        Line::start(out, event)?
-            .field("rule", &e.rule)?
-            .field("error", &e.error)?
-            .end()?;
+        let mut line = Line::start(out, event)?;
+        line.field("rule", &e.rule)?.field("error", &e.error)?;
+        // The store refused the tick's writes: the lines above were decided, not saved.
+        if e.rule.is_none() && outcome.unsaved.as_deref() == Some(&*e.error) {
+            line.field("unsaved", &true)?;
+        }
+        line.end()?;
     }
     Ok(())
 }

@@ -7,7 +7,7 @@
 pub mod webdriver;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -29,8 +29,17 @@ pub struct Running {
 
 impl Running {
     /// Starts a server for `warden` on 127.0.0.1, on a free port.
-    pub async fn start(warden: Warden, mut options: ServeOptions) -> Running {
-        options.listen = "127.0.0.1:0".parse().unwrap();
+    pub async fn start(warden: Warden, options: ServeOptions) -> Running {
+        Running::start_on(warden, options, [127, 0, 0, 1].into()).await
+    }
+
+    /// Starts a server for `warden` on `ip`, on a free port.
+    pub async fn start_on(
+        warden: Warden,
+        mut options: ServeOptions,
+        ip: std::net::IpAddr,
+    ) -> Running {
+        options.listen = SocketAddr::new(ip, 0);
         let server = Server::bind(warden, options)
             .await
             .expect("the server binds");
@@ -437,4 +446,51 @@ pub fn warden(dir: &Path, db: Option<&Path>) -> Warden {
 /// Percent-encodes a rule id for a path.
 pub fn enc(id: &str) -> String {
     id.replace('%', "%25").replace('/', "%2F")
+}
+
+/// A self-signed certificate for `names` (DNS names or IP addresses) and its key, made with the
+/// `openssl` command in `dir`: `(cert.pem, key.pem)`. `None` (and a line saying so) when
+/// `openssl` is missing, unless `WARDEN_REQUIRE_OPENSSL` is set (as `.ci/run` sets it).
+#[allow(dead_code)]
+pub fn certificate(dir: &Path, names: &[&str], tag: &str) -> Option<(PathBuf, PathBuf)> {
+    let cert = dir.join(format!("{tag}-cert.pem"));
+    let key = dir.join(format!("{tag}-key.pem"));
+    let alt: Vec<String> = names
+        .iter()
+        .map(|n| match n.parse::<std::net::IpAddr>() {
+            Ok(_) => format!("IP:{n}"),
+            Err(_) => format!("DNS:{n}"),
+        })
+        .collect();
+    let made = std::process::Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
+        .args(["ec_paramgen_curve:prime256v1", "-nodes", "-days", "2"])
+        .arg("-subj")
+        .arg(format!("/CN={tag}"))
+        .arg("-addext")
+        .arg(format!("subjectAltName={}", alt.join(",")))
+        // Not a CA: a TLS client refuses a CA's certificate as a server's.
+        .args(["-addext", "basicConstraints=critical,CA:FALSE"])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output();
+    match made {
+        Ok(out) if out.status.success() => Some((cert, key)),
+        Ok(out) => panic!(
+            "openssl could not make a certificate: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(e) if std::env::var_os("WARDEN_REQUIRE_OPENSSL").is_some() => {
+            panic!("WARDEN_REQUIRE_OPENSSL is set, but openssl could not run: {e}")
+        }
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: openssl could not run: {e}");
+            None
+        }
+    }
 }

@@ -110,6 +110,17 @@ fn free_port() -> u16 {
 impl Browser {
     /// Starts chromedriver and a headless Chromium of `width` x `height`.
     pub async fn start(driver: &PathBuf, chromium: &PathBuf, width: u32, height: u32) -> Browser {
+        Browser::start_with(driver, chromium, width, height, false).await
+    }
+
+    /// The same, trusting any certificate when `any_certificate` (a test's self-signed one).
+    pub async fn start_with(
+        driver: &PathBuf,
+        chromium: &PathBuf,
+        width: u32,
+        height: u32,
+        any_certificate: bool,
+    ) -> Browser {
         let port = free_port();
         let child = Command::new(driver)
             .arg(format!("--port={port}"))
@@ -135,6 +146,7 @@ impl Browser {
         args.push(format!("--window-size={width},{height}"));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            "acceptInsecureCerts": any_certificate,
             "goog:chromeOptions": {"binary": chromium, "args": args},
         }}});
         let r = client.post("/session", &caps).await;

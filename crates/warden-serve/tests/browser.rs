@@ -486,23 +486,10 @@ async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
         json!([]),
     )
     .await;
-    let field = b.one("#token").await;
-    b.keys(&field, token).await;
-    b.click(&b.one("form button[type=submit]").await).await;
-    b.wait_for("the page", "return document.getElementById('feed-status') && document.getElementById('feed-status').textContent === 'live'", json!([])).await;
+    sign_in(&b, token).await;
     // The page's own requests carry the sign-in (and pass the cross-site check).
     let toggle = b.one(&format!("{} input.toggle", rule("demo/no-rm"))).await;
-    b.click(&b.one(&format!("{} .switch", rule("demo/no-rm"))).await)
-        .await;
-    let status = b
-        .one(&format!("{} [data-status]", rule("demo/no-rm")))
-        .await;
-    b.wait_for(
-        "the switch to apply",
-        "return arguments[0].textContent === 'Off'",
-        json!([Browser::arg(&status)]),
-    )
-    .await;
+    switch_off(&b, "demo/no-rm").await;
     assert_eq!(
         b.run(
             "return arguments[0].checked",
@@ -513,6 +500,27 @@ async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
     );
     drop(b);
     server.stop().await.unwrap();
+}
+
+/// Signs in with `token` on the sign-in form shown, and waits for the page and its live feed.
+async fn sign_in(b: &Browser, token: &str) {
+    let field = b.one("#token").await;
+    b.keys(&field, token).await;
+    b.click(&b.one("form button[type=submit]").await).await;
+    b.wait_for("the page after signing in", "return document.getElementById('feed-status') && document.getElementById('feed-status').textContent === 'live'", json!([])).await;
+}
+
+/// Clicks the switch of rule `key` (on) and waits until the page shows it off.
+async fn switch_off(b: &Browser, key: &str) {
+    let status = b.one(&format!("{} [data-status]", rule(key))).await;
+    b.click(&b.one(&format!("{} .switch", rule(key))).await)
+        .await;
+    b.wait_for(
+        "the switch to apply",
+        "return arguments[0].textContent === 'Off'",
+        json!([Browser::arg(&status)]),
+    )
+    .await;
 }
 
 /// The address the network-address test serves on, inside its own network namespace: not a
@@ -588,22 +596,9 @@ async fn sign_in_and_out_on_the_network(
     let origin = format!("{scheme}://{NETWORK_ADDRESS}:{}", server.addr.port());
     let b = Browser::start_with(driver, chromium, 1200, 900, scheme == "https").await;
     b.goto(&format!("{origin}/")).await;
-    let field = b.one("#token").await;
-    b.keys(&field, token).await;
-    b.click(&b.one("form button[type=submit]").await).await;
-    b.wait_for("the page after signing in", "return document.getElementById('feed-status') && document.getElementById('feed-status').textContent === 'live'", json!([])).await;
+    sign_in(&b, token).await;
     // The page's own requests pass the check too: a switch turns a rule off.
-    let status = b
-        .one(&format!("{} [data-status]", rule("demo/no-rm")))
-        .await;
-    b.click(&b.one(&format!("{} .switch", rule("demo/no-rm"))).await)
-        .await;
-    b.wait_for(
-        "the switch to apply",
-        "return arguments[0].textContent === 'Off'",
-        json!([Browser::arg(&status)]),
-    )
-    .await;
+    switch_off(&b, "demo/no-rm").await;
     // Signing out ends the sign-in: the sign-in form again.
     b.click(&b.one("form.sign-out button").await).await;
     b.wait_for(

@@ -407,9 +407,12 @@ fn boolean(path: &str, v: &Value) -> Result<(), EventError> {
     }
 }
 
+/// The largest size of an event's `time` (seconds): the OpenAPI document's bounds too.
+pub(crate) const MAX_TIME: f64 = 1e15;
+
 fn number(path: &str, v: &Value) -> Result<(), EventError> {
     match v.as_f64() {
-        Some(x) if x.is_finite() && x.abs() <= 1e15 => Ok(()),
+        Some(x) if x.is_finite() && x.abs() <= MAX_TIME => Ok(()),
         _ => Err(bad(
             path,
             format!("`{path}` must be a number, not {}", describe(v)),

@@ -100,10 +100,10 @@ fn once<E: de::Error>(seen: &mut u32, key: u8) -> Result<(), E> {
     Ok(())
 }
 
-/// A time, as the checked way accepts it (finite, below 10^15 in size).
+/// A time, as the checked way accepts it (finite, at most `MAX_TIME` in size).
 fn number<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
     match x {
-        Some(v) if !(v.is_finite() && v.abs() < 1e15) => Err(give_up()),
+        Some(v) if !(v.is_finite() && v.abs() <= crate::event::MAX_TIME) => Err(give_up()),
         other => Ok(other),
     }
 }

@@ -71,6 +71,31 @@ fn a_whole_session_in_thirty_processes() {
 }
 
 #[test]
+fn a_model_call_past_its_window_is_reported_not_refused() {
+    // 341,200 tokens against a 200,000-token window: 171% of the budget, a fact to warn about.
+    let project = Project::new("over-budget");
+    for (call, payload) in [
+        (None, "SessionStart"),
+        (None, "UserPromptSubmit"),
+        (Some(("msg_02", 30_000)), "PreToolUse"),
+        (Some(("msg_03", 341_200)), "PreToolUse"),
+    ] {
+        if let Some((id, tokens)) = call {
+            project.model_call(id, tokens);
+        }
+        let answer = project.hook(&project.payload(payload, None));
+        if call.is_some_and(|(_, tokens)| tokens > 200_000) {
+            let context = answer["hookSpecificOutput"]["additionalContext"].as_str();
+            assert!(
+                context.is_some_and(|c| c.contains("- HIGH warning: Token budget at 170%.")),
+                "{answer}"
+            );
+            assert_eq!(answer.get("systemMessage"), None, "{answer}");
+        }
+    }
+}
+
+#[test]
 fn every_payload_kind_is_answered_with_exit_zero() {
     let project = Project::new("kinds");
     let mut names: Vec<String> = std::fs::read_dir(data().join("payloads"))

@@ -415,7 +415,8 @@ impl Handler<'_> {
             return Event::new();
         };
         let window = context_window(&u.model, &self.config.context_windows);
-        let share = (u.total() as f64 / window as f64).clamp(0.0, 1.0);
+        // Past the window is a fact to report (the window table may be behind the model).
+        let share = (u.total() as f64 / window as f64).min(warden_core::MAX_SHARE);
         Event::new()
             .with_token_usage(share)
             .with_context_usage(share)

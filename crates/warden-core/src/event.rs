@@ -48,10 +48,10 @@ pub struct TurnUpdate {
     /// The turn number, from 1. When never given, Warden counts `on_turn_start` hooks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub number: Option<u32>,
-    /// Share of the token budget used, 0.0 to 1.0.
+    /// Share of the token budget used: 0.42 is 42%, above 1.0 over budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_usage: Option<f64>,
-    /// Share of the context window used, 0.0 to 1.0.
+    /// Share of the context window used: 0.42 is 42%, above 1.0 past the window.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_usage: Option<f64>,
     /// Iterations (model calls) so far in this query.
@@ -192,7 +192,7 @@ impl Event {
         self
     }
 
-    /// Sets the share of the token budget used (0.0 to 1.0).
+    /// Sets the share of the token budget used (0.42 is 42%; above 1.0, over budget).
     pub fn with_token_usage(mut self, usage: f64) -> Self {
         self.turn_mut().token_usage = Some(usage);
         self
@@ -204,7 +204,7 @@ impl Event {
         self
     }
 
-    /// Sets the share of the context window used (0.0 to 1.0).
+    /// Sets the share of the context window used (0.42 is 42%; above 1.0, past the window).
     pub fn with_context_usage(mut self, usage: f64) -> Self {
         self.turn_mut().context_usage = Some(usage);
         self
@@ -410,6 +410,11 @@ fn boolean(path: &str, v: &Value) -> Result<(), EventError> {
 /// The largest size of an event's `time` (seconds): the OpenAPI document's bounds too.
 pub(crate) const MAX_TIME: f64 = 1e15;
 
+/// The largest share a usage may be: a million times its budget. Above 1.0 is a fact (the
+/// agent went over its budget, which is when a supervisor is needed most), not an error; past
+/// this bound the number is broken, not an agent's.
+pub const MAX_SHARE: f64 = 1e6;
+
 fn number(path: &str, v: &Value) -> Result<(), EventError> {
     match v.as_f64() {
         Some(x) if x.is_finite() && x.abs() <= MAX_TIME => Ok(()),
@@ -420,14 +425,15 @@ fn number(path: &str, v: &Value) -> Result<(), EventError> {
     }
 }
 
-/// A share, as the turn's usages are: a number from 0 to 1.
+/// A share, as the turn's usages are: a number from 0 (1.0 is all of the budget; above it,
+/// over budget).
 fn share(path: &str, v: &Value) -> Result<(), EventError> {
     match v.as_f64() {
-        Some(x) if (0.0..=1.0).contains(&x) => Ok(()),
+        Some(x) if (0.0..=MAX_SHARE).contains(&x) => Ok(()),
         _ => Err(bad(
             path,
             format!(
-                "`{path}` must be a share from 0.0 to 1.0 (0.42 is 42%), not {}",
+                "`{path}` must be a share from 0.0 to 1000000 (0.42 is 42%, 1.5 is 50% over), not {}",
                 describe(v)
             ),
         )),
@@ -578,19 +584,19 @@ mod tests {
             ),
             (
                 json!({"turn": {"token_usage": "high"}}),
-                "`turn.token_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not \"high\"",
+                "`turn.token_usage` must be a share from 0.0 to 1000000 (0.42 is 42%, 1.5 is 50% over), not \"high\"",
             ),
             (
                 json!({"turn": {"token_usage": 1e308}}),
-                "`turn.token_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not 1e+308",
+                "`turn.token_usage` must be a share from 0.0 to 1000000 (0.42 is 42%, 1.5 is 50% over), not 1e+308",
             ),
             (
                 json!({"turn": {"token_usage": -5}}),
-                "`turn.token_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not -5",
+                "`turn.token_usage` must be a share from 0.0 to 1000000 (0.42 is 42%, 1.5 is 50% over), not -5",
             ),
             (
-                json!({"turn": {"context_usage": 1.5}}),
-                "`turn.context_usage` must be a share from 0.0 to 1.0 (0.42 is 42%), not 1.5",
+                json!({"turn": {"context_usage": 2e6}}),
+                "`turn.context_usage` must be a share from 0.0 to 1000000 (0.42 is 42%, 1.5 is 50% over), not 2000000.0",
             ),
             (
                 json!({"turn": {"iteration_count": -1}}),

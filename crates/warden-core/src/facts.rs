@@ -82,9 +82,9 @@ pub(crate) struct FactsPrivate {
 pub struct TurnState {
     /// Turn number, from 1 (0 before the first turn).
     pub number: u32,
-    /// Share of the token budget used, 0.0 to 1.0.
+    /// Share of the token budget used: 0.42 is 42%, above 1.0 over budget.
     pub token_usage: f64,
-    /// Share of the context window used, 0.0 to 1.0.
+    /// Share of the context window used: 0.42 is 42%, above 1.0 past the window.
     pub context_usage: f64,
     /// Iterations so far in this query.
     pub iteration_count: u32,

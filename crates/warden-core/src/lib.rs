@@ -60,7 +60,7 @@ pub use behavior::NodeStatus;
 pub use context::schema;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
 pub use error::Error;
-pub use event::{Event, EventError, Message, Party, Query, ToolCall, TurnUpdate};
+pub use event::{Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{
     Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
 };

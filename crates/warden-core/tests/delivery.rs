@@ -71,6 +71,29 @@ fn a_waiting_message_is_not_queued_twice_and_the_mailbox_is_bounded() {
 }
 
 #[test]
+fn an_agent_over_its_budget_is_told_so_not_refused() {
+    // Over budget is when a supervisor is needed most: 1.706 is a fact, read from a trace line
+    // as from the API, and the budget rule fires on it.
+    let w = Warden::builder().builtin_rules().build().unwrap();
+    let mut s = w.session();
+    let line = r#"{"hook": "on_turn_start", "turn": {"token_usage": 1.706, "context_usage": 1.2}}"#;
+    let read = warden_core::trace::parse_line(1, line).unwrap();
+    assert_eq!(
+        read.event,
+        Event::new().with_token_usage(1.706).with_context_usage(1.2)
+    );
+    let o = s.tick(read.hook, read.event);
+    assert_eq!(
+        o.rendered(),
+        Some(
+            "[warden]\n- HIGH warning: Token budget at 170%. Consider wrapping up or summarizing."
+        )
+    );
+    assert!(o.errors.is_empty(), "{:?}", o.errors);
+    assert_eq!(s.facts().turn.token_usage, 1.706);
+}
+
+#[test]
 fn the_notifications_due_are_rendered_once_for_every_host() {
     let w = Warden::builder().builtin_rules().build().unwrap();
     let mut s = w.session();

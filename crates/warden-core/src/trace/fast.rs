@@ -108,10 +108,10 @@ fn number<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
     }
 }
 
-/// A share (the turn's usages), as the checked way accepts it: from 0 to 1.
+/// A share (the turn's usages), as the checked way accepts it: from 0 to `MAX_SHARE`.
 fn share<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
     match x {
-        Some(v) if !(0.0..=1.0).contains(&v) => Err(give_up()),
+        Some(v) if !(0.0..=crate::event::MAX_SHARE).contains(&v) => Err(give_up()),
         other => Ok(other),
     }
 }
@@ -271,6 +271,8 @@ mod tests {
         r#"{"hook":"on_query_start","query":{"text":"hi","lang":"en"},"user":{"id":"ada","settings":{"a":1}},"project":{"id":"p","root":"/src","settings":null}}"#,
         r#"{"hook":"on_query_start","query":"plain text","message":{"role":"user","content":"hi"}}"#,
         r#"{"hook":"on_turn_end","data":{"x":[true]},"result":[1,2],"turn":{"token_usage":1}}"#,
+        // Over budget and past the window: facts, read either way.
+        r#"{"hook":"on_turn_start","turn":{"token_usage":1.706,"context_usage":1.5}}"#,
         r#"{"hook":"on_session_end"}"#,
         r#"{"hook":"on_turn_start","turn":null,"tool":null,"result":null,"error":null,"time":null,"data":null}"#,
         r#"{"hook":"on_turn_start","turn":{"number":null,"token_usage":null}}"#,
@@ -300,7 +302,7 @@ mod tests {
         r#"{"hook":"on_tool_complete","tool":{"name":"web"},"result":{"a":1,"a":2}}"#,
         r#"{"hook":"on_tool_call","tool":{"name":"web","arguments":{"q":1,"q":2}}}"#,
         r#"{"hook":"on_turn_start","turn":{"token_usage":-5}}"#,
-        r#"{"hook":"on_turn_start","turn":{"context_usage":1.5}}"#,
+        r#"{"hook":"on_turn_start","turn":{"context_usage":2e6}}"#,
     ];
 
     #[test]
@@ -319,8 +321,9 @@ mod tests {
                 }
             }
         }
-        assert_eq!(fast, 10, "the ten ordinary lines take the fast way");
-        // A key given twice, even inside free-form data, and a usage outside 0-1 are refused.
+        assert_eq!(fast, 11, "the eleven ordinary lines take the fast way");
+        // A key given twice, even inside free-form data, and a usage below 0 or past a million
+        // times its budget are refused.
         for line in &LINES[LINES.len() - 4..] {
             assert!(parse_line(0, line).is_err(), "{line} is refused");
         }

@@ -117,6 +117,10 @@ def test_a_notification_reaches_the_models_input():
     assert hint in model.text_of_call(1)
     note = model.seen[1][-1]
     assert isinstance(note, HumanMessage) and note.text.startswith("[warden]\n- ")
+    assert note.name == "warden"
+    assert note.additional_kwargs == {"lc_source": "warden", "warden": "notifications"}
+    users = [m for m in model.seen[1] if isinstance(m, HumanMessage) and m.additional_kwargs.get("lc_source") != "warden"]
+    assert [m.text for m in users] == ["research WAL"]
 
 
 def test_the_token_budget_rule_fires_from_usage_metadata():
@@ -134,6 +138,74 @@ def test_the_token_budget_rule_fires_from_usage_metadata():
     assert turn["token_usage"] == pytest.approx(0.96)
     assert turn["context_usage"] == pytest.approx(60 / 4000)
     assert turn["context_window"] == 4000
+
+
+def test_a_thread_over_its_token_budget_is_warned_not_crashed():
+    tools = Tools()
+    model = script(
+        call("web_search", {"query": "a", "limit": 5}, "c1", input_tokens=1200, output_tokens=500),
+        call("web_search", {"query": "b", "limit": 5}, "c2", input_tokens=300, output_tokens=100),
+        reply("Done.", input_tokens=50, output_tokens=10),
+    )
+    middleware = guarded(token_budget=1000, context_window=1000)
+    result = agent_for(model, middleware, tools).invoke(ask("research"), {"configurable": {"thread_id": "t-over"}})
+
+    # 1,700 tokens of a 1,000-token budget: the warning says so, and every later call runs.
+    assert "Token budget at 170%. Consider wrapping up or summarizing." in model.text_of_call(1)
+    assert "Token budget at 210%. Consider wrapping up or summarizing." in model.text_of_call(2)
+    assert result["messages"][-1].text == "Done."
+    assert len(tools.calls) == 2
+    turn = middleware.session("t-over").facts["turn"]
+    assert turn["token_usage"] == pytest.approx(2.16)
+    assert turn["context_usage"] == pytest.approx(0.06)
+
+
+def test_an_interrupt_inside_a_tool_is_a_pause_not_a_failure():
+    from langgraph.types import interrupt
+
+    ran: list[str] = []
+
+    @tool
+    def confirm(question: str) -> str:
+        """Ask the user."""
+        answer = interrupt({"question": question})
+        ran.append(answer)
+        return f"the user said {answer}"
+
+    model = script(call("confirm", {"question": "deploy?"}, "c1"), reply("Deployed."))
+    middleware = guarded()
+    agent = create_agent(model, [confirm], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t-pause"}}
+    paused = agent.invoke(ask("deploy"), config)
+    assert paused["__interrupt__"][0].value == {"question": "deploy?"}
+    history = middleware.session("t-pause").facts["history"]
+    assert history["failures"] == {} and history["counts"]["tool_calls"] == 1
+
+    done = agent.invoke(Command(resume="yes"), config)
+    assert ran == ["yes"] and done["messages"][-1].text == "Deployed."
+    history = middleware.session("t-pause").facts["history"]
+    # One call, ticked once, completed: the pause was neither a failure nor a second call.
+    assert history["failures"] == {}
+    assert history["counts"]["tool_calls"] == 1
+    assert history["tools"][-1]["result"] == "the user said yes"
+
+
+def test_a_person_may_answer_for_the_tool():
+    tools = Tools()
+    model = script(call("write_file", {"path": "/etc/hosts", "content": "x"}, "c1"), reply("Noted."))
+    middleware = guarded()
+    agent = agent_for(model, middleware, tools, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t-respond"}}
+    agent.invoke(ask("add a host"), config)
+    done = agent.invoke(Command(resume={"type": "respond", "message": "The host is already there."}), config)
+
+    assert tools.calls == []
+    [answer] = [m for m in done["messages"] if isinstance(m, ToolMessage)]
+    assert answer.text == "The host is already there." and answer.status == "success"
+    assert "The host is already there." in model.text_of_call(1)
+    history = middleware.session("t-respond").facts["history"]
+    assert history["tools"][-1]["result"] == "The host is already there."
+    assert history["failures"] == {}
 
 
 def test_ask_interrupts_as_langchains_human_in_the_loop_does():
@@ -188,12 +260,14 @@ def test_continue_sends_the_agent_back_to_work_a_bounded_number_of_times():
     )
     result = agent_for(model, guarded(max_continues=2), tools).invoke(ask("fix the bug"))
 
-    reason = "The last test run failed. Fix the failing tests and run them again before you finish."
+    reason = "[warden] The last test run failed. Fix the failing tests and run them again before you finish."
     assert len(model.seen) == 4
     assert reason not in model.text_of_call(1)
     assert reason in model.text_of_call(2) and reason in model.text_of_call(3)
     sent_back = [m for m in result["messages"] if isinstance(m, HumanMessage) and m.text == reason]
     assert len(sent_back) == 2
+    # Warden's, not the user's: a UI can tell them apart.
+    assert all(m.name == "warden" and m.additional_kwargs == {"lc_source": "warden", "warden": "continue"} for m in sent_back)
     assert result["messages"][-1].text == "Still done."
 
 

@@ -55,21 +55,26 @@ with it) keeps the run's model calls, continues and tokens used.
 dict like the per-call value of ``HumanInTheLoopMiddleware``: ``{"type": "tool_approval",
 "tool_call_id", "name", "args", "description", "rule", "reason"}``; resume with
 ``Command(resume={"type": "approve"})``, ``{"type": "edit", "edited_action": {"name": ...,
-"args": {...}}}`` or ``{"type": "reject", "message": "..."}``. The call's ruling is kept in
-memory until the interrupt is answered, so the resumed call is not ticked twice.
+"args": {...}}}``, ``{"type": "reject", "message": "..."}`` or ``{"type": "respond",
+"message": "..."}`` (the message is the call's result; the tool does not run). The call's
+ruling is kept in memory until the interrupt is answered, so the resumed call is not ticked
+twice. An interrupt raised inside the tool (``GraphBubbleUp``) is re-raised, not a failure.
+
+Every message the middleware adds starts with ``[warden]`` and is marked as Warden's: its
+``name`` is ``"warden"`` and its ``additional_kwargs`` are ``{"lc_source": "warden", "warden":
+"notifications" | "continue" | "stop"}``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import logging
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, Union
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -79,22 +84,26 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
-
-# How LangChain's own human-in-the-loop middleware checks a person's answer (and publishes its
-# schema to clients); the [langchain] extra pins the version it is read from.
-_decision_schema: Any = getattr(
-    importlib.import_module("langchain.agents.middleware.human_in_the_loop"), "_decision_schema", None
-)
+from pydantic import Discriminator, ValidatorFunctionWrapHandler, WrapValidator, create_model
+from typing_extensions import TypedDict  # pydantic reads typing's TypedDict only from 3.12
 
 from ._enums import Hook, ProceedKind
 from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
 
-__all__ = ["WardenMiddleware", "WardenState"]
+__all__ = [
+    "ApproveDecision",
+    "EditDecision",
+    "RejectDecision",
+    "RespondDecision",
+    "WardenMiddleware",
+    "WardenState",
+]
 
 log = logging.getLogger("warden.langchain")
 
@@ -112,6 +121,59 @@ class WardenState(AgentState[Any]):
     """Tokens of the last model call (input and output): how full its context window was."""
 
 
+# A person's answer to an ``ask``: the decisions LangChain's HumanInTheLoopMiddleware accepts,
+# with the same fields, so an answer written for it is an answer for Warden.
+
+
+class ApproveDecision(TypedDict):
+    """Run the call (with the arguments Warden asked about)."""
+
+    type: Literal["approve"]
+
+
+class _Action(TypedDict):
+    name: str
+    args: dict[str, Any]
+
+
+class EditDecision(TypedDict):
+    """Run the call with other arguments (the same tool)."""
+
+    type: Literal["edit"]
+    edited_action: _Action
+
+
+class RejectDecision(TypedDict):
+    """Do not run the call; ``message`` is the reason the model reads."""
+
+    type: Literal["reject"]
+    message: NotRequired[str]
+
+
+class RespondDecision(TypedDict):
+    """Do not run the call; ``message`` is its result, as if the tool had answered."""
+
+    type: Literal["respond"]
+    message: str
+
+
+def _as_sent(answer: Any, check: ValidatorFunctionWrapHandler) -> Any:
+    check(answer)
+    return answer
+
+
+def _decision_schema(name: str) -> Any:
+    """The type LangGraph checks a resumed answer against (and publishes to clients as JSON
+    schema): one of the four decisions, read by its ``type``; an edit names the same tool."""
+    pinned: Any = Literal[name]  # a type made at run time: the one tool's name
+    edited = create_model("EditedAction", name=(pinned, ...), args=(dict[str, Any], ...))
+    edit_type: Any = Literal["edit"]
+    edit = create_model("EditDecision", type=(edit_type, ...), edited_action=(edited, ...))
+    # Checked as the model, answered as sent (a dict, as the other decisions are).
+    members = (ApproveDecision, Annotated[edit, WrapValidator(_as_sent)], RejectDecision, RespondDecision)
+    return Annotated[Union[members], Discriminator("type")]  # noqa: UP007
+
+
 @dataclass
 class _Ask:
     """A tool call waiting for a person's answer."""
@@ -121,10 +183,7 @@ class _Ask:
 
     def question(self, request: ToolCallRequest) -> Any:
         """Interrupts the run with the question; the person's answer, once resumed."""
-        if _decision_schema is None:
-            return interrupt(self.value)
-        schema = _decision_schema(["approve", "edit", "reject"], request.tool_call["name"], request.tool)
-        return interrupt(self.value, response_schema=schema)
+        return interrupt(self.value, response_schema=_decision_schema(request.tool_call["name"]))
 
 
 @dataclass
@@ -137,6 +196,9 @@ class _Conversation:
     enrichment: Enrichment | None = None
     stopped: str | None = None
     asked: dict[str, _Ask] = field(default_factory=dict)
+    paused: dict[str, ToolCall] = field(default_factory=dict)
+    """Calls let through whose tool paused the run (an interrupt): the call as it was let
+    through, so that running it again on resume is not a second ``on_tool_call``."""
 
     def keep(self, notifications: list[Notification]) -> None:
         if notifications:
@@ -152,6 +214,28 @@ class _Conversation:
 
 def _text(message: AnyMessage) -> str:
     return str(message.text)
+
+
+# Every message the middleware adds to the conversation says it is Warden's: its name, and
+# ``additional_kwargs`` (``lc_source``, as LangChain's own middleware marks theirs) a UI can
+# filter on; what the model reads starts with ``[warden]``.
+_SOURCE = "warden"
+
+
+def _marked(text: str) -> str:
+    return text if text.startswith("[warden]") else f"[warden] {text}"
+
+
+def _note(text: str, kind: str) -> HumanMessage:
+    """An instruction from Warden to the model: notifications, or the reason to go on."""
+    return HumanMessage(
+        content=_marked(text), name=_SOURCE, additional_kwargs={"lc_source": _SOURCE, "warden": kind}
+    )
+
+
+def _ending(reason: str) -> AIMessage:
+    """The answer of a run Warden ended (a refused prompt, a stop)."""
+    return AIMessage(content=reason, name=_SOURCE, additional_kwargs={"lc_source": _SOURCE, "warden": "stop"})
 
 
 def _last_human(messages: list[AnyMessage]) -> str:
@@ -331,7 +415,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         update: dict[str, Any] = {"warden_iterations": 0, "warden_continues": 0}
         proceed = outcome.proceed
         if proceed.kind in (ProceedKind.NO, ProceedKind.STOP):
-            update["messages"] = [AIMessage(content=proceed.reason or "")]
+            update["messages"] = [_ending(proceed.reason or "")]
             update["jump_to"] = "end"
         return update
 
@@ -340,7 +424,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         """``on_turn_start``; the notifications due go into the conversation before the call."""
         conv = self._conversation()
         if conv.stopped is not None:
-            return {"messages": [AIMessage(content=conv.stopped)], "jump_to": "end"}
+            return {"messages": [_ending(conv.stopped)], "jump_to": "end"}
         iterations = state.get("warden_iterations", 0) + 1
         turn: dict[str, Any] = {"iteration_count": iterations}
         turn.update(self._usage(state.get("warden_tokens", 0), state.get("warden_context_tokens", 0)))
@@ -351,12 +435,12 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         notes = conv.take(outcome.inject)
         proceed = outcome.proceed
         if proceed.kind == ProceedKind.STOP:
-            update["messages"] = [AIMessage(content=proceed.reason or "")]
+            update["messages"] = [_ending(proceed.reason or "")]
             update["jump_to"] = "end"
         elif notes:
             text = self.warden.render(notes)
             if text is not None:
-                update["messages"] = [HumanMessage(content=text)]
+                update["messages"] = [_note(text, "notifications")]
         return update
 
     def _usage(self, tokens: int, context_tokens: int) -> dict[str, Any]:
@@ -397,12 +481,12 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
                 ToolMessage(content=reason, name=c["name"], tool_call_id=c["id"], status="error")
                 for c in reply.tool_calls
             ]
-            update["messages"] = [*unanswered, AIMessage(content=reason)]
+            update["messages"] = [*unanswered, _ending(reason)]
             update["jump_to"] = "end"
         elif proceed.kind == ProceedKind.KEEP_WORKING and final:
             continues = state.get("warden_continues", 0)
             if continues < self.max_continues:
-                update["messages"] = [HumanMessage(content=proceed.reason or "")]
+                update["messages"] = [_note(proceed.reason or "", "continue")]
                 update["warden_continues"] = continues + 1
                 update["jump_to"] = "model"
         return update
@@ -450,6 +534,9 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         waiting = conv.asked.get(call_id)
         if waiting is not None:
             return waiting
+        let_through = conv.paused.pop(call_id, None)
+        if let_through is not None:
+            return request.override(tool_call=let_through)
         tool = {"name": call["name"], "arguments": call["args"]}
         outcome = self._tick(conv, Hook.ON_TOOL_CALL, {"tool": tool})
         conv.keep(outcome.inject)
@@ -495,7 +582,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         self, conv: _Conversation, request: ToolCallRequest, ask: _Ask, decision: Any
     ) -> ToolCallRequest | ToolMessage:
         """A person's answer to an ``ask``, as LangChain's human-in-the-loop answers are
-        read: approve, edit or reject."""
+        read: approve, edit, reject or respond."""
         call = request.tool_call
         conv.asked.pop(call.get("id") or "", None)
         kind = decision.get("type") if isinstance(decision, dict) else None
@@ -521,11 +608,24 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
                 )
             self._refused(conv, call, content)
             return ToolMessage(content=content, name=call["name"], tool_call_id=call.get("id") or "", status="error")
+        if kind == "respond":
+            # The person answered for the tool: the answer is the call's result, for the model
+            # and for Warden; the tool does not run.
+            answer = ToolMessage(
+                content=decision["message"], name=call["name"], tool_call_id=call.get("id") or "", status="success"
+            )
+            self._done(conv, request, result=answer)
+            return answer
         raise ValueError(
             f"unexpected answer to Warden's question about `{call['name']}`: {decision!r}; "
             'answer {"type": "approve"}, {"type": "edit", "edited_action": {"name": ..., '
-            '"args": {...}}} or {"type": "reject", "message": "..."}'
+            '"args": {...}}}, {"type": "reject", "message": "..."} or {"type": "respond", '
+            '"message": "..."}'
         )
+
+    def _pause(self, conv: _Conversation, gate: ToolCallRequest) -> None:
+        if call_id := gate.tool_call.get("id"):
+            conv.paused[call_id] = gate.tool_call
 
     def _done(
         self,
@@ -564,6 +664,11 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             return gate
         try:
             result = handler(gate)
+        except GraphBubbleUp:
+            # An interrupt (a tool's own, or another middleware's pause), not a failure: the
+            # call runs again when the run resumes, and is reported then.
+            self._pause(conv, gate)
+            raise
         except Exception as e:
             self._done(conv, gate, error=e)
             raise
@@ -585,6 +690,9 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             return gate
         try:
             result = await handler(gate)
+        except GraphBubbleUp:
+            self._pause(conv, gate)
+            raise
         except Exception as e:
             await asyncio.to_thread(self._done, conv, gate, None, e)
             raise

@@ -44,6 +44,29 @@ def test_a_second_warden_on_the_same_file_resumes_the_session(tmp_path: Path):
     assert "web_search" in outcome.inject[0].message
 
 
+def test_the_hosts_data_is_saved_with_the_session(tmp_path: Path):
+    db = tmp_path / "warden.db"
+    first = warden.Warden(database=db).session("conversation-8")
+    assert first.host_data == {}
+    first.set_host_data("adapter.calls", {"c1": {"ask": [1, "two"]}})
+    first.set_host_data("adapter.later", 3, save=False)
+    # Saved now, without a tick; the other key waits for the next save.
+    again = warden.Warden(database=db).session("conversation-8")
+    assert again.host_data == {"adapter.calls": {"c1": {"ask": [1, "two"]}}}
+    first.tick("on_turn_start")
+    assert warden.Warden(database=db).session("conversation-8").host_data == {
+        "adapter.calls": {"c1": {"ask": [1, "two"]}},
+        "adapter.later": 3,
+    }
+    first.set_host_data("adapter.calls", None)
+    assert warden.Warden(database=db).session("conversation-8").host_data == {"adapter.later": 3}
+    # Rules never see it, and what is not JSON is refused, naming the key.
+    assert "adapter" not in str(first.facts)
+    with pytest.raises(warden.EventError, match="adapter.bad"):
+        first.set_host_data("adapter.bad", {"x": object()})
+    assert first.host_data == {"adapter.later": 3}
+
+
 def test_without_a_database_sessions_are_not_saved():
     w = warden.Warden()
     w.session("conversation-7").tick("on_tool_failure", FAILURE)

@@ -208,6 +208,60 @@ def test_a_person_may_answer_for_the_tool():
     assert history["failures"] == {}
 
 
+def test_a_paused_call_is_ticked_once_by_a_supervisor_built_anew(tmp_path):
+    # The run pauses on a question in one process; another process (a new Warden, a new
+    # middleware, the same database and checkpoints) resumes it.
+    db = tmp_path / "warden.db"
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t-rebuilt"}}
+
+    def supervised(*replies: AIMessage) -> tuple[Any, WardenMiddleware, Tools]:
+        middleware = WardenMiddleware(warden.Warden(plugins=PLUGINS, builtin=True, database=db), project_root=ROOT)
+        tools = Tools()
+        return agent_for(script(*replies), middleware, tools, checkpointer=saver), middleware, tools
+
+    agent, middleware, _ = supervised(call("write_file", {"path": "/etc/hosts", "content": "x"}, "c1"))
+    assert agent.invoke(ask("add a host"), config)["__interrupt__"]
+    assert middleware.session("t-rebuilt").facts["history"]["counts"]["tool_calls"] == 1
+
+    agent, middleware, tools = supervised(reply("Written."))
+    done = agent.invoke(Command(resume={"type": "approve"}), config)
+    assert tools.calls == [("write_file", {"path": "/etc/hosts", "content": "x"})]
+    assert done["messages"][-1].text == "Written."
+    history = middleware.session("t-rebuilt").facts["history"]
+    assert history["counts"]["tool_calls"] == 1
+    assert history["tools"][-1]["result"] == "written"
+    # Nothing is left waiting once the call is over.
+    assert middleware.session("t-rebuilt").host_data == {}
+
+
+def test_two_supervisors_in_one_agent_count_apart():
+    tools = Tools()
+    guard = WardenMiddleware(warden.Warden(plugins=PLUGINS), project_root=ROOT, name="guard")
+    budget = WardenMiddleware(warden.Warden(builtin=True), token_budget=1000, name="budget")
+    model = script(
+        call("web_search", {"query": "wal", "limit": 5}, "c1", input_tokens=700, output_tokens=200),
+        call("Bash", {"command": "rm -rf /"}, "c2"),
+        reply("Done."),
+    )
+    agent = create_agent(model, tools.all, middleware=[guard, budget])
+    agent.invoke(ask("research"), {"configurable": {"thread_id": "t-two"}})
+
+    assert [c[0] for c in tools.calls] == ["web_search"]
+    assert "Token budget at 90%" in model.text_of_call(1)
+    # Three model calls, each counted once by each supervisor. The refused call stopped at the
+    # outer one (LangChain nests tool-call middleware in list order): the inner never saw it.
+    for middleware, calls in ((guard, 2), (budget, 1)):
+        session = middleware.session("t-two")
+        assert session.id == f"{middleware.name}:t-two"
+        assert session.facts["turn"]["iteration_count"] == 3
+        assert session.facts["history"]["counts"]["tool_calls"] == calls
+    with pytest.raises(AssertionError, match="duplicate middleware"):
+        create_agent(model, tools.all, middleware=[guarded(), guarded()])
+    with pytest.raises(ValueError, match="name must not be empty"):
+        guarded(name="")
+
+
 def test_ask_interrupts_as_langchains_human_in_the_loop_does():
     tools = Tools()
     model = script(

@@ -212,6 +212,12 @@ class Session:
     @property
     def script_memory(self) -> int | None:
         """The memory of the session's Lua state, in bytes; ``None`` while no script ran."""
+    @property
+    def host_data(self) -> dict[str, Any]:
+        """What the host keeps with the session (saved with it; rules do not see it)."""
+    def set_host_data(self, key: str, value: Any, save: bool = True) -> None:
+        """Sets ``key`` of the host's data (``None`` removes it); a durable session is saved
+        now unless ``save=False``."""
 
 @final
 class Outcome:

@@ -45,11 +45,13 @@ run ends               ``on_session_end``  only with ``end_session_after_run=Tru
                                            next run (``end_session()`` ends it).
 =====================  ==================  =================================================
 
-Sessions: one Warden session per LangGraph thread (``config["configurable"]["thread_id"]``),
-or the ``session_id`` given, or one for the middleware when runs have no thread. The
-middleware keeps in memory, per session: the Warden session, the notifications waiting for the
-next model call, the query's knowledge enrichment, and a stop. The agent's state (checkpointed
-with it) keeps the run's model calls, continues and tokens used.
+Sessions: one Warden session per LangGraph thread (``config["configurable"]["thread_id"]``;
+``NAME:THREAD_ID`` for a middleware given a ``name``), or the ``session_id`` given, or one for
+the middleware when runs have no thread. The middleware keeps in memory, per session: the
+Warden session, the notifications waiting for the next model call, the query's knowledge
+enrichment, and a stop. A call whose run paused is kept in the session's host data until it is
+over. The agent's state (checkpointed with it) keeps the run's model calls, continues and
+tokens used, per middleware name.
 
 ``ask`` needs a checkpointer, as every LangGraph interrupt does. The interrupt's value is a
 dict like the per-call value of ``HumanInTheLoopMiddleware``: ``{"type": "tool_approval",
@@ -57,8 +59,8 @@ dict like the per-call value of ``HumanInTheLoopMiddleware``: ``{"type": "tool_a
 ``Command(resume={"type": "approve"})``, ``{"type": "edit", "edited_action": {"name": ...,
 "args": {...}}}``, ``{"type": "reject", "message": "..."}`` or ``{"type": "respond",
 "message": "..."}`` (the message is the call's result; the tool does not run). The call's
-ruling is kept in memory until the interrupt is answered, so the resumed call is not ticked
-twice. An interrupt raised inside the tool (``GraphBubbleUp``) is re-raised, not a failure.
+ruling is kept with the session until the interrupt is answered, so the resumed call is not
+ticked twice, even by a middleware built anew in another process on the same database. An interrupt raised inside the tool (``GraphBubbleUp``) is re-raised, not a failure.
 
 Every message the middleware adds starts with ``[warden]`` and is marked as Warden's: its
 ``name`` is ``"warden"`` and its ``additional_kwargs`` are ``{"lc_source": "warden", "warden":
@@ -84,7 +86,7 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -108,17 +110,23 @@ __all__ = [
 log = logging.getLogger("warden.langchain")
 
 
+def _merged(old: dict[str, dict[str, int]] | None, new: dict[str, dict[str, int]] | None) -> dict[str, dict[str, int]]:
+    """The reducer of ``WardenState.warden``: each middleware's counts, updated by its own."""
+    merged = dict(old or {})
+    for name, counts in (new or {}).items():
+        merged[name] = {**merged.get(name, {}), **counts}
+    return merged
+
+
 class WardenState(AgentState[Any]):
     """The agent state the middleware adds to (private: not in the agent's input or output)."""
 
-    warden_iterations: NotRequired[Annotated[int, PrivateStateAttr]]
-    """Model calls so far in this run."""
-    warden_continues: NotRequired[Annotated[int, PrivateStateAttr]]
-    """Times a ``continue`` sent the agent back to work in this run."""
-    warden_tokens: NotRequired[Annotated[int, PrivateStateAttr]]
-    """Tokens used by every model call of the thread (``usage_metadata["total_tokens"]``)."""
-    warden_context_tokens: NotRequired[Annotated[int, PrivateStateAttr]]
-    """Tokens of the last model call (input and output): how full its context window was."""
+    warden: NotRequired[Annotated[dict[str, dict[str, int]], PrivateStateAttr, _merged]]
+    """Per middleware (by its ``name``, so that two in one agent count apart): ``iterations``,
+    the model calls so far in this run; ``continues``, the times a ``continue`` sent the agent
+    back to work in this run; ``tokens``, the tokens of every model call of the thread
+    (``usage_metadata["total_tokens"]``); ``context_tokens``, the last model call's input and
+    output tokens (how full its context window was)."""
 
 
 # A person's answer to an ``ask``: the decisions LangChain's HumanInTheLoopMiddleware accepts,
@@ -195,10 +203,6 @@ class _Conversation:
     pending: list[Notification] = field(default_factory=list)
     enrichment: Enrichment | None = None
     stopped: str | None = None
-    asked: dict[str, _Ask] = field(default_factory=dict)
-    paused: dict[str, ToolCall] = field(default_factory=dict)
-    """Calls let through whose tool paused the run (an interrupt): the call as it was let
-    through, so that running it again on resume is not a second ``on_tool_call``."""
 
     def keep(self, notifications: list[Notification]) -> None:
         if notifications:
@@ -306,6 +310,10 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         max_continues: how many times one run's agent is sent back to work by ``continue``.
         end_session_after_run: tick ``on_session_end`` when a run ends, and forget the session
             (for agents whose every run is a whole conversation).
+        name: the middleware's name in the agent's graph (``WardenMiddleware`` by default); two
+            Warden middleware in one agent need two names (LangChain refuses duplicates). A
+            named middleware's session of a thread is ``NAME:THREAD_ID``, its own. Keep the name
+            across restarts: checkpointed threads and sessions are found by it.
     """
 
     state_schema = WardenState
@@ -323,8 +331,12 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         max_iterations: int | None = None,
         max_continues: int = 3,
         end_session_after_run: bool = False,
+        name: str | None = None,
     ) -> None:
         super().__init__()
+        if name is not None and not name:
+            raise ValueError("name must not be empty")
+        self._name = name
         if token_budget is not None and token_budget <= 0:
             raise ValueError(f"token_budget must be a number of tokens above 0, not {token_budget}")
         if context_window is not None and context_window <= 0:
@@ -345,19 +357,33 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         self._conversations: dict[str, _Conversation] = {}
         self._lock = threading.Lock()
 
+    @property
+    def name(self) -> str:
+        """The middleware's name in the agent's graph (see ``name=``)."""
+        return self._name or type(self).__name__
+
+    def _counts(self, state: WardenState) -> dict[str, int]:
+        return (state.get("warden") or {}).get(self.name, {})
+
+    def _counted(self, **counts: int) -> dict[str, Any]:
+        return {"warden": {self.name: counts}}
+
     # Sessions.
 
     def _id(self, thread_id: str | None = None) -> str:
-        if thread_id is not None:
-            return thread_id
-        if self.session_id is not None:
+        if thread_id is None and self.session_id is not None:
             return self.session_id
-        try:
-            configurable = get_config().get("configurable") or {}
-        except RuntimeError:
-            configurable = {}
-        thread = configurable.get("thread_id")
-        return str(thread) if thread is not None else self._default_id
+        if thread_id is None:
+            try:
+                configurable = get_config().get("configurable") or {}
+            except RuntimeError:
+                configurable = {}
+            thread = configurable.get("thread_id")
+            if thread is None:
+                return self._default_id
+            thread_id = str(thread)
+        # A named middleware's sessions are its own, beside another's on the same thread.
+        return thread_id if self._name is None else f"{self._name}:{thread_id}"
 
     def _conversation(self, thread_id: str | None = None) -> _Conversation:
         sid = self._id(thread_id)
@@ -412,7 +438,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         outcome = self._tick(conv, Hook.ON_QUERY_START, event)
         conv.keep(outcome.inject)
         conv.enrichment = outcome.enrichment
-        update: dict[str, Any] = {"warden_iterations": 0, "warden_continues": 0}
+        update = self._counted(iterations=0, continues=0)
         proceed = outcome.proceed
         if proceed.kind in (ProceedKind.NO, ProceedKind.STOP):
             update["messages"] = [_ending(proceed.reason or "")]
@@ -425,13 +451,14 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         conv = self._conversation()
         if conv.stopped is not None:
             return {"messages": [_ending(conv.stopped)], "jump_to": "end"}
-        iterations = state.get("warden_iterations", 0) + 1
+        counts = self._counts(state)
+        iterations = counts.get("iterations", 0) + 1
         turn: dict[str, Any] = {"iteration_count": iterations}
-        turn.update(self._usage(state.get("warden_tokens", 0), state.get("warden_context_tokens", 0)))
+        turn.update(self._usage(counts.get("tokens", 0), counts.get("context_tokens", 0)))
         if self.max_iterations is not None:
             turn["max_iterations"] = self.max_iterations
         outcome = self._tick(conv, Hook.ON_TURN_START, {"turn": turn})
-        update: dict[str, Any] = {"warden_iterations": iterations}
+        update = self._counted(iterations=iterations)
         notes = conv.take(outcome.inject)
         proceed = outcome.proceed
         if proceed.kind == ProceedKind.STOP:
@@ -460,8 +487,9 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         reply = _last_ai(state["messages"])
         if reply is None:
             return None
-        tokens = state.get("warden_tokens", 0)
-        context_tokens = state.get("warden_context_tokens", 0)
+        counts = self._counts(state)
+        tokens = counts.get("tokens", 0)
+        context_tokens = counts.get("context_tokens", 0)
         usage = reply.usage_metadata
         if usage:
             tokens += usage.get("total_tokens") or usage["input_tokens"] + usage["output_tokens"]
@@ -471,7 +499,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         event = {"turn": turn, "message": {"role": "assistant", "content": _text(reply)}}
         outcome = self._tick(conv, Hook.ON_TURN_END, event)
         conv.keep(outcome.inject)
-        update: dict[str, Any] = {"warden_tokens": tokens, "warden_context_tokens": context_tokens}
+        update = self._counted(tokens=tokens, context_tokens=context_tokens)
         proceed = outcome.proceed
         if proceed.kind == ProceedKind.STOP:
             reason = proceed.reason or ""
@@ -484,10 +512,10 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             update["messages"] = [*unanswered, _ending(reason)]
             update["jump_to"] = "end"
         elif proceed.kind == ProceedKind.KEEP_WORKING and final:
-            continues = state.get("warden_continues", 0)
+            continues = counts.get("continues", 0)
             if continues < self.max_continues:
                 update["messages"] = [_note(proceed.reason or "", "continue")]
-                update["warden_continues"] = continues + 1
+                update["warden"][self.name]["continues"] = continues + 1
                 update["jump_to"] = "model"
         return update
 
@@ -531,12 +559,13 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         gets instead of the result, or a question for a person."""
         call = request.tool_call
         call_id = call.get("id") or ""
-        waiting = conv.asked.get(call_id)
-        if waiting is not None:
-            return waiting
-        let_through = conv.paused.pop(call_id, None)
-        if let_through is not None:
-            return request.override(tool_call=let_through)
+        held = self._held(conv).get(call_id) if call_id else None
+        if held is not None:
+            # Ticked already, before the run paused (in this process or another): the call
+            # is not reported twice.
+            if "ask" in held:
+                return _Ask(value=held["ask"], input=held.get("input"))
+            return request.override(tool_call=held["through"])
         tool = {"name": call["name"], "arguments": call["args"]}
         outcome = self._tick(conv, Hook.ON_TOOL_CALL, {"tool": tool})
         conv.keep(outcome.inject)
@@ -566,7 +595,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
                 },
                 input=proceed.input,
             )
-            conv.asked[call_id] = ask
+            self._hold(conv, call_id, {"ask": ask.value, "input": ask.input})
             return ask
         return request
 
@@ -584,7 +613,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         """A person's answer to an ``ask``, as LangChain's human-in-the-loop answers are
         read: approve, edit, reject or respond."""
         call = request.tool_call
-        conv.asked.pop(call.get("id") or "", None)
+        self._release(conv, call.get("id") or "")
         kind = decision.get("type") if isinstance(decision, dict) else None
         if kind == "approve":
             if ask.input is None:
@@ -623,9 +652,39 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             '"message": "..."}'
         )
 
+    # Calls waiting across a pause. A call whose run paused (Warden's ask, or an interrupt
+    # inside the tool) runs again when the run resumes, maybe in another process with another
+    # middleware: what its on_tool_call decided is kept in the session's host data (saved with
+    # a durable session) until the call is over, so it is ticked once.
+
+    _HELD_LIMIT = 64
+    """Calls kept at most per session (the oldest go first: runs that never resumed)."""
+
+    def _held_key(self) -> str:
+        return f"langchain.{self.name}.calls"
+
+    def _held(self, conv: _Conversation) -> dict[str, Any]:
+        held = conv.session.host_data.get(self._held_key())
+        return held if isinstance(held, dict) else {}
+
+    def _hold(self, conv: _Conversation, call_id: str, entry: dict[str, Any]) -> None:
+        if not call_id:
+            return
+        held = self._held(conv)
+        held.pop(call_id, None)
+        held[call_id] = entry
+        for old in list(held)[: max(0, len(held) - self._HELD_LIMIT)]:
+            del held[old]
+        conv.session.set_host_data(self._held_key(), _json(held))
+
+    def _release(self, conv: _Conversation, call_id: str) -> None:
+        """Forgets a call: saved with the tick that reports how it ended."""
+        held = self._held(conv)
+        if held.pop(call_id, None) is not None:
+            conv.session.set_host_data(self._held_key(), held or None, save=False)
+
     def _pause(self, conv: _Conversation, gate: ToolCallRequest) -> None:
-        if call_id := gate.tool_call.get("id"):
-            conv.paused[call_id] = gate.tool_call
+        self._hold(conv, gate.tool_call.get("id") or "", {"through": gate.tool_call})
 
     def _done(
         self,
@@ -636,6 +695,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
     ) -> None:
         """``on_tool_complete`` or ``on_tool_failure``."""
         call = request.tool_call
+        self._release(conv, call.get("id") or "")
         tool = {"name": call["name"], "arguments": call["args"]}
         event: dict[str, Any]
         if error is not None:

@@ -2,7 +2,7 @@
 //!
 //! - `EventError` (a `ValueError`): a tick's hook or event is not what it must be; `field` is
 //!   the dotted path of the offending field (`tool.name`, `turn.number`, `hook`).
-//! - `SessionError`: a saved session could not be read back from the database.
+//! - `SessionError`: a saved session could not be read back from the database, or saved.
 //! - `LoadError`: a configuration, rule file or database could not be loaded; `file`, `line`
 //!   and `field` say where (of the first error), `diagnostics` lists every problem.
 //!

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use warden_core::{Event, Hook, Session, SessionOptions, Warden};
 
-use crate::convert::{At, describe, dict_to_map, to_py};
+use crate::convert::{At, describe, dict_to_map, to_json, to_py};
 use crate::errors::event_error;
 use crate::outcome::{PyNotification, PyOutcome};
 
@@ -232,6 +232,45 @@ impl PySession {
         let facts = py.detach(|| serde_json::to_value(self.lock().facts()));
         let facts = facts.map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
         to_py(py, &facts)
+    }
+
+    /// What the host keeps with the session (an agent adapter's own memory of it, such as the
+    /// calls it is waiting on): a dict, saved with the session; rules do not see it.
+    #[getter]
+    fn host_data<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let data = py.detach(|| self.lock().host_data().clone());
+        to_py(py, &serde_json::Value::Object(data))
+    }
+
+    /// Sets `key` of the host's data to `value` (JSON-like; `None` removes the key). A
+    /// durable session is saved now with it, unless `save=False` (then it is saved with the
+    /// next tick), so a process that reads the session after this one finds it. Raises
+    /// `EventError` when `value` is not JSON-like, `SessionError` when the save fails (the
+    /// value stays set in this copy and is saved with the next tick that commits).
+    #[pyo3(signature = (key, value, save = true))]
+    fn set_host_data(
+        &self,
+        py: Python<'_>,
+        key: &str,
+        value: Option<&Bound<'_, PyAny>>,
+        save: bool,
+    ) -> PyResult<()> {
+        let value = match value.filter(|v| !v.is_none()) {
+            Some(v) => Some(
+                to_json(v, &At::Key(&At::Root, key), 0)
+                    .map_err(|e| event_error(py, &e.field, e.message))?,
+            ),
+            None => None,
+        };
+        let saved = py.detach(|| {
+            let mut session = self.lock();
+            match value {
+                Some(v) => session.host_data_mut().insert(key.to_string(), v),
+                None => session.host_data_mut().remove(key),
+            };
+            if save { session.save() } else { Ok(()) }
+        });
+        saved.map_err(|e| crate::errors::SessionError::new_err(e.to_string()))
     }
 
     /// The memory of the session's Lua state, in bytes; `None` while no script has run.

@@ -262,6 +262,97 @@ def test_two_supervisors_in_one_agent_count_apart():
         guarded(name="")
 
 
+TURN_END_RULE = {
+    "turn-ends.toml": '[rule]\nid = "turn-ends"\ntrigger = "on_turn_end"\n[condition]\nexpression = "true"\n'
+    '[action]\ntype = "notify_self"\nmessage = "a turn ended"\ndeliver_at = "turn_start"\n'
+}
+
+
+def test_batched_asks_are_one_question_as_langchains_default(rules_dir):
+    tools = Tools()
+    model = script(
+        reply(
+            "",
+            tool_calls=[
+                {"name": "write_file", "args": {"path": "/etc/hosts", "content": "a"}, "id": "c1"},
+                {"name": "web_search", "args": {"query": "wal"}, "id": "c2"},
+                {"name": "write_file", "args": {"path": "/etc/motd", "content": "b"}, "id": "c3"},
+            ],
+        ),
+        reply("Done."),
+    )
+    w = warden.Warden(rules=rules_dir(TURN_END_RULE), plugins=PLUGINS)
+    middleware = WardenMiddleware(w, project_root=ROOT, interrupt_mode="batched")
+    agent = agent_for(model, middleware, tools, checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t-batched"}}
+
+    paused = agent.invoke(ask("set up the host"), config)
+    [question] = paused["__interrupt__"]
+    assert [a["name"] for a in question.value["action_requests"]] == ["write_file", "write_file"]
+    assert [a["args"]["path"] for a in question.value["action_requests"]] == ["/etc/hosts", "/etc/motd"]
+    assert "outside the project" in question.value["action_requests"][0]["description"]
+    assert question.value["review_configs"][0] == {
+        "action_name": "write_file",
+        "allowed_decisions": ["approve", "edit", "reject", "respond"],
+    }
+    # Every call was ruled on before any ran.
+    assert tools.calls == []
+    assert middleware.session("t-batched").facts["history"]["counts"]["tool_calls"] == 3
+
+    # A wrong number of decisions, or an edit that changes the tool, is refused before it is
+    # saved, and the question stands.
+    with pytest.raises(ValidationError, match=r"decisions\.1\n  Field required"):
+        agent.invoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
+    with pytest.raises(ValidationError, match="write_file"):
+        agent.invoke(Command(resume={"decisions": [{"type": "edit", "edited_action": {"name": "Bash", "args": {}}}, {"type": "approve"}]}), config)
+    with pytest.raises(ValidationError):
+        agent.invoke(Command(resume={"type": "approve"}), config)
+    assert tools.calls == []
+
+    done = agent.invoke(Command(resume={"decisions": [{"type": "approve"}, {"type": "reject", "message": "not motd"}]}), config)
+    # (The calls of one reply run side by side: in no set order.)
+    assert sorted(c[1].get("path", c[1].get("query")) for c in tools.calls) == ["/etc/hosts", "wal"]
+    assert done["messages"][-1].text == "Done."
+    refusal = [m for m in done["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c3"]
+    assert refusal[0].text == "User rejected the tool call for `write_file` with reason: not motd"
+    session = middleware.session("t-batched")
+    # Answering ran after_model again: its turn was not ticked twice, nor its calls.
+    assert session.facts["history"]["counts"]["tool_calls"] == 3
+    assert model.text_of_call(1).count("a turn ended") == 1
+    assert session.host_data.get(f"langchain.{middleware.name}.calls") is None
+
+
+def test_batched_mode_in_an_async_agent_and_a_supervisor_built_anew(tmp_path):
+    db = tmp_path / "warden.db"
+    saver = InMemorySaver()
+    config = {"configurable": {"thread_id": "t-batched-async"}}
+
+    def supervised(*replies: AIMessage) -> tuple[Any, WardenMiddleware, Tools]:
+        w = warden.Warden(plugins=PLUGINS, builtin=True, database=db)
+        middleware = WardenMiddleware(w, project_root=ROOT, interrupt_mode="batched")
+        tools = Tools()
+        return agent_for(script(*replies), middleware, tools, checkpointer=saver), middleware, tools
+
+    agent, middleware, _ = supervised(
+        reply("", tool_calls=[
+            {"name": "write_file", "args": {"path": "/etc/hosts", "content": "a"}, "id": "c1"},
+            {"name": "Bash", "args": {"command": "rm -rf /"}, "id": "c2"},
+        ])
+    )
+    paused = asyncio.run(agent.ainvoke(ask("go"), config))
+    assert len(paused["__interrupt__"][0].value["action_requests"]) == 1
+
+    agent, middleware, tools = supervised(reply("Done."))
+    answer = {"decisions": [{"type": "edit", "edited_action": {"name": "write_file", "args": {"path": "/etc/hosts", "content": "edited"}}}]}
+    done = asyncio.run(agent.ainvoke(Command(resume=answer), config))
+    assert tools.calls == [("write_file", {"path": "/etc/hosts", "content": "edited"})]
+    refused = [m for m in done["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == "c2"]
+    assert "outside the project" in refused[0].text
+    history = middleware.session("t-batched-async").facts["history"]
+    assert history["counts"]["tool_calls"] == 2
+    assert history["failures"] == {"Bash": 1}
+
+
 def test_ask_interrupts_as_langchains_human_in_the_loop_does():
     tools = Tools()
     model = script(

@@ -60,7 +60,11 @@ dict like the per-call value of ``HumanInTheLoopMiddleware``: ``{"type": "tool_a
 "args": {...}}}``, ``{"type": "reject", "message": "..."}`` or ``{"type": "respond",
 "message": "..."}`` (the message is the call's result; the tool does not run). The call's
 ruling is kept with the session until the interrupt is answered, so the resumed call is not
-ticked twice, even by a middleware built anew in another process on the same database. An interrupt raised inside the tool (``GraphBubbleUp``) is re-raised, not a failure.
+ticked twice, even by a middleware built anew in another process on the same database. An
+interrupt raised inside the tool (``GraphBubbleUp``) is re-raised, not a failure. With
+``interrupt_mode="batched"`` (LangChain's default format), every call of a reply is ruled on
+in ``after_model`` and the asks are one interrupt, ``{"action_requests": [...],
+"review_configs": [...]}``, resumed with ``{"decisions": [...]}``.
 
 Every message the middleware adds starts with ``[warden]`` and is marked as Warden's: its
 ``name`` is ``"warden"`` and its ``additional_kwargs`` are ``{"lc_source": "warden", "warden":
@@ -86,7 +90,7 @@ from langchain.agents.middleware.types import (
     PrivateStateAttr,
     hook_config,
 )
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolCall, ToolMessage
 from langgraph.config import get_config
 from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -170,6 +174,9 @@ def _as_sent(answer: Any, check: ValidatorFunctionWrapHandler) -> Any:
     return answer
 
 
+_DECISIONS = ("approve", "edit", "reject", "respond")
+
+
 def _decision_schema(name: str) -> Any:
     """The type LangGraph checks a resumed answer against (and publishes to clients as JSON
     schema): one of the four decisions, read by its ``type``; an edit names the same tool."""
@@ -182,15 +189,28 @@ def _decision_schema(name: str) -> Any:
     return Annotated[Union[members], Discriminator("type")]  # noqa: UP007
 
 
+def _decisions_schema(names: list[str]) -> Any:
+    """The batched answer's type: ``{"decisions": [...]}``, one decision per call asked about,
+    in order, each checked as a per-call answer is."""
+    members = tuple(_decision_schema(n) for n in names)
+    decisions: Any = tuple.__class_getitem__(members)  # tuple[A, B, ...], made at run time
+    answer = create_model("Decisions", decisions=(decisions, ...))
+    return Annotated[answer, WrapValidator(_as_sent)]
+
+
 @dataclass
 class _Ask:
     """A tool call waiting for a person's answer."""
 
     value: dict[str, Any]
     input: dict[str, Any] | None
+    decision: Any = None
+    """The person's answer, when it was given already (to the batched question)."""
 
     def question(self, request: ToolCallRequest) -> Any:
         """Interrupts the run with the question; the person's answer, once resumed."""
+        if self.decision is not None:
+            return self.decision
         return interrupt(self.value, response_schema=_decision_schema(request.tool_call["name"]))
 
 
@@ -200,6 +220,8 @@ class _Conversation:
 
     session: Session
     lock: threading.Lock = field(default_factory=threading.Lock)
+    holding: threading.Lock = field(default_factory=threading.Lock)
+    """Taken to change the calls held in host data: the calls of one reply end side by side."""
     pending: list[Notification] = field(default_factory=list)
     enrichment: Enrichment | None = None
     stopped: str | None = None
@@ -314,6 +336,11 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             Warden middleware in one agent need two names (LangChain refuses duplicates). A
             named middleware's session of a thread is ``NAME:THREAD_ID``, its own. Keep the name
             across restarts: checkpointed threads and sessions are found by it.
+        interrupt_mode: how an ``ask`` pauses the run, as LangChain's HumanInTheLoopMiddleware
+            does: ``"per_call"``, one question per call as it starts (a ``tool_approval``
+            value, answered with one decision); ``"batched"``, every call of a model reply
+            ruled on right after the reply and one question for all its asks (an
+            ``action_requests`` value, answered with ``{"decisions": [...]}``).
     """
 
     state_schema = WardenState
@@ -332,11 +359,15 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         max_continues: int = 3,
         end_session_after_run: bool = False,
         name: str | None = None,
+        interrupt_mode: Literal["per_call", "batched"] = "per_call",
     ) -> None:
         super().__init__()
         if name is not None and not name:
             raise ValueError("name must not be empty")
         self._name = name
+        if interrupt_mode not in ("per_call", "batched"):
+            raise ValueError(f'interrupt_mode must be "per_call" or "batched", not {interrupt_mode!r}')
+        self.interrupt_mode = interrupt_mode
         if token_budget is not None and token_budget <= 0:
             raise ValueError(f"token_budget must be a number of tokens above 0, not {token_budget}")
         if context_window is not None and context_window <= 0:
@@ -482,11 +513,32 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
     @hook_config(can_jump_to=["end", "model"])
     def after_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """``on_turn_end`` with the reply and its token usage; ``continue`` at a final answer
-        sends the agent back to work, ``stop`` ends the run."""
+        sends the agent back to work, ``stop`` ends the run. In batched mode, then
+        ``on_tool_call`` for every call of the reply, and one question for all the asks."""
         conv = self._conversation()
+        update = self._turn_end(conv, state)
+        if self._batches(update):
+            asks = self._gate_turn(conv, state)
+            if asks:
+                self._decide_turn(conv, asks, self._ask_turn(asks))
+        return update
+
+    def _batches(self, update: dict[str, Any] | None) -> bool:
+        """Whether the reply's calls are ruled on here, before they run (batched mode)."""
+        return self.interrupt_mode == "batched" and update is not None and "jump_to" not in update
+
+    def _turn_key(self) -> str:
+        return f"langchain.{self.name}.turn"
+
+    def _turn_end(self, conv: _Conversation, state: WardenState) -> dict[str, Any] | None:
         reply = _last_ai(state["messages"])
         if reply is None:
             return None
+        if self.interrupt_mode == "batched" and reply.id:
+            # after_model runs again when a batched question is answered: the turn was ticked.
+            done = conv.session.host_data.get(self._turn_key())
+            if isinstance(done, dict) and done.get("reply") == reply.id:
+                return dict(done["update"])
         counts = self._counts(state)
         tokens = counts.get("tokens", 0)
         context_tokens = counts.get("context_tokens", 0)
@@ -517,7 +569,53 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
                 update["messages"] = [_note(proceed.reason or "", "continue")]
                 update["warden"][self.name]["continues"] = continues + 1
                 update["jump_to"] = "model"
+        if self._batches(update) and reply.tool_calls and reply.id:
+            # Saved with the calls' rulings, before the question that may pause the run.
+            conv.session.set_host_data(self._turn_key(), {"reply": reply.id, "update": update}, save=False)
         return update
+
+    # Batched mode: every call of a reply ruled on in after_model, the asks put to a person as
+    # one question (LangChain's HITLRequest), the answers kept for wrap_tool_call.
+
+    def _gate_turn(self, conv: _Conversation, state: WardenState) -> list[tuple[str, dict[str, Any]]]:
+        """``on_tool_call`` for every call of the reply not ruled on yet; the asks not answered."""
+        reply = _last_ai(state["messages"])
+        if reply is None:
+            return []
+        held = self._held(conv)
+        fresh: dict[str, dict[str, Any]] = {}
+        asks = []
+        for call in reply.tool_calls:
+            call_id = call.get("id")
+            if not call_id:
+                continue  # ruled on as it runs: without an id, it cannot be found again
+            entry = held.get(call_id)
+            if entry is None:
+                entry = fresh[call_id] = self._rule(conv, call)
+            if "ask" in entry and "decision" not in entry:
+                asks.append((call_id, entry))
+        if fresh:
+            self._hold_many(conv, fresh)
+        return asks
+
+    def _ask_turn(self, asks: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+        """One question for every ask of the turn; the decisions, in the same order."""
+        question = {
+            "action_requests": [
+                {"name": e["ask"]["name"], "args": e["ask"]["args"], "description": e["ask"]["description"]}
+                for _, e in asks
+            ],
+            "review_configs": [
+                {"action_name": e["ask"]["name"], "allowed_decisions": list(_DECISIONS)} for _, e in asks
+            ],
+        }
+        # LangGraph checks the answer against the schema before saving it: a wrong one raises
+        # pydantic's ValidationError, and the question stands.
+        answer = interrupt(question, response_schema=_decisions_schema([e["ask"]["name"] for _, e in asks]))
+        return list(answer["decisions"])
+
+    def _decide_turn(self, conv: _Conversation, asks: list[tuple[str, dict[str, Any]]], decisions: list[Any]) -> None:
+        self._hold_many(conv, {call_id: {**entry, "decision": d} for (call_id, entry), d in zip(asks, decisions, strict=True)})
 
     def after_agent(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """``on_session_end``, with ``end_session_after_run=True``."""
@@ -559,13 +657,27 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         gets instead of the result, or a question for a person."""
         call = request.tool_call
         call_id = call.get("id") or ""
-        held = self._held(conv).get(call_id) if call_id else None
-        if held is not None:
-            # Ticked already, before the run paused (in this process or another): the call
-            # is not reported twice.
-            if "ask" in held:
-                return _Ask(value=held["ask"], input=held.get("input"))
-            return request.override(tool_call=held["through"])
+        entry = self._held(conv).get(call_id) if call_id else None
+        if entry is None:
+            entry = self._rule(conv, call)
+            if "ask" in entry:
+                self._hold(conv, call_id, entry)
+        elif "refused" in entry:
+            # Ruled on before it ran (batched mode): the refusal was reported then.
+            self._release(conv, call_id)
+        # Otherwise ticked already, before the run paused (in this process or another, or in
+        # after_model in batched mode): the call is not reported twice.
+        if "ask" in entry:
+            return _Ask(value=entry["ask"], input=entry.get("input"), decision=entry.get("decision"))
+        if "refused" in entry:
+            return ToolMessage(content=entry["refused"], name=call["name"], tool_call_id=call_id, status="error")
+        return request.override(tool_call=entry["through"])
+
+    def _rule(self, conv: _Conversation, call: ToolCall) -> dict[str, Any]:
+        """``on_tool_call`` for one call: what to do with it, as plain data (kept with the
+        session while the call waits): ``through`` (the call to run), ``refused`` (the reason)
+        or ``ask`` (the question, and the arguments a rule rewrote)."""
+        call_id = call.get("id") or ""
         tool = {"name": call["name"], "arguments": call["args"]}
         outcome = self._tick(conv, Hook.ON_TOOL_CALL, {"tool": tool})
         conv.keep(outcome.inject)
@@ -574,30 +686,27 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         reason = proceed.reason or ""
         if kind == ProceedKind.WITH_INPUT:
             rewritten = proceed.input if proceed.input is not None else call["args"]
-            return request.override(tool_call={**call, "args": rewritten})
+            return {"through": _json({**call, "args": rewritten})}
         if kind in (ProceedKind.NO, ProceedKind.STOP):
             if kind == ProceedKind.STOP:
                 conv.stopped = reason
             self._refused(conv, call, reason)
-            return ToolMessage(content=reason, name=call["name"], tool_call_id=call_id, status="error")
+            return {"refused": reason}
         if kind == ProceedKind.ASK:
             args = proceed.input if proceed.input is not None else call["args"]
             ruling = outcome.ruling
-            ask = _Ask(
-                value={
-                    "type": "tool_approval",
-                    "tool_call_id": call_id,
-                    "name": call["name"],
-                    "args": args,
-                    "description": f"{reason}\n\nTool: {call['name']}\nArgs: {json.dumps(args, default=str)}",
-                    "rule": ruling.rule if ruling is not None else None,
-                    "reason": reason,
-                },
-                input=proceed.input,
-            )
-            self._hold(conv, call_id, {"ask": ask.value, "input": ask.input})
-            return ask
-        return request
+            value = {
+                "type": "tool_approval",
+                "tool_call_id": call_id,
+                "name": call["name"],
+                "args": args,
+                "description": f"{reason}\n\nTool: {call['name']}\nArgs: {json.dumps(args, default=str)}",
+                "rule": ruling.rule if ruling is not None else None,
+                "reason": reason,
+            }
+            asked: dict[str, Any] = _json({"ask": value, "input": proceed.input})
+            return asked
+        return {"through": _json(call)}
 
     def _refused(self, conv: _Conversation, call: Any, reason: str) -> None:
         """A call that did not run is still a call the agent made: Warden hears it failed."""
@@ -668,20 +777,25 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         return held if isinstance(held, dict) else {}
 
     def _hold(self, conv: _Conversation, call_id: str, entry: dict[str, Any]) -> None:
-        if not call_id:
-            return
-        held = self._held(conv)
-        held.pop(call_id, None)
-        held[call_id] = entry
-        for old in list(held)[: max(0, len(held) - self._HELD_LIMIT)]:
-            del held[old]
-        conv.session.set_host_data(self._held_key(), _json(held))
+        if call_id:
+            self._hold_many(conv, {call_id: entry})
+
+    def _hold_many(self, conv: _Conversation, entries: dict[str, dict[str, Any]]) -> None:
+        with conv.holding:
+            held = self._held(conv)
+            for call_id, entry in entries.items():
+                held.pop(call_id, None)
+                held[call_id] = entry
+            for old in list(held)[: max(0, len(held) - self._HELD_LIMIT)]:
+                del held[old]
+            conv.session.set_host_data(self._held_key(), _json(held))
 
     def _release(self, conv: _Conversation, call_id: str) -> None:
         """Forgets a call: saved with the tick that reports how it ended."""
-        held = self._held(conv)
-        if held.pop(call_id, None) is not None:
-            conv.session.set_host_data(self._held_key(), held or None, save=False)
+        with conv.holding:
+            held = self._held(conv)
+            if held.pop(call_id, None) is not None:
+                conv.session.set_host_data(self._held_key(), held or None, save=False)
 
     def _pause(self, conv: _Conversation, gate: ToolCallRequest) -> None:
         self._hold(conv, gate.tool_call.get("id") or "", {"through": gate.tool_call})
@@ -771,7 +885,14 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
 
     @hook_config(can_jump_to=["end", "model"])
     async def aafter_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.after_model, state, runtime)
+        conv = self._conversation()
+        update = await asyncio.to_thread(self._turn_end, conv, state)
+        if self._batches(update):
+            asks = await asyncio.to_thread(self._gate_turn, conv, state)
+            if asks:
+                decisions = self._ask_turn(asks)
+                await asyncio.to_thread(self._decide_turn, conv, asks, decisions)
+        return update
 
     async def aafter_agent(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.after_agent, state, runtime)

@@ -39,6 +39,19 @@ def test_the_langchain_agent():
     assert "User rejected the tool call for `write_file` with reason: leave /etc alone" in out
 
 
+def test_the_openai_agents_sdk_agent():
+    try:
+        import agents  # noqa: F401
+    except ImportError:
+        need(False, "the [openai-agents] extra is not installed")
+    out = run(str(EXAMPLES / "openai_agents_agent.py"))
+    assert "ran Bash" not in out
+    assert "tool result: `rm -rf /` deletes `/`, everything outside the project" in out
+    assert "- HIGH warning: Token budget at 82%" in out
+    assert "- hint: web_search returned 9 results" in out
+    assert out.rstrip().endswith("answer: WAL mode lets readers and a writer work at once.")
+
+
 BAD_LINES = (
     '{"hook": "on_tool", "x": 1}\n'
     "not json\n"

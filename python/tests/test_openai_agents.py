@@ -175,6 +175,21 @@ def test_a_stop_at_a_turn_ends_the_run_before_the_model_call(rules_dir):
     assert len(model.calls) == 1 and len(tools.calls) == 1
 
 
+def test_a_stop_after_a_model_call_keeps_its_tool_calls_from_running(rules_dir):
+    folder = rules_dir(
+        {
+            "enough.toml": '[rule]\nid = "enough"\ntrigger = "on_turn_end"\n'
+            '[condition]\nexpression = "true"\n'
+            '[action]\ntype = "decide"\ndecision = "stop"\nreason = "Enough."\n'
+        }
+    )
+    tools = Tools()
+    model = ScriptedModel([step(function_call("web_search", {"query": "wal"}, call_id="c1")), step(assistant_message("never said"))])
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        asyncio.run(WardenRunner(warden.Warden(rules=folder)).run(agent_for(model, tools), "research"))
+    assert tools.calls == [] and len(model.calls) == 1
+
+
 def test_a_runner_adds_its_guardrails_once_and_keeps_the_callers_filter():
     tools = Tools()
     supervisor = runner()

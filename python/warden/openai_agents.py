@@ -269,6 +269,9 @@ class WardenRunner:
         self._tick(Hook.ON_TURN_END, {"turn": turn, "message": {"role": "assistant", "content": "\n".join(texts)}})
 
     def _tool_call(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if self._stopped is not None:
+            # Stopped after the model call that asked for this one: it never runs.
+            return ToolGuardrailFunctionOutput.raise_exception(output_info={"reason": self._stopped})
         context = data.context
         name = context.tool_name
         arguments = _arguments(context.tool_arguments)

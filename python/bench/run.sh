@@ -7,8 +7,8 @@
 #     with `warden replay` (Rust, no Python) beside them (hyperfine).
 #
 # Needs hyperfine (apt-get install -y hyperfine) and the shared bench folder beside the
-# repository (../shared/bench, or BENCH=...). Builds the package in release mode into a virtual
-# environment under /tmp (slow the first time: a release build of the engine).
+# repository (../shared/bench, or BENCH=...). Builds the package as pip does (the `wheel` profile) into a virtual
+# environment under /tmp (slow the first time: an optimized build of the engine).
 #
 #   bash python/bench/run.sh
 set -euo pipefail
@@ -33,7 +33,7 @@ if [ ! -x "$work/seed/bin/python" ]; then
 fi
 
 rm -rf "$work/dist"
-(cd python && "$work/venv/bin/maturin" build --release -q -o "$work/dist")
+(cd python && "$work/venv/bin/maturin" build -q -o "$work/dist")
 cargo build -q --release --bin warden
 "$work/venv/bin/pip" install -q --force-reinstall "$work"/dist/warden_supervisor-*.whl
 

@@ -43,8 +43,21 @@ async fn an_event_gets_the_outcome_and_the_session_remembers() {
     );
     assert_eq!(o["ruling"], Value::Null);
 
+    // Over the budget is a fact the service reports, not a bad request.
+    let r = c
+        .post(
+            "/v1/sessions/s1/events?user=ada",
+            &json!({"hook": "on_turn_start", "turn": {"token_usage": 1.706, "context_usage": 1.2}}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json()["inject"][0]["message"],
+        "Token budget at 170%. Consider wrapping up or summarizing."
+    );
+
     let s = c.get("/v1/sessions/s1").await.json();
-    assert_eq!(s["facts"]["turn"]["number"], 1);
+    assert_eq!(s["facts"]["turn"]["number"], 2);
     assert_eq!(s["facts"]["user"]["id"], "ada");
     assert_eq!(s["ended"], false);
     assert_eq!(s["running"], json!([]));

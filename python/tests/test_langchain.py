@@ -322,6 +322,34 @@ def test_batched_asks_are_one_question_as_langchains_default(rules_dir):
     assert session.host_data.get(f"langchain.{middleware.name}.calls") is None
 
 
+def test_a_stop_ruled_on_one_call_keeps_the_others_of_its_reply_from_running(rules_dir):
+    folder = rules_dir(
+        {
+            "no-bash.toml": '[rule]\nid = "no-bash"\ntrigger = "on_tool_call"\n'
+            "condition = \"tool.name == 'Bash'\"\n"
+            '[action]\ntype = "decide"\ndecision = "stop"\nreason = "No shell in this session."\n'
+        }
+    )
+    tools = Tools()
+    model = script(
+        reply(
+            "",
+            tool_calls=[
+                {"name": "web_search", "args": {"query": "wal"}, "id": "c1"},
+                {"name": "Bash", "args": {"command": "ls"}, "id": "c2"},
+            ],
+        ),
+        reply("never said"),
+    )
+    middleware = WardenMiddleware(warden.Warden(rules=folder), interrupt_mode="batched")
+    result = agent_for(model, middleware, tools).invoke(ask("look around"))
+    # web_search was let through before Bash stopped the session; it does not start after it.
+    assert tools.calls == []
+    assert len(model.seen) == 1
+    answers = {m.tool_call_id: m for m in result["messages"] if isinstance(m, ToolMessage)}
+    assert answers["c1"].text == answers["c2"].text == "No shell in this session."
+
+
 def test_batched_mode_in_an_async_agent_and_a_supervisor_built_anew(tmp_path):
     db = tmp_path / "warden.db"
     saver = InMemorySaver()

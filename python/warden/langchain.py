@@ -657,6 +657,11 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         gets instead of the result, or a question for a person."""
         call = request.tool_call
         call_id = call.get("id") or ""
+        if conv.stopped is not None:
+            # The session stopped (at another call of the same reply, ruled on first): no call
+            # starts after a stop.
+            self._release(conv, call_id)
+            return ToolMessage(content=conv.stopped, name=call["name"], tool_call_id=call_id, status="error")
         entry = self._held(conv).get(call_id) if call_id else None
         if entry is None:
             entry = self._rule(conv, call)

@@ -100,7 +100,8 @@ from pydantic import Discriminator, ValidatorFunctionWrapHandler, WrapValidator,
 from typing_extensions import TypedDict  # pydantic reads typing's TypedDict only from 3.12
 
 from ._enums import Hook, ProceedKind
-from ._native import Enrichment, EventError, Notification, Outcome, Session, Warden
+from ._hosts import as_json, check_budget, query_event, read_result, tick, usage
+from ._native import Enrichment, Notification, Outcome, Session, Warden
 
 __all__ = [
     "ApproveDecision",
@@ -278,25 +279,12 @@ def _last_ai(messages: list[AnyMessage]) -> AIMessage | None:
     return None
 
 
-def _json(value: Any) -> Any:
-    """`value` as plain JSON (what a tick accepts): objects it cannot hold become text."""
-    return json.loads(json.dumps(value, default=str))
-
-
 def _result(result: ToolMessage | Command[Any]) -> Any:
     """A tool's result as rules read it: its text, or the JSON the text holds."""
     if not isinstance(result, ToolMessage):
         return None
     content = result.content
-    if isinstance(content, str):
-        stripped = content.strip()
-        if stripped[:1] in ("{", "["):
-            try:
-                return json.loads(stripped)
-            except ValueError:
-                pass
-        return content
-    return content
+    return read_result(content) if isinstance(content, str) else content
 
 
 def _noted(
@@ -368,10 +356,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         if interrupt_mode not in ("per_call", "batched"):
             raise ValueError(f'interrupt_mode must be "per_call" or "batched", not {interrupt_mode!r}')
         self.interrupt_mode = interrupt_mode
-        if token_budget is not None and token_budget <= 0:
-            raise ValueError(f"token_budget must be a number of tokens above 0, not {token_budget}")
-        if context_window is not None and context_window <= 0:
-            raise ValueError(f"context_window must be a number of tokens above 0, not {context_window}")
+        check_budget(token_budget, context_window)
         if max_continues < 0:
             raise ValueError(f"max_continues must be 0 or more, not {max_continues}")
         self.warden = warden
@@ -441,16 +426,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         return conv.session.tick(Hook.ON_SESSION_END)
 
     def _tick(self, conv: _Conversation, hook: Hook, event: dict[str, Any]) -> Outcome:
-        try:
-            outcome = conv.session.tick(hook, event)
-        except EventError:
-            # Something the agent produced is not JSON (an object in a tool's arguments or
-            # result): rules see it as text rather than the supervision failing.
-            outcome = conv.session.tick(hook, _json(event))
-        # A rule that failed did not stop the others; whoever runs the agent should hear of it.
-        for error in outcome.errors:
-            log.warning("session %s, %s: %s", conv.session.id, hook.value, error)
-        return outcome
+        return tick(conv.session, hook, event, log)
 
     # The run.
 
@@ -459,13 +435,8 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         """``on_query_start`` with the last human message; ``deny`` or ``stop`` ends the run."""
         conv = self._conversation()
         conv.stopped = None
-        event: dict[str, Any] = {"query": _last_human(state["messages"])}
-        if self.max_iterations is not None:
-            event["turn"] = {"max_iterations": self.max_iterations}
-        if self.user is not None:
-            event["user"] = {"id": self.user}
-        if self.project is not None or self.project_root is not None:
-            event["project"] = {"id": self.project, "root": self.project_root}
+        text = _last_human(state["messages"])
+        event = query_event(text, self.user, self.project, self.project_root, self.max_iterations)
         outcome = self._tick(conv, Hook.ON_QUERY_START, event)
         conv.keep(outcome.inject)
         conv.enrichment = outcome.enrichment
@@ -502,13 +473,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         return update
 
     def _usage(self, tokens: int, context_tokens: int) -> dict[str, Any]:
-        turn: dict[str, Any] = {}
-        if self.token_budget is not None:
-            turn["token_usage"] = tokens / self.token_budget
-        if self.context_window is not None:
-            turn["context_window"] = self.context_window
-            turn["context_usage"] = context_tokens / self.context_window
-        return turn
+        return usage(tokens, context_tokens, self.token_budget, self.context_window)
 
     @hook_config(can_jump_to=["end", "model"])
     def after_model(self, state: WardenState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -691,7 +656,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
         reason = proceed.reason or ""
         if kind == ProceedKind.WITH_INPUT:
             rewritten = proceed.input if proceed.input is not None else call["args"]
-            return {"through": _json({**call, "args": rewritten})}
+            return {"through": as_json({**call, "args": rewritten})}
         if kind in (ProceedKind.NO, ProceedKind.STOP):
             if kind == ProceedKind.STOP:
                 conv.stopped = reason
@@ -709,9 +674,9 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
                 "rule": ruling.rule if ruling is not None else None,
                 "reason": reason,
             }
-            asked: dict[str, Any] = _json({"ask": value, "input": proceed.input})
+            asked: dict[str, Any] = as_json({"ask": value, "input": proceed.input})
             return asked
-        return {"through": _json(call)}
+        return {"through": as_json(call)}
 
     def _refused(self, conv: _Conversation, call: Any, reason: str) -> None:
         """A call that did not run is still a call the agent made: Warden hears it failed."""
@@ -793,7 +758,7 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
                 held[call_id] = entry
             for old in list(held)[: max(0, len(held) - self._HELD_LIMIT)]:
                 del held[old]
-            conv.session.set_host_data(self._held_key(), _json(held))
+            conv.session.set_host_data(self._held_key(), as_json(held))
 
     def _release(self, conv: _Conversation, call_id: str) -> None:
         """Forgets a call: saved with the tick that reports how it ended."""

@@ -67,6 +67,7 @@ from agents.items import ModelResponse
 from agents.run_config import CallModelData, ModelInputData
 
 from ._enums import Hook, ProceedKind
+from ._hosts import as_json, check_budget, query_event, read_result, tick, usage
 from ._native import Outcome, Session, Warden
 
 __all__ = ["Stopped", "WardenRunner"]
@@ -134,10 +135,7 @@ class WardenRunner:
         context_window: int | None = None,
         max_iterations: int | None = None,
     ) -> None:
-        if token_budget is not None and token_budget <= 0:
-            raise ValueError(f"token_budget must be a number of tokens above 0, not {token_budget}")
-        if context_window is not None and context_window <= 0:
-            raise ValueError(f"context_window must be a number of tokens above 0, not {context_window}")
+        check_budget(token_budget, context_window)
         self.warden = warden
         self.session: Session = warden.session(
             session_id or f"openai-agents-{uuid.uuid4().hex[:12]}", user=user, project=project
@@ -202,9 +200,7 @@ class WardenRunner:
     # The ticks.
 
     def _tick(self, hook: Hook, event: dict[str, Any]) -> Outcome:
-        outcome = self.session.tick(hook, _json(event))
-        for error in outcome.errors:
-            log.warning("session %s, %s: %s", self.session.id, hook.value, error)
+        outcome = tick(self.session, hook, event, log)
         self._pending.extend(outcome.inject)
         if outcome.proceed.kind == ProceedKind.STOP and self._stopped is None:
             self._stopped = outcome.proceed.reason or "Warden stopped the session"
@@ -217,25 +213,13 @@ class WardenRunner:
     def _query(self, context: RunContextWrapper[Any], agent: Agent[Any], input: Any) -> GuardrailFunctionOutput:
         self._iterations = 0
         self._stopped = None
-        event: dict[str, Any] = {"query": _query_text(input)}
-        if self.max_iterations is not None:
-            event["turn"] = {"max_iterations": self.max_iterations}
-        if self.user is not None:
-            event["user"] = {"id": self.user}
-        if self.project is not None or self.project_root is not None:
-            event["project"] = {"id": self.project, "root": self.project_root}
+        event = query_event(_query_text(input), self.user, self.project, self.project_root, self.max_iterations)
         proceed = self._tick(Hook.ON_QUERY_START, event).proceed
         refused = proceed.kind in (ProceedKind.NO, ProceedKind.STOP)
         return GuardrailFunctionOutput(output_info={"reason": proceed.reason}, tripwire_triggered=refused)
 
     def _usage(self) -> dict[str, Any]:
-        turn: dict[str, Any] = {}
-        if self.token_budget is not None:
-            turn["token_usage"] = self._tokens / self.token_budget
-        if self.context_window is not None:
-            turn["context_window"] = self.context_window
-            turn["context_usage"] = self._context_tokens / self.context_window
-        return turn
+        return usage(self._tokens, self._context_tokens, self.token_budget, self.context_window)
 
     def _turn_start(self, data: CallModelData[Any]) -> ModelInputData:
         self._check_stopped()
@@ -305,11 +289,6 @@ class WardenRunner:
         return ToolGuardrailFunctionOutput.allow()
 
 
-def _json(value: Any) -> Any:
-    """`value` as plain JSON: objects it cannot hold become text."""
-    return json.loads(json.dumps(value, default=str))
-
-
 def _arguments(text: str) -> Any:
     try:
         return json.loads(text) if text else {}
@@ -319,15 +298,7 @@ def _arguments(text: str) -> Any:
 
 def _result(output: Any) -> Any:
     """A tool's output as rules read it: the JSON its text holds, or the text."""
-    if isinstance(output, str):
-        stripped = output.strip()
-        if stripped[:1] in ("{", "["):
-            try:
-                return json.loads(stripped)
-            except ValueError:
-                pass
-        return output
-    return _json(output)
+    return read_result(output) if isinstance(output, str) else as_json(output)
 
 
 def _query_text(input: Any) -> str:

@@ -17,12 +17,14 @@
 mod long_session;
 mod measure;
 mod realistic;
+mod repeat;
 mod scenarios;
 mod shell;
 
 pub use long_session::long_session;
 pub use measure::run_ticks;
 pub use realistic::{Sizes, run_realistic};
+pub use repeat::{REPEATABLE, repeat};
 pub use shell::{TYPICAL, hostile_commands, run_shell};
 
 /// Measures every scenario and writes the report to `out`: the ticks ([`run_ticks`]: `ticks`

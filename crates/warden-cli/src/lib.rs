@@ -172,6 +172,12 @@ enum Command {
         /// Only the measures of judging shell commands (`tool.shell`).
         #[arg(long)]
         shell: bool,
+        /// Run one scenario `--ticks` times and print nothing, for a profiler or an
+        /// instruction count (benches/instructions.sh): floor, hundred-rules,
+        /// expression-three-fields, lua-three-fields, expression, lua-resume,
+        /// guardrails-tool-call, durable-save.
+        #[arg(long, value_name = "SCENARIO", conflicts_with = "shell")]
+        repeat: Option<String>,
     },
 }
 
@@ -274,8 +280,18 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
         }
         Command::Bench {
             ticks,
+            repeat: Some(scenario),
+            ..
+        } => {
+            // Zero repetitions is allowed: it is what an instruction count subtracts.
+            warden_bench::repeat(&scenario, ticks)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            ticks,
             rounds,
             shell,
+            repeat: None,
         } => run_bench(ticks.max(1), rounds.max(1), shell),
         Command::Sessions { command } => sessions::run(config, command),
         Command::Migrate(args) => migrate::run(&args),

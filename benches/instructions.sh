@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Instruction counts of Warden's main paths, checked against a committed baseline: the
+# benchmarks that can fail. Instructions (valgrind's callgrind) do not move with the machine's
+# load, so this is a check, not a timed test. CI runs it (`.ci/run`).
+#
+# Each in-process scenario (`warden bench --repeat SCENARIO --ticks N`) runs at two counts;
+# the difference divided by the difference of the counts is what one repetition costs, with
+# loading the rules and setting the scenario up left out. The Claude Code hook is counted as a
+# whole process, as Claude Code pays it.
+#
+#   benches/instructions.sh [--update] [WARDEN_BINARY]   (default: target/release/warden)
+#
+# Fails when a count is more than 10% above benches/instructions.baseline. A change that
+# makes a path dearer on purpose updates the baseline in the same commit (`--update` writes it)
+# and says why in that commit's message, on a line that starts with `Baseline:`; the check
+# looks for that line in the commit that last changed the baseline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+baseline=benches/instructions.baseline
+tolerance=10 # percent
+
+update=false
+if [ "${1:-}" = "--update" ]; then
+    update=true
+    shift
+fi
+warden=${1:-target/release/warden}
+if [ ! -x "$warden" ]; then
+    cargo build --release -j 2 >&2
+fi
+warden=$(realpath "$warden")
+command -v valgrind >/dev/null || {
+    echo "valgrind is needed: apt-get install -y valgrind" >&2
+    exit 1
+}
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# count COMMAND...: the instructions one run of COMMAND executes.
+count() {
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>"$work/valgrind.log" >/dev/null ||
+        { cat "$work/valgrind.log" >&2; echo "instructions.sh: $* failed" >&2; exit 1; }
+    sed -n 's/.*Collected : //p' "$work/valgrind.log"
+}
+
+# per SCENARIO LOW HIGH: the instructions of one repetition of SCENARIO.
+per() {
+    local low high
+    low=$(count "$warden" bench --repeat "$1" --ticks "$2")
+    high=$(count "$warden" bench --repeat "$1" --ticks "$3")
+    echo $(((high - low) / ($3 - $2)))
+}
+
+# The Claude Code hook, whole process: a PreToolUse of Bash answered with the built-in rules
+# and the guardrails, on a session the hook has seen before (its database made).
+mkdir -p "$work/hook"
+printf 'builtin = true\nplugins = ["builtin:guardrails"]\ndatabase = "warden.db"\n' > "$work/hook/warden.toml"
+printf '{"session_id":"instructions","hook_event_name":"PreToolUse","cwd":"%s","tool_name":"Bash","tool_input":{"command":"cargo test --workspace 2>&1 | tail -20"}}\n' \
+    "$work/hook" > "$work/hook/pre.json"
+"$warden" hook claude-code --config "$work/hook/warden.toml" < "$work/hook/pre.json" > /dev/null
+hook() {
+    count "$warden" hook claude-code --config "$work/hook/warden.toml" < "$work/hook/pre.json"
+}
+
+declare -A now
+order=(floor hundred-rules expression-three-fields lua-three-fields expression lua-resume
+    guardrails-tool-call durable-save replay-floor replay claude-code-hook)
+for scenario in "${order[@]}"; do
+    case $scenario in
+        durable-save) now[$scenario]=$(per "$scenario" 20 120) ;;
+        replay-floor | replay) now[$scenario]=$(per "$scenario" 1 2) ;;
+        claude-code-hook) now[$scenario]=$(hook) ;;
+        lua-*) now[$scenario]=$(per "$scenario" 200 1000) ;;
+        *) now[$scenario]=$(per "$scenario" 1000 5000) ;;
+    esac
+done
+toolchain=$(rustc --version 2>/dev/null || echo "rustc unknown")
+
+# What the figures say beside each other (ratios in instructions; the goals of the performance
+# chapter are in time, and these follow them closely on one machine).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+echo "instructions per repetition ($toolchain, valgrind $(valgrind --version | sed 's/valgrind-//')):"
+for scenario in "${order[@]}"; do
+    printf '  %-26s %12s\n' "$scenario" "${now[$scenario]}"
+done
+echo "  100-rule tick / floor:                  $(ratio "${now[hundred-rules]}" "${now[floor]}")x"
+echo "  Lua condition beyond the expression:    $((now[lua-three-fields] - now[expression-three-fields])) instructions"
+echo "  resume beyond the expression:           $((now[lua-resume] - now[expression])) instructions"
+echo "  replay / its parse floor:               $(ratio "${now[replay]}" "${now[replay-floor]}")x"
+
+if $update; then
+    {
+        echo "# Instructions per repetition of each scenario of benches/instructions.sh (the hook: per"
+        echo "# process). Written by \`benches/instructions.sh --update\`; a commit that changes it says why"
+        echo "# on a line of its message that starts with \"Baseline:\"."
+        echo "toolchain $toolchain"
+        for scenario in "${order[@]}"; do
+            echo "$scenario ${now[$scenario]}"
+        done
+    } > "$baseline"
+    echo "wrote $baseline"
+    exit 0
+fi
+
+[ -f "$baseline" ] || { echo "no $baseline: run benches/instructions.sh --update" >&2; exit 1; }
+recorded_toolchain=$(sed -n 's/^toolchain //p' "$baseline")
+if [ "$recorded_toolchain" != "$toolchain" ]; then
+    echo "the baseline was counted with $recorded_toolchain, this is $toolchain: instruction counts" >&2
+    echo "differ between compilers. Count again with benches/instructions.sh --update and commit it." >&2
+    exit 1
+fi
+failed=0
+echo "against $baseline (more than ${tolerance}% above it fails):"
+for scenario in "${order[@]}"; do
+    was=$(awk -v s="$scenario" '$1 == s { print $2 }' "$baseline")
+    if [ -z "$was" ]; then
+        echo "  $scenario: not in the baseline; add it with --update" >&2
+        failed=1
+        continue
+    fi
+    change=$(awk -v a="${now[$scenario]}" -v b="$was" 'BEGIN { printf "%+.1f", (a - b) * 100 / b }')
+    verdict=ok
+    if awk -v c="$change" -v t="$tolerance" 'BEGIN { exit !(c > t) }'; then
+        verdict="FAILED: more than ${tolerance}% above the baseline"
+        failed=1
+    elif awk -v c="$change" -v t="$tolerance" 'BEGIN { exit !(c < -t) }'; then
+        verdict="cheaper: lower the baseline (--update) so the next regression shows"
+    fi
+    printf '  %-26s %12s  was %12s  %6s%%  %s\n' "$scenario" "${now[$scenario]}" "$was" "$change" "$verdict"
+done
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    last=$(git log -1 --format=%H -- "$baseline" 2>/dev/null || true)
+    if [ -n "$last" ] && ! git log -1 --format=%B "$last" | grep -q '^Baseline:'; then
+        echo "commit $last changed $baseline without a line \"Baseline: why\" in its message" >&2
+        failed=1
+    fi
+fi
+if [ "$failed" != 0 ]; then
+    echo "instruction counts: FAILED (see above; a deliberate change updates the baseline with a reason)" >&2
+    exit 1
+fi
+echo "instruction counts: within ${tolerance}% of the baseline"

@@ -356,3 +356,43 @@ fn control_characters_in_file_names_and_contents_never_reach_the_terminal() {
         "the name, escaped: {err}"
     );
 }
+
+/// `warden bench --json` prints each figure with its id, unit, and the floor it is measured
+/// beside, for scripts and CI; `--repeat` runs one scenario and prints nothing, and names the
+/// scenarios when given one that does not exist.
+#[test]
+fn bench_prints_its_figures_as_json_and_repeats_one_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = warden(dir.path(), &["bench", "--shell", "--json", "--rounds", "1"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let report: Value = serde_json::from_str(&out).expect("JSON");
+    let figures = report["figures"].as_array().expect("figures");
+    let analysis = figures
+        .iter()
+        .find(|f| f["id"] == "shell.typical.analysis")
+        .expect("the analysis");
+    assert_eq!(analysis["unit"], "us");
+    assert_eq!(analysis["baseline"], "shell.typical.parse_floor");
+    assert!(
+        analysis["ratio"].as_f64().is_some_and(|r| r > 0.0),
+        "{analysis}"
+    );
+
+    let o = warden(
+        dir.path(),
+        &["bench", "--repeat", "expression", "--ticks", "10"],
+    );
+    assert!(o.status.success(), "{}", text(&o).1);
+    assert!(o.stdout.is_empty());
+    let o = warden(
+        dir.path(),
+        &["bench", "--repeat", "nothing", "--ticks", "1"],
+    );
+    let (_, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("no scenario `nothing`") && err.contains("hundred-rules"),
+        "{err}"
+    );
+}

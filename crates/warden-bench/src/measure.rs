@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use warden_core::{SessionOptions, Warden};
 
+use crate::report::Report;
 use crate::scenarios::{self as bench, Floor, OneRule};
 
 /// The median of `v` (NaN when it is empty).
@@ -29,7 +30,7 @@ pub(crate) fn with_dir<T>(tag: &str, make: impl FnOnce(&Path) -> T) -> io::Resul
 
 /// Measures the tick scenarios and writes their report to `out`: `ticks` ticks per round, the
 /// median of `rounds` rounds.
-pub fn run_ticks(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+pub fn run_ticks(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
     let (ticks, rounds) = (ticks.max(1), rounds.max(1));
     threshold_rules(out, ticks, rounds)?;
     decisions(out, ticks, rounds)?;
@@ -37,7 +38,7 @@ pub fn run_ticks(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()>
     behaviors(out, ticks, rounds)
 }
 
-fn threshold_rules(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+fn threshold_rules(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
     let warden = with_dir("rules", bench::warden)?;
     let mut session = warden.session();
     let mut explained = warden.session_with(SessionOptions {
@@ -72,6 +73,19 @@ fn threshold_rules(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<(
     }
     std::hint::black_box(sink);
     let (w, a, f) = (median(ours), median(all), median(theirs));
+    out.figure("tick.hundred_rules.floor", f, "ns");
+    out.beside(
+        "tick.hundred_rules.warden",
+        w,
+        "ns",
+        "tick.hundred_rules.floor",
+    );
+    out.beside(
+        "tick.hundred_rules.explain",
+        a,
+        "ns",
+        "tick.hundred_rules.floor",
+    );
     writeln!(
         out,
         "one on_turn_start tick, {} threshold rules, {} firing (median of {rounds} rounds of {ticks} ticks):",
@@ -96,7 +110,7 @@ fn threshold_rules(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<(
 
 /// 100 rules at `on_tool_call`, 10 of them (all firing) decisions, against the same rules
 /// without decisions.
-fn decisions(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+fn decisions(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
     let m = measure_sessions_with(
         &[&|d| bench::decision_warden(d, 0), &|d| {
             bench::decision_warden(d, 10)
@@ -105,6 +119,8 @@ fn decisions(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
         ticks,
         rounds,
     )?;
+    out.figure("tick.tool_call.notify", m[0], "ns");
+    out.beside("tick.tool_call.deny", m[1], "ns", "tick.tool_call.notify");
     writeln!(
         out,
         "\none on_tool_call tick, {} threshold rules, 10 firing (median of {rounds} rounds of {ticks} ticks):",
@@ -166,7 +182,7 @@ fn measure_sessions_with(
 
 /// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
 /// reading the context, and as a coroutine resumed at every tick.
-fn scripts(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+fn scripts(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
     let m = measure_sessions(
         &[
             &|d| bench::one_rule(d, OneRule::Expression),
@@ -177,6 +193,21 @@ fn scripts(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
         rounds,
     )?;
     let (e, s, c) = (m[0], m[1], m[2]);
+    out.figure("tick.one_rule.expression", e, "ns");
+    out.beside(
+        "tick.one_rule.lua_condition",
+        s,
+        "ns",
+        "tick.one_rule.expression",
+    );
+    out.figure("tick.one_rule.lua_condition_more", s - e, "ns");
+    out.beside(
+        "tick.one_rule.lua_resume",
+        c,
+        "ns",
+        "tick.one_rule.expression",
+    );
+    out.figure("tick.one_rule.lua_resume_more", c - e, "ns");
     writeln!(
         out,
         "\none on_turn_start tick, one rule (median of {rounds} rounds of {ticks} ticks):"
@@ -199,7 +230,7 @@ fn scripts(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
 
 /// The frame lock (a running node deep in a behavior, after 1 or 100 siblings at each level)
 /// and mode detection (the one expression rule, with and without the context-window modes).
-fn behaviors(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
+fn behaviors(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
     let m = measure_sessions(
         &[
             &|d| bench::deep_tree(d, 1, 4),
@@ -210,6 +241,15 @@ fn behaviors(out: &mut dyn Write, ticks: u32, rounds: u32) -> io::Result<()> {
         ticks,
         rounds,
     )?;
+    out.figure("tick.behavior_4_deep.siblings_1", m[0], "ns");
+    out.beside(
+        "tick.behavior_4_deep.siblings_100",
+        m[1],
+        "ns",
+        "tick.behavior_4_deep.siblings_1",
+    );
+    out.figure("tick.modes.without", m[2], "ns");
+    out.beside("tick.modes.detected", m[3], "ns", "tick.modes.without");
     writeln!(
         out,
         "\none on_turn_start tick (median of {rounds} rounds of {ticks} ticks):"

@@ -26,6 +26,7 @@ use warden_store::StateWrite;
 
 use crate::long_session::long_session;
 use crate::measure::{median, with_dir};
+use crate::report::Report;
 use crate::scenarios::{self as bench, OneRule};
 
 /// The sizes of the realistic scenarios.
@@ -69,7 +70,7 @@ impl Sizes {
 
 /// Measures the realistic scenarios and writes their report to `out`: the median of `rounds`
 /// rounds each.
-pub fn run_realistic(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+pub fn run_realistic(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<()> {
     let rounds = rounds.max(1);
     long_session_replay(out, rounds, sizes)?;
     many_sessions(out, sizes)?;
@@ -103,7 +104,7 @@ fn thousands(n: usize) -> String {
 
 /// (a) and (b): the long session, replayed whole and read only, with the cost per event at
 /// three points.
-fn long_session_replay(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+fn long_session_replay(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<()> {
     let trace = long_session(sizes.turns);
     let lines: Vec<&str> = trace.lines().collect();
     let warden = Warden::builder()
@@ -155,6 +156,8 @@ fn long_session_replay(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Re
         }
     }
     let (w, f) = (median(whole) / 1e6, median(floor) / 1e6);
+    out.figure("long_session.parse_floor", f, "ms");
+    out.beside("long_session.replay", w, "ms", "long_session.parse_floor");
     writeln!(
         out,
         "\na long realistic session ({} turns, {} events, the built-in rules; median of {rounds} rounds):",
@@ -179,6 +182,13 @@ fn long_session_replay(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Re
         .map(|w| median(w) / sizes.window as f64)
         .collect();
     for (i, a) in at.iter().enumerate() {
+        out.figure(&format!("long_session.floor_at_{a}"), per_floor[i], "ns");
+        out.beside(
+            &format!("long_session.per_event_at_{a}"),
+            per[i],
+            "ns",
+            &format!("long_session.per_event_at_{}", at[0]),
+        );
         writeln!(
             out,
             "  per event at event {:<7} (over {} events)           {:>8.0} ns  {:>5.2}x event {}  ({:.2}x its floor)",
@@ -224,7 +234,7 @@ fn resident() -> Option<u64> {
 
 /// (c): sessions of 100 rules kept at once, each having ticked once: the memory each takes,
 /// beside the memory of the facts (the history) each keeps.
-fn many_sessions(out: &mut dyn Write, sizes: Sizes) -> io::Result<()> {
+fn many_sessions(out: &mut Report<'_>, sizes: Sizes) -> io::Result<()> {
     let warden = with_dir("sessions", bench::warden)?;
     let n = sizes.sessions;
     let event = || {
@@ -254,6 +264,18 @@ fn many_sessions(out: &mut dyn Write, sizes: Sizes) -> io::Result<()> {
     let r2 = resident().unwrap_or(r1);
     let history = r1.saturating_sub(r0) as f64 / n as f64;
     let session = r2.saturating_sub(r1) as f64 / n as f64;
+    out.figure("many_sessions.facts", history / 1024.0, "KB");
+    out.beside(
+        "many_sessions.session",
+        session / 1024.0,
+        "KB",
+        "many_sessions.facts",
+    );
+    out.figure(
+        "many_sessions.beyond_facts",
+        (session - history) / 1024.0,
+        "KB",
+    );
     writeln!(
         out,
         "\n{} sessions of {} rules kept at once, each after one tick (resident memory):",
@@ -277,7 +299,7 @@ fn many_sessions(out: &mut dyn Write, sizes: Sizes) -> io::Result<()> {
 
 /// (d): one rule whose condition reads three context fields, as a Lua script and as an
 /// expression.
-fn lua_three_fields(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
+fn lua_three_fields(out: &mut Report<'_>, rounds: u32) -> io::Result<()> {
     let m = crate::measure::measure_sessions(
         &[
             &|d| bench::one_rule(d, OneRule::ExpressionThreeFields),
@@ -286,6 +308,14 @@ fn lua_three_fields(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
         20_000,
         rounds,
     )?;
+    out.figure("lua_three_fields.expression", m[0], "ns");
+    out.beside(
+        "lua_three_fields.lua",
+        m[1],
+        "ns",
+        "lua_three_fields.expression",
+    );
+    out.figure("lua_three_fields.lua_more", m[1] - m[0], "ns");
     writeln!(
         out,
         "\none on_turn_start tick, one rule reading three context fields (median of {rounds} rounds of 20000 ticks):"
@@ -304,7 +334,7 @@ fn lua_three_fields(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
 }
 
 /// (e): loading and compiling rule files, cold, beside reading and parsing them.
-fn cold_load(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+fn cold_load(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<()> {
     writeln!(
         out,
         "\nloading rules cold: files read, checked and compiled into a program (median of {rounds} rounds):"
@@ -330,6 +360,13 @@ fn cold_load(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
             }
             Ok((median(load), median(floor)))
         })??;
+        out.figure(&format!("cold_load.rules_{n}.parse_floor"), floor, "ms");
+        out.beside(
+            &format!("cold_load.rules_{n}.load"),
+            load,
+            "ms",
+            &format!("cold_load.rules_{n}.parse_floor"),
+        );
         writeln!(
             out,
             "  {:>5} rules: reading and parsing the files (the floor) {floor:>8.2} ms",
@@ -384,7 +421,7 @@ fn windows_of(
 
 /// Plugin state: a rule that reads one key, with 5,000 keys stored beside it or none; and a
 /// rule that writes a new key at every turn, over thousands of turns.
-fn growing_state(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+fn growing_state(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<()> {
     let at = sizes.at;
     let turn = |i: usize| {
         Event::new()
@@ -420,6 +457,13 @@ fn growing_state(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<(
         })?
     };
     let (none, many) = (reading(0)?, reading(sizes.state_keys)?);
+    out.figure("plugin_state.read.no_other_key", none, "ns");
+    out.beside(
+        "plugin_state.read.many_keys",
+        many,
+        "ns",
+        "plugin_state.read.no_other_key",
+    );
     let writing = with_dir("state-writer", |dir| -> io::Result<Vec<f64>> {
         bench::state_writer_rule(dir)?;
         let warden = Warden::builder().rules_dir(dir).build().map_err(other)?;
@@ -452,6 +496,12 @@ fn growing_state(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<(
         "a rule writing a new key at each turn and reading one (the state grows by a key a tick):"
     )?;
     for (i, a) in at.iter().enumerate() {
+        out.beside(
+            &format!("plugin_state.write.per_tick_at_{a}"),
+            writing[i],
+            "ns",
+            &format!("plugin_state.write.per_tick_at_{}", at[0]),
+        );
         writeln!(
             out,
             "  per tick at tick {:<7}                                {:>8.0} ns  {:>5.2}x tick {}",
@@ -466,7 +516,7 @@ fn growing_state(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<(
 
 /// A session that meets a new tool at every event: the built-in rules and a rule that names
 /// the tool and its count of calls.
-fn new_tool_every_event(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+fn new_tool_every_event(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<()> {
     let at = sizes.at;
     let times = with_dir("tools", |dir| -> io::Result<Vec<f64>> {
         bench::tool_counter_rule(dir)?;
@@ -494,6 +544,12 @@ fn new_tool_every_event(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::R
         "\na new tool at every event (on_tool_call; the built-in rules and a rule naming the tool and its calls):"
     )?;
     for (i, a) in at.iter().enumerate() {
+        out.beside(
+            &format!("new_tool.per_event_at_{a}"),
+            times[i],
+            "ns",
+            &format!("new_tool.per_event_at_{}", at[0]),
+        );
         writeln!(
             out,
             "  per event at event {:<7}                              {:>8.0} ns  {:>5.2}x event {}",
@@ -511,7 +567,7 @@ fn new_tool_every_event(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::R
 /// `Session::save` (the snapshot taken, serialized, and committed with its version check)
 /// beside the floor, one write of a value of the snapshot's size through the same store, and
 /// the snapshot alone.
-fn durable_save(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()> {
+fn durable_save(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<()> {
     const SAVES: usize = 200;
     let events = sizes.at[1];
     let trace = long_session(sizes.turns);
@@ -567,6 +623,15 @@ fn durable_save(out: &mut dyn Write, rounds: u32, sizes: Sizes) -> io::Result<()
         Ok((size, median(save), median(floor), median(snap)))
     })??;
     let (size, save, floor, snap) = measured;
+    out.figure("durable_save.bytes", size as f64, "bytes");
+    out.figure("durable_save.write_floor", floor / 1000.0, "us");
+    out.beside(
+        "durable_save.save",
+        save / 1000.0,
+        "us",
+        "durable_save.write_floor",
+    );
+    out.figure("durable_save.snapshot", snap / 1000.0, "us");
     writeln!(
         out,
         "\nsaving a durable session after {} events (SQLite file; {} bytes saved; median of {rounds} rounds of {SAVES}):",
@@ -598,7 +663,30 @@ mod tests {
     #[test]
     fn every_realistic_scenario_runs_and_reports() {
         let mut out = Vec::new();
-        run_realistic(&mut out, 1, Sizes::SMALL).unwrap();
+        let mut r = Report::text(&mut out);
+        run_realistic(&mut r, 1, Sizes::SMALL).unwrap();
+        // Every text line's figure is recorded too, each floor before what is beside it.
+        let ids: Vec<&str> = r.figures().iter().map(|f| f.id.as_str()).collect();
+        for f in r.figures() {
+            if let Some(b) = &f.baseline {
+                let at = ids.iter().position(|i| i == b);
+                assert!(at.is_some(), "{}: no figure {b}", f.id);
+            }
+        }
+        for id in [
+            "long_session.replay",
+            "long_session.per_event_at_200",
+            "many_sessions.session",
+            "lua_three_fields.lua_more",
+            "cold_load.rules_10.load",
+            "plugin_state.read.many_keys",
+            "plugin_state.write.per_tick_at_200",
+            "new_tool.per_event_at_200",
+            "durable_save.save",
+        ] {
+            assert!(ids.contains(&id), "{id} missing from {ids:?}");
+        }
+        drop(r);
         let report = String::from_utf8(out).unwrap();
         for needle in [
             "x the floor",

@@ -11,6 +11,7 @@ use std::time::Instant;
 use warden_shell::{Env, analyze, parses};
 
 use crate::measure::{median, with_dir};
+use crate::report::Report;
 
 /// Commands an agent typically runs, each under 200 bytes: everyday work and destruction
 /// reworded, as a shell guard sees them.
@@ -42,7 +43,7 @@ fn env() -> Env {
 
 /// Measures the shell scenarios and writes their report to `out` (the median of `rounds`
 /// rounds).
-pub fn run_shell(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
+pub fn run_shell(out: &mut Report<'_>, rounds: u32) -> io::Result<()> {
     let rounds = rounds.max(1);
     typical(out, rounds)?;
     hostile(out, rounds)?;
@@ -67,7 +68,7 @@ fn per_command(rounds: u32, repeat: u32, f: &dyn Fn(&str)) -> f64 {
     median(times)
 }
 
-fn typical(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
+fn typical(out: &mut Report<'_>, rounds: u32) -> io::Result<()> {
     let env = env();
     // Parsing and analysis alternate, round by round, so the machine's load falls on both.
     let parse = per_command(rounds, 200, &|c| {
@@ -76,6 +77,13 @@ fn typical(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
     let full = per_command(rounds, 200, &|c| {
         black_box(analyze(c, &env));
     });
+    out.figure("shell.typical.parse_floor", parse / 1e3, "us");
+    out.beside(
+        "shell.typical.analysis",
+        full / 1e3,
+        "us",
+        "shell.typical.parse_floor",
+    );
     writeln!(
         out,
         "\nshell commands: {} typical commands under 200 bytes (median of {rounds} rounds):",
@@ -92,6 +100,19 @@ fn typical(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
         full / 1e3,
         full / parse
     )
+}
+
+/// An id part from a description: `10,000 nested substitutions` is `10000_nested_substitutions`.
+fn slug(what: &str) -> String {
+    let mut s = String::new();
+    for c in what.chars() {
+        if c.is_ascii_alphanumeric() {
+            s.push(c.to_ascii_lowercase());
+        } else if c != ',' && !s.ends_with('_') {
+            s.push('_');
+        }
+    }
+    s.trim_matches('_').to_string()
 }
 
 /// Hostile shapes up to 100 KB: deep nesting, long words, unterminated quotes.
@@ -119,7 +140,7 @@ pub fn hostile_commands() -> Vec<(&'static str, String)> {
     ]
 }
 
-fn hostile(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
+fn hostile(out: &mut Report<'_>, rounds: u32) -> io::Result<()> {
     let env = env();
     writeln!(
         out,
@@ -134,7 +155,9 @@ fn hostile(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
                 times.push(t.elapsed().as_secs_f64() * 1e3);
             }
         }
-        writeln!(out, "  {what:<46} {:>8.2} ms", median(times))?;
+        let t = median(times);
+        out.figure(&format!("shell.hostile.{}", slug(what)), t, "ms");
+        writeln!(out, "  {what:<46} {t:>8.2} ms")?;
     }
     Ok(())
 }
@@ -220,7 +243,7 @@ fn write_fixture(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-fn guarded_hook(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
+fn guarded_hook(out: &mut Report<'_>, rounds: u32) -> io::Result<()> {
     let (new, old) = with_dir("shell-hook", |dir| -> io::Result<(Vec<f64>, Vec<f64>)> {
         write_fixture(dir)?;
         let new_config = dir.join("new.toml");
@@ -252,6 +275,13 @@ fn guarded_hook(out: &mut dyn Write, rounds: u32) -> io::Result<()> {
         Ok((new, old))
     })??;
     let (new, old) = (median(new), median(old));
+    out.figure("shell.hook.string_guard", old, "ms");
+    out.beside(
+        "shell.hook.guardrails",
+        new,
+        "ms",
+        "shell.hook.string_guard",
+    );
     writeln!(
         out,
         "\na Claude Code hook's work with the guardrails: load the rules, read the session, answer a PreToolUse of Bash (`cargo test`, `rm -rf /`; median):"
@@ -272,7 +302,18 @@ mod tests {
     #[test]
     fn the_shell_scenarios_run_and_report() {
         let mut out = Vec::new();
-        super::run_shell(&mut out, 1).unwrap();
+        let mut r = crate::Report::text(&mut out);
+        super::run_shell(&mut r, 1).unwrap();
+        let j = r.to_json(1, 1);
+        assert!(
+            j["figures"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|f| f["id"] == "shell.hostile.10000_nested_substitutions"),
+            "{j}"
+        );
+        drop(r);
         let report = String::from_utf8(out).unwrap();
         assert_eq!(report.matches("x the floor").count(), 2, "{report}");
         assert!(report.contains("10,000 nested substitutions"), "{report}");

@@ -178,6 +178,10 @@ enum Command {
         /// guardrails-tool-call, durable-save.
         #[arg(long, value_name = "SCENARIO", conflicts_with = "shell")]
         repeat: Option<String>,
+        /// Print the figures as JSON (each with its id, value, unit, and the floor it is
+        /// measured beside with the ratio) instead of the text report.
+        #[arg(long, conflicts_with = "repeat")]
+        json: bool,
     },
 }
 
@@ -292,7 +296,8 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
             rounds,
             shell,
             repeat: None,
-        } => run_bench(ticks.max(1), rounds.max(1), shell),
+            json,
+        } => run_bench(ticks.max(1), rounds.max(1), shell, json),
         Command::Sessions { command } => sessions::run(config, command),
         Command::Migrate(args) => migrate::run(&args),
         // Answered before the configuration is read (see `main`).
@@ -496,12 +501,22 @@ pub(crate) fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
     })
 }
 
-fn run_bench(ticks: u32, rounds: u32, shell: bool) -> Result<ExitCode, String> {
-    let out = &mut std::io::stdout().lock();
-    if shell {
-        warden_bench::run_shell(out, rounds).map_err(|e| e.to_string())?;
+fn run_bench(ticks: u32, rounds: u32, shell: bool, json: bool) -> Result<ExitCode, String> {
+    let mut stdout = std::io::stdout().lock();
+    let mut report = if json {
+        warden_bench::Report::figures_only()
     } else {
-        warden_bench::run(out, ticks, rounds).map_err(|e| e.to_string())?;
+        warden_bench::Report::text(&mut stdout)
+    };
+    if shell {
+        warden_bench::run_shell(&mut report, rounds).map_err(|e| e.to_string())?;
+    } else {
+        warden_bench::run(&mut report, ticks, rounds).map_err(|e| e.to_string())?;
+    }
+    if json {
+        let figures = report.to_json(ticks, rounds);
+        drop(report);
+        writeln!(stdout, "{figures:#}").map_err(|e| e.to_string())?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -312,3 +312,91 @@ fn failing_tests_send_the_agent_back_to_work_at_most_three_times() {
         );
     }
 }
+
+/// The transcript Claude Code kept of a session (the one `.jsonl` under its home's
+/// `.claude/projects/`).
+fn transcript_of(home: &Path) -> PathBuf {
+    let projects = home.join(".claude/projects");
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(&projects).unwrap() {
+        for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            if p.extension().is_some_and(|e| e == "jsonl") {
+                found.push(p);
+            }
+        }
+    }
+    assert_eq!(
+        found.len(),
+        1,
+        "one transcript under {}: {found:?}",
+        projects.display()
+    );
+    found.pop().unwrap()
+}
+
+/// A backtest of a real session's transcript (`warden replay --from claude-code`) refuses
+/// exactly the calls the live hooks refused in that session, with the same rules. Set
+/// `WARDEN_RECORD_TRANSCRIPT` to a path to keep the transcript (the repository's test data,
+/// `tests/data/claude-code/`, was recorded so).
+#[ignore = "needs the real Claude Code: set WARDEN_CLAUDE_CODE and run `cargo test -- --ignored` (CI does)"]
+#[test]
+fn a_backtest_of_a_real_transcript_refuses_what_the_live_hooks_refused() {
+    let Some(claude) = claude() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let s = Setup::new();
+    s.allow_pytest();
+    let model = ModelServer::start(vec![
+        s.read_main(),
+        Turn::bash("ls -la"),
+        Turn::bash("pytest"),
+        s.rm_scratch(),
+        Turn::bash("cargo --version"),
+        Turn::text("Done."),
+    ]);
+    let result = s.run(&claude, &model, "bypassPermissions");
+    assert!(
+        s.scratch_is_there(),
+        "the scratch folder was removed: {result}"
+    );
+    let transcript = transcript_of(&s.home());
+    if let Some(keep) = std::env::var_os("WARDEN_RECORD_TRANSCRIPT") {
+        std::fs::copy(&transcript, keep).unwrap();
+    }
+    // What the live hooks refused: the calls whose result is the hook's refusal.
+    let text = std::fs::read_to_string(&transcript).unwrap();
+    let mut live = std::collections::BTreeSet::new();
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        for block in v["message"]["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result"
+                && block["is_error"] == true
+                && block["content"].to_string().contains("outside the project")
+            {
+                live.insert(block["tool_use_id"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert_eq!(live.len(), 1, "the live hooks refused the rm: {text}");
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["replay", "--from", "claude-code"])
+        .arg(&transcript)
+        .arg("--config")
+        .arg(s.project().join(".warden/warden.toml"))
+        // Paths are judged as the live hook judged them: in the session's home.
+        .env("HOME", s.home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mut replayed = std::collections::BTreeSet::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["refused"] == true {
+            replayed.insert(v["tool_use_id"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(
+        replayed, live,
+        "the backtest refused other calls than the live hooks"
+    );
+}

@@ -396,3 +396,234 @@ fn bench_prints_its_figures_as_json_and_repeats_one_scenario() {
         "{err}"
     );
 }
+
+/// The real transcript in tests/data/claude-code (see its README): its session's home, as the
+/// live hook saw it.
+const RECORDED_HOME: &str = "/tmp/.tmpyjphxP/home";
+
+fn recorded() -> PathBuf {
+    root().join("tests/data/claude-code/session.jsonl")
+}
+
+/// A project set up by `warden init claude-code`: the built-in rules and the guardrails.
+fn claude_code_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let o = warden(dir.path(), &["init", "claude-code", "--dir", "."]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    dir
+}
+
+fn backtest(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args([
+            "replay",
+            "--from",
+            "claude-code",
+            "--config",
+            ".warden/warden.toml",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("WARDEN_CONFIG")
+        .env("NO_COLOR", "1")
+        .env("HOME", RECORDED_HOME)
+        .output()
+        .unwrap()
+}
+
+/// A backtest of a real Claude Code transcript refuses the calls the live hooks refused when it
+/// was recorded (their results are the hooks' reasons), sends the agent back as they did, and
+/// leaves the database alone.
+#[test]
+fn a_backtest_of_a_recorded_session_decides_as_its_live_hooks_did() {
+    let dir = claude_code_project();
+    let db = dir.path().join(".warden/warden.db");
+    let db_before = fs::read(&db).unwrap();
+    let transcript = recorded();
+    let o = backtest(dir.path(), &[transcript.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let refused: Vec<&str> = lines
+        .iter()
+        .filter(|l| l["refused"] == true)
+        .map(|l| l["tool_use_id"].as_str().unwrap())
+        .collect();
+    // What the live hooks refused, read from the transcript.
+    let mut live = Vec::new();
+    for line in fs::read_to_string(&transcript).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        for b in v["message"]["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_result"
+                && b["is_error"] == true
+                && b["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("PreToolUse:")
+            {
+                live.push(b["tool_use_id"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert_eq!(refused, live, "{out}");
+    assert_eq!(refused, ["toolu_scripted_4"]);
+    let deny = lines.iter().find(|l| l["refused"] == true).unwrap();
+    assert_eq!(deny["rule"], "guardrails/deny-destructive-shell");
+    assert_eq!(deny["event"], "PreToolUse");
+    // The agent was sent back at each of its four stops, as live (the fourth let it stop).
+    let continues = lines.iter().filter(|l| l["decision"] == "continue").count();
+    assert_eq!(continues, 4, "{out}");
+    // The refused call's result is not replayed: its failure did not happen.
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l["event"] == "PostToolUseFailure" && l["tool_use_id"] == "toolu_scripted_4"),
+        "{out}"
+    );
+    // Nothing was written to the project's database.
+    assert_eq!(fs::read(&db).unwrap(), db_before);
+
+    // The events the transcript makes, as a Warden trace: replayed, the same refusal.
+    let o = backtest(dir.path(), &[transcript.to_str().unwrap(), "--print-trace"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    fs::write(dir.path().join("trace.jsonl"), &o.stdout).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["replay", "trace.jsonl", "--config", ".warden/warden.toml"])
+        .current_dir(dir.path())
+        .env("HOME", RECORDED_HOME)
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let denies: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|l| l["decision"] == "deny")
+        .collect();
+    assert_eq!(denies.len(), 1, "{out}");
+    assert_eq!(denies[0]["rule"], "guardrails/deny-destructive-shell");
+
+    // The summary, as text: per rule, and per session what would have been refused.
+    let o = backtest(
+        dir.path(),
+        &[
+            transcript.to_str().unwrap(),
+            "--summary",
+            "--format",
+            "text",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains("1 transcript(s), "), "{out}");
+    assert!(
+        out.contains("guardrails/deny-destructive-shell: fired on 1 event(s); deny 1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("guardrails/keep-working-while-tests-fail: fired on 4 event(s); continue 4"),
+        "{out}"
+    );
+    assert!(out.contains("session.jsonl: 1 call(s)"), "{out}");
+    let line = deny["line"].as_u64().unwrap();
+    assert!(
+        out.contains(&format!(
+            "line {line}: Bash `rm -rf /tmp/.tmpyjphxP/home/scratch`"
+        )),
+        "{out}"
+    );
+}
+
+/// `--against` prints only what changes: without the guardrails, the old rule set refused
+/// nothing, so the new one newly refuses the `rm` and newly sends the agent back.
+#[test]
+fn a_backtest_against_another_rule_set_prints_only_the_changes() {
+    let dir = claude_code_project();
+    fs::write(dir.path().join("old.toml"), "builtin = true\n").unwrap();
+    let transcript = recorded();
+    let o = backtest(
+        dir.path(),
+        &[
+            transcript.to_str().unwrap(),
+            "--against",
+            "old.toml",
+            "--format",
+            "text",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        out.contains(
+            "guardrails/deny-destructive-shell would newly refuse 1 call(s) in 1 session(s):"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("session.jsonl:35 Bash `rm -rf"), "{out}");
+    assert!(
+        out.contains(
+            "guardrails/keep-working-while-tests-fail would newly send the agent back at 4 call(s)"
+        ),
+        "{out}"
+    );
+    // The same rule set on both sides changes nothing.
+    let o = backtest(
+        dir.path(),
+        &[
+            transcript.to_str().unwrap(),
+            "--against",
+            ".warden/warden.toml",
+            "--format",
+            "text",
+        ],
+    );
+    assert_eq!(
+        text(&o).0,
+        "no decision changes between the two rule sets\n"
+    );
+}
+
+/// A folder is every `*.jsonl` under it (other files skipped); lines that are not JSON, or of
+/// kinds Warden does not use, are skipped; a file that cannot be read makes the exit status 1
+/// after the others are replayed.
+#[test]
+fn a_backtest_of_a_folder_skips_what_it_does_not_use() {
+    let dir = claude_code_project();
+    let history = dir.path().join("history/project-a");
+    fs::create_dir_all(&history).unwrap();
+    let mut text_of = fs::read_to_string(recorded()).unwrap();
+    text_of.push_str("not json at all\n{\"type\":\"something-new\"}\n");
+    fs::write(history.join("one.jsonl"), &text_of).unwrap();
+    fs::write(history.join("two.jsonl"), &text_of).unwrap();
+    fs::write(history.join("notes.txt"), "not a transcript").unwrap();
+    let o = backtest(dir.path(), &["history", "--summary"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["transcripts"], 2, "{out}");
+    assert_eq!(
+        summary["rules"]["guardrails/deny-destructive-shell"]["decisions"]["deny"],
+        2
+    );
+    let refused = summary["refused"].as_object().unwrap();
+    assert_eq!(
+        refused.keys().collect::<Vec<_>>(),
+        ["project-a/one.jsonl", "project-a/two.jsonl"]
+    );
+
+    // A transcript that cannot be read: the others are replayed, and the status says so.
+    let locked = history.join("three.jsonl");
+    std::os::unix::fs::symlink("/nonexistent/transcript.jsonl", &locked).unwrap();
+    let o = backtest(dir.path(), &["history", "--summary", "--format", "text"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(err.contains("three.jsonl"), "{err}");
+    assert!(out.contains("2 transcript(s)"), "{out}");
+    // Only with --from.
+    let o = warden(dir.path(), &["replay", "history", "--summary"]);
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("--from"), "{}", text(&o).1);
+}

@@ -40,6 +40,7 @@
 
 #![warn(missing_docs)]
 
+mod backtest;
 mod init;
 mod payload;
 mod transcript;
@@ -52,6 +53,7 @@ use warden_core::{
     SessionOptions, Warden,
 };
 
+pub use backtest::{Backtest, Replayed, TickReport};
 pub use init::{InitError, InitOptions, InitReport, init};
 pub use payload::{HookEvent, MAX_PAYLOAD, Payload, PayloadError};
 pub use transcript::{DEFAULT_WINDOW, Usage, context_window, last_usage, usage_of_call};
@@ -127,12 +129,18 @@ pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes:
             })
         }
     };
+    let mut usages = TranscriptFile {
+        path: payload.transcript_path.as_deref(),
+        wait: config.transcript_wait,
+    };
     let mut hook = Handler {
         session: &mut session,
         warden,
         config,
         opts,
         payload: &payload,
+        usages: &mut usages,
+        observe: None,
         log: Vec::new(),
         unsaved: None,
     };
@@ -196,12 +204,87 @@ pub fn fail(config: &ClaudeCodeConfig, event: Option<&str>, error: &str) -> Answ
     }
 }
 
+/// Where a hook reads the token usage of the model calls: the transcript file as Claude Code
+/// has written it so far (live), or the lines of a transcript read so far (a backtest).
+pub(crate) trait Usages {
+    /// The usage of the last model call of the main conversation.
+    fn last(&mut self, log: &mut Vec<String>) -> Option<Usage>;
+    /// The usage of the model call that asked for the tool call `tool_use_id`.
+    fn of_call(&mut self, tool_use_id: &str, log: &mut Vec<String>) -> Option<Usage>;
+}
+
+/// The live transcript, read from its file.
+struct TranscriptFile<'p> {
+    path: Option<&'p str>,
+    wait: std::time::Duration,
+}
+
+impl Usages for TranscriptFile<'_> {
+    fn last(&mut self, log: &mut Vec<String>) -> Option<Usage> {
+        let path = self.path?;
+        transcript_read(path, last_usage(Path::new(path)), log)
+    }
+
+    /// Claude Code writes its transcript a little after it runs the call's hooks (it flushes
+    /// every 100 ms), so the hook waits for that call to be written, at most `[claude_code]
+    /// transcript_wait_ms`; then it goes on with the last call written, and says so in the
+    /// log. So the same conversation gives the same turns every time.
+    fn of_call(&mut self, id: &str, log: &mut Vec<String>) -> Option<Usage> {
+        let path = self.path?;
+        let deadline = std::time::Instant::now() + self.wait;
+        loop {
+            match usage_of_call(Path::new(path), id) {
+                Ok(Some(u)) => return Some(u),
+                // Not written yet (or the transcript not made yet: the first prompt's).
+                Ok(None) | Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(TRANSCRIPT_POLL);
+                }
+                Ok(None) => {
+                    log.push(format!(
+                        "warden: the transcript did not show the model call of tool call {id} within {} ms; its turn is read from the last call written",
+                        self.wait.as_millis()
+                    ));
+                    return self.last(log);
+                }
+                Err(e) => return transcript_read(path, Err(e), log),
+            }
+        }
+    }
+}
+
+/// What a read of the transcript gave: a transcript that does not exist yet (Claude Code
+/// makes it after the first prompt) is no news; any other failure is logged.
+fn transcript_read(
+    path: &str,
+    read: std::io::Result<Option<Usage>>,
+    log: &mut Vec<String>,
+) -> Option<Usage> {
+    match read {
+        Ok(u) => u,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            log.push(format!(
+                "warden: the transcript {path} could not be read: {e}"
+            ));
+            None
+        }
+    }
+}
+
+/// What a backtest is told of each tick: the hook, the event (when it keeps them), the outcome.
+type Observer<'a> = &'a mut dyn FnMut(Hook, Option<Event>, &Outcome);
+
 struct Handler<'a> {
     session: &'a mut Session,
     warden: &'a Warden,
     config: &'a ClaudeCodeConfig,
     opts: &'a Options,
     payload: &'a Payload,
+    /// Where the model calls' usage is read.
+    usages: &'a mut dyn Usages,
+    /// Told of every tick, its event (when asked for) and its outcome (a backtest reports
+    /// them).
+    observe: Option<(Observer<'a>, bool)>,
     log: Vec<String>,
     /// Why a tick of this event could not be saved, if one could not.
     unsaved: Option<String>,
@@ -317,7 +400,14 @@ impl Handler<'_> {
         if let Some(root) = root {
             event = event.with_project_root(root);
         }
+        let kept = match &self.observe {
+            Some((_, true)) => Some(event.clone()),
+            _ => None,
+        };
         let outcome = self.session.tick(hook, event);
+        if let Some((observe, _)) = self.observe.as_mut() {
+            observe(hook, kept, &outcome);
+        }
         if let Some(why) = &outcome.unsaved {
             self.unsaved.get_or_insert_with(|| why.clone());
         }
@@ -333,59 +423,22 @@ impl Handler<'_> {
         outcome
     }
 
-    /// The last model call's usage, from the transcript.
+    /// The last model call's usage.
     fn usage(&mut self) -> Option<transcript::Usage> {
-        let path = self.payload.transcript_path.as_deref()?;
-        let read = last_usage(Path::new(path));
-        self.transcript_read(path, read)
+        self.usages.last(&mut self.log)
     }
 
-    /// The usage of the model call that asked for this tool call. Claude Code writes its
-    /// transcript a little after it runs the call's hooks (it flushes every 100 ms), so the
-    /// hook waits for that call to be written, at most `[claude_code] transcript_wait_ms`;
-    /// then it goes on with the last call written, and says so in the log. So the same
-    /// conversation gives the same turns every time.
+    /// The usage of the model call that asked for this tool call (the last call's when the
+    /// payload does not say which).
     fn usage_of_call(&mut self) -> Option<transcript::Usage> {
-        let Some(id) = self.payload.tool_use_id.clone().filter(|id| !id.is_empty()) else {
-            return self.usage();
-        };
-        let path = self.payload.transcript_path.clone()?;
-        let deadline = std::time::Instant::now() + self.config.transcript_wait;
-        loop {
-            match usage_of_call(Path::new(&path), &id) {
-                Ok(Some(u)) => return Some(u),
-                // Not written yet (or the transcript not made yet: the first prompt's).
-                Ok(None) | Err(_) if std::time::Instant::now() < deadline => {
-                    std::thread::sleep(TRANSCRIPT_POLL);
-                }
-                Ok(None) => {
-                    self.log.push(format!(
-                        "warden: the transcript did not show the model call of tool call {id} within {} ms; its turn is read from the last call written",
-                        self.config.transcript_wait.as_millis()
-                    ));
-                    return self.usage();
-                }
-                Err(e) => return self.transcript_read(&path, Err(e)),
-            }
-        }
-    }
-
-    /// What a read of the transcript gave: a transcript that does not exist yet (Claude Code
-    /// makes it after the first prompt) is no news; any other failure is logged.
-    fn transcript_read(
-        &mut self,
-        path: &str,
-        read: std::io::Result<Option<transcript::Usage>>,
-    ) -> Option<transcript::Usage> {
-        match read {
-            Ok(u) => u,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => {
-                self.log.push(format!(
-                    "warden: the transcript {path} could not be read: {e}"
-                ));
-                None
-            }
+        match self
+            .payload
+            .tool_use_id
+            .as_deref()
+            .filter(|id| !id.is_empty())
+        {
+            Some(id) => self.usages.of_call(id, &mut self.log),
+            None => self.usages.last(&mut self.log),
         }
     }
 

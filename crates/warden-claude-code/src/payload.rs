@@ -127,6 +127,24 @@ fn kind(v: &Value) -> &'static str {
 }
 
 impl Payload {
+    /// A payload of `event` with nothing but its session.
+    pub fn empty(event: HookEvent, session_id: &str) -> Payload {
+        Payload {
+            event: Some(event),
+            event_name: event.name().to_string(),
+            session_id: session_id.to_string(),
+            transcript_path: None,
+            cwd: None,
+            prompt: None,
+            tool_name: None,
+            tool_input: None,
+            tool_use_id: None,
+            tool_response: None,
+            error: None,
+            stop_hook_active: false,
+        }
+    }
+
     /// Reads a payload from its bytes.
     pub fn parse(bytes: &[u8]) -> Result<Payload, PayloadError> {
         if bytes.len() > MAX_PAYLOAD {
@@ -138,6 +156,11 @@ impl Payload {
         }
         let value: Value =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("is not JSON: {e}")))?;
+        Payload::from_value(value)
+    }
+
+    /// Reads a payload already parsed as JSON.
+    pub fn from_value(value: Value) -> Result<Payload, PayloadError> {
         let Value::Object(map) = value else {
             return Err(bad(format!("must be a JSON object, not {}", kind(&value))));
         };

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use miette::{GraphicalReportHandler, GraphicalTheme};
 use warden_core::{Config, Diagnostic, Hook, Warden};
 
+mod backtest;
 mod check;
 mod demo;
 mod folders;

@@ -21,8 +21,27 @@ use crate::{load, load_status};
 #[derive(clap::Args, Debug)]
 pub(crate) struct ReplayArgs {
     /// The trace: one event per line, `{"hook": "on_turn_start", ...}`; `-` reads standard
-    /// input, answering each event as soon as its line is read.
+    /// input, answering each event as soon as its line is read. With `--from`, an agent's
+    /// transcript, or a folder of them (every `*.jsonl` under it).
     trace: PathBuf,
+    /// Backtest: read the trace as this agent's transcript and replay the hook events its
+    /// live hook would have been sent, on a session per transcript, with the rules in memory
+    /// (the database is not touched).
+    #[arg(long, value_enum, value_name = "AGENT")]
+    from: Option<crate::backtest::Agent>,
+    /// With --from: print a summary instead of each firing: per rule, the events it fired on,
+    /// its decisions, the sessions it would have stopped and the first examples; per session,
+    /// the calls that would have been refused.
+    #[arg(long, requires = "from")]
+    summary: bool,
+    /// With --from: replay the transcripts with the rules of this configuration file too, and
+    /// print only the decisions that change between them.
+    #[arg(long, requires = "from", value_name = "WARDEN_TOML")]
+    against: Option<PathBuf>,
+    /// With --from: print the Warden events the transcripts make, as a trace (`warden replay`
+    /// reads it; a rule test's events can be taken from it), instead of what fired.
+    #[arg(long, requires = "from", conflicts_with_all = ["summary", "against"])]
+    print_trace: bool,
     /// Also print, for every event, why each rule did or did not fire.
     #[arg(long)]
     explain: bool,
@@ -59,6 +78,24 @@ enum Format {
 }
 
 pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
+    if a.from.is_some() {
+        if a.explain || a.nodes || a.all || a.render || a.session.is_some() {
+            return Err(
+                "--explain, --trace, --all, --render and --session replay Warden's own traces; a backtest (--from) prints what fired per event, or --summary"
+                    .into(),
+            );
+        }
+        return crate::backtest::run(
+            config,
+            &crate::backtest::BacktestArgs {
+                path: &a.trace,
+                summary: a.summary,
+                json: a.format == Format::Json,
+                against: a.against.as_deref(),
+                print_trace: a.print_trace,
+            },
+        );
+    }
     let stdin = a.trace.as_os_str() == "-";
     let name = if stdin {
         "standard input".to_string()

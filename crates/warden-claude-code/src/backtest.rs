@@ -1,0 +1,621 @@
+//! Backtests: a Claude Code transcript (the JSON Lines file Claude Code keeps of a session)
+//! turned back into the hook payloads the live hook would have been sent, in order, each
+//! answered by the same code that answers the live hook ([`crate::answer`]'s handler), on a
+//! session of its own.
+//!
+//! | transcript line | hook payload |
+//! | --- | --- |
+//! | a prompt (`type: "user"`, text) | `Stop` for the turn before it, if it had none; `UserPromptSubmit` |
+//! | a model call (`type: "assistant"`) with `tool_use` blocks | `PreToolUse` for each, its usage the call's |
+//! | a model call that ends the agent's turn (`stop_reason: "end_turn"`) | `Stop` |
+//! | a `tool_result` (`type: "user"`) | `PostToolUse`, or `PostToolUseFailure` when `is_error`; none for a call the rules refused |
+//! | the end of the transcript | `Stop` if a turn is open, then `SessionEnd` |
+//! | anything else (summaries, snapshots, meta lines, subagents' lines) | nothing |
+//!
+//! The usage a hook reads from the transcript is the usage of the lines read so far, as the
+//! live hook reads the file as far as Claude Code has written it.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use warden_core::{ClaudeCodeConfig, Event, Hook, Outcome, SessionOptions, Warden};
+
+use crate::transcript::{Usage, usage_of_value};
+use crate::{Handler, HookEvent, Options, Payload, Usages};
+
+/// What one tick of a replayed event did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TickReport {
+    /// The hook ticked.
+    pub hook: Hook,
+    /// The rules that fired, in order.
+    pub fired: Vec<String>,
+    /// The merged decision (`deny`, `ask`, `allow`, `stop`, `continue`, `rewrite`), the rule
+    /// that made it and its reason.
+    pub decision: Option<(&'static str, String, String)>,
+    /// Whether the tick ends the session (a `stop`).
+    pub stops: bool,
+    /// The notifications due, as text.
+    pub notifications: Vec<String>,
+    /// Rules that failed, and why.
+    pub errors: Vec<String>,
+    /// The event ticked, when the backtest keeps them ([`Backtest::keep_events`]).
+    pub event: Option<Event>,
+}
+
+impl TickReport {
+    fn of(hook: Hook, event: Option<Event>, o: &Outcome) -> TickReport {
+        TickReport {
+            hook,
+            event,
+            fired: o.fired().into_iter().map(str::to_string).collect(),
+            decision: o
+                .ruling
+                .as_ref()
+                .map(|r| (r.name(), r.rule.to_string(), r.reason.to_string())),
+            stops: o.ends_session().is_some(),
+            notifications: o.inject.iter().map(|n| n.message.to_string()).collect(),
+            errors: o
+                .errors
+                .iter()
+                .map(|e| match &e.rule {
+                    Some(r) => format!("{r}: {}", e.error),
+                    None => e.error.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// One hook payload replayed: where in the transcript it came from, what it was, and what the
+/// rules did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replayed {
+    /// The transcript line (1-based) that made the payload; for the payloads of the end, the
+    /// number of lines.
+    pub line: usize,
+    /// The payload, as the live hook would have been sent it.
+    pub payload: Payload,
+    /// Each tick it ran.
+    pub ticks: Vec<TickReport>,
+    /// The answer Claude Code would have read (`None`: an empty answer).
+    pub answer: Option<Value>,
+    /// Whether the answer refuses the tool call (`PreToolUse`): it would not have run.
+    pub refused: bool,
+    /// Why the line could not be replayed as a payload (a field the live hook would refuse).
+    pub error: Option<String>,
+}
+
+/// A call asked for and not yet answered by its result.
+struct Pending {
+    name: String,
+    input: Value,
+}
+
+/// The model calls read so far: what the live hook reads from the file as written so far.
+#[derive(Default)]
+struct Seen {
+    last: Option<Usage>,
+    /// The usage of the call that asked for each tool call still waiting for its result.
+    calls: HashMap<String, Usage>,
+}
+
+impl Usages for Seen {
+    fn last(&mut self, _: &mut Vec<String>) -> Option<Usage> {
+        self.last.clone()
+    }
+
+    fn of_call(&mut self, id: &str, log: &mut Vec<String>) -> Option<Usage> {
+        match self.calls.get(id) {
+            Some(u) => Some(u.clone()),
+            None => self.last(log),
+        }
+    }
+}
+
+/// One transcript replayed as its hooks, a line at a time.
+pub struct Backtest<'w> {
+    warden: &'w Warden,
+    config: &'w ClaudeCodeConfig,
+    opts: Options,
+    session: warden_core::Session,
+    session_id: String,
+    cwd: Option<String>,
+    seen: Seen,
+    pending: HashMap<String, Pending>,
+    refused: HashSet<String>,
+    /// The agent has worked since the last `Stop` (a prompt, a model call): a `Stop` is due
+    /// when it finishes.
+    turn_open: bool,
+    /// The model call whose end sent the last `Stop` (one per call, however many lines
+    /// Claude Code writes of it).
+    stopped_at: Option<String>,
+    /// The last `Stop` sent the agent back to work (the next `Stop` has `stop_hook_active`).
+    sent_back: bool,
+    lines: usize,
+    keep_events: bool,
+}
+
+/// The top-level fields a line is sorted by, read without building the rest (transcripts hold
+/// large lines of kinds Warden does not use: file snapshots, attachments).
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl<'w> Backtest<'w> {
+    /// A backtest of one transcript, whose session is `session_id` (the file's name, usually;
+    /// the lines' own `sessionId` is not used, so that two files never share a session).
+    pub fn new(
+        warden: &'w Warden,
+        config: &'w ClaudeCodeConfig,
+        opts: Options,
+        session_id: &str,
+    ) -> Self {
+        let session = warden.session_with(SessionOptions {
+            id: Some(session_id.to_string()),
+            user: Some(opts.user.clone()),
+            project: Some(opts.project.clone()),
+            ..SessionOptions::default()
+        });
+        Backtest {
+            warden,
+            config,
+            opts,
+            session,
+            session_id: session_id.to_string(),
+            cwd: None,
+            seen: Seen::default(),
+            pending: HashMap::new(),
+            refused: HashSet::new(),
+            turn_open: false,
+            stopped_at: None,
+            sent_back: false,
+            lines: 0,
+            keep_events: false,
+        }
+    }
+
+    /// Keeps each tick's event in its report ([`TickReport::event`]): what `warden replay
+    /// --from ... --print-trace` prints.
+    pub fn keep_events(mut self, keep: bool) -> Self {
+        self.keep_events = keep;
+        self
+    }
+
+    /// Replays one line of the transcript: the payloads it makes, answered. A line that is
+    /// not JSON, or of a kind Warden does not use, makes none.
+    pub fn line(&mut self, text: &str) -> Vec<Replayed> {
+        self.lines += 1;
+        let line = self.lines;
+        match serde_json::from_str::<Head<'_>>(text) {
+            Ok(Head { kind: Some(k) }) if k == "user" || k == "assistant" => {}
+            _ => return Vec::new(),
+        }
+        let Ok(Value::Object(v)) = serde_json::from_str::<Value>(text) else {
+            return Vec::new();
+        };
+        if v.get("isSidechain") == Some(&Value::Bool(true))
+            || v.get("isMeta") == Some(&Value::Bool(true))
+        {
+            return Vec::new();
+        }
+        if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
+            self.cwd = Some(cwd.to_string());
+        }
+        let mut out = Vec::new();
+        match v.get("type").and_then(Value::as_str) {
+            Some("assistant") => self.model_call(line, &v, &mut out),
+            Some("user") => self.user(line, &v, &mut out),
+            _ => {}
+        }
+        out
+    }
+
+    /// The end of the transcript: the open turn's `Stop`, then `SessionEnd`.
+    pub fn finish(mut self) -> Vec<Replayed> {
+        let mut out = Vec::new();
+        let line = self.lines;
+        self.close_turn(line, &mut out);
+        out.push(self.send(line, HookEvent::SessionEnd, Map::new()));
+        out
+    }
+
+    fn model_call(&mut self, line: usize, v: &Map<String, Value>, out: &mut Vec<Replayed>) {
+        let Some(message) = v.get("message") else {
+            return;
+        };
+        let usage = usage_of_value(message);
+        if let Some(u) = &usage {
+            self.seen.last = Some(u.clone());
+        }
+        self.turn_open = true;
+        // The model ended its turn: Claude Code runs the Stop hooks now.
+        let id = message.get("id").and_then(Value::as_str);
+        if message.get("stop_reason").and_then(Value::as_str) == Some("end_turn")
+            && id.is_none_or(|id| self.stopped_at.as_deref() != Some(id))
+        {
+            self.stopped_at = id.map(str::to_string);
+            self.close_turn(line, out);
+            return;
+        }
+        let Some(blocks) = message.get("content").and_then(Value::as_array) else {
+            return;
+        };
+        for block in blocks {
+            if block.get("type").and_then(Value::as_str) != Some("tool_use") {
+                continue;
+            }
+            let (Some(id), Some(name)) = (
+                block.get("id").and_then(Value::as_str),
+                block.get("name").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            let input = block.get("input").cloned().unwrap_or(Value::Null);
+            if let Some(u) = &usage {
+                self.seen.calls.insert(id.to_string(), u.clone());
+            }
+            let mut fields = Map::new();
+            fields.insert("tool_name".into(), json!(name));
+            fields.insert("tool_input".into(), input.clone());
+            fields.insert("tool_use_id".into(), json!(id));
+            let replayed = self.send(line, HookEvent::PreToolUse, fields);
+            if replayed.refused {
+                self.refused.insert(id.to_string());
+            }
+            self.pending.insert(
+                id.to_string(),
+                Pending {
+                    name: name.to_string(),
+                    input,
+                },
+            );
+            out.push(replayed);
+        }
+    }
+
+    fn user(&mut self, line: usize, v: &Map<String, Value>, out: &mut Vec<Replayed>) {
+        let Some(content) = v.get("message").and_then(|m| m.get("content")) else {
+            return;
+        };
+        let prompt = match content {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(blocks) => {
+                let mut text = Vec::new();
+                for block in blocks {
+                    match block.get("type").and_then(Value::as_str) {
+                        Some("tool_result") => self.tool_result(line, v, block, out),
+                        Some("text") => {
+                            if let Some(t) = block.get("text").and_then(Value::as_str) {
+                                text.push(t.to_string());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                (!text.is_empty()).then(|| text.join("\n"))
+            }
+            _ => None,
+        };
+        let Some(prompt) = prompt else { return };
+        if prompt.starts_with("[Request interrupted by user") {
+            // The user stopped the agent: Claude Code runs no Stop hook for it.
+            self.turn_open = false;
+            self.sent_back = false;
+            return;
+        }
+        if is_local_command(&prompt) {
+            return;
+        }
+        self.close_turn(line, out);
+        let mut fields = Map::new();
+        fields.insert("prompt".into(), json!(prompt));
+        out.push(self.send(line, HookEvent::UserPromptSubmit, fields));
+        self.turn_open = true;
+        self.sent_back = false;
+    }
+
+    fn tool_result(
+        &mut self,
+        line: usize,
+        v: &Map<String, Value>,
+        block: &Value,
+        out: &mut Vec<Replayed>,
+    ) {
+        let Some(id) = block.get("tool_use_id").and_then(Value::as_str) else {
+            return;
+        };
+        let Some(call) = self.pending.remove(id) else {
+            return;
+        };
+        self.seen.calls.remove(id);
+        // Refused by the rules replayed: the call did not run, and Claude Code sends no result.
+        if self.refused.remove(id) {
+            return;
+        }
+        let text = result_text(block.get("content"));
+        let failed = block.get("is_error") == Some(&Value::Bool(true));
+        // Refused when the session was recorded (by a hook, or by the person): the call did
+        // not run then, so there is no result to replay.
+        if failed && refused_when_recorded(&text) {
+            return;
+        }
+        let mut fields = Map::new();
+        fields.insert("tool_name".into(), json!(call.name));
+        fields.insert("tool_input".into(), call.input);
+        fields.insert("tool_use_id".into(), json!(id));
+        let event = if failed {
+            fields.insert("error".into(), json!(text));
+            HookEvent::PostToolUseFailure
+        } else {
+            let response = v
+                .get("toolUseResult")
+                .cloned()
+                .unwrap_or_else(|| json!(text));
+            fields.insert("tool_response".into(), response);
+            HookEvent::PostToolUse
+        };
+        out.push(self.send(line, event, fields));
+    }
+
+    /// The `Stop` of the open turn, if one is open.
+    fn close_turn(&mut self, line: usize, out: &mut Vec<Replayed>) {
+        if !self.turn_open {
+            return;
+        }
+        self.turn_open = false;
+        let mut fields = Map::new();
+        fields.insert("stop_hook_active".into(), json!(self.sent_back));
+        let replayed = self.send(line, HookEvent::Stop, fields);
+        self.sent_back = replayed
+            .answer
+            .as_ref()
+            .is_some_and(|a| a["hookSpecificOutput"]["hookEventName"] == "Stop");
+        out.push(replayed);
+    }
+
+    /// Answers one payload as the live hook does, on this transcript's session.
+    fn send(&mut self, line: usize, event: HookEvent, mut fields: Map<String, Value>) -> Replayed {
+        fields.insert("session_id".into(), json!(self.session_id));
+        fields.insert("hook_event_name".into(), json!(event.name()));
+        if let Some(cwd) = &self.cwd {
+            fields.insert("cwd".into(), json!(cwd));
+        }
+        let payload = match Payload::from_value(Value::Object(fields.clone())) {
+            Ok(p) => p,
+            Err(e) => {
+                return Replayed {
+                    line,
+                    payload: Payload::empty(event, &self.session_id),
+                    ticks: Vec::new(),
+                    answer: None,
+                    refused: false,
+                    error: Some(e.to_string()),
+                };
+            }
+        };
+        let mut ticks = Vec::new();
+        let mut observe =
+            |hook: Hook, e: Option<Event>, o: &Outcome| ticks.push(TickReport::of(hook, e, o));
+        let mut hook = Handler {
+            session: &mut self.session,
+            warden: self.warden,
+            config: self.config,
+            opts: &self.opts,
+            payload: &payload,
+            usages: &mut self.seen,
+            observe: Some((&mut observe, self.keep_events)),
+            log: Vec::new(),
+            unsaved: None,
+        };
+        let answer = hook.run(event);
+        let refused = event == HookEvent::PreToolUse
+            && answer
+                .as_ref()
+                .is_some_and(|a| a["hookSpecificOutput"]["permissionDecision"] == "deny");
+        Replayed {
+            line,
+            payload,
+            ticks,
+            answer,
+            refused,
+            error: None,
+        }
+    }
+}
+
+/// The text of a tool result's content: a string, or the text of its blocks.
+fn result_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Whether a failed result says the call was refused before it ran (by a hook, or by the
+/// person asked), as Claude Code words it.
+fn refused_when_recorded(text: &str) -> bool {
+    text.starts_with("PreToolUse:")
+        || text.contains("hook error:")
+        || text.starts_with("The user doesn't want to proceed with this tool use")
+        || text.starts_with("Permission to use ")
+}
+
+/// A prompt line that is Claude Code's own bookkeeping of a slash command (`/clear`,
+/// `/model`...), not a prompt the `UserPromptSubmit` hook sees.
+fn is_local_command(text: &str) -> bool {
+    let t = text.trim_start();
+    t.starts_with("<command-name>")
+        || t.starts_with("<local-command-stdout>")
+        || t.starts_with("<command-message>")
+        || t.starts_with(
+            "Caveat: The messages below were generated by the user while running local commands",
+        )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assistant(id: &str, stop: &str, blocks: Value, tokens: u64) -> String {
+        json!({"type": "assistant", "cwd": "/home/ada/app", "message": {
+            "id": id, "model": "claude-sonnet-4-5", "role": "assistant", "content": blocks,
+            "stop_reason": stop,
+            "usage": {"input_tokens": tokens, "output_tokens": 10}}})
+        .to_string()
+    }
+
+    fn tool_use(id: &str, command: &str) -> Value {
+        json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}})
+    }
+
+    fn result(id: &str, content: &str, is_error: bool) -> String {
+        json!({"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}]}})
+        .to_string()
+    }
+
+    fn prompt(text: &str) -> String {
+        json!({"type": "user", "cwd": "/home/ada/app", "message": {"role": "user", "content": text}})
+            .to_string()
+    }
+
+    fn replay(warden: &Warden, lines: &[String]) -> Vec<Replayed> {
+        let config = ClaudeCodeConfig::default();
+        let mut b = Backtest::new(warden, &config, Options::default(), "s1");
+        let mut out: Vec<Replayed> = lines.iter().flat_map(|l| b.line(l)).collect();
+        out.extend(b.finish());
+        out
+    }
+
+    fn events(r: &[Replayed]) -> Vec<String> {
+        r.iter()
+            .map(|r| match &r.payload.tool_name {
+                Some(t) => format!("{} {t}", r.payload.event_name),
+                None => r.payload.event_name.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_transcript_becomes_the_live_hooks_payloads_in_order() {
+        let warden = Warden::builder().builtin_rules().build().unwrap();
+        let lines = [
+            r#"{"type":"summary","summary":"old"}"#.to_string(),
+            prompt("fix it"),
+            // Two parallel calls of one model call, then their results.
+            assistant(
+                "m1",
+                "tool_use",
+                json!([tool_use("t1", "ls"), tool_use("t2", "cat x")]),
+                1000,
+            ),
+            result("t1", "a b", false),
+            result("t2", "no such file", true),
+            // A subagent's line, a meta line, a slash command: not the main session's hooks.
+            json!({"type": "assistant", "isSidechain": true, "message": {"id": "s", "content": [tool_use("t9", "ls")]}}).to_string(),
+            json!({"type": "user", "isMeta": true, "message": {"content": "meta"}}).to_string(),
+            prompt("<command-name>/clear</command-name>"),
+            assistant("m2", "end_turn", json!([{"type": "text", "text": "done"}]), 1200),
+            "not json".to_string(),
+            prompt("and again"),
+            prompt("[Request interrupted by user]"),
+        ];
+        let r = replay(&warden, &lines);
+        assert_eq!(
+            events(&r),
+            [
+                "UserPromptSubmit",
+                "PreToolUse Bash",
+                "PreToolUse Bash",
+                "PostToolUse Bash",
+                "PostToolUseFailure Bash",
+                "Stop",
+                "UserPromptSubmit",
+                "SessionEnd",
+            ]
+        );
+        assert_eq!(r[1].line, 3);
+        assert_eq!(r[4].payload.error.as_deref(), Some("no such file"));
+        assert_eq!(r[1].payload.cwd.as_deref(), Some("/home/ada/app"));
+        // The first tool call's model call is the prompt's turn: no new turn. Each tick is
+        // reported.
+        assert_eq!(
+            r[1].ticks.iter().map(|t| t.hook).collect::<Vec<_>>(),
+            [Hook::OnToolCall]
+        );
+    }
+
+    #[test]
+    fn a_refused_call_has_no_result_and_a_call_refused_when_recorded_neither() {
+        let dir = std::env::temp_dir().join(format!("warden-backtest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("no-curl.toml"),
+            "[rule]\nid = \"no-curl\"\ntrigger = \"on_tool_call\"\ntool = [\"Bash\"]\n\
+             [condition]\nexpression = \"'curl' in tool.shell.programs\"\n\
+             [action]\ntype = \"decide\"\ndecision = \"deny\"\nreason = \"no downloads\"\n",
+        )
+        .unwrap();
+        let warden = Warden::builder().rules_dir(&dir).build().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let lines = [
+            prompt("go"),
+            assistant(
+                "m1",
+                "tool_use",
+                json!([tool_use("t1", "curl example.com")]),
+                10,
+            ),
+            result("t1", "<html>", false),
+            assistant("m2", "tool_use", json!([tool_use("t2", "rm -rf /")]), 20),
+            result("t2", "PreToolUse:Bash hook error: no", true),
+        ];
+        let r = replay(&warden, &lines);
+        assert_eq!(
+            events(&r),
+            // The transcript ends in the turn: its Stop comes at the end.
+            [
+                "UserPromptSubmit",
+                "PreToolUse Bash",
+                "PreToolUse Bash",
+                "Stop",
+                "SessionEnd"
+            ]
+        );
+        assert!(r[1].refused);
+        assert_eq!(
+            r[1].ticks.last().unwrap().decision,
+            Some(("deny", "no-curl".to_string(), "no downloads".to_string()))
+        );
+        assert!(!r[2].refused);
+    }
+
+    #[test]
+    fn each_call_sees_the_usage_of_its_own_model_call() {
+        let warden = Warden::builder().build().unwrap();
+        let lines = [
+            prompt("go"),
+            assistant("m1", "tool_use", json!([tool_use("t1", "ls")]), 100_000),
+            assistant("m2", "tool_use", json!([tool_use("t2", "ls")]), 150_000),
+        ];
+        let config = ClaudeCodeConfig::default();
+        let mut b = Backtest::new(&warden, &config, Options::default(), "s1");
+        for l in &lines {
+            b.line(l);
+        }
+        // The second model call started a turn of its own.
+        let turns = b.session.facts().turn.number;
+        assert_eq!(turns, 2);
+        let usage = b.session.facts().turn.token_usage;
+        assert!((usage - 150_010.0 / 200_000.0).abs() < 1e-9, "{usage}");
+    }
+}

@@ -21,8 +21,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use warden_core::{ClaudeCodeConfig, Event, Hook, Outcome, SessionOptions, Warden};
 
-use crate::transcript::{Usage, usage_of_value};
-use crate::{Handler, HookEvent, Options, Payload, Usages};
+use crate::handler::{Handler, Options, Usages};
+use crate::payload::{HookEvent, Payload};
+use crate::transcript::Usage;
 
 /// What one tick of a replayed event did.
 #[derive(Debug, Clone, PartialEq)]
@@ -137,12 +138,53 @@ pub struct Backtest<'w> {
     keep_events: bool,
 }
 
-/// The top-level fields a line is sorted by, read without building the rest (transcripts hold
-/// large lines of kinds Warden does not use: file snapshots, attachments).
+/// The fields of a transcript line a backtest reads; the others are passed over unbuilt.
 #[derive(Deserialize)]
-struct Head<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Option<std::borrow::Cow<'a, str>>,
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(rename = "isSidechain")]
+    sidechain: Option<bool>,
+    #[serde(rename = "isMeta")]
+    meta: Option<bool>,
+    cwd: Option<String>,
+    message: Option<Message>,
+    #[serde(rename = "toolUseResult")]
+    tool_use_result: Option<Value>,
+}
+
+/// A line's `message`: a model call's (`assistant`), or the user's side (`user`).
+#[derive(Deserialize)]
+struct Message {
+    id: Option<String>,
+    model: Option<String>,
+    /// Text, or an array of blocks (`text`, `tool_use`, `tool_result`...).
+    content: Option<Value>,
+    stop_reason: Option<String>,
+    usage: Option<Tokens>,
+}
+
+/// A model call's `usage`.
+#[derive(Deserialize)]
+struct Tokens {
+    input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+impl Message {
+    fn usage(&self) -> Option<Usage> {
+        let u = self.usage.as_ref()?;
+        Some(Usage {
+            message_id: self.id.clone().unwrap_or_default(),
+            model: self.model.clone().unwrap_or_default(),
+            input: u.input_tokens.unwrap_or(0),
+            cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
+            cache_read: u.cache_read_input_tokens.unwrap_or(0),
+            output: u.output_tokens.unwrap_or(0),
+        })
+    }
 }
 
 impl<'w> Backtest<'w> {
@@ -185,30 +227,30 @@ impl<'w> Backtest<'w> {
         self
     }
 
-    /// Replays one line of the transcript: the payloads it makes, answered. A line that is
-    /// not JSON, or of a kind Warden does not use, makes none.
-    pub fn line(&mut self, text: &str) -> Vec<Replayed> {
+    /// Replays one line of the transcript (its bytes, without the line's end): the payloads it
+    /// makes, answered. A line that is not JSON, or of a kind Warden does not use, makes none.
+    pub fn line(&mut self, text: &[u8]) -> Vec<Replayed> {
         self.lines += 1;
         let line = self.lines;
-        match serde_json::from_str::<Head<'_>>(text) {
-            Ok(Head { kind: Some(k) }) if k == "user" || k == "assistant" => {}
-            _ => return Vec::new(),
+        // Most of a transcript's bytes are lines of other kinds (file snapshots, attachments):
+        // a line that does not even hold the words is passed over unread.
+        let finder = |needle: &[u8]| memchr::memmem::find(text, needle).is_some();
+        if !finder(br#""type":"user""#) && !finder(br#""type":"assistant""#) {
+            return Vec::new();
         }
-        let Ok(Value::Object(v)) = serde_json::from_str::<Value>(text) else {
+        let Ok(mut v) = serde_json::from_slice::<Line>(text) else {
             return Vec::new();
         };
-        if v.get("isSidechain") == Some(&Value::Bool(true))
-            || v.get("isMeta") == Some(&Value::Bool(true))
-        {
+        if v.sidechain == Some(true) || v.meta == Some(true) {
             return Vec::new();
         }
-        if let Some(cwd) = v.get("cwd").and_then(Value::as_str) {
-            self.cwd = Some(cwd.to_string());
+        if let Some(cwd) = v.cwd.take() {
+            self.cwd = Some(cwd);
         }
         let mut out = Vec::new();
-        match v.get("type").and_then(Value::as_str) {
-            Some("assistant") => self.model_call(line, &v, &mut out),
-            Some("user") => self.user(line, &v, &mut out),
+        match v.kind.as_deref() {
+            Some("assistant") => self.model_call(line, v, &mut out),
+            Some("user") => self.user(line, v, &mut out),
             _ => {}
         }
         out
@@ -223,25 +265,25 @@ impl<'w> Backtest<'w> {
         out
     }
 
-    fn model_call(&mut self, line: usize, v: &Map<String, Value>, out: &mut Vec<Replayed>) {
-        let Some(message) = v.get("message") else {
+    fn model_call(&mut self, line: usize, v: Line, out: &mut Vec<Replayed>) {
+        let Some(message) = v.message else {
             return;
         };
-        let usage = usage_of_value(message);
+        let usage = message.usage();
         if let Some(u) = &usage {
             self.seen.last = Some(u.clone());
         }
         self.turn_open = true;
         // The model ended its turn: Claude Code runs the Stop hooks now.
-        let id = message.get("id").and_then(Value::as_str);
-        if message.get("stop_reason").and_then(Value::as_str) == Some("end_turn")
+        let id = message.id.as_deref();
+        if message.stop_reason.as_deref() == Some("end_turn")
             && id.is_none_or(|id| self.stopped_at.as_deref() != Some(id))
         {
             self.stopped_at = id.map(str::to_string);
             self.close_turn(line, out);
             return;
         }
-        let Some(blocks) = message.get("content").and_then(Value::as_array) else {
+        let Some(Value::Array(blocks)) = &message.content else {
             return;
         };
         for block in blocks {
@@ -277,17 +319,19 @@ impl<'w> Backtest<'w> {
         }
     }
 
-    fn user(&mut self, line: usize, v: &Map<String, Value>, out: &mut Vec<Replayed>) {
-        let Some(content) = v.get("message").and_then(|m| m.get("content")) else {
+    fn user(&mut self, line: usize, mut v: Line, out: &mut Vec<Replayed>) {
+        let Some(content) = v.message.take().and_then(|m| m.content) else {
             return;
         };
         let prompt = match content {
-            Value::String(s) => Some(s.clone()),
+            Value::String(s) => Some(s),
             Value::Array(blocks) => {
                 let mut text = Vec::new();
-                for block in blocks {
+                for block in &blocks {
                     match block.get("type").and_then(Value::as_str) {
-                        Some("tool_result") => self.tool_result(line, v, block, out),
+                        Some("tool_result") => {
+                            self.tool_result(line, &mut v.tool_use_result, block, out)
+                        }
                         Some("text") => {
                             if let Some(t) = block.get("text").and_then(Value::as_str) {
                                 text.push(t.to_string());
@@ -321,7 +365,7 @@ impl<'w> Backtest<'w> {
     fn tool_result(
         &mut self,
         line: usize,
-        v: &Map<String, Value>,
+        tool_use_result: &mut Option<Value>,
         block: &Value,
         out: &mut Vec<Replayed>,
     ) {
@@ -351,10 +395,8 @@ impl<'w> Backtest<'w> {
             fields.insert("error".into(), json!(text));
             HookEvent::PostToolUseFailure
         } else {
-            let response = v
-                .get("toolUseResult")
-                .cloned()
-                .unwrap_or_else(|| json!(text));
+            // The structured result, as Claude Code gives it to PostToolUse (a line holds one).
+            let response = tool_use_result.take().unwrap_or_else(|| json!(text));
             fields.insert("tool_response".into(), response);
             HookEvent::PostToolUse
         };
@@ -384,7 +426,7 @@ impl<'w> Backtest<'w> {
         if let Some(cwd) = &self.cwd {
             fields.insert("cwd".into(), json!(cwd));
         }
-        let payload = match Payload::from_value(Value::Object(fields.clone())) {
+        let payload = match Payload::from_value(Value::Object(fields)) {
             Ok(p) => p,
             Err(e) => {
                 return Replayed {
@@ -491,7 +533,7 @@ mod tests {
     fn replay(warden: &Warden, lines: &[String]) -> Vec<Replayed> {
         let config = ClaudeCodeConfig::default();
         let mut b = Backtest::new(warden, &config, Options::default(), "s1");
-        let mut out: Vec<Replayed> = lines.iter().flat_map(|l| b.line(l)).collect();
+        let mut out: Vec<Replayed> = lines.iter().flat_map(|l| b.line(l.as_bytes())).collect();
         out.extend(b.finish());
         out
     }
@@ -610,7 +652,7 @@ mod tests {
         let config = ClaudeCodeConfig::default();
         let mut b = Backtest::new(&warden, &config, Options::default(), "s1");
         for l in &lines {
-            b.line(l);
+            b.line(l.as_bytes());
         }
         // The second model call started a turn of its own.
         let turns = b.session.facts().turn.number;

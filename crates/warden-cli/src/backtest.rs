@@ -89,36 +89,39 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
         let mut new = Backtest::new(&warden, cc, opts.clone(), &session).keep_events(a.print_trace);
         let mut before = old
             .as_ref()
-            .map(|w| (Backtest::new(w, cc, opts.clone(), &session), Vec::new()));
-        let mut now: Vec<Replayed> = Vec::new();
-        let mut read = |line: &str, now: &mut Vec<Replayed>| {
-            now.extend(new.line(line));
-            if let Some((b, then)) = before.as_mut() {
-                then.extend(b.line(line));
-            }
-        };
-        if let Err(e) = each_line(reader, &mut progress, |line| read(line, &mut now)) {
-            eprintln!("error: cannot read {}: {e}", file.display());
-            unreadable += 1;
-        }
-        now.extend(new.finish());
-        summary.transcripts += 1;
-        match before {
-            Some((b, mut then)) => {
-                then.extend(b.finish());
-                changes.compare(&shown, &then, &now);
-            }
+            .map(|w| Backtest::new(w, cc, opts.clone(), &session));
+        // Each line's payloads are reported as the line is read: nothing of a transcript is
+        // kept but its session, whatever its size.
+        let mut written: std::io::Result<()> = Ok(());
+        let mut report = |now: Vec<Replayed>, then: Option<Vec<Replayed>>| match then {
+            Some(then) => changes.compare(&shown, &then, &now),
             None => {
                 for r in &now {
                     summary.add(&shown, r);
-                    if a.print_trace {
-                        write_trace(&mut out, r).map_err(|e| e.to_string())?;
-                    } else if !a.summary {
-                        write_replayed(&mut out, a.json, &shown, r).map_err(|e| e.to_string())?;
+                    if written.is_ok() {
+                        written = if a.print_trace {
+                            write_trace(&mut out, r)
+                        } else if !a.summary {
+                            write_replayed(&mut out, a.json, &shown, r)
+                        } else {
+                            Ok(())
+                        };
                     }
                 }
             }
+        };
+        let read = each_line(reader, &mut progress, |line| {
+            let now = new.line(line);
+            let then = before.as_mut().map(|b| b.line(line));
+            report(now, then);
+        });
+        if let Err(e) = read {
+            eprintln!("error: cannot read {}: {e}", file.display());
+            unreadable += 1;
         }
+        report(new.finish(), before.map(Backtest::finish));
+        written.map_err(|e| e.to_string())?;
+        summary.transcripts += 1;
         progress.file_done();
     }
     progress.clear();
@@ -208,26 +211,51 @@ fn show(root: &Path, file: &Path) -> String {
     }
 }
 
-/// Calls `each` with every line of `reader` (without its end), reusing one buffer; a line that
-/// is not UTF-8 is passed on lossily (it is skipped as not JSON).
+/// Calls `each` with every line of `reader` (its bytes, without its end): straight from the
+/// reader's buffer when the line is whole in it, else gathered in one reused buffer.
 fn each_line(
     mut reader: impl BufRead,
     progress: &mut Progress,
-    mut each: impl FnMut(&str),
+    mut each: impl FnMut(&[u8]),
 ) -> std::io::Result<()> {
-    let mut buf = Vec::with_capacity(1 << 12);
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf)?;
-        if n == 0 {
-            return Ok(());
+    let mut carried: Vec<u8> = Vec::new();
+    let emit = |line: &[u8], each: &mut dyn FnMut(&[u8])| {
+        let mut line = line;
+        while let [rest @ .., b'\r'] = line {
+            line = rest;
         }
-        progress.bytes(n as u64);
-        let text = String::from_utf8_lossy(&buf);
-        let line = text.trim_end_matches(['\n', '\r']);
         if !line.is_empty() {
             each(line);
         }
+    };
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            emit(&carried, &mut each);
+            return Ok(());
+        }
+        let used = match memchr::memchr(b'\n', available) {
+            Some(end) => {
+                if carried.is_empty() {
+                    emit(&available[..end], &mut each);
+                } else {
+                    carried.extend_from_slice(&available[..end]);
+                    emit(&carried, &mut each);
+                    carried.clear();
+                }
+                end + 1
+            }
+            None => {
+                carried.extend_from_slice(available);
+                available.len()
+            }
+        };
+        reader.consume(used);
+        progress.bytes(used as u64);
     }
 }
 
@@ -654,6 +682,36 @@ impl Progress {
     fn clear(&self) {
         if self.on {
             eprint!("\r{}\r", " ".repeat(70));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_whole_across_the_readers_buffer_and_without_their_ends() {
+        let text = b"first line\r\n\nsecond, longer than the buffer\nlast without an end";
+        for capacity in [1, 3, 7, 64] {
+            let reader = std::io::BufReader::with_capacity(capacity, &text[..]);
+            let mut progress = Progress::new(1, text.len() as u64);
+            progress.on = false;
+            let mut lines = Vec::new();
+            each_line(reader, &mut progress, |l| {
+                lines.push(String::from_utf8(l.to_vec()).unwrap())
+            })
+            .unwrap();
+            assert_eq!(
+                lines,
+                [
+                    "first line",
+                    "second, longer than the buffer",
+                    "last without an end"
+                ],
+                "capacity {capacity}"
+            );
+            assert_eq!(progress.done, text.len() as u64);
         }
     }
 }

@@ -1,0 +1,541 @@
+//! The translation of one payload into ticks of a session and of their outcomes into Claude
+//! Code's answer: the one mapping of Claude Code's protocol, used by the hook (`answer`), the
+//! service and backtests. Token usage is read through [`Usages`]: the transcript file as
+//! Claude Code has written it so far (live), or the lines of a transcript read so far.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use warden_core::{
+    ClaudeCodeConfig, Decision, Event, Hook, Notification, Outcome, Proceed, Session, Warden,
+};
+
+use crate::payload::{HookEvent, Payload};
+use crate::transcript::{self, Usage, context_window, last_usage, usage_of_call};
+
+/// Who the hook acts for, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The user (for users' choices and plugin state).
+    pub user: String,
+    /// The project id.
+    pub project: String,
+    /// The project's folder (`$CLAUDE_PROJECT_DIR`), else the payload's `cwd`.
+    pub project_dir: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            user: warden_core::DEFAULT_ID.to_string(),
+            project: warden_core::DEFAULT_ID.to_string(),
+            project_dir: None,
+        }
+    }
+}
+
+/// How often a hook looks again for the model call of its tool call in the transcript.
+pub(crate) const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// The session's memory of Claude Code, in its host data: the model call the current turn is
+/// bound to (`null` after a prompt: the turn it started has no call yet), and how many times in
+/// a row the agent was sent back to work.
+const TURN_CALL: &str = "claude_code.turn_model_call";
+const CONTINUES: &str = "claude_code.continues";
+
+/// Where a hook reads the token usage of the model calls: the transcript file as Claude Code
+/// has written it so far (live), or the lines of a transcript read so far (a backtest).
+pub(crate) trait Usages {
+    /// The usage of the last model call of the main conversation.
+    fn last(&mut self, log: &mut Vec<String>) -> Option<Usage>;
+    /// The usage of the model call that asked for the tool call `tool_use_id`.
+    fn of_call(&mut self, tool_use_id: &str, log: &mut Vec<String>) -> Option<Usage>;
+}
+
+/// The live transcript, read from its file.
+pub(crate) struct TranscriptFile<'p> {
+    pub(crate) path: Option<&'p str>,
+    pub(crate) wait: std::time::Duration,
+}
+
+impl Usages for TranscriptFile<'_> {
+    fn last(&mut self, log: &mut Vec<String>) -> Option<Usage> {
+        let path = self.path?;
+        transcript_read(path, last_usage(Path::new(path)), log)
+    }
+
+    /// Claude Code writes its transcript a little after it runs the call's hooks (it flushes
+    /// every 100 ms), so the hook waits for that call to be written, at most `[claude_code]
+    /// transcript_wait_ms`; then it goes on with the last call written, and says so in the
+    /// log. So the same conversation gives the same turns every time.
+    fn of_call(&mut self, id: &str, log: &mut Vec<String>) -> Option<Usage> {
+        let path = self.path?;
+        let deadline = std::time::Instant::now() + self.wait;
+        loop {
+            match usage_of_call(Path::new(path), id) {
+                Ok(Some(u)) => return Some(u),
+                // Not written yet (or the transcript not made yet: the first prompt's).
+                Ok(None) | Err(_) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(TRANSCRIPT_POLL);
+                }
+                Ok(None) => {
+                    log.push(format!(
+                        "warden: the transcript did not show the model call of tool call {id} within {} ms; its turn is read from the last call written",
+                        self.wait.as_millis()
+                    ));
+                    return self.last(log);
+                }
+                Err(e) => return transcript_read(path, Err(e), log),
+            }
+        }
+    }
+}
+
+/// What a read of the transcript gave: a transcript that does not exist yet (Claude Code
+/// makes it after the first prompt) is no news; any other failure is logged.
+fn transcript_read(
+    path: &str,
+    read: std::io::Result<Option<Usage>>,
+    log: &mut Vec<String>,
+) -> Option<Usage> {
+    match read {
+        Ok(u) => u,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            log.push(format!(
+                "warden: the transcript {path} could not be read: {e}"
+            ));
+            None
+        }
+    }
+}
+
+/// What a backtest is told of each tick: the hook, the event (when it keeps them), the outcome.
+pub(crate) type Observer<'a> = &'a mut dyn FnMut(Hook, Option<Event>, &Outcome);
+
+pub(crate) struct Handler<'a> {
+    pub(crate) session: &'a mut Session,
+    pub(crate) warden: &'a Warden,
+    pub(crate) config: &'a ClaudeCodeConfig,
+    pub(crate) opts: &'a Options,
+    pub(crate) payload: &'a Payload,
+    /// Where the model calls' usage is read.
+    pub(crate) usages: &'a mut dyn Usages,
+    /// Told of every tick, its event (when asked for) and its outcome (a backtest reports
+    /// them).
+    pub(crate) observe: Option<(Observer<'a>, bool)>,
+    pub(crate) log: Vec<String>,
+    /// Why a tick of this event could not be saved, if one could not.
+    pub(crate) unsaved: Option<String>,
+}
+
+impl Handler<'_> {
+    pub(crate) fn run(&mut self, event: HookEvent) -> Option<Value> {
+        let p = self.payload;
+        match event {
+            HookEvent::SessionStart => None,
+            HookEvent::UserPromptSubmit => {
+                let host = self.session.host_data_mut();
+                host.insert(CONTINUES.into(), json!(0));
+                host.insert(TURN_CALL.into(), Value::Null);
+                let usage = self.usage();
+                let query = self.tick(
+                    Hook::OnQueryStart,
+                    Event::query(p.prompt.clone().unwrap_or_default()),
+                );
+                let turn = query
+                    .refused()
+                    .is_none()
+                    .then(|| self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref())));
+                let outcomes: Vec<&Outcome> =
+                    std::iter::once(&query).chain(turn.as_ref()).collect();
+                let answer = self.prompt_answer(&outcomes);
+                // A rule file that does not load is worth saying once per prompt, not at every
+                // tool call (this compiles every rule, to find them all).
+                match broken_rules(self.warden) {
+                    Some(note) => {
+                        self.log.push(note.clone());
+                        Some(with_message(answer, &note))
+                    }
+                    None => answer,
+                }
+            }
+            HookEvent::PreToolUse => {
+                let usage = self.usage_of_call();
+                let turn = self.enter_turn(usage.as_ref());
+                let mut event = Event::tool_call(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.tool_input.clone().unwrap_or(Value::Null),
+                );
+                // The call sees the context as the model call that made it left it.
+                event.turn = self.turn_event(usage.as_ref()).turn;
+                let call = self.tick(Hook::OnToolCall, event);
+                self.tool_call_answer(turn.as_ref(), &call)
+            }
+            HookEvent::PostToolUse => {
+                let mut e = Event::tool_complete(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.tool_response.clone().unwrap_or(Value::Null),
+                );
+                if let (Some(tool), Some(input)) = (&mut e.tool, &p.tool_input) {
+                    tool.arguments = input.clone();
+                }
+                let o = self.tick(Hook::OnToolComplete, e);
+                self.context_answer(event, &[&o])
+            }
+            HookEvent::PostToolUseFailure => {
+                let mut e = Event::tool_failure(
+                    p.tool_name.clone().unwrap_or_default(),
+                    p.error.clone().unwrap_or_else(|| "the tool failed".into()),
+                );
+                if let (Some(tool), Some(input)) = (&mut e.tool, &p.tool_input) {
+                    tool.arguments = input.clone();
+                }
+                let o = self.tick(Hook::OnToolFailure, e);
+                self.context_answer(event, &[&o])
+            }
+            HookEvent::Stop => {
+                let usage = self.usage();
+                let turn = self.enter_turn(usage.as_ref());
+                let o = self.tick(
+                    Hook::OnTurnEnd,
+                    self.turn_event(usage.as_ref()).final_turn(),
+                );
+                let answer = self.stop_answer(turn.as_ref(), &o);
+                // How many times in a row the agent was sent back changed after the tick.
+                if let Err(e) = self.session.save() {
+                    self.log
+                        .push(format!("warden: the session could not be saved: {e}"));
+                }
+                answer
+            }
+            HookEvent::SubagentStop => {
+                self.record_subagent();
+                None
+            }
+            HookEvent::SessionEnd => {
+                let o = self.tick(Hook::OnSessionEnd, Event::new());
+                let mut out = Map::new();
+                self.common(&[&o], &mut out);
+                if let Some(text) = o.rendered() {
+                    append_message(&mut out, text);
+                }
+                (!out.is_empty()).then_some(Value::Object(out))
+            }
+        }
+    }
+
+    /// Ticks the session, with the user and project of the hook.
+    fn tick(&mut self, hook: Hook, mut event: Event) -> Outcome {
+        let root = self
+            .opts
+            .project_dir
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .or_else(|| self.payload.cwd.clone());
+        event = event
+            .with_user(self.opts.user.clone())
+            .with_project(self.opts.project.clone());
+        if let Some(root) = root {
+            event = event.with_project_root(root);
+        }
+        let kept = match &self.observe {
+            Some((_, true)) => Some(event.clone()),
+            _ => None,
+        };
+        let outcome = self.session.tick(hook, event);
+        if let Some((observe, _)) = self.observe.as_mut() {
+            observe(hook, kept, &outcome);
+        }
+        if let Some(why) = &outcome.unsaved {
+            self.unsaved.get_or_insert_with(|| why.clone());
+        }
+        // (A tick that was not saved is logged once, by `answer`.)
+        for e in outcome
+            .errors
+            .iter()
+            .filter(|e| outcome.unsaved.as_deref() != Some(e.error.as_str()))
+        {
+            let rule = e.rule.as_deref().unwrap_or("warden");
+            self.log.push(format!("warden: {rule}: {}", e.error));
+        }
+        outcome
+    }
+
+    /// The last model call's usage.
+    fn usage(&mut self) -> Option<transcript::Usage> {
+        self.usages.last(&mut self.log)
+    }
+
+    /// The usage of the model call that asked for this tool call (the last call's when the
+    /// payload does not say which).
+    fn usage_of_call(&mut self) -> Option<transcript::Usage> {
+        match self
+            .payload
+            .tool_use_id
+            .as_deref()
+            .filter(|id| !id.is_empty())
+        {
+            Some(id) => self.usages.of_call(id, &mut self.log),
+            None => self.usages.last(&mut self.log),
+        }
+    }
+
+    /// A model call the transcript shows and no turn was bound to yet starts a turn
+    /// (`on_turn_start`), unless the turn a prompt started has no call yet: then the call is
+    /// that turn's. Parallel tool calls of one model call are one turn.
+    fn enter_turn(&mut self, usage: Option<&transcript::Usage>) -> Option<Outcome> {
+        let id = usage
+            .map(|u| u.message_id.as_str())
+            .filter(|id| !id.is_empty())?;
+        let bound = self.session.host_data().get(TURN_CALL).cloned();
+        self.session
+            .host_data_mut()
+            .insert(TURN_CALL.into(), json!(id));
+        match bound {
+            Some(Value::String(prev)) if prev == id => None,
+            // The turn the prompt started: this is its model call.
+            Some(Value::Null) => None,
+            _ => Some(self.tick(Hook::OnTurnStart, self.turn_event(usage))),
+        }
+    }
+
+    /// A turn event carrying the token usage of the last model call, against its model's
+    /// context window.
+    fn turn_event(&self, usage: Option<&transcript::Usage>) -> Event {
+        let Some(u) = usage else {
+            return Event::new();
+        };
+        let window = context_window(&u.model, &self.config.context_windows);
+        // Past the window is a fact to report (the window table may be behind the model).
+        let share = (u.total() as f64 / window as f64).min(warden_core::MAX_SHARE);
+        Event::new()
+            .with_token_usage(share)
+            .with_context_usage(share)
+            .with_context_window(window)
+    }
+
+    /// What every answer carries: the session stops (`continue: false`), and failures of
+    /// Warden itself the user should know of.
+    fn common(&self, outcomes: &[&Outcome], out: &mut Map<String, Value>) {
+        for o in outcomes {
+            if let Proceed::Stop { reason } = o.proceed() {
+                out.insert("continue".into(), json!(false));
+                out.insert("stopReason".into(), json!(reason));
+            }
+            // (A tick that was not saved is said once, by `answer`.)
+            for e in o
+                .errors
+                .iter()
+                .filter(|e| e.rule.is_none() && o.unsaved.as_deref() != Some(e.error.as_str()))
+            {
+                append_message(out, &format!("Warden: {}", e.error));
+            }
+        }
+    }
+
+    /// The notifications of an event's ticks, written as one block.
+    fn context_of(&self, outcomes: &[&Outcome]) -> Option<String> {
+        match outcomes {
+            [one] => one.rendered().map(str::to_string),
+            _ => {
+                let all: Vec<Notification> = outcomes
+                    .iter()
+                    .flat_map(|o| o.inject.iter().cloned())
+                    .collect();
+                self.warden.render(&all)
+            }
+        }
+    }
+
+    fn context_answer(&self, event: HookEvent, outcomes: &[&Outcome]) -> Option<Value> {
+        let mut out = Map::new();
+        self.common(outcomes, &mut out);
+        if let Some(context) = self.context_of(outcomes) {
+            out.insert(
+                "hookSpecificOutput".into(),
+                json!({ "hookEventName": event.name(), "additionalContext": context }),
+            );
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    fn prompt_answer(&self, outcomes: &[&Outcome]) -> Option<Value> {
+        let mut out = Map::new();
+        self.common(outcomes, &mut out);
+        if let Some(reason) = outcomes[0].refused() {
+            out.insert("decision".into(), json!("block"));
+            out.insert("reason".into(), json!(reason));
+        } else if let Some(context) = self.context_of(outcomes) {
+            out.insert(
+                "hookSpecificOutput".into(),
+                json!({ "hookEventName": "UserPromptSubmit", "additionalContext": context }),
+            );
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    fn tool_call_answer(&self, turn: Option<&Outcome>, call: &Outcome) -> Option<Value> {
+        let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(call)).collect();
+        let mut out = Map::new();
+        self.common(&all, &mut out);
+        let mut specific = Map::new();
+        specific.insert("hookEventName".into(), json!("PreToolUse"));
+        let allow = if self.config.allow { "allow" } else { "ask" };
+        match call.proceed() {
+            // A stop refuses the call too (`common` ends the session): Claude Code runs a call
+            // whose hook only says `continue: false`.
+            Proceed::No { reason } | Proceed::Stop { reason } => {
+                specific.insert("permissionDecision".into(), json!("deny"));
+                specific.insert("permissionDecisionReason".into(), json!(reason));
+            }
+            Proceed::Ask { reason, input } => {
+                specific.insert("permissionDecision".into(), json!("ask"));
+                specific.insert("permissionDecisionReason".into(), json!(reason));
+                if let Some(input) = input {
+                    specific.insert("updatedInput".into(), input.clone());
+                }
+            }
+            Proceed::WithInput(input) => {
+                // Claude Code applies new input only with a decision: `ask` shows the person
+                // the rewritten call (their own permission prompt is never skipped), unless
+                // the operator let Warden allow.
+                let rule = call.ruling.as_ref().map_or("a rule", |r| &*r.rule);
+                specific.insert("permissionDecision".into(), json!(allow));
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    json!(format!("Warden ({rule}) rewrote this call's input")),
+                );
+                specific.insert("updatedInput".into(), input.clone());
+            }
+            Proceed::Yes
+                if self.config.allow
+                    && call
+                        .ruling
+                        .as_ref()
+                        .is_some_and(|r| r.decision == Some(Decision::Allow)) =>
+            {
+                specific.insert("permissionDecision".into(), json!("allow"));
+                specific.insert(
+                    "permissionDecisionReason".into(),
+                    json!(call.ruling.as_ref().map(|r| &*r.reason)),
+                );
+            }
+            Proceed::Yes | Proceed::KeepWorking { .. } => {}
+        }
+        if let Some(context) = self.context_of(&all) {
+            specific.insert("additionalContext".into(), json!(context));
+        }
+        if specific.len() > 1 {
+            out.insert("hookSpecificOutput".into(), Value::Object(specific));
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    fn stop_answer(&mut self, turn: Option<&Outcome>, o: &Outcome) -> Option<Value> {
+        let mut out = Map::new();
+        let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(o)).collect();
+        self.common(&all, &mut out);
+        let context = self.context_of(&all);
+        let continues = self
+            .session
+            .host_data()
+            .get(CONTINUES)
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        match o.proceed() {
+            Proceed::KeepWorking { reason } => {
+                let spent = self.payload.stop_hook_active
+                    && continues >= u64::from(self.config.max_continues);
+                if spent {
+                    append_message(
+                        &mut out,
+                        &format!(
+                            "Warden let the agent stop: it had sent it back {continues} times in a row (`[claude_code] max_continues`). It asked: {reason}"
+                        ),
+                    );
+                    if let Some(context) = &context {
+                        append_message(&mut out, context);
+                    }
+                    self.session
+                        .host_data_mut()
+                        .insert(CONTINUES.into(), json!(0));
+                } else {
+                    // Context for the model at Stop sends it back to work (Claude Code's
+                    // current schema), as non-error feedback rather than a blocking error.
+                    let mut why = format!("[warden] {reason}");
+                    if let Some(context) = &context {
+                        why.push_str("\n\n");
+                        why.push_str(context);
+                    }
+                    out.insert(
+                        "hookSpecificOutput".into(),
+                        json!({ "hookEventName": "Stop", "additionalContext": why }),
+                    );
+                    self.session
+                        .host_data_mut()
+                        .insert(CONTINUES.into(), json!(continues + 1));
+                }
+            }
+            _ => {
+                self.session
+                    .host_data_mut()
+                    .insert(CONTINUES.into(), json!(0));
+                if let Some(context) = &context {
+                    append_message(&mut out, context);
+                }
+            }
+        }
+        (!out.is_empty()).then_some(Value::Object(out))
+    }
+
+    /// A subagent finished: a row in the execution log, not a turn of the main session.
+    fn record_subagent(&mut self) {
+        let record = warden_core::ExecutionRecord {
+            user_id: self.opts.user.clone(),
+            project_id: self.opts.project.clone(),
+            session_id: Some(self.payload.session_id.clone()),
+            rule_id: "claude-code/subagent".into(),
+            trigger: "SubagentStop".into(),
+            condition_result: false,
+            action_executed: false,
+            execution_time_ms: 0.0,
+            error_message: None,
+            decision: None,
+        };
+        if let Err(e) = self.warden.store().record_executions(&[record]) {
+            self.log.push(format!(
+                "warden: the execution log could not be written: {e}"
+            ));
+        }
+    }
+}
+
+/// What to tell the user when rule files do not load, if they do not.
+fn broken_rules(warden: &Warden) -> Option<String> {
+    let broken = warden.diagnostics().iter().filter(|d| d.is_error()).count();
+    (broken > 0).then(|| {
+        format!(
+            "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden check`)"
+        )
+    })
+}
+
+/// `answer` with a line added to its `systemMessage`.
+pub(crate) fn with_message(answer: Option<Value>, text: &str) -> Value {
+    let mut out = match answer {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    append_message(&mut out, text);
+    Value::Object(out)
+}
+
+/// Adds a line to the answer's `systemMessage` (what the user sees).
+fn append_message(out: &mut Map<String, Value>, text: &str) {
+    let message = match out.get("systemMessage").and_then(Value::as_str) {
+        Some(before) => format!("{before}\n{text}"),
+        None => text.to_string(),
+    };
+    out.insert("systemMessage".into(), json!(message));
+}

@@ -627,3 +627,83 @@ fn a_backtest_of_a_folder_skips_what_it_does_not_use() {
     assert!(!o.status.success());
     assert!(text(&o).1.contains("--from"), "{}", text(&o).1);
 }
+
+/// A rule test can take its events from a recorded session: `transcript = "..."` runs the case
+/// through the events the transcript makes (as `--print-trace` numbers them), and a wrong
+/// expectation, an event it does not make, or a transcript that is not there each say so.
+#[test]
+fn a_rule_test_runs_on_a_recorded_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(recorded(), dir.path().join("session.jsonl")).unwrap();
+    fs::write(
+        dir.path().join("recorded.test.toml"),
+        r#"[[test]]
+name = "the recorded session: the rm outside the project is refused"
+transcript = "session.jsonl"
+[[test.expect]]
+event = 9
+fires = ["guardrails/record-test-failure"]
+[[test.expect]]
+event = 11
+decision = "deny"
+reason = "`rm -rf /tmp/.tmpyjphxP/home/scratch` deletes `/tmp/.tmpyjphxP/home/scratch`, outside the project: delete only what is inside the project, and name it"
+[[test.expect]]
+event = 16
+decision = "continue"
+
+[[test]]
+name = "a wrong expectation"
+transcript = "session.jsonl"
+[[test.expect]]
+event = 11
+decision = "allow"
+
+[[test]]
+name = "an event the transcript does not make"
+transcript = "session.jsonl"
+[[test.expect]]
+event = 99
+decision = "deny"
+"#,
+    )
+    .unwrap();
+    let run = |file: &str| {
+        Command::new(env!("CARGO_BIN_EXE_warden"))
+            .args(["test", file, "--plugins", "builtin:guardrails", "--builtin"])
+            .current_dir(dir.path())
+            .env_remove("WARDEN_CONFIG")
+            .env("NO_COLOR", "1")
+            .env("HOME", RECORDED_HOME)
+            .output()
+            .unwrap()
+    };
+    let o = run("recorded.test.toml");
+    let (out, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(
+        out.contains("  ok   the recorded session: the rm outside the project is refused"),
+        "{out}{err}"
+    );
+    assert!(out.contains("  FAIL a wrong expectation"), "{out}");
+    assert!(out.contains("event 11 (on_tool_call)"), "{out}");
+    assert!(
+        out.contains("there is no event 99: the transcript makes 24"),
+        "{out}"
+    );
+    assert!(out.contains("1 passed, 2 failed"), "{out}");
+
+    fs::write(
+        dir.path().join("missing.test.toml"),
+        "[[test]]\nname = \"no such file\"\ntranscript = \"elsewhere.jsonl\"\n",
+    )
+    .unwrap();
+    let o = run("missing.test.toml");
+    let (out, err) = text(&o);
+    assert!(!o.status.success());
+    let all = format!("{out}{err}");
+    assert!(
+        all.contains("test[0].transcript") && all.contains("elsewhere.jsonl` cannot be read"),
+        "{all}"
+    );
+    assert!(!all.contains("has no `events`"), "{all}");
+}

@@ -136,7 +136,12 @@ pub struct Backtest<'w> {
     sent_back: bool,
     lines: usize,
     keep_events: bool,
+    /// Told of every tick's outcome, whole (a rule test checks them).
+    on_tick: Option<OnTick<'w>>,
 }
+
+/// What [`Backtest::on_tick`] calls.
+type OnTick<'w> = Box<dyn FnMut(Hook, &Outcome) + 'w>;
 
 /// The fields of a transcript line a backtest reads; the others are passed over unbuilt.
 #[derive(Deserialize)]
@@ -202,12 +207,24 @@ impl<'w> Backtest<'w> {
             project: Some(opts.project.clone()),
             ..SessionOptions::default()
         });
+        Backtest::in_session(warden, config, opts, session)
+    }
+
+    /// A backtest of one transcript in a session the caller opened (a rule test's, with its
+    /// presets).
+    pub fn in_session(
+        warden: &'w Warden,
+        config: &'w ClaudeCodeConfig,
+        opts: Options,
+        session: warden_core::Session,
+    ) -> Self {
+        let session_id = session.id().to_string();
         Backtest {
             warden,
             config,
             opts,
             session,
-            session_id: session_id.to_string(),
+            session_id,
             cwd: None,
             seen: Seen::default(),
             pending: HashMap::new(),
@@ -217,7 +234,14 @@ impl<'w> Backtest<'w> {
             sent_back: false,
             lines: 0,
             keep_events: false,
+            on_tick: None,
         }
+    }
+
+    /// Calls `f` with every tick's outcome, whole, as it is made.
+    pub fn on_tick(mut self, f: impl FnMut(Hook, &Outcome) + 'w) -> Self {
+        self.on_tick = Some(Box::new(f));
+        self
     }
 
     /// Keeps each tick's event in its report ([`TickReport::event`]): what `warden replay
@@ -440,8 +464,13 @@ impl<'w> Backtest<'w> {
             }
         };
         let mut ticks = Vec::new();
-        let mut observe =
-            |hook: Hook, e: Option<Event>, o: &Outcome| ticks.push(TickReport::of(hook, e, o));
+        let on_tick = &mut self.on_tick;
+        let mut observe = |hook: Hook, e: Option<Event>, o: &Outcome| {
+            if let Some(f) = on_tick.as_mut() {
+                f(hook, o);
+            }
+            ticks.push(TickReport::of(hook, e, o));
+        };
         let mut hook = Handler {
             session: &mut self.session,
             warden: self.warden,

@@ -18,11 +18,14 @@
 //! ```
 //!
 //! Each case runs in a session of its own, on a fresh in-memory store, through the events in
-//! order (the same JSON shape as a session trace line). `fires`, `not_fires`, `messages` and
+//! order (the same JSON shape as a session trace line), or through the events a recorded Claude
+//! Code transcript makes (`transcript = "session.jsonl"`, see [`transcript`]). `fires`, `not_fires`, `messages` and
 //! `errors` check the last event; `[[test.expect]]` tables with an `event` index check
 //! others. A tick with a rule error fails the case unless it expects that error.
 
 #![warn(missing_docs)]
+
+mod transcript;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -49,6 +52,7 @@ pub const BUILTIN_TESTS: &[(&str, &str)] = &[(
 pub const TEST_FIELDS: &[&str] = &[
     "name",
     "events",
+    "transcript",
     "settings",
     "disabled",
     "state",
@@ -79,9 +83,14 @@ const DECISION_WORDS: &[&str] = &[
     "allow", "ask", "deny", "continue", "stop", "rewrite", "none",
 ];
 
+/// The index of "the last event" in a case whose events are known only when it runs (a
+/// transcript's).
+const LAST: usize = usize::MAX;
+
 /// What a case expects of one event's outcome.
 #[derive(Debug, Clone, Default)]
 struct Expectation {
+    /// The event (from 0), or [`LAST`].
     event: usize,
     fires: Vec<String>,
     not_fires: Vec<String>,
@@ -101,6 +110,8 @@ struct Expectation {
 struct Case {
     name: String,
     events: Vec<(Hook, Event)>,
+    /// A Claude Code transcript whose events the case runs through instead of `events`.
+    transcript: Option<PathBuf>,
     settings: Vec<(String, Json)>,
     disabled: Vec<String>,
     state: Vec<(String, String, Json)>,
@@ -361,11 +372,18 @@ fn run_case(warden: &Warden, index: usize, case: &Case) -> CaseReport {
         for (plugin, key, value) in &case.session_state {
             session.set_session_state(plugin, key, value.clone());
         }
-        for (i, (hook, event)) in case.events.iter().enumerate() {
-            let outcome = session.tick(*hook, event.clone());
-            let expectations: Vec<&Expectation> =
-                case.expect.iter().filter(|e| e.event == i).collect();
-            check(i, &outcome, &expectations, &mut failures);
+        match &case.transcript {
+            Some(path) => {
+                transcript::run(warden, session, &user, path, &case.expect, &mut failures);
+            }
+            None => {
+                for (i, (hook, event)) in case.events.iter().enumerate() {
+                    let outcome = session.tick(*hook, event.clone());
+                    let expectations: Vec<&Expectation> =
+                        case.expect.iter().filter(|e| e.event == i).collect();
+                    check(i, &outcome, &expectations, &mut failures);
+                }
+            }
         }
     }
     CaseReport {
@@ -375,7 +393,12 @@ fn run_case(warden: &Warden, index: usize, case: &Case) -> CaseReport {
     }
 }
 
-fn check(event: usize, outcome: &Outcome, expected: &[&Expectation], failures: &mut Vec<String>) {
+pub(crate) fn check(
+    event: usize,
+    outcome: &Outcome,
+    expected: &[&Expectation],
+    failures: &mut Vec<String>,
+) {
     let at = format!("event {event} ({})", outcome.hook);
     let fired = outcome.fired();
     let fired_list = if fired.is_empty() {
@@ -540,7 +563,18 @@ fn read_case(
         }
     };
     let mut events = Vec::new();
+    let read = transcript::read_path(doc, &mut t, &name);
+    let transcript = read.clone().ok().flatten();
     match t.raw("events").map(|v| (v.get_ref(), v.span())) {
+        // Said already, on the field.
+        None if read.is_err() => {}
+        Some((_, s)) if transcript.is_some() => doc.error(
+            s,
+            &t.field("events"),
+            "a test takes its events from `events` or from `transcript`, not both",
+            Some("keep one of them".into()),
+        ),
+        None if transcript.is_some() => {}
         Some((DeValue::Array(items), _)) if !items.is_empty() => {
             for (i, item) in items.iter().enumerate() {
                 match warden_core::trace::parse_value(i, to_json(item.get_ref())) {
@@ -565,7 +599,7 @@ fn read_case(
             &t.field("events"),
             format!("test `{name}` has no `events`"),
             Some(
-                "add `events = [{ hook = \"on_turn_start\", turn = { token_usage = 0.85 } }]`"
+                "add `events = [{ hook = \"on_turn_start\", turn = { token_usage = 0.85 } }]`, or `transcript = \"session.jsonl\"` for a recorded Claude Code session"
                     .into(),
             ),
         ),
@@ -579,7 +613,11 @@ fn read_case(
     let disabled = rule_list(doc, &mut t, "disabled", keys);
     let state = preset_state(doc, &mut t, field, "state");
     let session_state = preset_state(doc, &mut t, field, "session_state");
-    let last = events.len().saturating_sub(1);
+    let last = if transcript.is_some() {
+        LAST
+    } else {
+        events.len().saturating_sub(1)
+    };
     let mut expect = vec![read_expectation(doc, &mut t, last, keys)];
     if let Some(raw) = t.raw("expect") {
         match raw.get_ref() {
@@ -598,7 +636,8 @@ fn read_case(
                     let mut xt = Table::new(x, f.clone(), item.span());
                     let event = match xt.integer(doc, "event") {
                         Some(At { value, span }) => match usize::try_from(value) {
-                            Ok(n) if n < events.len().max(1) => n,
+                            // A transcript's events are counted when the case runs.
+                            Ok(n) if transcript.is_some() || n < events.len().max(1) => n,
                             _ => {
                                 doc.error(span, &format!("{f}.event"), format!("there is no event {value}: the test has {} (numbered from 0)", events.len()), None);
                                 continue;
@@ -631,6 +670,7 @@ fn read_case(
     Some(Case {
         name,
         events,
+        transcript,
         settings,
         disabled,
         state,

@@ -534,7 +534,14 @@ impl warden_expr::Facts for Frame<'_> {
             ["tool", "arguments"] => keyed(views::tool_arguments(self.facts, self.event()), keys),
             ["tool", "shell", rest @ ..] => {
                 let shell = self.shell();
-                let mut v = dynamic(&ShellView::of(shell.get()));
+                // Only the field read is converted, when one is named.
+                let (mut v, rest) = match rest.split_first() {
+                    Some((first, rest)) => (
+                        ShellView::field(shell.get(), first).unwrap_or(Dynamic::UNIT),
+                        rest,
+                    ),
+                    None => (dynamic(&ShellView::of(shell.get())), rest),
+                };
                 for f in rest {
                     let next = v
                         .read_lock::<warden_expr::rhai::Map>()

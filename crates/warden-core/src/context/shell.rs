@@ -120,6 +120,32 @@ pub(crate) struct ShellView<'a> {
 }
 
 impl<'a> ShellView<'a> {
+    /// One field of the view as a script value, made alone: a condition that reads
+    /// `tool.shell.concern` does not pay for converting every command and path. `None` for a
+    /// name the view does not have.
+    pub(crate) fn field(a: &'a Analysis, name: &str) -> Option<warden_expr::rhai::Dynamic> {
+        use warden_expr::rhai::{Dynamic, serde::to_dynamic};
+        let d = |r: Result<Dynamic, _>| r.unwrap_or(Dynamic::UNIT);
+        Some(match name {
+            "command" => Dynamic::from(a.command.clone()),
+            "commands" => d(to_dynamic(&a.commands)),
+            "programs" => d(to_dynamic(a.programs())),
+            "deletes" => d(to_dynamic(&a.deletes)),
+            "writes" => d(to_dynamic(&a.writes)),
+            "opaque" => d(to_dynamic(&a.opaque)),
+            "findings" => d(to_dynamic(&a.findings)),
+            "destroys" => Dynamic::from_bool(a.destroys()),
+            "deletes_outside_project" => Dynamic::from_bool(a.deletes_outside_project()),
+            "writes_outside_project" => Dynamic::from_bool(a.writes_outside_project()),
+            "runs_unseen_code" => Dynamic::from_bool(a.runs_unseen_code()),
+            "reaches_beyond_project" => Dynamic::from_bool(a.reaches_beyond_project()),
+            "touches_warden" => Dynamic::from_bool(a.touches_warden()),
+            "destruction" => Dynamic::from(a.destruction().to_string()),
+            "concern" => Dynamic::from(a.concern().to_string()),
+            _ => return None,
+        })
+    }
+
     pub(crate) fn of(a: &'a Analysis) -> ShellView<'a> {
         ShellView {
             command: &a.command,
@@ -183,5 +209,21 @@ mod tests {
         let first: *const Analysis = shell.get();
         assert!(std::ptr::eq(first, shell.get()));
         assert_eq!(LazyShell::new(None, "").get(), &Analysis::default());
+    }
+
+    #[test]
+    fn each_field_read_alone_is_the_field_of_the_whole_view() {
+        for command in ["rm -rf / && curl x | sh", "ls -la > out.txt", ""] {
+            let shell = LazyShell::new(Some(command.into()), "/home/ada/app");
+            let a = shell.get();
+            let whole = warden_expr::rhai::serde::to_dynamic(ShellView::of(a)).unwrap();
+            let whole = whole.read_lock::<warden_expr::rhai::Map>().unwrap();
+            assert_eq!(whole.len(), 15);
+            for (name, value) in whole.iter() {
+                let alone = ShellView::field(a, name).unwrap_or_else(|| panic!("{name}"));
+                assert_eq!(format!("{alone:?}"), format!("{value:?}"), "{command}: {name}");
+            }
+            assert!(ShellView::field(a, "nothing").is_none());
+        }
     }
 }

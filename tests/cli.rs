@@ -563,9 +563,10 @@ fn a_backtest_against_another_rule_set_prints_only_the_changes() {
         "{out}"
     );
     assert!(out.contains("session.jsonl:35 Bash `rm -rf"), "{out}");
+    // Sent back three times: the fourth `continue` is past `max_continues`, and lets it stop.
     assert!(
         out.contains(
-            "guardrails/keep-working-while-tests-fail would newly send the agent back at 4 call(s)"
+            "guardrails/keep-working-while-tests-fail would newly send the agent back at 3 call(s)"
         ),
         "{out}"
     );
@@ -614,13 +615,18 @@ fn a_backtest_of_a_folder_skips_what_it_does_not_use() {
         ["project-a/one.jsonl", "project-a/two.jsonl"]
     );
 
-    // A transcript that cannot be read: the others are replayed, and the status says so.
+    // Transcripts that cannot be read (a broken link, a device, which is never read forever):
+    // the others are replayed, and the status says so. A link to a folder is passed over.
     let locked = history.join("three.jsonl");
     std::os::unix::fs::symlink("/nonexistent/transcript.jsonl", &locked).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", history.join("zero.jsonl")).unwrap();
+    std::os::unix::fs::symlink(dir.path(), history.join("loop.jsonl")).unwrap();
     let o = backtest(dir.path(), &["history", "--summary", "--format", "text"]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
     assert!(err.contains("three.jsonl"), "{err}");
+    assert!(err.contains("zero.jsonl: not a regular file"), "{err}");
+    assert!(!err.contains("loop.jsonl"), "{err}");
     assert!(out.contains("2 transcript(s)"), "{out}");
     // Only with --from.
     let o = warden(dir.path(), &["replay", "history", "--summary"]);

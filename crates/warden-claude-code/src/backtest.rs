@@ -134,6 +134,14 @@ pub struct Backtest<'w> {
     stopped_at: Option<String>,
     /// The last `Stop` sent the agent back to work (the next `Stop` has `stop_hook_active`).
     sent_back: bool,
+    /// The rules stopped the session, or blocked the prompt: what the transcript holds until
+    /// the next prompt would not have happened, and is not replayed.
+    halted: bool,
+    /// A line of the main conversation was read (a file of a subagent's lines alone is not a
+    /// session: it gets no `SessionEnd`).
+    main_seen: bool,
+    /// Lines that hold a user or model line's words but could not be read as one.
+    unread: usize,
     lines: usize,
     keep_events: bool,
     /// Told of every tick's outcome, whole (a rule test checks them).
@@ -152,6 +160,11 @@ struct Line {
     sidechain: Option<bool>,
     #[serde(rename = "isMeta")]
     meta: Option<bool>,
+    /// A summary Claude Code wrote when it compacted the conversation: not a prompt.
+    #[serde(rename = "isCompactSummary")]
+    compact_summary: Option<bool>,
+    #[serde(rename = "isVisibleInTranscriptOnly")]
+    transcript_only: Option<bool>,
     cwd: Option<String>,
     message: Option<Message>,
     #[serde(rename = "toolUseResult")]
@@ -232,6 +245,9 @@ impl<'w> Backtest<'w> {
             turn_open: false,
             stopped_at: None,
             sent_back: false,
+            halted: false,
+            main_seen: false,
+            unread: 0,
             lines: 0,
             keep_events: false,
             on_tick: None,
@@ -259,15 +275,30 @@ impl<'w> Backtest<'w> {
         // Most of a transcript's bytes are lines of other kinds (file snapshots, attachments):
         // a line that does not even hold the words is passed over unread.
         let finder = |needle: &[u8]| memchr::memmem::find(text, needle).is_some();
-        if !finder(br#""type":"user""#) && !finder(br#""type":"assistant""#) {
+        if !finder(br#""user""#) && !finder(br#""assistant""#) {
             return Vec::new();
         }
-        let Ok(mut v) = serde_json::from_slice::<Line>(text) else {
+        let parsed =
+            serde_json::from_slice::<Line>(text).or_else(|e| match std::str::from_utf8(text) {
+                // A stray byte that is not UTF-8 (a tool's raw output) costs the line nothing else.
+                Err(_) => serde_json::from_str::<Line>(&String::from_utf8_lossy(text)),
+                Ok(_) => Err(e),
+            });
+        let Ok(mut v) = parsed else {
+            self.unread += 1;
             return Vec::new();
         };
-        if v.sidechain == Some(true) || v.meta == Some(true) {
+        if !matches!(v.kind.as_deref(), Some("user" | "assistant")) {
             return Vec::new();
         }
+        if v.sidechain == Some(true)
+            || v.meta == Some(true)
+            || v.compact_summary == Some(true)
+            || v.transcript_only == Some(true)
+        {
+            return Vec::new();
+        }
+        self.main_seen = true;
         if let Some(cwd) = v.cwd.take() {
             self.cwd = Some(cwd);
         }
@@ -280,11 +311,22 @@ impl<'w> Backtest<'w> {
         out
     }
 
-    /// The end of the transcript: the open turn's `Stop`, then `SessionEnd`.
+    /// Lines that hold a user or model line's words but could not be read as one (not JSON,
+    /// or fields of another shape): skipped, and counted here.
+    pub fn unread(&self) -> usize {
+        self.unread
+    }
+
+    /// The end of the transcript: the open turn's `Stop`, then `SessionEnd` (none for a
+    /// transcript with no line of the main conversation, a subagent's file).
     pub fn finish(mut self) -> Vec<Replayed> {
         let mut out = Vec::new();
+        if !self.main_seen {
+            return out;
+        }
         let line = self.lines;
         self.close_turn(line, &mut out);
+        self.halted = false;
         out.push(self.send(line, HookEvent::SessionEnd, Map::new()));
         out
     }
@@ -297,12 +339,17 @@ impl<'w> Backtest<'w> {
         if let Some(u) = &usage {
             self.seen.last = Some(u.clone());
         }
+        let id = message.id.as_deref();
+        // Another line of a model call whose end already sent its Stop: nothing new.
+        if id.is_some() && id == self.stopped_at.as_deref() {
+            return;
+        }
+        if self.halted {
+            return;
+        }
         self.turn_open = true;
         // The model ended its turn: Claude Code runs the Stop hooks now.
-        let id = message.id.as_deref();
-        if message.stop_reason.as_deref() == Some("end_turn")
-            && id.is_none_or(|id| self.stopped_at.as_deref() != Some(id))
-        {
+        if message.stop_reason.as_deref() == Some("end_turn") {
             self.stopped_at = id.map(str::to_string);
             self.close_turn(line, out);
             return;
@@ -311,6 +358,9 @@ impl<'w> Backtest<'w> {
             return;
         };
         for block in blocks {
+            if self.halted {
+                break;
+            }
             if block.get("type").and_then(Value::as_str) != Some("tool_use") {
                 continue;
             }
@@ -379,10 +429,20 @@ impl<'w> Backtest<'w> {
             return;
         }
         self.close_turn(line, out);
+        self.halted = false;
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
-        out.push(self.send(line, HookEvent::UserPromptSubmit, fields));
-        self.turn_open = true;
+        let replayed = self.send(line, HookEvent::UserPromptSubmit, fields);
+        // A prompt the rules block never reaches the agent.
+        if replayed
+            .answer
+            .as_ref()
+            .is_some_and(|a| a["decision"] == "block")
+        {
+            self.halted = true;
+        }
+        out.push(replayed);
+        self.turn_open = !self.halted;
         self.sent_back = false;
     }
 
@@ -401,7 +461,7 @@ impl<'w> Backtest<'w> {
         };
         self.seen.calls.remove(id);
         // Refused by the rules replayed: the call did not run, and Claude Code sends no result.
-        if self.refused.remove(id) {
+        if self.refused.remove(id) || self.halted {
             return;
         }
         let text = result_text(block.get("content"));
@@ -429,7 +489,7 @@ impl<'w> Backtest<'w> {
 
     /// The `Stop` of the open turn, if one is open.
     fn close_turn(&mut self, line: usize, out: &mut Vec<Replayed>) {
-        if !self.turn_open {
+        if !self.turn_open || self.halted {
             return;
         }
         self.turn_open = false;
@@ -483,6 +543,10 @@ impl<'w> Backtest<'w> {
             unsaved: None,
         };
         let answer = hook.run(event);
+        // The rules ended the session: Claude Code stops the agent here.
+        if answer.as_ref().is_some_and(|a| a["continue"] == false) {
+            self.halted = true;
+        }
         let refused = event == HookEvent::PreToolUse
             && answer
                 .as_ref()
@@ -514,8 +578,8 @@ fn result_text(content: Option<&Value>) -> String {
 /// Whether a failed result says the call was refused before it ran (by a hook, or by the
 /// person asked), as Claude Code words it.
 fn refused_when_recorded(text: &str) -> bool {
+    // "PreToolUse:Bash hook error: ..." (a hook's refusal).
     text.starts_with("PreToolUse:")
-        || text.contains("hook error:")
         || text.starts_with("The user doesn't want to proceed with this tool use")
         || text.starts_with("Permission to use ")
 }
@@ -524,9 +588,19 @@ fn refused_when_recorded(text: &str) -> bool {
 /// `/model`...), not a prompt the `UserPromptSubmit` hook sees.
 fn is_local_command(text: &str) -> bool {
     let t = text.trim_start();
-    t.starts_with("<command-name>")
-        || t.starts_with("<local-command-stdout>")
-        || t.starts_with("<command-message>")
+    [
+        "<command-name>",
+        "<command-message>",
+        "<local-command-stdout>",
+        "<local-command-stderr>",
+        "<bash-input>",
+        "<bash-stdout>",
+        "<bash-stderr>",
+        "<task-notification>",
+        "<user-memory-input>",
+    ]
+    .iter()
+    .any(|tag| t.starts_with(tag))
         || t.starts_with(
             "Caveat: The messages below were generated by the user while running local commands",
         )
@@ -668,6 +742,114 @@ mod tests {
             Some(("deny", "no-curl".to_string(), "no downloads".to_string()))
         );
         assert!(!r[2].refused);
+    }
+
+    #[test]
+    fn claude_codes_own_lines_are_not_prompts_and_a_call_written_twice_stops_once() {
+        let warden = Warden::builder().build().unwrap();
+        let summary = json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": "This session is being continued..."}}).to_string();
+        let lines = [
+            prompt("go"),
+            // One model call written as two lines (thinking, then text), both ending the turn.
+            assistant(
+                "m1",
+                "end_turn",
+                json!([{"type": "thinking", "thinking": "hm"}]),
+                10,
+            ),
+            assistant(
+                "m1",
+                "end_turn",
+                json!([{"type": "text", "text": "done"}]),
+                10,
+            ),
+            summary,
+            prompt("<bash-input>ls</bash-input>"),
+            prompt("<task-notification>done</task-notification>"),
+            // A prompt, then one with a byte that is not UTF-8.
+            "{\"type\":\"user\",\"message\":{\"content\":\"caf\u{e9}\"}}".to_string(),
+        ];
+        let mut raw: Vec<Vec<u8>> = lines.iter().map(|l| l.clone().into_bytes()).collect();
+        let mut bad = prompt("ok").into_bytes();
+        let at = bad.windows(2).position(|w| w == b"ok").unwrap();
+        bad[at] = 0xff;
+        raw.push(bad);
+        let config = ClaudeCodeConfig::default();
+        let mut b = Backtest::new(&warden, &config, Options::default(), "s1");
+        let mut r: Vec<Replayed> = raw.iter().flat_map(|l| b.line(l)).collect();
+        assert_eq!(b.unread(), 0);
+        r.extend(b.finish());
+        assert_eq!(
+            events(&r),
+            [
+                "UserPromptSubmit",
+                "Stop",
+                "UserPromptSubmit",
+                "Stop",
+                "UserPromptSubmit",
+                "Stop",
+                "SessionEnd"
+            ]
+        );
+        assert_eq!(r[2].payload.prompt.as_deref(), Some("caf\u{e9}"));
+        assert_eq!(r[4].payload.prompt.as_deref(), Some("\u{fffd}k"));
+    }
+
+    #[test]
+    fn after_a_stop_nothing_is_replayed_until_the_next_prompt() {
+        let dir = std::env::temp_dir().join(format!("warden-backtest-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("stop.toml"),
+            "[rule]\nid = \"stop-on-cat\"\ntrigger = \"on_tool_call\"\n\
+             [condition]\nexpression = \"'cat' in tool.shell.programs\"\n\
+             [action]\ntype = \"decide\"\ndecision = \"stop\"\nreason = \"enough\"\n",
+        )
+        .unwrap();
+        let warden = Warden::builder().rules_dir(&dir).build().unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        let lines = [
+            prompt("go"),
+            assistant(
+                "m1",
+                "tool_use",
+                json!([tool_use("t1", "cat x"), tool_use("t2", "ls")]),
+                10,
+            ),
+            result("t1", "x", false),
+            result("t2", "a", false),
+            assistant("m2", "tool_use", json!([tool_use("t3", "cat y")]), 20),
+            result("t3", "y", false),
+            assistant(
+                "m3",
+                "end_turn",
+                json!([{"type": "text", "text": "done"}]),
+                30,
+            ),
+            prompt("again"),
+            assistant("m4", "tool_use", json!([tool_use("t4", "ls")]), 40),
+        ];
+        let r = replay(&warden, &lines);
+        assert_eq!(
+            events(&r),
+            [
+                "UserPromptSubmit",
+                "PreToolUse Bash",
+                "UserPromptSubmit",
+                "PreToolUse Bash",
+                "Stop",
+                "SessionEnd"
+            ]
+        );
+        assert!(r[1].refused);
+        assert_eq!(r[1].answer.as_ref().unwrap()["continue"], false);
+    }
+
+    #[test]
+    fn a_subagents_file_is_not_a_session() {
+        let warden = Warden::builder().build().unwrap();
+        let line = json!({"type": "assistant", "isSidechain": true, "message": {"id": "s", "content": [tool_use("t9", "ls")]}}).to_string();
+        assert!(replay(&warden, &[line]).is_empty());
     }
 
     #[test]

@@ -136,7 +136,7 @@ fn usage_of(line: &[u8], tool_use: Option<&str>) -> Option<Usage> {
 }
 
 /// The usage of a model call's `message` (an assistant line's), if it has one.
-pub(crate) fn usage_of_value(m: &Value) -> Option<Usage> {
+fn usage_of_value(m: &Value) -> Option<Usage> {
     let u = m.get("usage")?;
     let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
     Some(Usage {

@@ -39,7 +39,7 @@ pub(crate) struct BacktestArgs<'a> {
 }
 
 pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, String> {
-    let files = transcripts(a.path)?;
+    let (files, unlisted) = transcripts(a.path)?;
     let warden = build(config, true, false)?;
     report_load("the rules", &warden);
     let old = match a.against {
@@ -54,7 +54,7 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
             })?;
             let w = build(&old_config, true, false)?;
             report_load(&format!("the rules of {}", path.display()), &w);
-            Some(w)
+            Some((w, old_config))
         }
         None => None,
     };
@@ -73,12 +73,13 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut summary = Summary::default();
     let mut changes = Changes::default();
-    let mut unreadable = 0usize;
+    let mut unreadable = unlisted;
+    let mut skipped = 0usize;
     let started = Instant::now();
     for file in &files {
         let shown = show(a.path, file);
         let session = session_id(file);
-        let reader = match std::fs::File::open(file) {
+        let reader = match open_regular(file) {
             Ok(f) => std::io::BufReader::with_capacity(1 << 16, f),
             Err(e) => {
                 eprintln!("error: cannot read {}: {e}", file.display());
@@ -87,9 +88,16 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
             }
         };
         let mut new = Backtest::new(&warden, cc, opts.clone(), &session).keep_events(a.print_trace);
-        let mut before = old
-            .as_ref()
-            .map(|w| Backtest::new(w, cc, opts.clone(), &session));
+        // The other rule set runs with its own configuration's Claude Code settings, user and
+        // project.
+        let mut before = old.as_ref().map(|(w, c)| {
+            let opts = Options {
+                user: c.user.clone(),
+                project: c.project.clone(),
+                project_dir: None,
+            };
+            Backtest::new(w, &c.claude_code, opts, &session)
+        });
         // Each line's payloads are reported as the line is read: nothing of a transcript is
         // kept but its session, whatever its size.
         let mut written: std::io::Result<()> = Ok(());
@@ -110,14 +118,33 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
                 }
             }
         };
-        let read = each_line(reader, &mut progress, |line| {
+        let read = each_line(reader, MAX_LINE, &mut progress, |line| {
             let now = new.line(line);
             let then = before.as_mut().map(|b| b.line(line));
             report(now, then);
         });
-        if let Err(e) = read {
-            eprintln!("error: cannot read {}: {e}", file.display());
-            unreadable += 1;
+        match read {
+            Ok(0) => {}
+            Ok(n) => {
+                eprintln!(
+                    "warning: {}: {n} line(s) longer than {} MiB skipped",
+                    file.display(),
+                    MAX_LINE >> 20
+                );
+                skipped += n;
+            }
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", file.display());
+                unreadable += 1;
+            }
+        }
+        if new.unread() > 0 {
+            eprintln!(
+                "warning: {}: {} line(s) of the conversation could not be read (not JSON, or fields of another shape); skipped",
+                file.display(),
+                new.unread()
+            );
+            skipped += new.unread();
         }
         report(new.finish(), before.map(Backtest::finish));
         written.map_err(|e| e.to_string())?;
@@ -125,6 +152,7 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
         progress.file_done();
     }
     progress.clear();
+    summary.skipped_lines = skipped;
     let seconds = started.elapsed().as_secs_f64();
     if old.is_some() {
         changes.write(&mut out, a.json).map_err(|e| e.to_string())?;
@@ -152,32 +180,59 @@ fn report_load(what: &str, warden: &Warden) {
     }
 }
 
+/// Opens a transcript: a regular file only (a link to one is followed), without blocking, so
+/// that a FIFO or a device named `*.jsonl` is refused rather than read forever.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
 /// The transcripts at `path`: the file itself, or every `*.jsonl` under the folder (other
-/// files skipped), in name order.
-fn transcripts(path: &Path) -> Result<Vec<PathBuf>, String> {
+/// files skipped; links to folders not followed), in name order; and how many folders under
+/// it could not be listed (each said on stderr; the others are still replayed).
+fn transcripts(path: &Path) -> Result<(Vec<PathBuf>, usize), String> {
     let meta =
         std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     if !meta.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
+        return Ok((vec![path.to_path_buf()], 0));
     }
     let mut found = Vec::new();
+    let mut unlisted = 0;
     let mut folders = vec![path.to_path_buf()];
     while let Some(dir) = folders.pop() {
-        let entries =
-            std::fs::read_dir(&dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-            let kind = entry
-                .file_type()
-                .map_err(|e| format!("cannot read {}: {e}", entry.path().display()))?;
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) => {
+                eprintln!("error: cannot read the folder {}: {e}", dir.display());
+                unlisted += 1;
+                continue;
+            }
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let p = entry.path();
             if kind.is_dir() {
                 folders.push(p);
-            } else if (kind.is_file() || kind.is_symlink())
-                && p.extension().is_some_and(|e| e == "jsonl")
-            {
-                // A link is followed when it is read (a broken one is a file not read).
-                found.push(p);
+            } else if p.extension().is_some_and(|e| e == "jsonl") {
+                // A link to a file is followed when it is read; one to a folder is passed
+                // over; a broken one is a file that cannot be read.
+                let is_folder =
+                    kind.is_symlink() && std::fs::metadata(&p).is_ok_and(|m| m.is_dir());
+                if !is_folder {
+                    found.push(p);
+                }
             }
         }
     }
@@ -185,7 +240,7 @@ fn transcripts(path: &Path) -> Result<Vec<PathBuf>, String> {
     if found.is_empty() {
         eprintln!("warning: no *.jsonl transcript under {}", path.display());
     }
-    Ok(found)
+    Ok((found, unlisted))
 }
 
 /// A transcript's session: its file name without `.jsonl` (Claude Code names them by session
@@ -211,22 +266,30 @@ fn show(root: &Path, file: &Path) -> String {
     }
 }
 
-/// Calls `each` with every line of `reader` (its bytes, without its end): straight from the
-/// reader's buffer when the line is whole in it, else gathered in one reused buffer.
+/// The longest transcript line read, in bytes: a longer one (no line Claude Code writes is
+/// near it) is skipped without being held in memory, and counted.
+const MAX_LINE: usize = 64 << 20;
+
+/// Calls `each` with every line of `reader` (its bytes, without its end; blank ones too, so
+/// that lines keep their numbers): straight from the reader's buffer when the line is whole in
+/// it, else gathered in one reused buffer. A line longer than `max` bytes is passed on empty;
+/// the count of those is returned.
 fn each_line(
     mut reader: impl BufRead,
+    max: usize,
     progress: &mut Progress,
     mut each: impl FnMut(&[u8]),
-) -> std::io::Result<()> {
+) -> std::io::Result<usize> {
     let mut carried: Vec<u8> = Vec::new();
+    let mut too_long = 0usize;
+    // Within a line too long to keep: its bytes are dropped up to its end.
+    let mut dropping = false;
     let emit = |line: &[u8], each: &mut dyn FnMut(&[u8])| {
         let mut line = line;
         while let [rest @ .., b'\r'] = line {
             line = rest;
         }
-        if !line.is_empty() {
-            each(line);
-        }
+        each(line);
     };
     loop {
         let available = match reader.fill_buf() {
@@ -235,25 +298,37 @@ fn each_line(
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            emit(&carried, &mut each);
-            return Ok(());
+            if dropping {
+                emit(&[], &mut each);
+            } else if !carried.is_empty() {
+                emit(&carried, &mut each);
+            }
+            return Ok(too_long);
         }
-        let used = match memchr::memchr(b'\n', available) {
-            Some(end) => {
-                if carried.is_empty() {
-                    emit(&available[..end], &mut each);
-                } else {
-                    carried.extend_from_slice(&available[..end]);
-                    emit(&carried, &mut each);
-                    carried.clear();
-                }
-                end + 1
-            }
-            None => {
-                carried.extend_from_slice(available);
-                available.len()
-            }
+        let (used, end) = match memchr::memchr(b'\n', available) {
+            Some(end) => (end + 1, Some(end)),
+            None => (available.len(), None),
         };
+        let piece = &available[..end.unwrap_or(used)];
+        if !dropping && carried.len() + piece.len() > max {
+            dropping = true;
+            too_long += 1;
+            carried = Vec::new();
+        }
+        match (end, dropping) {
+            (Some(_), true) => {
+                emit(&[], &mut each);
+                dropping = false;
+            }
+            (Some(_), false) if carried.is_empty() => emit(piece, &mut each),
+            (Some(_), false) => {
+                carried.extend_from_slice(piece);
+                emit(&carried, &mut each);
+                carried.clear();
+            }
+            (None, true) => {}
+            (None, false) => carried.extend_from_slice(piece),
+        }
         reader.consume(used);
         progress.bytes(used as u64);
     }
@@ -397,6 +472,8 @@ struct Summary {
     rules: BTreeMap<String, RuleSummary>,
     refused: BTreeMap<String, Vec<String>>,
     errors: usize,
+    /// Lines skipped as unreadable (too long, not JSON, another shape).
+    skipped_lines: usize,
 }
 
 impl Summary {
@@ -458,6 +535,7 @@ impl Summary {
                 "events": self.events,
                 "seconds": seconds,
                 "errors": self.errors,
+                "skipped_lines": self.skipped_lines,
                 "rules": rules,
                 "refused": self.refused,
             });
@@ -474,6 +552,13 @@ impl Summary {
                 String::new()
             }
         )?;
+        if self.skipped_lines > 0 {
+            writeln!(
+                out,
+                "{} line(s) could not be read and were skipped (see the warnings)",
+                self.skipped_lines
+            )?;
+        }
         if self.rules.is_empty() {
             return writeln!(out, "no rule fired");
         }
@@ -520,18 +605,30 @@ fn key(r: &Replayed) -> (usize, String, String) {
 
 /// What the decisive part of a payload's answer was: refused, asked, stopped the session, or
 /// sent the agent back to work.
+///
+/// Read from the answer Claude Code would have read (a `continue` past `max_continues` lets the
+/// agent stop; a rewrite without `allow` is asked about), with the rule that decided.
 fn verdict(r: &Replayed) -> Option<(&'static str, String)> {
-    r.ticks.iter().rev().find_map(|t| {
-        let (decision, rule, _) = t.decision.as_ref()?;
-        let word = match *decision {
-            "deny" => "refuse",
-            "stop" => "stop the session at",
-            "ask" => "ask about",
-            "continue" => "send the agent back at",
-            _ => return None,
-        };
-        Some((word, rule.clone()))
-    })
+    let answer = r.answer.as_ref()?;
+    let specific = &answer["hookSpecificOutput"];
+    let word = if answer["continue"] == false {
+        "stop the session at"
+    } else if r.refused || answer["decision"] == "block" {
+        "refuse"
+    } else if specific["permissionDecision"] == "ask" {
+        "ask about"
+    } else if specific["hookEventName"] == "Stop" {
+        "send the agent back at"
+    } else {
+        return None;
+    };
+    let rule = r
+        .ticks
+        .iter()
+        .rev()
+        .find_map(|t| t.decision.as_ref().map(|d| d.1.clone()))
+        .unwrap_or_else(|| "warden".to_string());
+    Some((word, rule))
 }
 
 /// What changes between two rule sets, per rule: (rule, what, newly or no longer) to the
@@ -564,7 +661,9 @@ impl Changes {
                 before.get(&k).cloned().flatten(),
                 after.get(&k).cloned().flatten(),
             );
-            if b.as_ref().map(|v| v.0) == a.as_ref().map(|v| v.0) {
+            // The same verdict by the same rule is no change; the same verdict by another
+            // rule is one (the rule that took it over newly does it, the other no longer).
+            if b == a {
                 continue;
             }
             let place = (format!("{file}:{}", k.0), payload_of(&k));
@@ -698,19 +797,17 @@ mod tests {
             let mut progress = Progress::new(1, text.len() as u64);
             progress.on = false;
             let mut lines = Vec::new();
-            each_line(reader, &mut progress, |l| {
+            let too_long = each_line(reader, 25, &mut progress, |l| {
                 lines.push(String::from_utf8(l.to_vec()).unwrap())
             })
             .unwrap();
+            // The blank line keeps its number; the line over the limit is passed on empty.
             assert_eq!(
                 lines,
-                [
-                    "first line",
-                    "second, longer than the buffer",
-                    "last without an end"
-                ],
+                ["first line", "", "", "last without an end"],
                 "capacity {capacity}"
             );
+            assert_eq!(too_long, 1);
             assert_eq!(progress.done, text.len() as u64);
         }
     }

@@ -32,7 +32,7 @@ pub(crate) struct ReplayArgs {
     /// With --from: print a summary instead of each firing: per rule, the events it fired on,
     /// its decisions, the sessions it would have stopped and the first examples; per session,
     /// the calls that would have been refused.
-    #[arg(long, requires = "from")]
+    #[arg(long, requires = "from", conflicts_with = "against")]
     summary: bool,
     /// With --from: replay the transcripts with the rules of this configuration file too, and
     /// print only the decisions that change between them.

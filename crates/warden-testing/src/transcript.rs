@@ -5,7 +5,8 @@
 //! --from claude-code --print-trace` prints them; `fires` and the other top-level expectations
 //! check the last one.
 //!
-//! The events depend on the rules: a call the rules refuse gets no result event, as live.
+//! The events depend on the rules: a call the rules refuse gets no result event, as live. The
+//! hook's settings are Claude Code's defaults (`[claude_code]` of a configuration is not read).
 
 use std::path::{Path, PathBuf};
 
@@ -15,6 +16,9 @@ use warden_input::{Doc, Table};
 use warden_load::DEFAULT_ID;
 
 use crate::{Expectation, LAST, check};
+
+/// The largest transcript a test reads whole.
+const MAX_TRANSCRIPT: u64 = 64 << 20;
 
 /// The `transcript` of a case, resolved against the test file's folder; a transcript that
 /// cannot be read is a diagnostic on the field. `Err(())`: the field is given, and wrong.
@@ -68,7 +72,16 @@ pub(crate) fn run(
     expect: &[Expectation],
     failures: &mut Vec<String>,
 ) {
-    let text = match std::fs::read(path) {
+    let text = match std::fs::metadata(path) {
+        Ok(m) if m.len() > MAX_TRANSCRIPT => Err(format!(
+            "it is {} MB; a test's transcript may be at most {} MB (cut the session to the part the test checks)",
+            m.len() >> 20,
+            MAX_TRANSCRIPT >> 20
+        )),
+        Ok(_) => std::fs::read(path).map_err(|e| e.to_string()),
+        Err(e) => Err(e.to_string()),
+    };
+    let text = match text {
         Ok(t) => t,
         Err(e) => {
             failures.push(format!(

@@ -221,7 +221,11 @@ mod tests {
             assert_eq!(whole.len(), 15);
             for (name, value) in whole.iter() {
                 let alone = ShellView::field(a, name).unwrap_or_else(|| panic!("{name}"));
-                assert_eq!(format!("{alone:?}"), format!("{value:?}"), "{command}: {name}");
+                assert_eq!(
+                    format!("{alone:?}"),
+                    format!("{value:?}"),
+                    "{command}: {name}"
+                );
             }
             assert!(ShellView::field(a, "nothing").is_none());
         }

@@ -25,6 +25,54 @@ mod support;
 
 use support::{Project, data};
 
+/// How long a test waits for what comes within seconds (a hook process that opens the
+/// database, or reaches its tick): a hang detector, not a speed check; a wait ends as soon as
+/// what it waits for comes.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Waits until the process `pid` has the file `path` open. Linux says which files a process has
+/// open (in /proc); elsewhere this returns at once.
+fn wait_until_open(pid: u32, path: &Path) {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let path = path.canonicalize().unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while !std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|p| p == path))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "process {pid} never opened {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A store on `project`'s database whose ticks do not wait for its lock at all: its tick begins
+/// at once, or fails with `Busy` at once while another process holds the lock.
+fn lock_probe(project: &Project) -> warden::Store {
+    let mut probe = warden::Store::open(project.db()).unwrap();
+    probe.set_lock_timeout(Duration::ZERO).unwrap();
+    probe
+}
+
+/// Whether another process holds the database's write lock (the probe's tick, begun, is
+/// dropped at once: it holds the lock no longer than that).
+fn lock_is_held(probe: &warden::Store) -> bool {
+    match probe.tick().begin() {
+        Ok(()) => false,
+        Err(e) => {
+            assert!(matches!(e, warden::store::StoreError::Busy { .. }), "{e}");
+            true
+        }
+    }
+}
+
 #[test]
 fn a_whole_session_in_thirty_processes() {
     let project = Project::new("e2e-session");
@@ -196,6 +244,9 @@ fn a_hook_waits_out_a_lock_held_longer_than_a_tick_waits() {
     let held = holder.tick();
     held.begin().unwrap();
     let child = project.spawn_hook(payload.to_string().as_bytes());
+    // The three seconds count from when the hook has opened the database (its tick follows
+    // the loading of its rules), not from its start, which a loaded machine makes slow.
+    wait_until_open(child.id(), Path::new(project.db()));
     std::thread::sleep(Duration::from_secs(3));
     drop(held);
     let out = child.wait_with_output().unwrap();
@@ -248,22 +299,26 @@ fn a_hook_killed_mid_tick_loses_nothing() {
     project.hook(&prompt);
     let before: Value =
         serde_json::from_str(&project.warden(&["sessions", "show", "crash"])).unwrap();
-    // A guard that takes seconds: the process is killed while its tick holds the database.
+    // A guard that takes seconds: the process is killed while its tick holds the database
+    // (the guard reads plugin state first, which takes the lock), however long it took to get
+    // there.
     let slow = project.payload(
         "PreToolUse",
         Some(&json!({"tool_name": "Slow", "tool_input": {}})),
     );
+    let probe = lock_probe(&project);
     let mut child = project.spawn_hook(slow.to_string().as_bytes());
-    std::thread::sleep(Duration::from_millis(700));
-    let started = Instant::now();
+    let deadline = Instant::now() + PATIENCE;
+    while !lock_is_held(&probe) {
+        assert!(Instant::now() < deadline, "the hook never began its tick");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
-    // The next hooks go on at once, from the session as it was before the killed tick.
+    // The lock was released with the process: a tick that does not wait at all takes it.
+    assert!(!lock_is_held(&probe), "the lock outlived the process");
+    // The next hook goes on, from the session as it was before the killed tick.
     let answer = project.hook(&project.payload("PostToolUseFailure", None));
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "the lock was released with the process"
-    );
     assert_eq!(answer, Value::Null);
     let after: Value =
         serde_json::from_str(&project.warden(&["sessions", "show", "crash"])).unwrap();

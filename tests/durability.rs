@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// How long a test waits for what comes within a second (a line of a replay's output): a hang
+/// detector, not a speed check; a wait ends as soon as what it waits for comes.
+const PATIENCE: Duration = Duration::from_secs(60);
+
 const COUNTER: &str = r#"
 [rule]
 id = "counter"
@@ -222,6 +226,10 @@ fn a_process_killed_at_any_moment_loses_no_committed_write() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
+        // Each line is told as it comes, and handed over (the reader reads no further until it
+        // is): the process cannot run further ahead of what was heard than its output pipe
+        // holds, a few hundred events of the 20,000.
+        let (told, heard) = std::sync::mpsc::sync_channel(0);
         let reader = std::thread::spawn(move || {
             let mut text = String::new();
             for line in BufReader::new(stdout).lines() {
@@ -229,19 +237,28 @@ fn a_process_killed_at_any_moment_loses_no_committed_write() {
                     Ok(l) => {
                         text.push_str(&l);
                         text.push('\n');
+                        // No one listens once the process is to be killed.
+                        let _ = told.send(());
                     }
                     Err(_) => break,
                 }
             }
             text
         });
-        // Let the first rounds die early (in the opening and migration), later ones mid-run.
-        let wait = if round < 3 {
-            rng.below(40)
+        if round < 3 {
+            // The first rounds die early, in the opening and migration (or wherever the
+            // process is by then: what is checked holds wherever it dies).
+            std::thread::sleep(Duration::from_millis(rng.below(40)));
         } else {
-            20 + rng.below(600)
-        };
-        std::thread::sleep(Duration::from_millis(wait));
+            // The others mid-run, whatever the machine's speed: after a random number of the
+            // lines it reported, while it works on (at a moment of its work just as random).
+            for _ in 0..4 + rng.below(3000) {
+                heard
+                    .recv_timeout(PATIENCE)
+                    .expect("the replay stopped reporting");
+            }
+        }
+        drop(heard);
         let finished = child.try_wait().unwrap().is_some();
         let _ = child.kill(); // SIGKILL
         child.wait().unwrap();

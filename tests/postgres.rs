@@ -4,8 +4,8 @@
 //! - Two `warden replay` processes running a read-modify-write rule lose no update.
 //! - Hook processes ticking one Claude Code session at once lose no update, and a whole
 //!   scripted session handed from process to process answers as it does on SQLite.
-//! - A rule switched off, and a setting changed, by one process reach a running one within a
-//!   second (LISTEN/NOTIFY).
+//! - A rule switched off, and a setting changed, by one process reach a running one without a
+//!   restart (LISTEN/NOTIFY).
 //! - `warden migrate` copies a SQLite store into PostgreSQL (and into another file), refusing
 //!   a target that holds data unless told to replace it.
 //! - While the database cannot be reached, ticks go on with the program and choices they
@@ -17,7 +17,7 @@
 //!
 //! - Two `warden serve` processes on one database: counters, a session handed from one to the
 //!   other and ticked by both at once, a rule switched off and a setting changed on one seen by
-//!   the other within a second.
+//!   the other.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use warden::store::{Backend, StateScope, Store};
@@ -37,6 +37,29 @@ mod support;
 use support::Project;
 
 const URL_VAR: &str = "WARDEN_TEST_POSTGRES_URL";
+
+/// How long a test waits for what comes within a second (a choice made on another node, a
+/// database that is back): a hang detector, not a speed check. Every wait ends as soon as what
+/// it waits for comes; only what never comes waits this long.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Sends events with `fired` until they fire `expected`, as they do once a node has heard of a
+/// choice made elsewhere and read it again (at its next event at least `POLL_INTERVAL` after
+/// its last read).
+fn until_fired(what: &str, expected: &[&str], mut fired: impl FnMut() -> Vec<String>) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let now = fired();
+        if now == expected {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what}: still {now:?}, not {expected:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
 
 /// The test server, or `None` (said once, where the test harness does not hide it).
 fn server() -> Option<String> {
@@ -293,10 +316,10 @@ impl Drop for Node {
 }
 
 /// A rule switched off, and a setting changed, with the `warden` command (another node)
-/// reach a running node by its next event a second later, and so do their undoing.
+/// reach a running node without a restart, and so do their undoing.
 #[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
-fn choices_made_on_one_node_reach_a_running_one_within_a_second() {
+fn choices_made_on_one_node_reach_a_running_one() {
     let Some(db) = Db::new() else { return };
     db.store();
     let mut node = Node::start(&db.url);
@@ -308,15 +331,14 @@ fn choices_made_on_one_node_reach_a_running_one_within_a_second() {
         all.extend(["--rules", &rules]);
         all.extend(args);
         run(&all);
-        std::thread::sleep(Duration::from_secs(1));
     };
     elsewhere(&["rules", "disable", "count-calls"]);
-    assert_eq!(node.fired(), ["large-result-summary"]);
+    until_fired("switched off", &["large-result-summary"], || node.fired());
     elsewhere(&["rules", "set", "builtin.large_result_count", "100"]);
-    assert!(node.fired().is_empty());
+    until_fired("set", &[], || node.fired());
     elsewhere(&["rules", "enable", "count-calls"]);
     elsewhere(&["rules", "unset", "builtin.large_result_count"]);
-    assert_eq!(node.fired(), both);
+    until_fired("undone", &both, || node.fired());
 }
 
 /// `warden migrate` copies a SQLite store (state, choices, a saved session, the execution
@@ -527,7 +549,16 @@ fn ticks_go_on_while_the_database_is_unreachable_and_say_so() {
     assert_eq!(count_of(&db.store(), "local"), Some(json!(1)));
 
     proxy.restore();
-    std::thread::sleep(Duration::from_millis(1100));
+    // Back once the known-down spell after the failure is over and a connection is made.
+    let deadline = Instant::now() + PATIENCE;
+    while warden
+        .store()
+        .state_get(&StateScope::new("default", "default", "local"), "count")
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the database never came back");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let after = session.tick(Hook::OnToolComplete, event());
     assert_eq!(after.unsaved, None, "{:?}", after.errors);
     assert_eq!(after.fired(), ["count-calls"]);
@@ -627,7 +658,7 @@ impl Serve {
 /// Two `warden serve` processes on one database behave as one service: counters in plugin
 /// state lose no update when both run them at once; a session moves from one to the other and
 /// carries on, and both ticking it at once lose no event; a rule switched off, or a setting
-/// changed, through one is in force on the other a second later.
+/// changed, through one is in force on the other.
 #[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn two_services_on_one_database_behave_as_one() {
@@ -672,30 +703,29 @@ fn two_services_on_one_database_behave_as_one() {
     assert_eq!(saved.summary.events, 50);
     assert_eq!(count_of(&db.store(), "local"), Some(json!(130)));
 
-    // Choices: made through one, in force on the other a second later, and undone alike.
+    // Choices: made through one, in force on the other, and undone alike.
     let both = ["count-calls", "large-result-summary"];
     assert_eq!(b.event("choices", &result), both);
     let (status, _) = a.call("PUT", "/v1/rules/count-calls/enabled", "false");
     assert_eq!(status, 200);
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(b.event("choices", &result), ["large-result-summary"]);
+    until_fired("switched off", &["large-result-summary"], || {
+        b.event("choices", &result)
+    });
     let (status, v) = b.call(
         "PUT",
         "/v1/plugins/builtin/settings",
         r#"{"large_result_count": 100}"#,
     );
     assert_eq!(status, 200, "{v}");
-    std::thread::sleep(Duration::from_secs(1));
-    assert!(a.event("choices", &result).is_empty());
+    until_fired("set", &[], || a.event("choices", &result));
     a.call("DELETE", "/v1/rules/count-calls/enabled", "");
     b.call(
         "PUT",
         "/v1/plugins/builtin/settings",
         r#"{"large_result_count": null}"#,
     );
-    std::thread::sleep(Duration::from_secs(1));
-    assert_eq!(a.event("choices", &result), both);
-    assert_eq!(b.event("choices", &result), both);
+    until_fired("undone", &both, || a.event("choices", &result));
+    until_fired("undone", &both, || b.event("choices", &result));
 }
 
 /// Two services ticking one session as fast as eight clients can send: no tick is lost to a

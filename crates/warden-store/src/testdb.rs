@@ -6,8 +6,28 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Once};
+use std::time::{Duration, Instant};
 
 use crate::{Backend, Store};
+
+/// How long a test waits for what comes within milliseconds (a notification, a listener that
+/// connects, a server that is back): a hang detector, not a speed check. A wait polls, and ends
+/// as soon as what it waits for comes; only what never comes waits this long.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
+
+/// Polls `done` until it holds (true), or [`PATIENCE`] has passed (false).
+pub(crate) fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
 
 /// The environment variable naming the PostgreSQL server the tests may use.
 pub(crate) const URL_VAR: &str = "WARDEN_TEST_POSTGRES_URL";

@@ -2,12 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use super::*;
-use crate::testdb::{TestDb, both_backends};
+use crate::testdb::{TestDb, both_backends, eventually};
 
 mod sessions;
 use sessions::*;
@@ -74,7 +74,7 @@ both_backends!(
     toggles_round_trip_and_report_changes,
     overrides_round_trip,
     a_corrupt_override_names_itself,
-    another_stores_changes_are_noticed_within_a_second,
+    another_stores_changes_are_noticed,
     a_session_round_trips_and_its_version_grows,
     a_stale_save_is_a_conflict_and_writes_nothing,
     sessions_are_deleted_and_pruned,
@@ -593,8 +593,9 @@ fn a_corrupt_override_names_itself(db: &TestDb) {
 }
 
 /// What another process changes in users' choices is noticed through `data_version`:
-/// SQLite's counter of other connections' commits, PostgreSQL's notifications.
-fn another_stores_changes_are_noticed_within_a_second(db: &TestDb) {
+/// SQLite's counter of other connections' commits, PostgreSQL's notifications (heard by a
+/// listener on its own thread: waited for, since how soon is up to the machine).
+fn another_stores_changes_are_noticed(db: &TestDb) {
     let a = db.open();
     let b = db.open();
     let before = a.data_version().unwrap();
@@ -603,28 +604,22 @@ fn another_stores_changes_are_noticed_within_a_second(db: &TestDb) {
         assert_eq!(a.data_version().unwrap(), before, "own writes do not count");
     } else {
         // The listener is in place (its connection counts once), then quiet.
-        let started = Instant::now();
-        while a.data_version().unwrap() == before && started.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        assert_ne!(a.data_version().unwrap(), before, "the listener connected");
+        assert!(
+            eventually(|| a.data_version().unwrap() != before),
+            "the listener never connected"
+        );
     }
     for change in 0..2 {
         let seen = a.data_version().unwrap();
-        let changed = Instant::now();
         if change == 0 {
             b.set_toggle("ann", "y", Some(false)).unwrap();
         } else {
             b.set_override("ann", "*", "p", "n", Some(&json!(1)))
                 .unwrap();
         }
-        while a.data_version().unwrap() == seen && changed.elapsed() < Duration::from_secs(1) {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert_ne!(
-            a.data_version().unwrap(),
-            seen,
-            "change {change} was not noticed within a second"
+        assert!(
+            eventually(|| a.data_version().unwrap() != seen),
+            "change {change} was never noticed"
         );
     }
     assert!(a.toggles().unwrap().iter().any(|t| t.rule_id == "y"));
@@ -707,7 +702,8 @@ fn two_connections_ticking_one_session_take_turns(db: &TestDb) {
 }
 
 /// Another connection holding the lock a tick needs makes the tick fail after the lock
-/// timeout with `Busy`, which says how long it waited; the tick's writes are not half-applied.
+/// timeout with `Busy`, which says how long it waited; what follows in the tick fails at once,
+/// alike, without trying the lock again; the tick's writes are not half-applied.
 fn a_held_lock_fails_the_tick_after_its_timeout(db: &TestDb) {
     let holder = db.open();
     let mut s = db.open();
@@ -722,14 +718,17 @@ fn a_held_lock_fails_the_tick_after_its_timeout(db: &TestDb) {
         .expect_err("locked");
     assert!(matches!(err, StoreError::Busy { .. }), "{err}");
     assert!(err.to_string().contains("waited 50 ms"), "{err}");
-    // What follows in the tick fails at once, alike.
-    let started = Instant::now();
+    // What follows in the tick fails at once, alike: it does not try the lock again, which,
+    // released now, it would get at once (a tick that waited for it again would go through).
+    drop(held);
+    let again = tx
+        .write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(2))]])
+        .expect_err("still refused");
+    assert!(matches!(again, StoreError::Busy { .. }), "{again}");
     let again = tx.commit(None).expect_err("still refused");
     assert!(matches!(again, StoreError::Busy { .. }), "{again}");
-    assert!(started.elapsed() < Duration::from_millis(40));
-    drop(held);
     assert_eq!(s.state_get(&sc, "k").expect("read"), None);
-    // The lock released, the next tick goes through.
+    // The next tick goes through.
     let tx = s.tick();
     tx.write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
         .expect("write");

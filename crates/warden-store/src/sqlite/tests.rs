@@ -79,13 +79,12 @@ fn a_background_checkpoint_copies_the_log_and_stops_with_the_store() {
         )]])
         .expect("write");
     }
-    let copied = (0..200).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(10));
+    let copied = crate::testdb::eventually(|| {
         std::fs::metadata(&path).expect("file").len() >= before + 50 * 3000
     });
     assert!(
         copied,
-        "the log was copied into the file by the background thread"
+        "the log was never copied into the file by the background thread"
     );
     drop(s);
     let s = Store::open(&path).expect("reopen");

@@ -598,7 +598,10 @@ async fn the_event_stream_carries_firings_decisions_and_emitted_events() {
     assert_eq!(decision["session"], "e1");
     // The stream ends when the server stops; the stop does not wait for it.
     server.stop().await.unwrap();
-    assert!(events.next(WAIT).await.is_none());
+    assert!(
+        events.ends_within(WAIT).await,
+        "the event stream was still open after the server stopped"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -269,6 +269,19 @@ impl Events {
         }
     }
 
+    /// Whether the stream ends (its body finishes, or its connection closes) within `wait`;
+    /// events sent before the end are passed over. `false` when it is still open then.
+    pub async fn ends_within(&mut self, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.frame()).await {
+                Err(_) => return false,
+                Ok(None | Some(Err(_))) => return true,
+                Ok(Some(Ok(_))) => {}
+            }
+        }
+    }
+
     /// The next event named `name` (others are skipped), or None after `wait`.
     pub async fn next_named(&mut self, name: &str, wait: Duration) -> Option<Value> {
         self.next_where(name, wait, |_| true).await

@@ -600,11 +600,32 @@ fn a_backtest_of_a_folder_skips_what_it_does_not_use() {
     fs::write(history.join("one.jsonl"), &text_of).unwrap();
     fs::write(history.join("two.jsonl"), &text_of).unwrap();
     fs::write(history.join("notes.txt"), "not a transcript").unwrap();
+    // A Warden trace named *.jsonl is not a Claude Code transcript: passed over, and said.
+    fs::write(
+        history.join("trace.jsonl"),
+        "{\"hook\":\"on_turn_start\"}\n",
+    )
+    .unwrap();
     let o = backtest(dir.path(), &["history", "--summary"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("backtesting ") && err.contains(".warden/warden.toml"),
+        "{err}"
+    );
+    assert!(
+        err.contains("trace.jsonl holds no Claude Code conversation"),
+        "{err}"
+    );
     let summary: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(summary["transcripts"], 2, "{out}");
+    assert_eq!(summary["not_transcripts"], 1, "{out}");
+    let first = &summary["refused"]["project-a/one.jsonl"][0];
+    assert_eq!(first["rule"], "guardrails/deny-destructive-shell", "{out}");
+    assert!(
+        first["reason"].as_str().unwrap().ends_with("and name it"),
+        "{out}"
+    );
     assert_eq!(
         summary["rules"]["guardrails/deny-destructive-shell"]["decisions"]["deny"],
         2

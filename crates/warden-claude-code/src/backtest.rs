@@ -311,6 +311,12 @@ impl<'w> Backtest<'w> {
         out
     }
 
+    /// Whether a line of the main conversation was read so far (a file with none is not a
+    /// Claude Code transcript, or is a subagent's).
+    pub fn is_conversation(&self) -> bool {
+        self.main_seen
+    }
+
     /// Lines that hold a user or model line's words but could not be read as one (not JSON,
     /// or fields of another shape): skipped, and counted here.
     pub fn unread(&self) -> usize {

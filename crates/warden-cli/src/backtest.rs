@@ -42,6 +42,15 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
     let (files, unlisted) = transcripts(a.path)?;
     let warden = build(config, true, false)?;
     report_load("the rules", &warden);
+    // Which rules: a backtest that finds nothing should not be mistaken for rules that allow
+    // everything when it ran with the built-in rules alone.
+    let rules = warden.program().rule_keys().count();
+    match &config.path {
+        Some(p) => eprintln!("backtesting {rules} rule(s) of {}", p.display()),
+        None => eprintln!(
+            "backtesting {rules} rule(s): no warden.toml here, so the built-in rules alone (give --config, e.g. .warden/warden.toml)"
+        ),
+    }
     let old = match a.against {
         Some(path) => {
             let old_config = Config::load(path).map_err(|d| {
@@ -146,13 +155,23 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
             );
             skipped += new.unread();
         }
+        let conversation = new.is_conversation();
         report(new.finish(), before.map(Backtest::finish));
         written.map_err(|e| e.to_string())?;
-        summary.transcripts += 1;
+        if conversation {
+            summary.transcripts += 1;
+        } else {
+            eprintln!(
+                "warning: {} holds no Claude Code conversation (no prompt or model line of the main session): passed over",
+                file.display()
+            );
+            summary.not_transcripts += 1;
+        }
         progress.file_done();
     }
     progress.clear();
     summary.skipped_lines = skipped;
+    summary.unreadable = unreadable;
     let seconds = started.elapsed().as_secs_f64();
     if old.is_some() {
         changes.write(&mut out, a.json).map_err(|e| e.to_string())?;
@@ -470,10 +489,15 @@ struct Summary {
     transcripts: usize,
     events: usize,
     rules: BTreeMap<String, RuleSummary>,
-    refused: BTreeMap<String, Vec<String>>,
+    /// Per transcript: (line, call, rule, reason) of each call that would have been refused.
+    refused: BTreeMap<String, Vec<(usize, String, String, String)>>,
     errors: usize,
     /// Lines skipped as unreadable (too long, not JSON, another shape).
     skipped_lines: usize,
+    /// Files (or folders) that could not be read.
+    unreadable: usize,
+    /// Files with no line of a Claude Code conversation.
+    not_transcripts: usize,
 }
 
 impl Summary {
@@ -499,15 +523,12 @@ impl Summary {
                     s.stopped.insert(file.to_string());
                 }
                 if r.refused && t.hook == warden_core::Hook::OnToolCall {
-                    self.refused
-                        .entry(file.to_string())
-                        .or_default()
-                        .push(format!(
-                            "line {}: {} ({rule}): {}",
-                            r.line,
-                            call_summary(r),
-                            clip(reason, 120)
-                        ));
+                    self.refused.entry(file.to_string()).or_default().push((
+                        r.line,
+                        call_summary(r),
+                        rule.clone(),
+                        reason.clone(),
+                    ));
                 }
             }
         }
@@ -536,8 +557,22 @@ impl Summary {
                 "seconds": seconds,
                 "errors": self.errors,
                 "skipped_lines": self.skipped_lines,
+                "unreadable_files": self.unreadable,
+                "not_transcripts": self.not_transcripts,
                 "rules": rules,
-                "refused": self.refused,
+                "refused": self
+                    .refused
+                    .iter()
+                    .map(|(file, calls)| {
+                        let calls: Vec<Value> = calls
+                            .iter()
+                            .map(|(line, call, rule, reason)| {
+                                json!({"line": line, "call": call, "rule": rule, "reason": reason})
+                            })
+                            .collect();
+                        (file.clone(), Value::Array(calls))
+                    })
+                    .collect::<serde_json::Map<String, Value>>(),
             });
             return writeln!(out, "{v:#}");
         }
@@ -552,6 +587,20 @@ impl Summary {
                 String::new()
             }
         )?;
+        if self.unreadable > 0 {
+            writeln!(
+                out,
+                "{} file(s) or folder(s) could not be read (see the errors)",
+                self.unreadable
+            )?;
+        }
+        if self.not_transcripts > 0 {
+            writeln!(
+                out,
+                "{} file(s) held no Claude Code conversation and were passed over",
+                self.not_transcripts
+            )?;
+        }
         if self.skipped_lines > 0 {
             writeln!(
                 out,
@@ -585,8 +634,12 @@ impl Summary {
             writeln!(out, "\nwould have been refused, per session:")?;
             for (file, calls) in &self.refused {
                 writeln!(out, "  {file}: {} call(s)", calls.len())?;
-                for c in calls {
-                    writeln!(out, "    {c}")?;
+                for (line, call, rule, reason) in calls {
+                    writeln!(
+                        out,
+                        "    line {line}: {call} ({rule}): {}",
+                        clip(reason, 120)
+                    )?;
                 }
             }
         }

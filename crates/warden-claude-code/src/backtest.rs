@@ -17,13 +17,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use warden_core::{ClaudeCodeConfig, Event, Hook, Outcome, SessionOptions, Warden};
 
 use crate::handler::{Handler, Options, Usages};
 use crate::payload::{HookEvent, Payload};
-use crate::transcript::Usage;
+use crate::transcript::{Line, Usage};
 
 /// What one tick of a replayed event did.
 #[derive(Debug, Clone, PartialEq)]
@@ -150,60 +149,6 @@ pub struct Backtest<'w> {
 
 /// What [`Backtest::on_tick`] calls.
 type OnTick<'w> = Box<dyn FnMut(Hook, &Outcome) + 'w>;
-
-/// The fields of a transcript line a backtest reads; the others are passed over unbuilt.
-#[derive(Deserialize)]
-struct Line {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    #[serde(rename = "isSidechain")]
-    sidechain: Option<bool>,
-    #[serde(rename = "isMeta")]
-    meta: Option<bool>,
-    /// A summary Claude Code wrote when it compacted the conversation: not a prompt.
-    #[serde(rename = "isCompactSummary")]
-    compact_summary: Option<bool>,
-    #[serde(rename = "isVisibleInTranscriptOnly")]
-    transcript_only: Option<bool>,
-    cwd: Option<String>,
-    message: Option<Message>,
-    #[serde(rename = "toolUseResult")]
-    tool_use_result: Option<Value>,
-}
-
-/// A line's `message`: a model call's (`assistant`), or the user's side (`user`).
-#[derive(Deserialize)]
-struct Message {
-    id: Option<String>,
-    model: Option<String>,
-    /// Text, or an array of blocks (`text`, `tool_use`, `tool_result`...).
-    content: Option<Value>,
-    stop_reason: Option<String>,
-    usage: Option<Tokens>,
-}
-
-/// A model call's `usage`.
-#[derive(Deserialize)]
-struct Tokens {
-    input_tokens: Option<u64>,
-    cache_creation_input_tokens: Option<u64>,
-    cache_read_input_tokens: Option<u64>,
-    output_tokens: Option<u64>,
-}
-
-impl Message {
-    fn usage(&self) -> Option<Usage> {
-        let u = self.usage.as_ref()?;
-        Some(Usage {
-            message_id: self.id.clone().unwrap_or_default(),
-            model: self.model.clone().unwrap_or_default(),
-            input: u.input_tokens.unwrap_or(0),
-            cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
-            cache_read: u.cache_read_input_tokens.unwrap_or(0),
-            output: u.output_tokens.unwrap_or(0),
-        })
-    }
-}
 
 impl<'w> Backtest<'w> {
     /// A backtest of one transcript, whose session is `session_id` (the file's name, usually;
@@ -639,6 +584,13 @@ mod tests {
             .to_string()
     }
 
+    /// A supervisor with one rule, written from `toml` into a folder of its own.
+    fn one_rule(toml: &str) -> Warden {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("rule.toml"), toml).unwrap();
+        Warden::builder().rules_dir(dir.path()).build().unwrap()
+    }
+
     fn replay(warden: &Warden, lines: &[String]) -> Vec<Replayed> {
         let config = ClaudeCodeConfig::default();
         let mut b = Backtest::new(warden, &config, Options::default(), "s1");
@@ -707,17 +659,11 @@ mod tests {
 
     #[test]
     fn a_refused_call_has_no_result_and_a_call_refused_when_recorded_neither() {
-        let dir = std::env::temp_dir().join(format!("warden-backtest-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("no-curl.toml"),
+        let warden = one_rule(
             "[rule]\nid = \"no-curl\"\ntrigger = \"on_tool_call\"\ntool = [\"Bash\"]\n\
              [condition]\nexpression = \"'curl' in tool.shell.programs\"\n\
              [action]\ntype = \"decide\"\ndecision = \"deny\"\nreason = \"no downloads\"\n",
-        )
-        .unwrap();
-        let warden = Warden::builder().rules_dir(&dir).build().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        );
         let lines = [
             prompt("go"),
             assistant(
@@ -803,17 +749,11 @@ mod tests {
 
     #[test]
     fn after_a_stop_nothing_is_replayed_until_the_next_prompt() {
-        let dir = std::env::temp_dir().join(format!("warden-backtest-stop-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("stop.toml"),
+        let warden = one_rule(
             "[rule]\nid = \"stop-on-cat\"\ntrigger = \"on_tool_call\"\n\
              [condition]\nexpression = \"'cat' in tool.shell.programs\"\n\
              [action]\ntype = \"decide\"\ndecision = \"stop\"\nreason = \"enough\"\n",
-        )
-        .unwrap();
-        let warden = Warden::builder().rules_dir(&dir).build().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
+        );
         let lines = [
             prompt("go"),
             assistant(

@@ -6,6 +6,7 @@ use std::io;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 /// The usage of one model call.
@@ -118,13 +119,16 @@ fn usage_of(line: &[u8], tool_use: Option<&str>) -> Option<Usage> {
     if tool_use.is_some_and(|id| !has(id.as_bytes())) {
         return None;
     }
-    let v: Value = serde_json::from_slice(line).ok()?;
-    if v.get("type")?.as_str()? != "assistant" || v.get("isSidechain") == Some(&Value::Bool(true)) {
+    let v: Line = serde_json::from_slice(line).ok()?;
+    if v.kind.as_deref() != Some("assistant") || v.sidechain == Some(true) {
         return None;
     }
-    let m = v.get("message")?;
+    let m = v.message?;
     if let Some(id) = tool_use {
-        let asked = m.get("content")?.as_array()?.iter().any(|block| {
+        let Some(Value::Array(blocks)) = &m.content else {
+            return None;
+        };
+        let asked = blocks.iter().any(|block| {
             block.get("type").and_then(Value::as_str) == Some("tool_use")
                 && block.get("id").and_then(Value::as_str) == Some(id)
         });
@@ -132,29 +136,73 @@ fn usage_of(line: &[u8], tool_use: Option<&str>) -> Option<Usage> {
             return None;
         }
     }
-    usage_of_value(m)
+    m.usage()
 }
 
-/// The usage of a model call's `message` (an assistant line's), if it has one.
-fn usage_of_value(m: &Value) -> Option<Usage> {
-    let u = m.get("usage")?;
-    let n = |k: &str| u.get(k).and_then(Value::as_u64).unwrap_or(0);
-    Some(Usage {
-        message_id: m
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        model: m
-            .get("model")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        input: n("input_tokens"),
-        cache_creation: n("cache_creation_input_tokens"),
-        cache_read: n("cache_read_input_tokens"),
-        output: n("output_tokens"),
-    })
+/// The fields of a transcript line Warden reads (the live hook's usage, a backtest's events);
+/// the others are passed over unbuilt.
+#[derive(Deserialize)]
+pub(crate) struct Line {
+    #[serde(rename = "type")]
+    pub(crate) kind: Option<String>,
+    #[serde(rename = "isSidechain")]
+    pub(crate) sidechain: Option<bool>,
+    #[serde(rename = "isMeta")]
+    pub(crate) meta: Option<bool>,
+    /// A summary Claude Code wrote when it compacted the conversation: not a prompt.
+    #[serde(rename = "isCompactSummary")]
+    pub(crate) compact_summary: Option<bool>,
+    #[serde(rename = "isVisibleInTranscriptOnly")]
+    pub(crate) transcript_only: Option<bool>,
+    pub(crate) cwd: Option<String>,
+    pub(crate) message: Option<Message>,
+    #[serde(rename = "toolUseResult")]
+    pub(crate) tool_use_result: Option<Value>,
+}
+
+/// A line's `message`: a model call's (`assistant`), or the user's side (`user`).
+#[derive(Deserialize)]
+pub(crate) struct Message {
+    pub(crate) id: Option<String>,
+    pub(crate) model: Option<String>,
+    /// Text, or an array of blocks (`text`, `tool_use`, `tool_result`...).
+    pub(crate) content: Option<Value>,
+    pub(crate) stop_reason: Option<String>,
+    pub(crate) usage: Option<Tokens>,
+}
+
+/// A model call's `usage`.
+#[derive(Deserialize)]
+pub(crate) struct Tokens {
+    #[serde(default, deserialize_with = "count")]
+    input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "count")]
+    output_tokens: Option<u64>,
+}
+
+/// A token count: a whole number, or nothing (any other value counts as none, as a count the
+/// transcript writes otherwise does not stop the rest of the call being read).
+fn count<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    Ok(Value::deserialize(d)?.as_u64())
+}
+
+impl Message {
+    /// The call's usage, if the message has one.
+    pub(crate) fn usage(&self) -> Option<Usage> {
+        let u = self.usage.as_ref()?;
+        Some(Usage {
+            message_id: self.id.clone().unwrap_or_default(),
+            model: self.model.clone().unwrap_or_default(),
+            input: u.input_tokens.unwrap_or(0),
+            cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
+            cache_read: u.cache_read_input_tokens.unwrap_or(0),
+            output: u.output_tokens.unwrap_or(0),
+        })
+    }
 }
 
 /// The context windows Warden knows, by model id prefix. Longer prefixes win; an operator's

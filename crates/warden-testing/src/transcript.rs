@@ -33,33 +33,24 @@ pub(crate) fn read_path(
     let at = t.string(doc, "transcript").ok_or(())?;
     let base = doc.file.path().parent().unwrap_or(Path::new("."));
     let path = base.join(&at.value);
-    match std::fs::metadata(&path) {
-        Ok(m) if m.is_file() => Ok(Some(path)),
-        Ok(_) => {
-            doc.error(
-                at.span,
-                &t.field("transcript"),
-                format!(
-                    "test `{name}`: the transcript `{}` is not a file",
-                    path.display()
-                ),
-                Some("name a Claude Code transcript (a .jsonl file)".into()),
-            );
-            Err(())
-        }
-        Err(e) => {
-            doc.error(
-                at.span,
-                &t.field("transcript"),
-                format!(
-                    "test `{name}`: the transcript `{}` cannot be read: {e}",
-                    path.display()
-                ),
-                Some("the path is relative to the test file's folder".into()),
-            );
-            Err(())
-        }
-    }
+    let (why, help) = match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() => return Ok(Some(path)),
+        Ok(_) => (
+            "is not a file".to_string(),
+            "name a Claude Code transcript (a .jsonl file)",
+        ),
+        Err(e) => (
+            format!("cannot be read: {e}"),
+            "the path is relative to the test file's folder",
+        ),
+    };
+    doc.error(
+        at.span,
+        &t.field("transcript"),
+        format!("test `{name}`: the transcript `{}` {why}", path.display()),
+        Some(help.into()),
+    );
+    Err(())
 }
 
 /// Runs a case through the events of the transcript at `path`, in `session`, checking each

@@ -502,6 +502,8 @@ impl Handler<'_> {
             execution_time_ms: 0.0,
             error_message: None,
             decision: None,
+            shadow: false,
+            live_decision: None,
         };
         if let Err(e) = self.warden.store().record_executions(&[record]) {
             self.log.push(format!(

@@ -390,6 +390,10 @@ pub(crate) struct LogQuery {
     /// Only evaluations that ended in an error.
     #[arg(long)]
     failures: bool,
+    /// Only evaluations of rules in shadow, each with what the live rules decided at the
+    /// same event.
+    #[arg(long)]
+    shadow: bool,
     /// Only this user's (all users when absent; --user is not a filter here).
     #[arg(long = "of-user", value_name = "USER")]
     of_user: Option<String>,
@@ -409,6 +413,7 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
             session_id: q.session.clone(),
             user_id: q.of_user.clone(),
             failures_only: q.failures,
+            shadow_only: q.shadow,
             limit: Some(q.limit),
         })
         .map_err(|e| e.to_string())?;
@@ -418,7 +423,11 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     if rows.is_empty() {
-        if q.rule.is_some() || q.session.is_some() || q.of_user.is_some() || q.failures {
+        if q.shadow {
+            println!(
+                "no evaluation of a rule in shadow recorded; put one in shadow with `warden rules shadow RULE` (evaluations are logged as `[log] sample` says)"
+            );
+        } else if q.rule.is_some() || q.session.is_some() || q.of_user.is_some() || q.failures {
             println!("no recorded evaluation matches");
         } else {
             println!(
@@ -440,12 +449,20 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
             rec.condition_result,
         ) {
             (Some(e), _, _) => format!("error: {e}"),
-            (None, true, _) => match &rec.decision {
-                Some(d) => format!("fired, decided {d}"),
-                None => "fired".to_string(),
+            (None, true, _) => match (&rec.decision, rec.shadow) {
+                (Some(d), false) => format!("fired, decided {d}"),
+                (Some(d), true) => format!("would have decided {d}"),
+                (None, false) => "fired".to_string(),
+                (None, true) => "would have fired".to_string(),
             },
             (None, false, true) => "matched".to_string(),
             (None, false, false) => "not matched".to_string(),
+        };
+        // A rule in shadow: marked, with what the live rules decided at the same event.
+        let result = match (&rec.live_decision, rec.shadow) {
+            (Some(live), true) => format!("[shadow] {result}; live rules: {}", live_words(live)),
+            (None, true) => format!("[shadow] {result}"),
+            _ => result,
         };
         println!(
             "{}  {:<width$}  {:<17} {:>8.3} ms  {}  [{} / {}]",
@@ -459,6 +476,14 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the live rules' ruling at an event reads as, beside a rule in shadow.
+fn live_words(live: &str) -> String {
+    match live {
+        "none" => "nothing decided".to_string(),
+        d => format!("decided {d}"),
+    }
 }
 
 /// What `warden enrich` takes.

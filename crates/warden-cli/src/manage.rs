@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use warden_core::{Config, PluginInfo, RuleInfo, SetBy, SettingInfo, Warden};
+use warden_core::{Config, PluginInfo, RuleInfo, RuleState, SetBy, SettingInfo, Warden};
 
 use crate::setup::{build, open_store};
 use crate::{json_out, render_diagnostics};
@@ -25,29 +25,30 @@ pub(crate) enum RulesCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Switch a rule on for the user.
+    /// Switch a rule (or every rule of a plugin) on for the user.
     Enable {
-        /// `id`, or `plugin/id`.
-        rule: String,
-        /// Print the rule as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        target: Target,
     },
-    /// Switch a rule off for the user (core rules cannot be switched off).
+    /// Switch a rule (or every rule of a plugin) off for the user (core rules cannot be
+    /// switched off).
     Disable {
-        /// `id`, or `plugin/id`.
-        rule: String,
-        /// Print the rule as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        target: Target,
     },
-    /// Forget the user's choice for a rule: its file's `enabled` applies again.
+    /// Put a rule (or every rule of a plugin) in shadow for the user: it is evaluated at every
+    /// tick and what it would have decided is logged (`warden log --shadow`), counted and
+    /// streamed, but nothing it decides applies and nothing it says is injected. Core rules
+    /// cannot be put in shadow.
+    Shadow {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Forget the user's choice for a rule (or every rule of a plugin): its file's `enabled`
+    /// and `shadow` apply again.
     Reset {
-        /// `id`, or `plugin/id`.
-        rule: String,
-        /// Print the rule as JSON.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        target: Target,
     },
     /// Set a plugin setting for the user (in every project, or with --in-project in the
     /// current one only). The value must fit the setting's type and bounds.
@@ -74,6 +75,20 @@ pub(crate) enum RulesCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The rule, or plugin, a switch applies to.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Target {
+    /// `id`, or `plugin/id`.
+    #[arg(required_unless_present = "plugin")]
+    rule: Option<String>,
+    /// Every rule of this plugin instead of one rule (its core rules stay on).
+    #[arg(long, conflicts_with = "rule", value_name = "PLUGIN")]
+    plugin: Option<String>,
+    /// Print the rule (or the plugin's rules) as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 fn warden(config: &Config) -> Result<Warden, String> {
@@ -116,19 +131,14 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 print!("{}", rule_details(&info, user));
             }
         }
-        RulesCommand::Enable { rule, json } => return switch(&w, user, &rule, true, json),
-        RulesCommand::Disable { rule, json } => return switch(&w, user, &rule, false, json),
-        RulesCommand::Reset { rule, json } => {
-            let info = w.reset_rule(user, &rule).map_err(|e| e.to_string())?;
-            if json {
-                return json_out(&info).map(|()| ExitCode::SUCCESS);
-            }
-            println!(
-                "{} follows its file again: {} for {user}",
-                info.key,
-                if info.enabled { "on" } else { "off" }
-            );
+        RulesCommand::Enable { target } => return switch(&w, user, target, Some(RuleState::On)),
+        RulesCommand::Disable { target } => {
+            return switch(&w, user, target, Some(RuleState::Off));
         }
+        RulesCommand::Shadow { target } => {
+            return switch(&w, user, target, Some(RuleState::Shadow));
+        }
+        RulesCommand::Reset { target } => return switch(&w, user, target, None),
         RulesCommand::Set {
             key,
             value,
@@ -169,21 +179,63 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
     Ok(ExitCode::SUCCESS)
 }
 
-/// `warden rules enable` and `disable`.
-fn switch(w: &Warden, user: &str, rule: &str, on: bool, json: bool) -> Result<ExitCode, String> {
-    let info = w
-        .set_rule_enabled(user, rule, on)
-        .map_err(|e| e.to_string())?;
-    if json {
-        json_out(&info)?;
-    } else {
+/// `warden rules enable`, `disable`, `shadow` and `reset` (`None`: the files apply again).
+fn switch(
+    w: &Warden,
+    user: &str,
+    target: Target,
+    state: Option<RuleState>,
+) -> Result<ExitCode, String> {
+    let infos = match (&target.rule, &target.plugin) {
+        (_, Some(plugin)) => w.set_plugin_state(user, plugin, state),
+        (Some(rule), None) => match state {
+            Some(state) => w.set_rule_state(user, rule, state),
+            None => w.reset_rule(user, rule),
+        }
+        .map(|info| vec![info]),
+        (None, None) => return Err("name a rule, or a plugin with --plugin".into()),
+    }
+    .map_err(|e| e.to_string())?;
+    if target.json {
+        match (target.plugin.is_some(), infos.as_slice()) {
+            (false, [info]) => json_out(info)?,
+            _ => json_out(&infos)?,
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    for info in &infos {
+        let core = if info.core && state.is_some_and(|s| s != RuleState::On) {
+            " (a core rule: it stays on)"
+        } else {
+            ""
+        };
+        match state {
+            Some(_) => println!(
+                "{} is {} for {user}{core}",
+                info.key,
+                state_words(info.state)
+            ),
+            None => println!(
+                "{} follows its file again: {} for {user}",
+                info.key,
+                state_words(info.state)
+            ),
+        }
+    }
+    if state == Some(RuleState::Shadow) {
         println!(
-            "{} is {} for {user}",
-            info.key,
-            if on { "on" } else { "off" }
+            "what a rule in shadow would have decided: `warden log --shadow` (with `[log] sample` above 0)"
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `on`, `off`, or `in shadow`.
+fn state_words(state: RuleState) -> &'static str {
+    match state {
+        RuleState::Shadow => "in shadow",
+        other => other.name(),
+    }
 }
 
 fn set_by(s: SetBy) -> &'static str {
@@ -218,7 +270,7 @@ fn rule_table(list: &[RuleInfo], user: &str) -> String {
                 r.plugin.clone(),
                 r.hook.name().to_string(),
                 r.priority.to_string(),
-                if r.enabled { "on" } else { "off" }.to_string(),
+                r.state.name().to_string(),
                 if r.core { "core" } else { "" }.to_string(),
                 settings_text(&r.settings),
             ]
@@ -252,7 +304,7 @@ fn rule_table(list: &[RuleInfo], user: &str) -> String {
     }
     let _ = writeln!(
         out,
-        "\n{} rules for user {user}; `*` marks a setting the user changed. Core rules cannot be switched off.",
+        "\n{} rules for user {user}; `*` marks a setting the user changed. STATE `shadow`: evaluated, nothing it decides applies. Core rules cannot be switched off.",
         list.len()
     );
     out
@@ -270,10 +322,13 @@ fn rule_details(r: &RuleInfo, user: &str) -> String {
     let _ = writeln!(out, "  hook       {}", r.hook.name());
     let _ = writeln!(out, "  priority   {}", r.priority);
     let _ = writeln!(out, "  condition  {}", r.condition);
-    let state = match (r.enabled, r.enabled == r.enabled_by_default) {
-        (true, true) => "on".to_string(),
-        (false, true) => "off (its file says `enabled = false`)".to_string(),
-        (on, false) => format!("{} (switched by {user})", if on { "on" } else { "off" }),
+    let state = match (r.state, r.state == r.default_state) {
+        (RuleState::On, true) => "on".to_string(),
+        (RuleState::Off, true) => "off (its file says `enabled = false`)".to_string(),
+        (RuleState::Shadow, true) => {
+            "in shadow (its file, or its plugin's manifest, says `shadow = true`): evaluated, nothing it decides applies".to_string()
+        }
+        (state, false) => format!("{} (switched by {user})", state_words(state)),
     };
     let _ = writeln!(out, "  state      {state} for {user}");
     if r.core {

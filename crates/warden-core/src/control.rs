@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value as Json;
-use warden_store::{ALL_PROJECTS, SettingOverride, StoreError};
+use warden_store::{ALL_PROJECTS, RuleState, SettingOverride, StoreError};
 
 use crate::program::Program;
 use warden_input::closest;
@@ -43,13 +43,24 @@ pub enum ControlError {
         /// The rules it could mean.
         candidates: Vec<String>,
     },
-    /// Core rules cannot be switched off.
-    #[error("`{rule}` is a core rule and cannot be switched off: {}", core_why(.file.as_deref()))]
+    /// Core rules cannot be switched off, or put in shadow (where what they decide would not
+    /// apply either).
+    #[error("`{rule}` is a core rule and cannot be {}: {}", switched(*.to), core_why(.file.as_deref()))]
     CoreRule {
         /// The rule.
         rule: String,
+        /// The state asked for.
+        to: RuleState,
         /// Its file (`None`: one of Warden's built-in rules, which the user has no file of).
         file: Option<String>,
+    },
+    /// No plugin has that id (or none of its rules loaded).
+    #[error("no plugin `{plugin}` with rules{}", hint(.suggestion))]
+    UnknownPlugin {
+        /// What was asked for.
+        plugin: String,
+        /// The nearest plugin id, if one is close.
+        suggestion: Option<String>,
     },
     /// No such setting.
     #[error("no setting `{key}`{}", hint(.suggestion))]
@@ -79,6 +90,13 @@ fn core_why(file: Option<&str>) -> String {
             "its file ({file}) marks it `core = true`, which leaves that choice to the operator who edits the file, not to users"
         ),
         None => "it is one of Warden's built-in rules, marked `core = true`, which leaves that choice to the operator (who can leave the built-in rules out with `builtin = false`), not to users".into(),
+    }
+}
+
+fn switched(to: RuleState) -> &'static str {
+    match to {
+        RuleState::Shadow => "put in shadow (what a rule in shadow decides does not apply)",
+        _ => "switched off",
     }
 }
 
@@ -136,10 +154,15 @@ pub struct RuleInfo {
     pub hook: Hook,
     /// Higher fires first.
     pub priority: i64,
-    /// Whether it is on for this user.
+    /// Whether it is evaluated for this user (on, or in shadow).
     pub enabled: bool,
     /// Whether it is on unless a user says otherwise (`enabled` in its file).
     pub enabled_by_default: bool,
+    /// On, off or in shadow for this user.
+    pub state: RuleState,
+    /// Its state unless a user says otherwise (`enabled` and `shadow` in its file, `shadow`
+    /// in its plugin's manifest).
+    pub default_state: RuleState,
     /// Whether users may not switch it off.
     pub core: bool,
     /// Its tags.
@@ -157,18 +180,18 @@ pub struct RuleInfo {
 #[derive(Debug, Default)]
 pub(crate) struct Controls {
     pub generation: u64,
-    toggles: HashMap<String, HashMap<String, bool>>,
+    toggles: HashMap<String, HashMap<String, RuleState>>,
     overrides: HashMap<String, Vec<SettingOverride>>,
 }
 
 impl Controls {
     pub(crate) fn load(store: &warden_store::Store, generation: u64) -> Result<Self, StoreError> {
-        let mut toggles: HashMap<String, HashMap<String, bool>> = HashMap::new();
+        let mut toggles: HashMap<String, HashMap<String, RuleState>> = HashMap::new();
         for t in store.toggles()? {
             toggles
                 .entry(t.user_id)
                 .or_default()
-                .insert(t.rule_id, t.enabled);
+                .insert(t.rule_id, t.state);
         }
         let mut overrides: HashMap<String, Vec<SettingOverride>> = HashMap::new();
         for o in store.overrides()? {
@@ -181,7 +204,7 @@ impl Controls {
         })
     }
 
-    pub(crate) fn choice(&self, user: &str, rule: &str) -> Option<bool> {
+    pub(crate) fn choice(&self, user: &str, rule: &str) -> Option<RuleState> {
         self.toggles.get(user)?.get(rule).copied()
     }
 
@@ -204,8 +227,10 @@ pub(crate) struct Resolved {
     key: Option<(u64, u64, String, String)>,
     /// Bumped at every change, so what is derived from it can be cached.
     pub version: u64,
-    /// Per compiled rule: on or off.
+    /// Per compiled rule: evaluated (on, or in shadow) or not.
     pub enabled: Vec<bool>,
+    /// Per compiled rule: in shadow (evaluated, nothing it decides applied).
+    pub shadow: Vec<bool>,
     /// Per setting slot: the value.
     pub settings: Vec<SettingValue>,
 }
@@ -227,11 +252,14 @@ impl Resolved {
         {
             return;
         }
-        self.enabled = program
-            .rules
-            .iter()
-            .map(|r| effective_enabled(r.def.core, r.def.enabled, controls.choice(user, &r.key)))
-            .collect();
+        let states = program.rules.iter().map(|r| {
+            effective_state(
+                r.def.core,
+                default_state(&r.def),
+                controls.choice(user, &r.key),
+            )
+        });
+        (self.enabled, self.shadow) = states.map(|s| (s.runs(), s == RuleState::Shadow)).unzip();
         self.settings = program
             .settings
             .slots
@@ -248,11 +276,25 @@ impl Resolved {
     }
 }
 
-pub(crate) fn effective_enabled(core: bool, default: bool, choice: Option<bool>) -> bool {
+/// A rule's state unless a user says otherwise, from its file (and its plugin's manifest).
+pub(crate) fn default_state(def: &warden_load::RuleDef) -> RuleState {
+    match (def.enabled, def.shadow) {
+        (false, _) => RuleState::Off,
+        (true, false) => RuleState::On,
+        (true, true) => RuleState::Shadow,
+    }
+}
+
+/// A rule's state for a user: their choice, else its default.
+pub(crate) fn effective_state(
+    core: bool,
+    default: RuleState,
+    choice: Option<RuleState>,
+) -> RuleState {
     match choice {
-        // A core rule cannot be switched off, whatever the store says.
-        Some(false) if core => true,
-        Some(on) => on,
+        // A core rule cannot be switched off or put in shadow, whatever the store says.
+        Some(RuleState::Off | RuleState::Shadow) if core => RuleState::On,
+        Some(state) => state,
         None => default,
     }
 }
@@ -367,6 +409,7 @@ pub(crate) fn rule_info(
     let r = &program.rules[i];
     let d = &r.def;
     let choice = controls.choice(user, &r.key);
+    let state = effective_state(d.core, default_state(d), choice);
     RuleInfo {
         key: r.key.to_string(),
         id: d.id.clone(),
@@ -376,8 +419,10 @@ pub(crate) fn rule_info(
         version: d.version.clone(),
         hook: d.trigger,
         priority: d.priority,
-        enabled: effective_enabled(d.core, d.enabled, choice),
+        enabled: state.runs(),
         enabled_by_default: d.enabled,
+        state,
+        default_state: default_state(d),
         core: d.core,
         tags: d.tags.clone(),
         file: d.source.path().display().to_string(),

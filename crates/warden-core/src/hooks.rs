@@ -127,7 +127,8 @@ pub(crate) fn build_hook(
             );
         }
     }
-    // In an exclusive group, a rule after one that always matches is never evaluated.
+    // In an exclusive group, a rule after one that always matches is never evaluated (unless
+    // that one is in shadow, where it never holds the group).
     for entry in &entries {
         let always = entry.rules.iter().position(|&r| {
             let c = &rules[r as usize];
@@ -137,7 +138,8 @@ pub(crate) fn build_hook(
             let gated = c.def.cooldown_turns.is_some()
                 || c.def.once_per_session
                 || c.def.max_fires.is_some()
-                || !c.def.tools.is_empty();
+                || !c.def.tools.is_empty()
+                || c.def.shadow;
             unconditional && !gated
         });
         if let Some(at) = always {

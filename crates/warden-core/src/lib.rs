@@ -83,6 +83,6 @@ pub use warden_load::{
 };
 pub use warden_lua::Limits as ScriptLimits;
 pub use warden_store::{
-    ExecutionFilter, ExecutionRecord, SessionSummary, StateScope, Store, StoreError,
+    ExecutionFilter, ExecutionRecord, RuleState, SessionSummary, StateScope, Store, StoreError,
 };
 pub use watch::{Watch, WatchError};

@@ -309,6 +309,8 @@ pub struct ModeChange {
 pub(crate) struct TraceEntry {
     pub rule: u32,
     pub evaluation: Evaluation,
+    /// The rule ran in shadow: its evaluation is recorded, nothing it decided applied.
+    pub shadow: bool,
 }
 
 /// What the supervisor decided at one hook.
@@ -347,6 +349,13 @@ pub struct Outcome {
     /// saved, when the store refused it (a lock held too long by another process, a full
     /// disk). Its decisions and notifications stand; it is also in [`Outcome::errors`].
     pub unsaved: Option<String>,
+    /// What the rules in shadow rendered at this hook (their decisions, notifications, state
+    /// writes...), none of it applied: not in the ruling, not injected, not written. What a
+    /// shadow rule would have done, beside what the live rules did.
+    pub shadow: Vec<Effect>,
+    /// Failures of rules in shadow. They are not in [`Outcome::errors`]: a rule in shadow
+    /// changes nothing the host sees.
+    pub shadow_errors: Vec<RuleError>,
     pub(crate) trace: Vec<TraceEntry>,
     /// Behavior nodes that ran (explain mode): rule, node, what it came to.
     pub(crate) nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,
@@ -377,7 +386,8 @@ impl Outcome {
         })
     }
 
-    /// The ids of the rules that fired, in order.
+    /// The ids of the rules that fired, in order (rules in shadow are not among them: see
+    /// [`Outcome::shadow_fired`]).
     pub fn fired(&self) -> Vec<&str> {
         self.trace()
             .filter(|(_, e)| **e == Evaluation::Fired)
@@ -386,11 +396,44 @@ impl Outcome {
     }
 
     /// Every rule evaluated at this hook and what it came to, in evaluation order. This is how
-    /// an operator tells a false condition from one that could not be evaluated.
+    /// an operator tells a false condition from one that could not be evaluated. Rules in
+    /// shadow are in [`Outcome::shadow_trace`].
     pub fn trace(&self) -> impl Iterator<Item = (&str, &Evaluation)> {
         self.trace
             .iter()
+            .filter(|t| !t.shadow)
             .map(|t| (self.program.rule_key(t.rule), &t.evaluation))
+    }
+
+    /// Every rule in shadow evaluated at this hook and what it came to, in evaluation order.
+    pub fn shadow_trace(&self) -> impl Iterator<Item = (&str, &Evaluation)> {
+        self.trace
+            .iter()
+            .filter(|t| t.shadow)
+            .map(|t| (self.program.rule_key(t.rule), &t.evaluation))
+    }
+
+    /// The ids of the rules in shadow that fired, in order: what would have fired had they
+    /// been on.
+    pub fn shadow_fired(&self) -> Vec<&str> {
+        self.shadow_trace()
+            .filter(|(_, e)| **e == Evaluation::Fired)
+            .map(|(r, _)| r)
+            .collect()
+    }
+
+    /// What each rule in shadow decided at this hook (`deny`, `ask`, `rewrite`...), with its
+    /// reason: what it would have decided had it been on.
+    pub fn shadow_decisions(&self) -> impl Iterator<Item = (&str, &'static str, &str)> {
+        self.shadow.iter().filter_map(|e| match e {
+            Effect::Decide {
+                rule,
+                decision,
+                reason,
+            } => Some((&**rule, decision.name(), &**reason)),
+            Effect::Rewrite { rule, .. } => Some((&**rule, "rewrite", "")),
+            _ => None,
+        })
     }
 
     /// The nodes of behaviors that ran at this hook, in the order they finished, with what

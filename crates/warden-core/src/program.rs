@@ -348,6 +348,11 @@ impl Program {
         self.compiled_rules().map(|r| &*r.key)
     }
 
+    /// The index of the rule whose display id is `key`.
+    pub(crate) fn rule_index(&self, key: &str) -> Option<usize> {
+        self.rules.iter().position(|r| &*r.key == key)
+    }
+
     /// The display id of an active rule by index.
     pub(crate) fn rule_key(&self, ix: u32) -> &str {
         self.rules.get(ix as usize).map_or("?", |r| &r.key)

@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use tokio::sync::broadcast;
 use warden_input::Diagnostic;
 use warden_load::{Capabilities, DEFAULT_ID, Hook, RuleSource, load};
-use warden_store::{ALL_PROJECTS, Store};
+use warden_store::{ALL_PROJECTS, RuleState, Store};
 
 use crate::control::{
     ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
@@ -670,20 +670,72 @@ impl Warden {
         rule: &str,
         enabled: bool,
     ) -> Result<RuleInfo, ControlError> {
+        let state = if enabled {
+            RuleState::On
+        } else {
+            RuleState::Off
+        };
+        self.set_rule_state(user, rule, state)
+    }
+
+    /// Switches a rule on, off or to shadow for `user`, from the next tick. A rule in shadow
+    /// is evaluated and what it would have decided recorded, but nothing it decides applies.
+    /// A core rule can be neither switched off nor put in shadow, and the error says why.
+    pub fn set_rule_state(
+        &self,
+        user: &str,
+        rule: &str,
+        state: RuleState,
+    ) -> Result<RuleInfo, ControlError> {
         let program = self.program();
         let i = find_rule(&program, rule)?;
         let r = &program.rules[i];
-        if r.def.core && !enabled {
+        if r.def.core && state != RuleState::On {
             return Err(ControlError::CoreRule {
                 rule: r.key.to_string(),
+                to: state,
                 file: (&*r.def.plugin != warden_load::BUILTIN_PLUGIN)
                     .then(|| r.def.source.path().display().to_string()),
             });
         }
-        self.write_toggle(&program, i, user, Some(enabled))
+        self.write_toggle(&program, i, user, Some(state))
     }
 
-    /// Forgets `user`'s choice for a rule: its file's `enabled` applies again.
+    /// Puts every rule of `plugin` on, off or in shadow for `user` (`None`: forgets the user's
+    /// choices, so the files apply again), and returns them as the user now sees them. Its
+    /// core rules stay on (they are in the list, on); the other rules change.
+    pub fn set_plugin_state(
+        &self,
+        user: &str,
+        plugin: &str,
+        state: Option<RuleState>,
+    ) -> Result<Vec<RuleInfo>, ControlError> {
+        let program = self.program();
+        let of_plugin: Vec<usize> = (0..program.rules.len())
+            .filter(|&i| {
+                &*program.rules[i].def.plugin == plugin && program.rules[i].body().is_some()
+            })
+            .collect();
+        if of_plugin.is_empty() {
+            let ids: Vec<&str> = program.rules.iter().map(|r| &*r.def.plugin).collect();
+            return Err(ControlError::UnknownPlugin {
+                plugin: plugin.to_string(),
+                suggestion: warden_input::closest(plugin, ids.into_iter()).map(str::to_string),
+            });
+        }
+        let mut infos = Vec::with_capacity(of_plugin.len());
+        for i in of_plugin {
+            let core = program.rules[i].def.core;
+            let choice = match state {
+                Some(s) if core && s != RuleState::On => None,
+                other => other,
+            };
+            infos.push(self.write_toggle(&program, i, user, choice)?);
+        }
+        Ok(infos)
+    }
+
+    /// Forgets `user`'s choice for a rule: its file's `enabled` and `shadow` apply again.
     pub fn reset_rule(&self, user: &str, rule: &str) -> Result<RuleInfo, ControlError> {
         let program = self.program();
         let i = find_rule(&program, rule)?;
@@ -697,10 +749,10 @@ impl Warden {
         program: &Program,
         i: usize,
         user: &str,
-        enabled: Option<bool>,
+        state: Option<RuleState>,
     ) -> Result<RuleInfo, ControlError> {
         self.store()
-            .set_toggle(user, &program.rules[i].key, enabled)?;
+            .set_toggle(user, &program.rules[i].key, state)?;
         self.shared.refresh_controls();
         Ok(rule_info(
             program,

@@ -200,8 +200,17 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
             }
         };
         for (plugin, files) in units {
+            // `[plugin] shadow = true` puts each of its rules in shadow (one that is on).
+            let shadow = out
+                .plugins
+                .iter()
+                .any(|p| p.manifest.shadow && *p.manifest.id == *plugin);
             for file in files {
-                add_rule(&mut out, &mut seen, parse_rule_file(file, &plugin));
+                let mut parsed = parse_rule_file(file, &plugin);
+                if let Some(rule) = parsed.rule.as_mut() {
+                    rule.shadow |= shadow && rule.enabled;
+                }
+                add_rule(&mut out, &mut seen, parsed);
             }
         }
     }

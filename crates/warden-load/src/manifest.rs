@@ -44,7 +44,7 @@ use crate::ids::{BUILTIN_PLUGIN, LOCAL_PLUGIN, kebab_id, to_kebab};
 pub const MANIFEST_FILE: &str = "manifest.toml";
 
 /// The fields of `[plugin]`.
-pub const PLUGIN_FIELDS: &[&str] = &["id", "name", "version", "description", "on_error"];
+pub const PLUGIN_FIELDS: &[&str] = &["id", "name", "version", "description", "on_error", "shadow"];
 
 /// The fields of a `[settings.NAME]` table.
 pub const SETTING_FIELDS: &[&str] = &["type", "default", "min", "max", "options", "description"];
@@ -358,6 +358,8 @@ pub struct Manifest {
     pub settings: Vec<Arc<SettingDef>>,
     /// What a failing guard of its rules decides, unless a rule says (`[plugin] on_error`).
     pub on_error: Option<OnError>,
+    /// Its rules run in shadow unless a user says otherwise (`[plugin] shadow = true`).
+    pub shadow: bool,
     /// The manifest file.
     pub source: Arc<SourceFile>,
     /// Where `[plugin]` starts.
@@ -456,6 +458,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
         }
         parsed
     });
+    let shadow = plugin.boolean(doc, "shadow").is_some_and(|a| a.value);
     plugin.finish(doc, PLUGIN_FIELDS);
 
     let (requires, requires_span) = match top.table(doc, "capabilities") {
@@ -537,6 +540,7 @@ fn read_manifest(doc: &mut Doc, root: &toml::de::DeTable<'_>, builtin: bool) -> 
         include_span,
         settings,
         on_error,
+        shadow,
         source: doc.file.clone(),
         span,
     })

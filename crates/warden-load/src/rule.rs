@@ -34,6 +34,7 @@ pub const RULE_FIELDS: &[&str] = &[
     "trigger",
     "priority",
     "enabled",
+    "shadow",
     "core",
     "tool",
     "exclusive",
@@ -71,6 +72,10 @@ pub struct RuleDef {
     pub priority: i64,
     /// Whether it is active.
     pub enabled: bool,
+    /// Whether it runs in shadow unless a user says otherwise: evaluated, what it would have
+    /// decided recorded, nothing it decides applied (`shadow = true` in its file, or in its
+    /// plugin's manifest).
+    pub shadow: bool,
     /// Whether users may not disable it.
     pub core: bool,
     /// Rules sharing this name form a priority selector: the first that matches fires alone.
@@ -250,6 +255,19 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         None => DEFAULT_PRIORITY,
     };
     let enabled = rule.boolean(doc, "enabled").is_none_or(|a| a.value);
+    let shadow = match rule.boolean(doc, "shadow") {
+        Some(at) if at.value && !enabled => {
+            doc.warning(
+                at.span,
+                &format!("{kind}.shadow"),
+                "`shadow = true` means nothing while `enabled = false`: the rule is off, so it is not evaluated at all",
+                Some("remove `enabled = false` to run the rule in shadow, or remove `shadow = true`".into()),
+            );
+            false
+        }
+        Some(at) => at.value,
+        None => false,
+    };
     let core = rule.boolean(doc, "core").is_some_and(|a| a.value);
     let tools = rule.strings(doc, "tool");
     if let (Some(at), Some(h)) = (&tools, trigger)
@@ -379,6 +397,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         tools: tools.map(|a| a.value).unwrap_or_default(),
         priority,
         enabled,
+        shadow,
         core,
         exclusive,
         tags,

@@ -85,6 +85,13 @@ impl From<ControlError> for ApiError {
                     None => err,
                 }
             }
+            ControlError::UnknownPlugin { suggestion, .. } => {
+                let err = ApiError::not_found(message);
+                match suggestion {
+                    Some(s) => err.with("suggestion", s),
+                    None => err,
+                }
+            }
             ControlError::AmbiguousRule { candidates, .. } => {
                 ApiError::bad_request(message).with("candidates", candidates)
             }

@@ -17,7 +17,8 @@ const CAPACITY: usize = 1024;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FeedItem {
-    /// A rule fired: one item per action it applied.
+    /// A rule fired: one item per action it applied (a rule in shadow: per action it would
+    /// have applied, marked `shadow`).
     Fired {
         /// The session.
         session: String,
@@ -29,6 +30,8 @@ pub enum FeedItem {
         action: &'static str,
         /// The rendered message or reason, for the actions that have one.
         message: Option<String>,
+        /// The rule is in shadow: nothing of this was applied.
+        shadow: bool,
         /// When, in seconds since the Unix epoch.
         at: f64,
     },
@@ -55,6 +58,8 @@ pub enum FeedItem {
         rule: Option<Arc<str>>,
         /// What went wrong.
         error: String,
+        /// The rule is in shadow (its failure changed nothing the host saw).
+        shadow: bool,
         /// When.
         at: f64,
     },
@@ -126,13 +131,15 @@ impl Feed {
         }
         let change = outcome.mode_change.as_ref().map(|c| &*c.outcome);
         for o in change.into_iter().chain([outcome]) {
-            for effect in &o.effects {
+            let live = o.effects.iter().map(|e| (e, false));
+            for (effect, shadow) in live.chain(o.shadow.iter().map(|e| (e, true))) {
                 self.publish(FeedItem::Fired {
                     session: session.to_string(),
                     hook: o.hook,
                     rule: effect.rule().into(),
                     action: effect.action(),
                     message: effect_message(effect),
+                    shadow,
                     at,
                 });
             }
@@ -147,11 +154,13 @@ impl Feed {
                 at,
             });
         }
-        for e in &outcome.errors {
+        let live = outcome.errors.iter().map(|e| (e, false));
+        for (e, shadow) in live.chain(outcome.shadow_errors.iter().map(|e| (e, true))) {
             self.publish(FeedItem::RuleError {
                 session: session.to_string(),
                 rule: e.rule.clone(),
                 error: e.error.clone(),
+                shadow,
                 at,
             });
         }

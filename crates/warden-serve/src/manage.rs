@@ -7,7 +7,9 @@ use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use warden_core::{ControlError, ExecutionFilter, PluginInfo, RuleInfo, SettingInfo, SettingKind};
+use warden_core::{
+    ControlError, ExecutionFilter, PluginInfo, RuleInfo, RuleState, SettingInfo, SettingKind,
+};
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
 use crate::guard::Scope;
@@ -31,6 +33,11 @@ pub struct RuleView {
     pub fire_count: u64,
     /// When it last fired on this server, in seconds since the Unix epoch.
     pub last_fired: Option<f64>,
+    /// How often it fired in shadow on this server (nothing it decided applied).
+    pub shadow_fire_count: u64,
+    /// How often, in shadow, it would have refused a call or prompt the live rules let
+    /// through.
+    pub shadow_refusals: u64,
 }
 
 impl RuleView {
@@ -40,6 +47,7 @@ impl RuleView {
         let core_reason = info.core.then(|| {
             ControlError::CoreRule {
                 rule: info.key.clone(),
+                to: RuleState::Off,
                 file: (info.plugin != warden_core::BUILTIN_PLUGIN).then(|| info.file.clone()),
             }
             .to_string()
@@ -48,6 +56,8 @@ impl RuleView {
             core_reason,
             fire_count: stats.fires,
             last_fired: (stats.fires > 0).then_some(stats.last_fired),
+            shadow_fire_count: stats.shadow_fires,
+            shadow_refusals: stats.shadow_refusals,
             info,
         }
     }
@@ -146,6 +156,78 @@ pub async fn put_enabled(
     let info = app.warden.rule_info(&user, &project, &id)?;
     let stats = app.metrics.rule(&info.key);
     Ok(Json(RuleView::new(info, stats)))
+}
+
+/// `PUT /v1/rules/{id}/state`: puts a rule on, off or in shadow for the user (`{"state":
+/// "shadow"}`, or a bare `"shadow"`). A rule in shadow is evaluated at every tick and what it
+/// would have decided is logged, counted and streamed, marked as shadow; nothing it decides
+/// applies.
+pub async fn put_state(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<RuleView>, ApiError> {
+    let (user, project) = names(&app, &scope)?;
+    no_project(&scope)?;
+    let state = state_of(&body)?;
+    app.warden.set_rule_state(&user, &id, state)?;
+    let info = app.warden.rule_info(&user, &project, &id)?;
+    let stats = app.metrics.rule(&info.key);
+    Ok(Json(RuleView::new(info, stats)))
+}
+
+/// The state a body asks for: `{"state": "on" | "off" | "shadow"}`, or the bare string.
+fn state_of(body: &Value) -> Result<RuleState, ApiError> {
+    let text = match body {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(m) if m.len() == 1 => m.get("state").and_then(Value::as_str),
+        _ => None,
+    };
+    text.and_then(|t| t.parse::<RuleState>().ok()).ok_or_else(|| {
+        ApiError::unprocessable(
+            "the body must be `{\"state\": \"on\"}`, `{\"state\": \"off\"}` or `{\"state\": \"shadow\"}` (or the bare string), and nothing else",
+        )
+        .with("field", "state")
+    })
+}
+
+/// `PUT /v1/plugins/{id}/state`: puts every rule of a plugin on, off or in shadow for the user
+/// (its core rules stay on). Returns its rules as the user now sees them.
+pub async fn put_plugin_state(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+    JsonBody(body): JsonBody,
+) -> Result<Json<Vec<RuleView>>, ApiError> {
+    no_project(&scope)?;
+    let (user, _) = names(&app, &scope)?;
+    let state = state_of(&body)?;
+    let infos = app.warden.set_plugin_state(&user, &id, Some(state))?;
+    Ok(Json(plugin_rule_views(&app, infos)))
+}
+
+/// `DELETE /v1/plugins/{id}/state`: forgets the user's choices for every rule of a plugin;
+/// the files apply again.
+pub async fn reset_plugin_state(
+    State(app): State<AppState>,
+    PathParam(id): PathParam,
+    QueryParams(scope): QueryParams<Scope>,
+) -> Result<Json<Vec<RuleView>>, ApiError> {
+    no_project(&scope)?;
+    let (user, _) = names(&app, &scope)?;
+    let infos = app.warden.set_plugin_state(&user, &id, None)?;
+    Ok(Json(plugin_rule_views(&app, infos)))
+}
+
+fn plugin_rule_views(app: &App, infos: Vec<RuleInfo>) -> Vec<RuleView> {
+    infos
+        .into_iter()
+        .map(|info| {
+            let stats = app.metrics.rule(&info.key);
+            RuleView::new(info, stats)
+        })
+        .collect()
 }
 
 /// `DELETE /v1/rules/{id}/enabled`: forgets the user's choice; the rule file's `enabled`
@@ -328,6 +410,9 @@ pub struct LogQuery {
     /// Only evaluations that ended in an error.
     #[serde(default)]
     pub failures: bool,
+    /// Only evaluations of rules in shadow.
+    #[serde(default)]
+    pub shadow: bool,
     /// At most this many rows, newest first (default 50, at most 1000).
     pub limit: Option<usize>,
 }
@@ -354,6 +439,7 @@ pub async fn log(
         session_id: q.session,
         user_id: q.user,
         failures_only: q.failures,
+        shadow_only: q.shadow,
         limit: Some(limit),
     };
     let warden = app.warden.clone();

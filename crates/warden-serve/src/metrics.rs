@@ -22,6 +22,11 @@ pub struct RuleStats {
     pub fires: u64,
     /// When it last fired, in seconds since the Unix epoch.
     pub last_fired: f64,
+    /// How often it fired in shadow (nothing it decided applied).
+    pub shadow_fires: u64,
+    /// How often, in shadow, it decided to refuse (`deny` or `stop`) what the live rules let
+    /// run: the calls it would have newly refused.
+    pub shadow_refusals: u64,
 }
 
 #[derive(Debug, Default)]
@@ -29,7 +34,10 @@ struct Tallies {
     ticks: BTreeMap<&'static str, u64>,
     rules: BTreeMap<String, RuleStats>,
     decisions: BTreeMap<&'static str, u64>,
+    /// Decisions of rules in shadow, by rule and decision.
+    shadow_decisions: BTreeMap<(String, &'static str), u64>,
     rule_errors: u64,
+    shadow_errors: u64,
     /// Per bucket (the last one is +Inf), not cumulative.
     latency: [u64; BUCKETS.len() + 1],
     latency_sum: f64,
@@ -68,6 +76,19 @@ impl Metrics {
                 s.fires += 1;
                 s.last_fired = now;
             }
+            for rule in o.shadow_fired() {
+                t.rules.entry(rule.to_string()).or_default().shadow_fires += 1;
+            }
+            let live_refuses = o.refused().is_some();
+            for (rule, decision, _) in o.shadow_decisions() {
+                *t.shadow_decisions
+                    .entry((rule.to_string(), decision))
+                    .or_default() += 1;
+                if matches!(decision, "deny" | "stop") && !live_refuses {
+                    t.rules.entry(rule.to_string()).or_default().shadow_refusals += 1;
+                }
+            }
+            t.shadow_errors += o.shadow_errors.len() as u64;
         }
         if let Some(r) = &outcome.ruling {
             *t.decisions.entry(r.name()).or_default() += 1;
@@ -111,7 +132,7 @@ impl Metrics {
             "counter",
             "Firings, by rule.",
         );
-        for (rule, s) in &t.rules {
+        for (rule, s) in t.rules.iter().filter(|(_, s)| s.fires > 0) {
             let _ = writeln!(
                 o,
                 "warden_rule_firings_total{{rule=\"{}\"}} {}",
@@ -119,6 +140,40 @@ impl Metrics {
                 s.fires
             );
         }
+        family(
+            o,
+            "warden_shadow_firings_total",
+            "counter",
+            "Firings of rules in shadow (nothing they decided applied), by rule.",
+        );
+        for (rule, s) in t.rules.iter().filter(|(_, s)| s.shadow_fires > 0) {
+            let _ = writeln!(
+                o,
+                "warden_shadow_firings_total{{rule=\"{}\"}} {}",
+                label(rule),
+                s.shadow_fires
+            );
+        }
+        family(
+            o,
+            "warden_shadow_decisions_total",
+            "counter",
+            "What rules in shadow would have decided, by rule and decision.",
+        );
+        for ((rule, d), n) in &t.shadow_decisions {
+            let _ = writeln!(
+                o,
+                "warden_shadow_decisions_total{{rule=\"{}\",decision=\"{d}\"}} {n}",
+                label(rule)
+            );
+        }
+        family(
+            o,
+            "warden_shadow_errors_total",
+            "counter",
+            "Errors of rules in shadow.",
+        );
+        let _ = writeln!(o, "warden_shadow_errors_total {}", t.shadow_errors);
         family(
             o,
             "warden_decisions_total",

@@ -114,6 +114,30 @@ pub fn routes() -> Vec<Route> {
             delete(manage::reset_enabled),
         ),
         route(
+            Method::PUT,
+            "/v1/rules/{id}/state",
+            Management,
+            put(manage::put_state),
+        ),
+        route(
+            Method::DELETE,
+            "/v1/rules/{id}/state",
+            Management,
+            delete(manage::reset_enabled),
+        ),
+        route(
+            Method::PUT,
+            "/v1/plugins/{id}/state",
+            Management,
+            put(manage::put_plugin_state),
+        ),
+        route(
+            Method::DELETE,
+            "/v1/plugins/{id}/state",
+            Management,
+            delete(manage::reset_plugin_state),
+        ),
+        route(
             Method::POST,
             "/v1/rules/{id}/test",
             Management,

@@ -351,7 +351,7 @@ fn warden(w: &mut dyn Recurse, args: &[Expanded], text: &str) {
     }
     let word = |i: usize| words.get(i).map(|a| a.text.as_str());
     let what = match (word(0), word(1)) {
-        (Some("rules"), Some("enable" | "disable" | "reset" | "set" | "unset")) => {
+        (Some("rules"), Some("enable" | "disable" | "shadow" | "reset" | "set" | "unset")) => {
             "switches a rule or changes a setting of Warden"
         }
         (Some("sessions"), Some("rm" | "prune")) => "deletes Warden's saved sessions",

@@ -56,7 +56,7 @@ pub use error::{DbError, StoreError};
 pub use tick::TickTransaction;
 pub use types::{
     ALL_PROJECTS, CopyReport, DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord,
-    ExecutionRow, RuleToggle, SessionEntry, SessionSave, SessionSummary, SessionWrite,
+    ExecutionRow, RuleState, RuleToggle, SessionEntry, SessionSave, SessionSummary, SessionWrite,
     SettingOverride, StateScope, StateWrite, StoredSession,
 };
 
@@ -396,15 +396,15 @@ impl Store {
         read!(self, s => s.toggles())
     }
 
-    /// Switches `rule_id` on or off for `user_id`; `None` forgets the choice (the rule's
-    /// own default applies again). Returns whether anything changed.
+    /// Switches `rule_id` on, off or to shadow for `user_id`; `None` forgets the choice (the
+    /// rule's own default applies again). Returns whether anything changed.
     pub fn set_toggle(
         &self,
         user_id: &str,
         rule_id: &str,
-        enabled: Option<bool>,
+        state: Option<RuleState>,
     ) -> Result<bool, StoreError> {
-        each!(self, s => s.set_toggle(user_id, rule_id, enabled))
+        each!(self, s => s.set_toggle(user_id, rule_id, state))
     }
 
     /// Every setting override, ordered by user, project, plugin and name. A stored value that

@@ -35,6 +35,8 @@ fn record(rule: &str, session: Option<&str>, error: Option<&str>) -> ExecutionRe
         execution_time_ms: 1.25,
         error_message: error.map(str::to_owned),
         decision: error.is_none().then(|| "deny".to_string()),
+        shadow: false,
+        live_decision: None,
     }
 }
 
@@ -431,6 +433,22 @@ fn execution_log_round_trips_and_filters(db: &TestDb) {
         }),
         1
     );
+    // A rule in shadow: marked, with what the live rules decided, and found on its own.
+    let mut shadow = record("guard", Some("s3"), None);
+    shadow.shadow = true;
+    shadow.live_decision = Some("none".into());
+    s.record_executions(std::slice::from_ref(&shadow))
+        .expect("insert");
+    let only = s
+        .executions(&ExecutionFilter {
+            shadow_only: true,
+            ..Default::default()
+        })
+        .expect("shadow rows");
+    assert_eq!(only.len(), 1);
+    assert_eq!(only[0].record, shadow);
+    assert_eq!(only[0].to_json()["shadow"], json!(true));
+    assert_eq!(only[0].to_json()["live_decision"], json!("none"));
 }
 
 fn execution_default_limit_is_100(db: &TestDb) {
@@ -524,19 +542,42 @@ fn two_stores_on_one_database_share_data(db: &TestDb) {
 fn toggles_round_trip_and_report_changes(db: &TestDb) {
     let s = db.open();
     assert!(s.toggles().unwrap().is_empty());
-    assert!(s.set_toggle("ann", "research/cite", Some(false)).unwrap());
-    assert!(!s.set_toggle("ann", "research/cite", Some(false)).unwrap());
-    assert!(s.set_toggle("ann", "research/cite", Some(true)).unwrap());
-    assert!(s.set_toggle("bob", "x", Some(false)).unwrap());
-    assert!(s.set_toggle("Zed", "x", Some(false)).unwrap());
+    assert!(
+        s.set_toggle("ann", "research/cite", Some(RuleState::Off))
+            .unwrap()
+    );
+    assert!(
+        !s.set_toggle("ann", "research/cite", Some(RuleState::Off))
+            .unwrap()
+    );
+    assert!(
+        s.set_toggle("ann", "research/cite", Some(RuleState::On))
+            .unwrap()
+    );
+    // The third state: a rule in shadow. Changing between on and shadow is a change.
+    assert!(
+        s.set_toggle("ann", "research/cite", Some(RuleState::Shadow))
+            .unwrap()
+    );
+    assert!(
+        !s.set_toggle("ann", "research/cite", Some(RuleState::Shadow))
+            .unwrap()
+    );
+    assert_eq!(s.toggles().unwrap()[0].state, RuleState::Shadow);
+    assert!(
+        s.set_toggle("ann", "research/cite", Some(RuleState::On))
+            .unwrap()
+    );
+    assert!(s.set_toggle("bob", "x", Some(RuleState::Off)).unwrap());
+    assert!(s.set_toggle("Zed", "x", Some(RuleState::Off)).unwrap());
     let t = s.toggles().unwrap();
     assert_eq!(t.len(), 3);
     // Byte order, on both back ends.
     let users: Vec<&str> = t.iter().map(|t| t.user_id.as_str()).collect();
     assert_eq!(users, ["Zed", "ann", "bob"]);
     assert_eq!(
-        (t[1].user_id.as_str(), t[1].rule_id.as_str(), t[1].enabled),
-        ("ann", "research/cite", true)
+        (t[1].user_id.as_str(), t[1].rule_id.as_str(), t[1].state),
+        ("ann", "research/cite", RuleState::On)
     );
     assert!(s.set_toggle("ann", "research/cite", None).unwrap());
     assert!(!s.set_toggle("ann", "research/cite", None).unwrap());
@@ -600,7 +641,7 @@ fn another_stores_changes_are_noticed(db: &TestDb) {
     let b = db.open();
     let before = a.data_version().unwrap();
     if db.backend == Backend::Sqlite {
-        a.set_toggle("ann", "x", Some(false)).unwrap();
+        a.set_toggle("ann", "x", Some(RuleState::Off)).unwrap();
         assert_eq!(a.data_version().unwrap(), before, "own writes do not count");
     } else {
         // The listener is in place (its connection counts once), then quiet.
@@ -612,7 +653,7 @@ fn another_stores_changes_are_noticed(db: &TestDb) {
     for change in 0..2 {
         let seen = a.data_version().unwrap();
         if change == 0 {
-            b.set_toggle("ann", "y", Some(false)).unwrap();
+            b.set_toggle("ann", "y", Some(RuleState::Off)).unwrap();
         } else {
             b.set_override("ann", "*", "p", "n", Some(&json!(1)))
                 .unwrap();
@@ -765,7 +806,8 @@ fn fill(s: &Store) {
             StateWrite::set(scope("bob", "*", "y"), "o", json!({"k": [1, "✓"]})),
         ]],
     );
-    s.set_toggle("ann", "research/cite", Some(false)).unwrap();
+    s.set_toggle("ann", "research/cite", Some(RuleState::Off))
+        .unwrap();
     s.set_override("ann", ALL_PROJECTS, "builtin", "t", Some(&json!(0.5)))
         .unwrap();
     save(s, write("s1", None, "{\"snapshot\":\"é\"}")).unwrap();
@@ -831,7 +873,7 @@ fn a_copy_refuses_a_target_that_holds_data(db: &TestDb) {
     fill(&source);
     let target_db = TestDb::sqlite();
     let target = target_db.open();
-    target.set_toggle("zed", "x", Some(true)).unwrap();
+    target.set_toggle("zed", "x", Some(RuleState::On)).unwrap();
     let err = source.copy_to(&target, false).expect_err("refused");
     assert!(matches!(err, StoreError::NotEmpty { .. }), "{err}");
     assert!(
@@ -881,7 +923,7 @@ fn hostile_strings_are_only_data(db: &TestDb) {
         };
         assert_eq!(tx.commit(Some(w)).unwrap(), Some(1));
         assert_eq!(s.load_session(text).unwrap().unwrap().snapshot, *text);
-        assert!(s.set_toggle(text, text, Some(false)).unwrap());
+        assert!(s.set_toggle(text, text, Some(RuleState::Off)).unwrap());
         let found = s
             .executions(&ExecutionFilter {
                 rule_id: Some(text.to_string()),

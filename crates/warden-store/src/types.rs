@@ -104,6 +104,11 @@ pub struct ExecutionRecord {
     /// What the rule decided about the event (`deny`, `rewrite`...), whether or not its
     /// decision won.
     pub decision: Option<String>,
+    /// The rule ran in shadow: what it decided was recorded, never applied.
+    pub shadow: bool,
+    /// For a rule in shadow: what the live rules decided at the same event (`deny`,
+    /// `allow`..., `none` when nothing was decided), to read beside what it would have.
+    pub live_decision: Option<String>,
 }
 
 /// Filter for reading the execution log back (all fields optional; newest first;
@@ -118,6 +123,8 @@ pub struct ExecutionFilter {
     pub user_id: Option<String>,
     /// Only records whose `error_message` is set.
     pub failures_only: bool,
+    /// Only the records of rules that ran in shadow.
+    pub shadow_only: bool,
     /// At most this many rows (default [`DEFAULT_EXECUTION_LIMIT`]).
     pub limit: Option<usize>,
 }
@@ -136,7 +143,7 @@ pub struct ExecutionRow {
 impl ExecutionRow {
     /// The row as JSON, as `warden log --json` prints it and the service serves it: `id`,
     /// `at`, `user`, `project`, `session`, `rule`, `hook`, `matched`, `acted`, `ms`, `error`,
-    /// `decision`.
+    /// `decision`, `shadow`, `live_decision`.
     pub fn to_json(&self) -> serde_json::Value {
         let r = &self.record;
         serde_json::json!({
@@ -152,19 +159,89 @@ impl ExecutionRow {
             "ms": r.execution_time_ms,
             "error": r.error_message,
             "decision": r.decision,
+            "shadow": r.shadow,
+            "live_decision": r.live_decision,
         })
     }
 }
 
-/// A user's choice to switch a rule on or off.
+/// Whether a rule runs, and whether what it decides applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleState {
+    /// Evaluated, and what it decides applies.
+    On,
+    /// Not evaluated.
+    Off,
+    /// Evaluated, and what it would have decided recorded (the execution log, the metrics,
+    /// the event stream), but nothing it decides applies and nothing it says is injected.
+    Shadow,
+}
+
+impl RuleState {
+    /// Every state, in the order a user meets them.
+    pub const ALL: [RuleState; 3] = [RuleState::On, RuleState::Shadow, RuleState::Off];
+
+    /// `on`, `off` or `shadow`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuleState::On => "on",
+            RuleState::Off => "off",
+            RuleState::Shadow => "shadow",
+        }
+    }
+
+    /// The state stored as its two columns, `enabled` and `shadow` (a store written before
+    /// shadow existed has only `enabled`, and reads as on or off).
+    pub fn from_columns(enabled: bool, shadow: bool) -> RuleState {
+        match (enabled, shadow) {
+            (false, _) => RuleState::Off,
+            (true, false) => RuleState::On,
+            (true, true) => RuleState::Shadow,
+        }
+    }
+
+    /// The `enabled` and `shadow` columns of the state.
+    pub fn columns(self) -> (bool, bool) {
+        (self != RuleState::Off, self == RuleState::Shadow)
+    }
+
+    /// Whether the rule is evaluated (on or in shadow).
+    pub fn runs(self) -> bool {
+        self != RuleState::Off
+    }
+}
+
+impl std::fmt::Display for RuleState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for RuleState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "on" => Ok(RuleState::On),
+            "off" => Ok(RuleState::Off),
+            "shadow" => Ok(RuleState::Shadow),
+            other => Err(format!(
+                "`{other}` is not a rule state: say `on`, `off` or `shadow`"
+            )),
+        }
+    }
+}
+
+/// A user's choice to switch a rule on, off or to shadow.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleToggle {
     /// The user.
     pub user_id: String,
     /// The rule, as its owner addresses it.
     pub rule_id: String,
-    /// On or off.
-    pub enabled: bool,
+    /// On, off or shadow.
+    pub state: RuleState,
     /// When it was last changed (UTC, `YYYY-MM-DD HH:MM:SS`).
     pub updated_at: String,
 }

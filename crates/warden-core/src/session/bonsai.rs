@@ -34,6 +34,7 @@ pub(crate) fn tick_entry(
 ) {
     tick.wake = HookSet::default();
     tick.entry_hook = key.0;
+    tick.in_group = entry.rules.len() > 1;
     tick.running_leaves.clear();
     let foreign = key.0 != tick.facts.hook();
     // A tree left running is ticked where it is kept, and dropped once it is done.

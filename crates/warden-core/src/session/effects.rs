@@ -272,10 +272,13 @@ pub(crate) fn record_executions<'t>(
     hook: Hook,
     evaluations: impl Iterator<Item = (&'t TraceEntry, f64)>,
     effects: &[Effect],
+    (shadow, live): (&[Effect], &str),
 ) {
-    // What each rule decided (applied, whether or not its decision won).
+    // What each rule decided (applied, whether or not its decision won; a rule in shadow:
+    // what it would have decided).
     let decided: Vec<(&str, &str)> = effects
         .iter()
+        .chain(shadow)
         .filter_map(|e| match e {
             Effect::Decide { rule, decision, .. } => Some((&**rule, decision.name())),
             Effect::Rewrite { rule, .. } => Some((&**rule, "rewrite")),
@@ -307,6 +310,8 @@ pub(crate) fn record_executions<'t>(
                 .iter()
                 .find(|(r, _)| *r == program.rule_key(t.rule))
                 .map(|(_, d)| d.to_string()),
+            shadow: t.shadow,
+            live_decision: t.shadow.then(|| live.to_string()),
         })
         .collect();
     if let Err(e) = tx.record_executions(&records) {

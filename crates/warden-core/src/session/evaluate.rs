@@ -48,6 +48,16 @@ pub(crate) struct Tick<'a, 'f> {
     pub(crate) enabled: &'a [bool],
     /// Per rule: on for this session's user (whatever the mode).
     pub(crate) user_enabled: &'a [bool],
+    /// Per rule: in shadow for this session's user. What a rule in shadow renders goes to
+    /// `shadow_fired` and `shadow_rendered`, never applied; its failures to `shadow_errors`;
+    /// and in an exclusive group it never holds the group (its leaf reports failure to the
+    /// tree whatever it came to), so the live rules run as if it were off.
+    pub(crate) shadow: &'a [bool],
+    /// The entry being ticked is an exclusive group (a selector of several rules).
+    pub(crate) in_group: bool,
+    pub(crate) shadow_fired: Vec<Fired>,
+    pub(crate) shadow_rendered: Vec<Effect>,
+    pub(crate) shadow_errors: Vec<RuleError>,
     /// Knowledge enrichment, for `enrich_context` actions.
     pub(crate) knowledge: &'a crate::knowledge::KnowledgeState,
     pub(crate) knowledge_configured: bool,
@@ -114,11 +124,16 @@ impl Tick<'_, '_> {
             }
             None => {}
         }
+        let shadow = self.is_shadow(ix);
         if let Evaluation::Failed(error) = &evaluation {
-            self.errors.push(RuleError {
+            let failure = RuleError {
                 rule: Some(self.program.rules[ix as usize].key.clone()),
                 error: error.clone(),
-            });
+            };
+            match shadow {
+                true => self.shadow_errors.push(failure),
+                false => self.errors.push(failure),
+            }
         }
         if let Evaluation::Undetermined(why) = &evaluation {
             tracing::debug!(rule = %self.program.rule_key(ix), reason = %why, "condition undetermined");
@@ -126,8 +141,20 @@ impl Tick<'_, '_> {
         self.trace.push(TraceEntry {
             rule: ix,
             evaluation,
+            shadow,
         });
+        // In an exclusive group, a rule in shadow that fired or waits does not hold the group:
+        // the rules after it run as they would if it were off. (A script of it that waits is
+        // kept, and resumed when the group is next ticked at its hook.)
+        if shadow && self.in_group {
+            return Status::Failure;
+        }
         status
+    }
+
+    /// Whether rule `ix` runs in shadow for this session.
+    pub(crate) fn is_shadow(&self, ix: u32) -> bool {
+        self.shadow.get(ix as usize).copied().unwrap_or(false)
     }
 
     fn rule(&mut self, ix: u32) -> Evaluation {
@@ -457,7 +484,17 @@ impl Tick<'_, '_> {
     /// together), with the trace entry of the evaluation under way; `counts`: it fired (for
     /// its decorators), which records it even without effects.
     fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
-        if self.rendered.len() > mark || counts {
+        if (self.rendered.len() > mark || counts) && self.is_shadow(ix) {
+            // What a rule in shadow rendered is kept apart, and never applied.
+            let start = self.shadow_rendered.len();
+            self.shadow_rendered.extend(self.rendered.drain(mark..));
+            self.shadow_fired.push(Fired {
+                rule: ix,
+                trace: self.at,
+                effects: start..self.shadow_rendered.len(),
+                counts,
+            });
+        } else if self.rendered.len() > mark || counts {
             self.fired.push(Fired {
                 rule: ix,
                 trace: self.at,
@@ -647,7 +684,10 @@ impl TreeEnv<'_, '_, '_> {
 
     fn error(&mut self, error: String) {
         let rule = Some(self.key());
-        self.tick.errors.push(RuleError { rule, error });
+        match self.tick.is_shadow(self.rule) {
+            true => self.tick.shadow_errors.push(RuleError { rule, error }),
+            false => self.tick.errors.push(RuleError { rule, error }),
+        }
     }
 }
 

@@ -80,6 +80,11 @@ impl Step<'_, '_, '_> {
                 &self.resolved.enabled
             },
             user_enabled: &self.resolved.enabled,
+            shadow: &self.resolved.shadow,
+            in_group: false,
+            shadow_fired: Vec::new(),
+            shadow_rendered: Vec::new(),
+            shadow_errors: Vec::new(),
             knowledge: &knowledge,
             knowledge_configured: shared.knowledge_config.is_some(),
             turn: frame.facts.turn.number,
@@ -190,10 +195,29 @@ impl Step<'_, '_, '_> {
             mut trace,
             timings,
             unsampled_failures,
-            halted,
+            mut halted,
             node_trace,
+            shadow_fired,
+            shadow_rendered,
+            mut shadow_errors,
             ..
         } = tick;
+        // A rule in shadow changes nothing the host sees: its scripts' halts are reported with
+        // its other failures, apart.
+        if self.resolved.shadow.contains(&true) {
+            halted.retain(|h| {
+                let shadow = program
+                    .rule_index(&h.rule)
+                    .is_some_and(|ix| self.resolved.shadow.get(ix).copied().unwrap_or(false));
+                if shadow {
+                    shadow_errors.push(RuleError {
+                        rule: Some(h.rule.clone()),
+                        error: format!("halted: {}", h.reason),
+                    });
+                }
+                !shadow
+            });
+        }
         let actor = Actor {
             session: self.session,
             user: &frame.facts.user.id,
@@ -213,6 +237,24 @@ impl Step<'_, '_, '_> {
             &mut errors,
             &mut trace,
         );
+        // A rule in shadow remembers its own firings (its decorators work as they would live);
+        // nothing else of what it rendered applies.
+        for f in shadow_fired.iter().filter(|f| f.counts) {
+            let m = &mut trees.memory[f.rule as usize];
+            m.fires = m.fires.saturating_add(1);
+            m.last_fired_turn = Some(actor.turn);
+        }
+        for e in &errors {
+            let rule = e.rule.as_deref().unwrap_or("-");
+            tracing::warn!(target: "warden::rule", session = self.session, hook = hook.name(), rule, error = %e.error, "a rule failed");
+        }
+        let merged = ruling::merge(
+            &effects,
+            event.tool.as_ref().map(|t| &t.arguments),
+            &mut errors,
+        );
+        // Beside each evaluation of a rule in shadow, what the live rules decided.
+        let live = merged.ruling.as_ref().map_or("none", |r| r.name());
         match timings {
             Some(timings) => effects::record_executions(
                 self.tx,
@@ -221,6 +263,7 @@ impl Step<'_, '_, '_> {
                 hook,
                 trace.iter().zip(timings),
                 &effects,
+                (&shadow_rendered, live),
             ),
             // A failure is recorded whatever the sampling.
             None if !unsampled_failures.is_empty() => effects::record_executions(
@@ -232,18 +275,10 @@ impl Step<'_, '_, '_> {
                     .iter()
                     .filter_map(|&(at, ms)| Some((trace.get(at)?, ms))),
                 &effects,
+                (&shadow_rendered, live),
             ),
             None => {}
         }
-        for e in &errors {
-            let rule = e.rule.as_deref().unwrap_or("-");
-            tracing::warn!(target: "warden::rule", session = self.session, hook = hook.name(), rule, error = %e.error, "a rule failed");
-        }
-        let merged = ruling::merge(
-            &effects,
-            event.tool.as_ref().map(|t| &t.arguments),
-            &mut errors,
-        );
         let (inject, dropped) = effects::deliver(self.mailbox, hook, &effects);
         if dropped > 0 {
             errors.push(RuleError {
@@ -275,6 +310,8 @@ impl Step<'_, '_, '_> {
             ruling: merged.ruling,
             overridden: merged.overridden,
             unsaved: None,
+            shadow: shadow_rendered,
+            shadow_errors,
             trace,
             nodes: node_trace.unwrap_or_default(),
             program: program.clone(),

@@ -163,6 +163,50 @@ pub fn write_outcome_lines<W: Write + ?Sized>(
         }
         line.end()?;
     }
+    // What the rules in shadow would have done, marked: none of it applied.
+    for effect in &outcome.shadow {
+        let mut line = Line::start(out, event)?;
+        line.field("hook", hook)?
+            .field("rule", effect.rule())?
+            .field("shadow", &true)?
+            .field("action", effect.action())?;
+        match effect {
+            Effect::Decide {
+                decision, reason, ..
+            } => {
+                line.field("decision", decision.name())?
+                    .field("reason", &**reason)?;
+            }
+            Effect::NotifySelf(n) => {
+                line.field("message", &*n.message)?;
+            }
+            Effect::Log { message, .. } => {
+                line.field("message", message)?;
+            }
+            Effect::SetState { key, value, .. } => {
+                line.field("key", key)?.field("value", value)?;
+            }
+            Effect::Rewrite { set, .. } => {
+                let set: serde_json::Map<String, serde_json::Value> = set
+                    .iter()
+                    .map(|(path, v)| (path.join("."), v.clone()))
+                    .collect();
+                line.field("set", &set)?;
+            }
+            Effect::EmitEvent { event_type, .. } => {
+                line.field("event_type", &**event_type)?;
+            }
+            Effect::EnrichContext { .. } => {}
+        }
+        line.end()?;
+    }
+    for e in &outcome.shadow_errors {
+        Line::start(out, event)?
+            .field("rule", &e.rule)?
+            .field("shadow", &true)?
+            .field("error", &e.error)?
+            .end()?;
+    }
     Ok(())
 }
 

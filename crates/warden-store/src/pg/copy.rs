@@ -4,7 +4,7 @@ use super::conn::Conn;
 use super::{PgStore, execution_row, session_size, stored_session};
 use crate::error::StoreError;
 use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleToggle, SessionEntry, StateRow, StateScope,
+    CopyReport, Dump, ExecutionRow, RuleState, RuleToggle, SessionEntry, StateRow, StateScope,
 };
 
 /// The tables a copy fills (in the order of a [`CopyReport`]).
@@ -63,7 +63,7 @@ impl PgStore {
             dump.toggles = c
                 .client
                 .query(
-                    "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle
+                    "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
                      ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
                     &[],
                 )?
@@ -71,8 +71,8 @@ impl PgStore {
                 .map(|r| RuleToggle {
                     user_id: r.get(0),
                     rule_id: r.get(1),
-                    enabled: r.get(2),
-                    updated_at: r.get(3),
+                    state: RuleState::from_columns(r.get(2), r.get(3)),
+                    updated_at: r.get(4),
                 })
                 .collect();
             dump.overrides = c
@@ -132,7 +132,7 @@ impl PgStore {
             c.query(
                 "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
                         condition_result, action_executed, execution_time_ms, error_message,
-                        decision
+                        decision, shadow, live_decision
                  FROM rule_execution_log WHERE id > $1 ORDER BY id LIMIT $2",
                 &[&after, &limit],
             )
@@ -199,9 +199,15 @@ impl PgStore {
         }
         for t in &dump.toggles {
             c.execute(
-                "INSERT INTO rule_toggle (user_id, rule_id, enabled, updated_at)
-                 VALUES ($1, $2, $3, $4)",
-                &[&t.user_id, &t.rule_id, &t.enabled, &t.updated_at],
+                "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+                &[
+                    &t.user_id,
+                    &t.rule_id,
+                    &t.state.columns().0,
+                    &t.state.columns().1,
+                    &t.updated_at,
+                ],
             )
             .map_err(pg)?;
             report.toggles += 1;
@@ -281,13 +287,15 @@ fn insert_page(c: &mut Conn, page: &[ExecutionRow]) -> Result<(), postgres::Erro
     let conditions: Vec<bool> = page.iter().map(|r| r.record.condition_result).collect();
     let actions: Vec<bool> = page.iter().map(|r| r.record.action_executed).collect();
     let times: Vec<f64> = page.iter().map(|r| r.record.execution_time_ms).collect();
+    let shadows: Vec<bool> = page.iter().map(|r| r.record.shadow).collect();
+    let lives = opt(|r| r.record.live_decision.as_deref());
     c.execute(
         "INSERT INTO rule_execution_log (id, created_at, user_id, project_id, session_id,
              rule_id, trigger, condition_result, action_executed, execution_time_ms,
-             error_message, decision)
+             error_message, decision, shadow, live_decision)
          SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::text[], $7::text[], $8::bool[], $9::bool[], $10::float8[], $11::text[],
-             $12::text[])",
+             $12::text[], $13::bool[], $14::text[])",
         &[
             &ids,
             &created,
@@ -301,6 +309,8 @@ fn insert_page(c: &mut Conn, page: &[ExecutionRow]) -> Result<(), postgres::Erro
             &times,
             &errors,
             &decisions,
+            &shadows,
+            &lives,
         ],
     )
     .map(|_| ())

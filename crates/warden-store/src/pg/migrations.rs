@@ -178,8 +178,17 @@ CREATE TABLE session_entry (
 );
 "#;
 
+/// Migration 3: shadow rules. A user's choice may put a rule in shadow (evaluated, never
+/// applied), and the execution log marks the evaluations of rules in shadow, with what the
+/// live rules decided at the same event.
+const MIGRATION_3: &str = r#"
+ALTER TABLE rule_toggle ADD COLUMN shadow BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE rule_execution_log ADD COLUMN shadow BOOLEAN NOT NULL DEFAULT false;
+ALTER TABLE rule_execution_log ADD COLUMN live_decision TEXT;
+"#;
+
 /// All migrations, in order.
-pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2];
+pub(crate) const MIGRATIONS: &[&str] = &[MIGRATION_1, MIGRATION_2, MIGRATION_3];
 
 /// The newest schema version this build knows.
 pub(crate) fn latest_version() -> u32 {

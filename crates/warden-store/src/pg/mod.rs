@@ -29,7 +29,7 @@ use r2d2::PooledConnection;
 
 use crate::error::{DbError, StoreError};
 use crate::types::{
-    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleToggle,
+    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle,
     SessionEntry, SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
 };
 use conn::{Conn, Manager, blocking};
@@ -315,8 +315,8 @@ impl PgStore {
     ) -> Result<Vec<ExecutionRow>, StoreError> {
         let mut sql = String::from(
             "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message, decision \
-             FROM rule_execution_log",
+             condition_result, action_executed, execution_time_ms, error_message, decision, \
+             shadow, live_decision FROM rule_execution_log",
         );
         let mut conditions: Vec<String> = Vec::new();
         let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = Vec::new();
@@ -345,6 +345,9 @@ impl PgStore {
         if filter.failures_only {
             conditions.push("error_message IS NOT NULL".to_string());
         }
+        if filter.shadow_only {
+            conditions.push("shadow".to_string());
+        }
         if !conditions.is_empty() {
             sql.push_str(" WHERE ");
             sql.push_str(&conditions.join(" AND "));
@@ -362,7 +365,7 @@ impl PgStore {
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
         let rows = self.run(|c| {
             c.query(
-                "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle
+                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
                  ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
                 &[],
             )
@@ -372,8 +375,8 @@ impl PgStore {
             .map(|r| RuleToggle {
                 user_id: r.get(0),
                 rule_id: r.get(1),
-                enabled: r.get(2),
-                updated_at: r.get(3),
+                state: RuleState::from_columns(r.get(2), r.get(3)),
+                updated_at: r.get(4),
             })
             .collect())
     }
@@ -382,21 +385,25 @@ impl PgStore {
         &self,
         user_id: &str,
         rule_id: &str,
-        enabled: Option<bool>,
+        state: Option<RuleState>,
     ) -> Result<bool, StoreError> {
-        let n = self.run(|c| match enabled {
+        let n = self.run(|c| {
+            match state.map(RuleState::columns) {
             // A row that already holds the value is left alone: no change to report.
-            Some(on) => c.execute(
-                "INSERT INTO rule_toggle (user_id, rule_id, enabled) VALUES ($1, $2, $3)
+            Some((on, shadow)) => c.execute(
+                "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (user_id, rule_id)
-                 DO UPDATE SET enabled = excluded.enabled, updated_at = warden_now()
-                 WHERE rule_toggle.enabled <> excluded.enabled",
-                &[&user_id, &rule_id, &on],
+                 DO UPDATE SET enabled = excluded.enabled, shadow = excluded.shadow,
+                     updated_at = warden_now()
+                 WHERE rule_toggle.enabled <> excluded.enabled
+                     OR rule_toggle.shadow <> excluded.shadow",
+                &[&user_id, &rule_id, &on, &shadow],
             ),
             None => c.execute(
                 "DELETE FROM rule_toggle WHERE user_id = $1 AND rule_id = $2",
                 &[&user_id, &rule_id],
             ),
+        }
         })?;
         Ok(n > 0)
     }
@@ -640,6 +647,8 @@ pub(crate) fn execution_row(r: &Row) -> ExecutionRow {
             execution_time_ms: r.get(9),
             error_message: r.get(10),
             decision: r.get(11),
+            shadow: r.get(12),
+            live_decision: r.get(13),
         },
     }
 }
@@ -751,11 +760,15 @@ pub(crate) fn insert_executions(
     let conditions: Vec<bool> = records.iter().map(|r| r.condition_result).collect();
     let actions: Vec<bool> = records.iter().map(|r| r.action_executed).collect();
     let times: Vec<f64> = records.iter().map(|r| r.execution_time_ms).collect();
+    let shadows: Vec<bool> = records.iter().map(|r| r.shadow).collect();
+    let lives = opt(|r| r.live_decision.as_deref());
     c.execute(
         "INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
-             condition_result, action_executed, execution_time_ms, error_message, decision)
+             condition_result, action_executed, execution_time_ms, error_message, decision,
+             shadow, live_decision)
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-             $6::bool[], $7::bool[], $8::float8[], $9::text[], $10::text[])",
+             $6::bool[], $7::bool[], $8::float8[], $9::text[], $10::text[], $11::bool[],
+             $12::text[])",
         &[
             &users,
             &projects,
@@ -767,6 +780,8 @@ pub(crate) fn insert_executions(
             &times,
             &errors,
             &decisions,
+            &shadows,
+            &lives,
         ],
     )
     .map(|_| ())

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::testdb::{TestDb, eventually, server_url, unique_schema, with_option};
-use crate::{StateScope, StateWrite, Store, StoreError};
+use crate::{RuleState, StateScope, StateWrite, Store, StoreError};
 
 /// A loopback proxy to the test server that can drop every connection and refuse new ones.
 struct Proxy {
@@ -164,7 +164,7 @@ fn a_server_that_goes_away_and_comes_back() {
         assert!(err.to_string().contains("trying again in"), "{err}");
     }
     // A choice made meanwhile, on another node.
-    other.set_toggle("ann", "r", Some(false)).unwrap();
+    other.set_toggle("ann", "r", Some(RuleState::Off)).unwrap();
 
     proxy.restore();
     // Back once the known-down spell is over (at least `DOWN_FOR`) and a connection is made.
@@ -202,8 +202,8 @@ fn schemas_keep_installations_apart() {
     // a's change, then b's own. Notifications reach a listener in the order their changes
     // committed, so b hears a's (and ignores it) before its own: when b has heard a change, it
     // has counted one, its own. (Were a's counted, b would count two, a moment apart.)
-    a.set_toggle("ann", "r", Some(false)).unwrap();
-    b.set_toggle("bob", "s", Some(false)).unwrap();
+    a.set_toggle("ann", "r", Some(RuleState::Off)).unwrap();
+    b.set_toggle("bob", "s", Some(RuleState::Off)).unwrap();
     assert!(
         eventually(|| b.data_version().unwrap() != listening),
         "b never heard its own change"
@@ -278,7 +278,16 @@ fn an_async_host_may_call_the_store_from_a_task() {
             let task = tokio::spawn(async move {
                 let s = Store::open(&location).unwrap();
                 let sc = StateScope::new("ann", "p", "x");
-                s.set_toggle("ann", "r", Some(n == 0)).unwrap();
+                s.set_toggle(
+                    "ann",
+                    "r",
+                    Some(if n == 0 {
+                        RuleState::On
+                    } else {
+                        RuleState::Off
+                    }),
+                )
+                .unwrap();
                 let tx = s.tick();
                 let before = tx.state_all(&sc).unwrap().len();
                 tx.write_groups(&[vec![StateWrite::set(sc.clone(), "n", json!(n))]])

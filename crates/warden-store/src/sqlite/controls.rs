@@ -5,7 +5,7 @@ use rusqlite::params;
 
 use super::SqliteStore;
 use crate::error::StoreError;
-use crate::types::{RuleToggle, SettingOverride};
+use crate::types::{RuleState, RuleToggle, SettingOverride};
 
 impl SqliteStore {
     /// Every rule toggle, ordered by user and rule.
@@ -13,14 +13,17 @@ impl SqliteStore {
         let conn = self.reader();
         (|| {
             let mut stmt = conn.prepare_cached(
-                "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
+                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
             )?;
             let rows = stmt.query_map([], |row| {
                 Ok(RuleToggle {
                     user_id: row.get(0)?,
                     rule_id: row.get(1)?,
-                    enabled: row.get::<_, i64>(2)? != 0,
-                    updated_at: row.get(3)?,
+                    state: RuleState::from_columns(
+                        row.get::<_, i64>(2)? != 0,
+                        row.get::<_, i64>(3)? != 0,
+                    ),
+                    updated_at: row.get(4)?,
                 })
             })?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
@@ -28,23 +31,25 @@ impl SqliteStore {
         .map_err(|e| self.sql_err(e))
     }
 
-    /// Switches `rule_id` on or off for `user_id`; `None` forgets the choice (the rule's
-    /// own default applies again). Returns whether anything changed.
+    /// Switches `rule_id` on, off or to shadow for `user_id`; `None` forgets the choice (the
+    /// rule's own default applies again). Returns whether anything changed.
     pub(crate) fn set_toggle(
         &self,
         user_id: &str,
         rule_id: &str,
-        enabled: Option<bool>,
+        state: Option<RuleState>,
     ) -> Result<bool, StoreError> {
         let conn = self.lock();
-        let changed = match enabled {
+        let changed = match state.map(RuleState::columns) {
             // A row that already holds the value is left alone: no change to report.
-            Some(on) => conn.execute(
-                "INSERT INTO rule_toggle (user_id, rule_id, enabled) VALUES (?1, ?2, ?3)
+            Some((on, shadow)) => conn.execute(
+                "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(user_id, rule_id)
-                 DO UPDATE SET enabled = excluded.enabled, updated_at = datetime('now')
-                 WHERE rule_toggle.enabled <> excluded.enabled",
-                params![user_id, rule_id, on],
+                 DO UPDATE SET enabled = excluded.enabled, shadow = excluded.shadow,
+                     updated_at = datetime('now')
+                 WHERE rule_toggle.enabled <> excluded.enabled
+                     OR rule_toggle.shadow <> excluded.shadow",
+                params![user_id, rule_id, on, shadow],
             ),
             None => conn.execute(
                 "DELETE FROM rule_toggle WHERE user_id = ?1 AND rule_id = ?2",

@@ -6,8 +6,8 @@ use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
 use super::{SqliteStore, execution_row};
 use crate::error::StoreError;
 use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleToggle, SessionEntry, SessionSummary, StateRow, StateScope,
-    StoredSession,
+    CopyReport, Dump, ExecutionRow, RuleState, RuleToggle, SessionEntry, SessionSummary, StateRow,
+    StateScope, StoredSession,
 };
 
 /// The tables a copy fills, children of nothing: emptied in this order by `--replace`.
@@ -59,7 +59,7 @@ impl SqliteStore {
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut stmt = conn.prepare(
-                "SELECT user_id, rule_id, enabled, updated_at FROM rule_toggle
+                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
                  ORDER BY user_id, rule_id",
             )?;
             dump.toggles = stmt
@@ -67,8 +67,11 @@ impl SqliteStore {
                     Ok(RuleToggle {
                         user_id: r.get(0)?,
                         rule_id: r.get(1)?,
-                        enabled: r.get::<_, i64>(2)? != 0,
-                        updated_at: r.get(3)?,
+                        state: RuleState::from_columns(
+                            r.get::<_, i64>(2)? != 0,
+                            r.get::<_, i64>(3)? != 0,
+                        ),
+                        updated_at: r.get(4)?,
                     })
                 })?
                 .collect::<rusqlite::Result<_>>()?;
@@ -148,7 +151,8 @@ impl SqliteStore {
         (|| {
             let mut stmt = conn.prepare_cached(
                 "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
-                        condition_result, action_executed, execution_time_ms, error_message, decision
+                        condition_result, action_executed, execution_time_ms, error_message, decision,
+                        shadow, live_decision
                  FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2",
             )?;
             let rows = stmt.query_map(params![after, limit], execution_row)?;
@@ -208,12 +212,13 @@ impl SqliteStore {
             }
             let mut stmt = tx
                 .prepare(
-                    "INSERT INTO rule_toggle (user_id, rule_id, enabled, updated_at)
-                     VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
                 .map_err(sql)?;
             for t in &dump.toggles {
-                stmt.execute(params![t.user_id, t.rule_id, t.enabled, t.updated_at])
+                let (enabled, shadow) = t.state.columns();
+                stmt.execute(params![t.user_id, t.rule_id, enabled, shadow, t.updated_at])
                     .map_err(sql)?;
                 report.toggles += 1;
             }
@@ -262,8 +267,8 @@ impl SqliteStore {
                 .prepare(
                     "INSERT INTO rule_execution_log (id, created_at, user_id, project_id,
                      session_id, rule_id, trigger, condition_result, action_executed,
-                     execution_time_ms, error_message, decision)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     execution_time_ms, error_message, decision, shadow, live_decision)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 )
                 .map_err(sql)?;
             loop {
@@ -285,7 +290,9 @@ impl SqliteStore {
                         r.action_executed,
                         r.execution_time_ms,
                         r.error_message,
-                        r.decision
+                        r.decision,
+                        r.shadow,
+                        r.live_decision
                     ])
                     .map_err(sql)?;
                 }

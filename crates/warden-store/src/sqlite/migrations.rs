@@ -106,6 +106,15 @@ ALTER TABLE session ADD COLUMN recent TEXT;
 ";
 
 /// All migrations, in order. The schema version of a fully migrated database is `MIGRATIONS.len()`.
+/// Migration 7: shadow rules. A user's choice may put a rule in shadow (evaluated, never
+/// applied), and the execution log marks the evaluations of rules in shadow, with what the
+/// live rules decided at the same event.
+const MIGRATION_7: &str = "
+ALTER TABLE rule_toggle ADD COLUMN shadow INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rule_execution_log ADD COLUMN shadow INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE rule_execution_log ADD COLUMN live_decision TEXT;
+";
+
 pub(crate) const MIGRATIONS: &[&str] = &[
     MIGRATION_1,
     MIGRATION_2,
@@ -113,6 +122,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     MIGRATION_4,
     MIGRATION_5,
     MIGRATION_6,
+    MIGRATION_7,
 ];
 
 /// The newest schema version this build knows.

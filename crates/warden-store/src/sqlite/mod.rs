@@ -227,8 +227,9 @@ WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3";
 
 pub(crate) const INSERT_EXECUTION: &str = "
 INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
-    condition_result, action_executed, execution_time_ms, error_message, decision)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+    condition_result, action_executed, execution_time_ms, error_message, decision, shadow,
+    live_decision)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
 /// Every key of `scope`, as stored.
 pub(crate) fn select_state_all(
@@ -292,6 +293,8 @@ pub(crate) fn insert_executions(
             r.execution_time_ms,
             r.error_message,
             r.decision,
+            r.shadow,
+            r.live_decision,
         ])?;
     }
     Ok(())
@@ -625,8 +628,8 @@ impl SqliteStore {
     ) -> Result<Vec<ExecutionRow>, StoreError> {
         let mut sql = String::from(
             "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message, decision \
-             FROM rule_execution_log",
+             condition_result, action_executed, execution_time_ms, error_message, decision, \
+             shadow, live_decision FROM rule_execution_log",
         );
         let mut conditions: Vec<&str> = Vec::new();
         let mut args: Vec<&dyn rusqlite::ToSql> = Vec::new();
@@ -652,6 +655,9 @@ impl SqliteStore {
         }
         if filter.failures_only {
             conditions.push("error_message IS NOT NULL");
+        }
+        if filter.shadow_only {
+            conditions.push("shadow <> 0");
         }
         if !conditions.is_empty() {
             sql.push_str(" WHERE ");
@@ -736,6 +742,8 @@ pub(crate) fn execution_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Executi
             execution_time_ms: row.get(9)?,
             error_message: row.get(10)?,
             decision: row.get(11)?,
+            shadow: row.get::<_, i64>(12)? != 0,
+            live_decision: row.get(13)?,
         },
     })
 }

@@ -315,6 +315,8 @@ fn a_write_the_database_refuses_as_a_whole_fails_the_tick() {
         execution_time_ms: 0.1,
         error_message: None,
         decision: None,
+        shadow: false,
+        live_decision: None,
     }]);
     assert!(matches!(log, Err(StoreError::Refused { .. })), "{log:?}");
     let commit = tx.commit(None).expect_err("the commit says so");

@@ -183,6 +183,26 @@ def test_a_mapping_that_is_not_a_dict_is_read_too():
     assert outcome.fired == ["large-result-summary"]
 
 
+def test_a_rule_in_shadow_is_evaluated_and_decides_nothing(rules_dir):
+    folder = rules_dir(
+        {
+            "deny.toml": '[rule]\nid = "no-rm"\ntrigger = "on_tool_call"\nshadow = true\n'
+            "condition = \"matches(tool.arguments.command, '^rm')\"\n"
+            '[action]\ntype = "decide"\ndecision = "deny"\nreason = "no rm"\n',
+        }
+    )
+    session = warden.Warden(rules=folder).session()
+    outcome = session.tick(
+        "on_tool_call", {"tool": {"name": "Bash", "arguments": {"command": "rm -rf build"}}}
+    )
+    assert outcome.proceed.runs and outcome.decision is None
+    assert outcome.fired == [] and outcome.effects == []
+    assert outcome.shadow_fired == ["no-rm"]
+    [decided] = outcome.shadow
+    assert isinstance(decided, Decided)
+    assert (decided.rule, decided.decision, decided.reason) == ("no-rm", Decision.DENY, "no rm")
+
+
 def test_a_lua_error_is_reported_in_the_outcome(rules_dir):
     folder = rules_dir(
         {

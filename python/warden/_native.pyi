@@ -279,6 +279,14 @@ class Outcome:
     def fired(self) -> list[str]:
         """The ids of the rules that fired, in order."""
     @property
+    def shadow_fired(self) -> list[str]:
+        """The ids of the rules in shadow that fired, in order (none of it applied)."""
+    @property
+    def shadow(
+        self,
+    ) -> list[Notification | LogLine | StateWrite | EmittedEvent | Decided | Rewrite | Enriched]:
+        """What the rules in shadow rendered, none of it applied."""
+    @property
     def evaluations(self) -> list[Evaluation]:
         """Every rule evaluated and what it came to (all rules in explain mode)."""
     @property

@@ -40,6 +40,9 @@ pub struct TickReport {
     pub notifications: Vec<String>,
     /// Rules that failed, and why.
     pub errors: Vec<String>,
+    /// The rules in shadow that fired, each with what it would have decided (`deny`...) and
+    /// why: none of it applied.
+    pub shadow: Vec<(String, Option<(&'static str, String)>)>,
     /// The event ticked, when the backtest keeps them ([`Backtest::keep_events`]).
     pub event: Option<Event>,
 }
@@ -62,6 +65,17 @@ impl TickReport {
                 .map(|e| match &e.rule {
                     Some(r) => format!("{r}: {}", e.error),
                     None => e.error.clone(),
+                })
+                .collect(),
+            shadow: o
+                .shadow_fired()
+                .into_iter()
+                .map(|rule| {
+                    let decided = o
+                        .shadow_decisions()
+                        .find(|(r, _, _)| *r == rule)
+                        .map(|(_, d, why)| (d, why.to_string()));
+                    (rule.to_string(), decided)
                 })
                 .collect(),
         }

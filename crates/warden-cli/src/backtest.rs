@@ -401,7 +401,8 @@ fn write_replayed(
         };
     }
     for t in &r.ticks {
-        if t.fired.is_empty() && t.decision.is_none() && t.errors.is_empty() {
+        if t.fired.is_empty() && t.decision.is_none() && t.errors.is_empty() && t.shadow.is_empty()
+        {
             continue;
         }
         if json {
@@ -435,6 +436,17 @@ fn write_replayed(
             if !t.errors.is_empty() {
                 line["errors"] = json!(t.errors);
             }
+            if !t.shadow.is_empty() {
+                let shadow: Vec<Value> = t
+                    .shadow
+                    .iter()
+                    .map(|(rule, decided)| match decided {
+                        Some((d, why)) => json!({"rule": rule, "decision": d, "reason": why}),
+                        None => json!({"rule": rule}),
+                    })
+                    .collect();
+                line["shadow"] = json!(shadow);
+            }
             writeln!(out, "{line}")?;
         } else {
             write!(
@@ -448,7 +460,18 @@ fn write_replayed(
                 Some((decision, rule, reason)) => {
                     writeln!(out, ": {decision} ({rule}): {}", clip(reason, 160))?
                 }
+                None if t.fired.is_empty() => writeln!(out, ": nothing live fired")?,
                 None => writeln!(out, ": {} fired", t.fired.join(", "))?,
+            }
+            for (rule, decided) in &t.shadow {
+                match decided {
+                    Some((d, why)) => writeln!(
+                        out,
+                        "  shadow: {rule} would have decided {d}: {}",
+                        clip(why, 160)
+                    )?,
+                    None => writeln!(out, "  shadow: {rule} would have fired")?,
+                }
             }
             for e in &t.errors {
                 writeln!(out, "  error: {e}")?;

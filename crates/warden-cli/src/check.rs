@@ -425,7 +425,7 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
     if rows.is_empty() {
         if q.shadow {
             println!(
-                "no evaluation of a rule in shadow recorded; put one in shadow with `warden rules shadow RULE` (evaluations are logged as `[log] sample` says)"
+                "no rule in shadow has fired; put one in shadow with `warden rules shadow RULE` (or `shadow = true` in its file), and its firings are logged whatever `[log] sample` says"
             );
         } else if q.rule.is_some() || q.session.is_some() || q.of_user.is_some() || q.failures {
             println!("no recorded evaluation matches");

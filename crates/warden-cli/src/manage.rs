@@ -224,7 +224,7 @@ fn switch(
     }
     if state == Some(RuleState::Shadow) {
         println!(
-            "what a rule in shadow would have decided: `warden log --shadow` (with `[log] sample` above 0)"
+            "what it would have decided, beside what the live rules did: `warden log --shadow`"
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -86,6 +86,28 @@ fn a_rule_in_shadow_by_its_file_decides_nothing_and_is_logged() {
 }
 
 #[test]
+fn a_firing_in_shadow_is_logged_whatever_the_sampling() {
+    let dir = tempfile::tempdir().unwrap();
+    let shadowed = DENY_RM.replace("priority = 50\n", "priority = 50\nshadow = true\n");
+    write(dir.path(), &[("deny.toml", &shadowed)]);
+    let w = Warden::builder()
+        .rules_dir(dir.path())
+        .store(Store::open(dir.path().join("w.db")).unwrap())
+        .build()
+        .unwrap();
+    let mut s = w.session();
+    s.tick(Hook::OnToolCall, rm());
+    s.tick(
+        Hook::OnToolCall,
+        Event::tool_call("Bash", json!({ "command": "ls" })),
+    );
+    let rows = w.store().executions(&ExecutionFilter::default()).unwrap();
+    // The firing, not the evaluation that did not match, and no live rule's.
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].record.shadow && rows[0].record.decision.as_deref() == Some("deny"));
+}
+
+#[test]
 fn a_user_puts_a_rule_in_shadow_and_back() {
     let dir = tempfile::tempdir().unwrap();
     let allow = "[rule]\nid = \"allow-all\"\ntrigger = \"on_tool_call\"\npriority = 10\ncondition = \"true\"\n\

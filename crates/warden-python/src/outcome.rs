@@ -253,6 +253,29 @@ impl PyOutcome {
         self.0.fired().into_iter().map(str::to_string).collect()
     }
 
+    /// The ids of the rules in shadow that fired, in order: what would have fired had they
+    /// been on.
+    #[getter]
+    fn shadow_fired(&self) -> Vec<String> {
+        self.0
+            .shadow_fired()
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// What the rules in shadow rendered (the same kinds as `effects`), none of it applied.
+    #[getter]
+    fn shadow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .0
+            .shadow
+            .iter()
+            .map(|e| effect(py, e))
+            .collect::<PyResult<Vec<_>>>()?;
+        list(py, items)
+    }
+
     /// Every rule evaluated and what it came to (all of them in explain mode; otherwise the
     /// rules that could fire).
     #[getter]

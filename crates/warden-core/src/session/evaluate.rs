@@ -69,9 +69,10 @@ pub(crate) struct Tick<'a, 'f> {
     /// The trace entry of the rule being evaluated, if one is.
     pub(crate) at: Option<usize>,
     pub(crate) timings: Option<Vec<f64>>,
-    /// When the tick is not sampled: the failed evaluations (trace entry, milliseconds), which
-    /// go into the execution log whatever the sampling.
-    pub(crate) unsampled_failures: Vec<(usize, f64)>,
+    /// When the tick is not sampled: the evaluations that go into the execution log whatever
+    /// the sampling (trace entry, milliseconds): the failed ones, and those of rules in shadow
+    /// that fired (what a rule in shadow would have done is what it is there to show).
+    pub(crate) unsampled_rows: Vec<(usize, f64)>,
     pub(crate) scripts: &'a mut Scripts,
     /// What the nodes left running in the current entry wait for.
     pub(crate) wake: HookSet,
@@ -93,9 +94,12 @@ impl Tick<'_, '_> {
     /// Runs one leaf; Success means the rule fired (a selector stops there).
     pub(crate) fn run(&mut self, node: Node) -> Status {
         let Node::Rule(ix) = node;
-        // Scripts and trees are timed whatever the sampling (their failure, a timeout, is
-        // logged with how long it took); expressions only when the tick is sampled.
+        // Scripts, trees and rules in shadow are timed whatever the sampling (a failure, a
+        // timeout, a firing in shadow is logged with how long it took); other expressions only
+        // when the tick is sampled.
+        let shadow = self.is_shadow(ix);
         let timed = self.timings.is_some()
+            || shadow
             || !matches!(
                 self.program.rules[ix as usize].body().map(|b| &b.condition),
                 Some(RuleCondition::Expr(_))
@@ -119,12 +123,13 @@ impl Tick<'_, '_> {
         let ms = start.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0);
         match self.timings.as_mut() {
             Some(t) => t.push(ms),
-            None if matches!(evaluation, Evaluation::Failed(_)) => {
-                self.unsampled_failures.push((self.trace.len(), ms));
+            None if matches!(evaluation, Evaluation::Failed(_))
+                || (shadow && matches!(evaluation, Evaluation::Fired)) =>
+            {
+                self.unsampled_rows.push((self.trace.len(), ms));
             }
             None => {}
         }
-        let shadow = self.is_shadow(ix);
         if let Evaluation::Failed(error) = &evaluation {
             let failure = RuleError {
                 rule: Some(self.program.rules[ix as usize].key.clone()),

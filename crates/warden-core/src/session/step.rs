@@ -94,7 +94,7 @@ impl Step<'_, '_, '_> {
             trace: Vec::new(),
             at: None,
             timings: self.logging.then(Vec::new),
-            unsampled_failures: Vec::new(),
+            unsampled_rows: Vec::new(),
             scripts: &mut trees.scripts,
             wake: HookSet::default(),
             entry_hook: hook,
@@ -194,7 +194,7 @@ impl Step<'_, '_, '_> {
             mut errors,
             mut trace,
             timings,
-            unsampled_failures,
+            unsampled_rows,
             mut halted,
             node_trace,
             shadow_fired,
@@ -265,13 +265,13 @@ impl Step<'_, '_, '_> {
                 &effects,
                 (&shadow_rendered, live),
             ),
-            // A failure is recorded whatever the sampling.
-            None if !unsampled_failures.is_empty() => effects::record_executions(
+            // A failure, and a firing in shadow, are recorded whatever the sampling.
+            None if !unsampled_rows.is_empty() => effects::record_executions(
                 self.tx,
                 &actor,
                 program,
                 hook,
-                unsampled_failures
+                unsampled_rows
                     .iter()
                     .filter_map(|&(at, ms)| Some((trace.get(at)?, ms))),
                 &effects,

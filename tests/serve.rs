@@ -406,6 +406,43 @@ fn the_http_hook_answers_what_the_command_hook_answers() {
     );
 }
 
+/// The http hook answers in the session the server keeps in memory; a command hook (another
+/// process) ticking the same session in between is not lost: the server's copy catches up.
+#[test]
+fn the_http_hook_sees_what_a_command_hook_did_in_between() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(
+        dir.path().join("warden.toml"),
+        "builtin = true\ndatabase = \"warden.db\"\n",
+    )
+    .unwrap();
+    let server = serve(dir.path(), &[], &[]);
+    let failure = json!({"session_id": "shared", "hook_event_name": "PostToolUseFailure",
+        "tool_name": "WebFetch", "tool_input": {"url": "https://example.com"}, "error": "timeout",
+        "cwd": dir.path()})
+    .to_string();
+    let post = || {
+        let (status, body) = http(server.port, "POST", "/v1/claude-code", &[], &failure);
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    post();
+    let mut hook = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["hook", "claude-code", "--config"])
+        .arg(dir.path().join("warden.toml"))
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    hook.stdin.take().unwrap().write_all(failure.as_bytes()).unwrap();
+    assert!(hook.wait().unwrap().success());
+    // The third failure of the session: the built-in warning counts all three.
+    let third = post();
+    assert!(third.contains("WebFetch has failed 3 times"), "{third}");
+}
+
 /// Waits (at most 15 s) until `done` holds of what `GET path` answers; its last answer.
 fn until(port: u16, path: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
     let deadline = Instant::now() + Duration::from_secs(15);

@@ -47,7 +47,7 @@ mod payload;
 mod transcript;
 
 use serde_json::{Map, Value, json};
-use warden_core::{ClaudeCodeConfig, SessionOptions, Warden};
+use warden_core::{ClaudeCodeConfig, Session, SessionOptions, Warden};
 
 use crate::handler::{Handler, TranscriptFile, with_message};
 
@@ -67,9 +67,32 @@ pub struct Answer {
     pub log: Vec<String>,
 }
 
-/// Answers one hook payload (see the crate docs). Never fails: a failure of Warden itself is
-/// answered by [`fail`].
+/// Answers one hook payload (see the crate docs), in its session opened from the store and
+/// saved by each tick. Never fails: a failure of Warden itself is answered by [`fail`].
 pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes: &[u8]) -> Answer {
+    answer_with(warden, config, opts, bytes, |id, run| {
+        let mut session = warden
+            .open_session(id, SessionOptions::default())
+            .map_err(|e| match &e {
+                warden_core::Error::Store(s) => s.described(),
+                other => other.to_string(),
+            })?;
+        Ok(run(&mut session))
+    })
+}
+
+/// Answers one hook payload as [`answer`] does, in the session `lend` gives: `lend(id, run)`
+/// calls `run` with the session of that id (a server lends the one it keeps in memory, so
+/// that an event costs no read of the session from the store), or says why it cannot (then,
+/// as when the database cannot be opened, the rules that need no stored state decide, in a
+/// session of this event alone).
+pub fn answer_with(
+    warden: &Warden,
+    config: &ClaudeCodeConfig,
+    opts: &Options,
+    bytes: &[u8],
+    lend: impl FnOnce(&str, &mut dyn FnMut(&mut Session) -> Answer) -> Result<Answer, String>,
+) -> Answer {
     let payload = match Payload::parse(bytes) {
         Ok(p) => p,
         Err(e) => {
@@ -84,30 +107,43 @@ pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes:
     };
     // Without its database Warden still decides on every rule that needs no stored state, in
     // a session of this event alone; then the failure policy applies.
-    let mut store_failure = warden.store_unavailable().map(str::to_string);
-    let mut session = match warden.open_session(&payload.session_id, SessionOptions::default()) {
-        Ok(s) => s,
-        Err(e) => {
-            store_failure = Some(match &e {
-                warden_core::Error::Store(s) => s.described(),
-                other => other.to_string(),
-            });
-            warden.session_with(SessionOptions {
+    let store_failure = warden.store_unavailable().map(str::to_string);
+    let mut run = |session: &mut Session| {
+        answer_in(warden, config, opts, &payload, event, session, store_failure.clone())
+    };
+    match lend(&payload.session_id, &mut run) {
+        Ok(answer) => answer,
+        Err(why) => {
+            let mut alone = warden.session_with(SessionOptions {
                 id: Some(payload.session_id.clone()),
                 ..SessionOptions::default()
-            })
+            });
+            answer_in(warden, config, opts, &payload, event, &mut alone, Some(why))
         }
-    };
+    }
+}
+
+/// Answers `event` of `payload` in `session`; `store_failure` says why the database could not
+/// be used, if it could not.
+fn answer_in(
+    warden: &Warden,
+    config: &ClaudeCodeConfig,
+    opts: &Options,
+    payload: &Payload,
+    event: HookEvent,
+    session: &mut Session,
+    store_failure: Option<String>,
+) -> Answer {
     let mut usages = TranscriptFile {
         path: payload.transcript_path.as_deref(),
         wait: config.transcript_wait,
     };
     let mut hook = Handler {
-        session: &mut session,
+        session,
         warden,
         config,
         opts,
-        payload: &payload,
+        payload,
         usages: &mut usages,
         observe: None,
         log: Vec::new(),

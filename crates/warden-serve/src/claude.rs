@@ -1,14 +1,15 @@
 //! `POST /v1/claude-code`: Claude Code's `http` hook. Claude Code posts the payload a command
 //! hook reads on stdin and reads the same JSON answer; both are answered by the one
-//! translation of `warden-claude-code` (`answer`), so a team can point all its Claude Code
-//! users at one Warden.
+//! translation of `warden-claude-code` (`answer_with`), so a team can point all its Claude Code
+//! users at one Warden. The session is the one the server keeps (the sessions the events API
+//! ticks), so an event costs no read of the session from the store.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use warden_claude_code::{MAX_PAYLOAD, Options, answer};
+use warden_claude_code::{MAX_PAYLOAD, Options, answer_with};
 
 use crate::error::{ApiError, QueryParams, is_json};
 use crate::guard::Scope;
@@ -52,13 +53,23 @@ pub async fn hook(
     };
     let owner = app.owner(scope.user.as_deref(), scope.project.as_deref());
     let opts = Options {
-        user: owner.user,
-        project: owner.project,
+        user: owner.user.clone(),
+        project: owner.project.clone(),
         project_dir: None,
     };
     let out = app
         .on_blocking_pool("hook", move |app| {
-            answer(&app.warden, &app.options.claude_code, &opts, &payload)
+            answer_with(
+                &app.warden,
+                &app.options.claude_code,
+                &opts,
+                &payload,
+                |id, run| {
+                    app.sessions
+                        .with_session(id, &owner, run)
+                        .map_err(|e| e.to_string())
+                },
+            )
         })
         .await?;
     for line in &out.log {

@@ -271,6 +271,22 @@ impl Sessions {
         Ok(session.tick(hook, event))
     }
 
+    /// Runs `f` on session `id` (opening it for `owner` if it is new, from memory when the
+    /// server holds it), as [`Sessions::tick`] does for one event: for a host that ticks a
+    /// session several times per request (Claude Code's `http` hook). Blocks while another
+    /// request uses the session.
+    pub fn with_session<R>(
+        &self,
+        id: &str,
+        owner: &Owner,
+        f: impl FnOnce(&mut Session) -> R,
+    ) -> Result<R, SessionError> {
+        valid_id(id)?;
+        let open = self.get(id, owner)?;
+        let mut session = open.session.blocking_lock();
+        guarded(|| f(&mut session))
+    }
+
     /// Whether ticks run on the runtime's threads ([`Sessions::tick_here`]): the store saves
     /// in batches on a thread of its own (SQLite).
     pub fn ticks_here(&self) -> bool {

@@ -436,7 +436,11 @@ fn the_http_hook_sees_what_a_command_hook_did_in_between() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    hook.stdin.take().unwrap().write_all(failure.as_bytes()).unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(failure.as_bytes())
+        .unwrap();
     assert!(hook.wait().unwrap().success());
     // The third failure of the session: the built-in warning counts all three.
     let third = post();

@@ -71,12 +71,13 @@ pub struct Answer {
 /// saved by each tick. Never fails: a failure of Warden itself is answered by [`fail`].
 pub fn answer(warden: &Warden, config: &ClaudeCodeConfig, opts: &Options, bytes: &[u8]) -> Answer {
     answer_with(warden, config, opts, bytes, |id, run| {
-        let mut session = warden
-            .open_session(id, SessionOptions::default())
-            .map_err(|e| match &e {
-                warden_core::Error::Store(s) => s.described(),
-                other => other.to_string(),
-            })?;
+        let mut session =
+            warden
+                .open_session(id, SessionOptions::default())
+                .map_err(|e| match &e {
+                    warden_core::Error::Store(s) => s.described(),
+                    other => other.to_string(),
+                })?;
         Ok(run(&mut session))
     })
 }
@@ -109,7 +110,15 @@ pub fn answer_with(
     // a session of this event alone; then the failure policy applies.
     let store_failure = warden.store_unavailable().map(str::to_string);
     let mut run = |session: &mut Session| {
-        answer_in(warden, config, opts, &payload, event, session, store_failure.clone())
+        answer_in(
+            warden,
+            config,
+            opts,
+            &payload,
+            event,
+            session,
+            store_failure.clone(),
+        )
     };
     match lend(&payload.session_id, &mut run) {
         Ok(answer) => answer,

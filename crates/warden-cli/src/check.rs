@@ -130,19 +130,27 @@ pub(crate) fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<Ex
             .count();
         // A rule written `enabled = false` is loaded but does nothing until someone switches
         // it on: say which, so that the count adds up.
-        let off: Vec<&str> = program.rules_off_in_their_files().collect();
-        let off = match off.as_slice() {
+        let listed = |what: &str, ids: Vec<&str>| match ids.as_slice() {
             [] => String::new(),
-            few if few.len() <= 3 => {
-                format!(" ({} off until switched on: {})", few.len(), few.join(", "))
-            }
+            few if few.len() <= 3 => format!(" ({} {what}: {})", few.len(), few.join(", ")),
             many => format!(
-                " ({} off until switched on: {} and {} more)",
+                " ({} {what}: {} and {} more)",
                 many.len(),
                 many[..3].join(", "),
                 many.len() - 3
             ),
         };
+        let off = format!(
+            "{}{}",
+            listed(
+                "off until switched on",
+                program.rules_off_in_their_files().collect()
+            ),
+            listed(
+                "in shadow",
+                program.rules_in_shadow_in_their_files().collect()
+            )
+        );
         println!(
             "{loaded} rule{} loaded{off}, {plugins} plugin{}, {error_count} error{}, {} warning{}",
             plural(loaded),
@@ -423,12 +431,12 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
         return Ok(ExitCode::SUCCESS);
     }
     if rows.is_empty() {
-        if q.shadow {
+        if q.rule.is_some() || q.session.is_some() || q.of_user.is_some() || q.failures {
+            println!("no recorded evaluation matches");
+        } else if q.shadow {
             println!(
                 "no rule in shadow has fired; put one in shadow with `warden rules shadow RULE` (or `shadow = true` in its file), and its firings are logged whatever `[log] sample` says"
             );
-        } else if q.rule.is_some() || q.session.is_some() || q.of_user.is_some() || q.failures {
-            println!("no recorded evaluation matches");
         } else {
             println!(
                 "no evaluations recorded; turn the log on with `[log] sample = 1` in warden.toml (`[log]` goes below the top-level keys)"

@@ -118,7 +118,8 @@ enum Command {
     /// commands that would run, the paths they delete and write and where those are, what it
     /// cannot see through, and what the guardrails make of it. Nothing is run.
     Shell(shell::ShellArgs),
-    /// Read the execution log (recorded when `[log] sample` is above 0).
+    /// Read the execution log (recorded when `[log] sample` is above 0; failures and the
+    /// firings of rules in shadow always).
     Log(check::LogQuery),
     /// Show what knowledge enrichment makes of a query: its mode, tags, the sources chosen
     /// within the budget, and the `<reference_material>` section.

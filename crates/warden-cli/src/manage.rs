@@ -79,9 +79,9 @@ pub(crate) enum RulesCommand {
 
 /// The rule, or plugin, a switch applies to.
 #[derive(clap::Args, Debug)]
+#[command(group(clap::ArgGroup::new("target").required(true).args(["rule", "plugin"])))]
 pub(crate) struct Target {
     /// `id`, or `plugin/id`.
-    #[arg(required_unless_present = "plugin")]
     rule: Option<String>,
     /// Every rule of this plugin instead of one rule (its core rules stay on).
     #[arg(long, conflicts_with = "rule", value_name = "PLUGIN")]
@@ -195,7 +195,15 @@ fn switch(
         .map(|info| vec![info]),
         (None, None) => return Err("name a rule, or a plugin with --plugin".into()),
     }
-    .map_err(|e| e.to_string())?;
+    .map_err(|e| match (&e, &target.rule) {
+        // A plugin's id given as a rule: say how to switch the whole plugin.
+        (warden_core::ControlError::UnknownRule { .. }, Some(rule))
+            if w.program().plugins().iter().any(|p| p.id == *rule) =>
+        {
+            format!("`{rule}` is a plugin, not a rule: give `--plugin {rule}` to switch all its rules, or `{rule}/RULE` for one")
+        }
+        _ => e.to_string(),
+    })?;
     if target.json {
         match (target.plugin.is_some(), infos.as_slice()) {
             (false, [info]) => json_out(info)?,
@@ -205,7 +213,9 @@ fn switch(
     }
     for info in &infos {
         let core = if info.core && state.is_some_and(|s| s != RuleState::On) {
-            " (a core rule: it stays on)"
+            " (a core rule: users cannot switch it off or to shadow)"
+        } else if state == Some(RuleState::Shadow) && info.state == RuleState::Off {
+            " (its file leaves it off: switch it on first to see it in shadow)"
         } else {
             ""
         };
@@ -224,7 +234,7 @@ fn switch(
     }
     if state == Some(RuleState::Shadow) {
         println!(
-            "what it would have decided, beside what the live rules did: `warden log --shadow`"
+            "what it would have decided, beside what the live rules did: `warden log --shadow` (with the same --config)"
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -322,15 +332,19 @@ fn rule_details(r: &RuleInfo, user: &str) -> String {
     let _ = writeln!(out, "  hook       {}", r.hook.name());
     let _ = writeln!(out, "  priority   {}", r.priority);
     let _ = writeln!(out, "  condition  {}", r.condition);
-    let state = match (r.state, r.state == r.default_state) {
-        (RuleState::On, true) => "on".to_string(),
-        (RuleState::Off, true) => "off (its file says `enabled = false`)".to_string(),
-        (RuleState::Shadow, true) => {
-            "in shadow (its file, or its plugin's manifest, says `shadow = true`): evaluated, nothing it decides applies".to_string()
-        }
-        (state, false) => format!("{} (switched by {user})", state_words(state)),
+    let state = match (r.state, r.choice.is_some()) {
+        (state, true) => format!(
+            "{} for {user} (switched by {user}; `warden rules reset` goes back to the file's {})",
+            state_words(state),
+            state_words(r.default_state)
+        ),
+        (RuleState::On, false) => format!("on for {user}"),
+        (RuleState::Off, false) => format!("off for {user} (its file says `enabled = false`)"),
+        (RuleState::Shadow, false) => format!(
+            "in shadow for {user} (its file, or its plugin's manifest, says `shadow = true`): evaluated, nothing it decides applies"
+        ),
     };
-    let _ = writeln!(out, "  state      {state} for {user}");
+    let _ = writeln!(out, "  state      {state}");
     if r.core {
         let _ = writeln!(
             out,

@@ -186,6 +186,43 @@ impl Narrator {
                 e.error
             );
         }
+        // Rules in shadow: what they would have done, none of it applied.
+        for rule in outcome.shadow_fired() {
+            let decided = outcome.shadow_decisions().find(|(r, _, _)| *r == rule);
+            match decided {
+                Some((_, d, why)) if !why.is_empty() => {
+                    let _ = writeln!(
+                        s,
+                        "       shadow       {rule} would have decided {d}: {why}"
+                    );
+                }
+                Some((_, d, _)) => {
+                    let _ = writeln!(s, "       shadow       {rule} would have decided {d}");
+                }
+                None => {
+                    let _ = writeln!(s, "       shadow       {rule} would have fired");
+                }
+            }
+        }
+        if self.explain {
+            for (rule, evaluation) in outcome.shadow_trace() {
+                if !matches!(evaluation, Evaluation::Fired) {
+                    let _ = writeln!(
+                        s,
+                        "       shadow       {rule}: {}",
+                        evaluation_words(evaluation)
+                    );
+                }
+            }
+        }
+        for e in &outcome.shadow_errors {
+            let _ = writeln!(
+                s,
+                "   !!! shadow error {}: {}",
+                e.rule.as_deref().unwrap_or("(event)"),
+                e.error
+            );
+        }
         self.fired += outcome.fired().len();
         self.injected += outcome.inject.len();
         self.errors += outcome.errors.len();
@@ -331,6 +368,20 @@ fn effects(outcome: &Outcome, s: &mut String) {
             | Effect::Decide { .. }
             | Effect::Rewrite { .. } => {}
         }
+    }
+}
+
+/// An evaluation of a rule in shadow that did not fire, in words (`--explain`).
+fn evaluation_words(e: &Evaluation) -> String {
+    match e {
+        Evaluation::Fired => "fired".into(),
+        Evaluation::NotMatched => "not matched".into(),
+        Evaluation::Undetermined(why) => format!("undetermined: {why}"),
+        Evaluation::Failed(why) => format!("failed: {why}"),
+        Evaluation::Suppressed(why) => format!("held back: {why}"),
+        Evaluation::Running => "waiting".into(),
+        Evaluation::Disabled => "switched off".into(),
+        Evaluation::Inactive(mode) => format!("not active in mode `{mode}`"),
     }
 }
 

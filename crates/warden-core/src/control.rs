@@ -163,6 +163,8 @@ pub struct RuleInfo {
     /// Its state unless a user says otherwise (`enabled` and `shadow` in its file, `shadow`
     /// in its plugin's manifest).
     pub default_state: RuleState,
+    /// The user's own choice, if they made one (`warden rules reset` forgets it).
+    pub choice: Option<RuleState>,
     /// Whether users may not switch it off.
     pub core: bool,
     /// Its tags.
@@ -423,6 +425,7 @@ pub(crate) fn rule_info(
         enabled_by_default: d.enabled,
         state,
         default_state: default_state(d),
+        choice,
         core: d.core,
         tags: d.tags.clone(),
         file: d.source.path().display().to_string(),

@@ -342,6 +342,14 @@ impl Program {
             .map(|r| &*r.key)
     }
 
+    /// The display ids of the loaded rules in shadow by their files (`shadow = true`, or their
+    /// plugin's manifest), in load order.
+    pub fn rules_in_shadow_in_their_files(&self) -> impl Iterator<Item = &str> {
+        self.compiled_rules()
+            .filter(|r| r.def.enabled && r.def.shadow)
+            .map(|r| &*r.key)
+    }
+
     /// The display ids of the loaded rules (`id`, or `plugin/id` for plugin rules), in load
     /// order.
     pub fn rule_keys(&self) -> impl Iterator<Item = &str> {
@@ -465,10 +473,10 @@ impl Program {
                 format!("behavior tree, {} nodes", tree.nodes.len())
             }
         };
-        let off = if r.def.enabled {
-            ""
-        } else {
-            " (off unless a user switches it on)"
+        let off = match (r.def.enabled, r.def.shadow) {
+            (false, _) => " (off unless a user switches it on)",
+            (true, true) => " (in shadow: evaluated, nothing it decides applies)",
+            (true, false) => "",
         };
         format!(
             "{} [priority {}] guard({}{condition}) -> {}{off}",

@@ -703,7 +703,8 @@ impl Warden {
 
     /// Puts every rule of `plugin` on, off or in shadow for `user` (`None`: forgets the user's
     /// choices, so the files apply again), and returns them as the user now sees them. Its
-    /// core rules stay on (they are in the list, on); the other rules change.
+    /// core rules stay on (they are in the list, on); in shadow, as with `shadow = true` in
+    /// its manifest, the rules its files leave off stay off; the other rules change.
     pub fn set_plugin_state(
         &self,
         user: &str,
@@ -711,6 +712,10 @@ impl Warden {
         state: Option<RuleState>,
     ) -> Result<Vec<RuleInfo>, ControlError> {
         let program = self.program();
+        // `builtin:guardrails`, as `warden.toml` names it, is the plugin `guardrails`.
+        let plugin = plugin
+            .strip_prefix(warden_load::BUILTIN_PREFIX)
+            .unwrap_or(plugin);
         let of_plugin: Vec<usize> = (0..program.rules.len())
             .filter(|&i| {
                 &*program.rules[i].def.plugin == plugin && program.rules[i].body().is_some()
@@ -720,14 +725,15 @@ impl Warden {
             let ids: Vec<&str> = program.rules.iter().map(|r| &*r.def.plugin).collect();
             return Err(ControlError::UnknownPlugin {
                 plugin: plugin.to_string(),
-                suggestion: warden_input::closest(plugin, ids.into_iter()).map(str::to_string),
+                suggestion: warden_input::closest(plugin, ids).map(str::to_string),
             });
         }
         let mut infos = Vec::with_capacity(of_plugin.len());
         for i in of_plugin {
-            let core = program.rules[i].def.core;
+            let def = &program.rules[i].def;
             let choice = match state {
-                Some(s) if core && s != RuleState::On => None,
+                Some(s) if def.core && s != RuleState::On => None,
+                Some(RuleState::Shadow) if !def.enabled => None,
                 other => other,
             };
             infos.push(self.write_toggle(&program, i, user, choice)?);

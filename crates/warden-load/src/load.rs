@@ -200,7 +200,8 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
             }
         };
         for (plugin, files) in units {
-            // `[plugin] shadow = true` puts each of its rules in shadow (one that is on).
+            // `[plugin] shadow = true` puts each of its rules in shadow (one that is on, and
+            // not a core rule).
             let shadow = out
                 .plugins
                 .iter()
@@ -208,7 +209,7 @@ pub fn load(sources: &[RuleSource], capabilities: &Capabilities) -> Loaded {
             for file in files {
                 let mut parsed = parse_rule_file(file, &plugin);
                 if let Some(rule) = parsed.rule.as_mut() {
-                    rule.shadow |= shadow && rule.enabled;
+                    rule.shadow |= shadow && rule.enabled && !rule.core;
                 }
                 add_rule(&mut out, &mut seen, parsed);
             }

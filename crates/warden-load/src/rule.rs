@@ -255,6 +255,7 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
         None => DEFAULT_PRIORITY,
     };
     let enabled = rule.boolean(doc, "enabled").is_none_or(|a| a.value);
+    let core = rule.boolean(doc, "core").is_some_and(|a| a.value);
     let shadow = match rule.boolean(doc, "shadow") {
         Some(at) if at.value && !enabled => {
             doc.warning(
@@ -265,10 +266,18 @@ fn read_rule(doc: &mut Doc, root: &toml::de::DeTable<'_>, plugin: &Arc<str>) -> 
             );
             false
         }
+        Some(at) if at.value && core => {
+            doc.warning(
+                at.span,
+                &format!("{kind}.shadow"),
+                "a core rule in shadow decides nothing: `core = true` keeps users from switching it off, and `shadow = true` switches off what it decides",
+                Some("remove `shadow = true` once you have seen what the rule would decide, or remove `core = true` while it is in shadow".into()),
+            );
+            true
+        }
         Some(at) => at.value,
         None => false,
     };
-    let core = rule.boolean(doc, "core").is_some_and(|a| a.value);
     let tools = rule.strings(doc, "tool");
     if let (Some(at), Some(h)) = (&tools, trigger)
         && !h.is_tool_hook()

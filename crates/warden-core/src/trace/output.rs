@@ -221,7 +221,9 @@ pub fn write_explain_lines<W: Write + ?Sized>(
         write_explain_lines(out, event, &change.outcome)?;
     }
     let hook = outcome.hook.name();
-    for (rule, evaluation) in outcome.trace() {
+    let live = outcome.trace().map(|(r, e)| (r, e, false));
+    for (rule, evaluation, shadow) in live.chain(outcome.shadow_trace().map(|(r, e)| (r, e, true)))
+    {
         let (result, reason) = match evaluation {
             Evaluation::Fired => ("fired", None),
             Evaluation::NotMatched => ("not_matched", None),
@@ -241,9 +243,11 @@ pub fn write_explain_lines<W: Write + ?Sized>(
             ),
         };
         let mut line = Line::start(out, event)?;
-        line.field("hook", hook)?
-            .field("rule", rule)?
-            .field("evaluation", result)?;
+        line.field("hook", hook)?.field("rule", rule)?;
+        if shadow {
+            line.field("shadow", &true)?;
+        }
+        line.field("evaluation", result)?;
         if let Some(reason) = reason {
             line.field("reason", &*reason)?;
         }

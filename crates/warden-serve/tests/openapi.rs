@@ -11,7 +11,7 @@ mod support;
 use std::collections::BTreeSet;
 
 use serde_json::{Value, json};
-use support::{Client, Running, enc, warden};
+use support::{Client, Running, enc};
 use warden_serve::{OPENAPI, ServeOptions, route_table};
 
 const METHODS: [&str; 4] = ["get", "post", "put", "delete"];
@@ -389,7 +389,16 @@ fn check_answer(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_answers_fit_the_documented_schemas() {
     let dir = tempfile::tempdir().unwrap();
-    let server = Running::start(warden(dir.path(), None), ServeOptions::default()).await;
+    // With the execution log on, so that `GET /v1/log` answers rows (a shadow one among them).
+    support::plugins(dir.path());
+    support::hostile(dir.path());
+    let w = warden_core::Warden::builder()
+        .builtin_rules()
+        .plugins_dir(dir.path())
+        .execution_log(true)
+        .build()
+        .unwrap();
+    let server = Running::start(w, ServeOptions::default()).await;
     let c: Client = server.client();
     let doc = doc();
     let no_rm = enc("demo/no-rm");
@@ -410,7 +419,7 @@ async fn the_real_answers_fit_the_documented_schemas() {
             "post",
             "/v1/sessions/{id}/events",
             "/v1/sessions/s1/events".into(),
-            Some(deny),
+            Some(deny.clone()),
         ),
         (
             "post",
@@ -465,6 +474,110 @@ async fn the_real_answers_fit_the_documented_schemas() {
             "delete",
             "/v1/rules/{id}/enabled",
             format!("/v1/rules/{no_rm}/enabled"),
+            None,
+        ),
+        // A rule in shadow: an event it would deny, then the log's shadow rows.
+        (
+            "put",
+            "/v1/rules/{id}/state",
+            format!("/v1/rules/{no_rm}/state"),
+            Some(json!({"state": "shadow"})),
+        ),
+        (
+            "post",
+            "/v1/sessions/{id}/events",
+            "/v1/sessions/s2/events".into(),
+            Some(deny.clone()),
+        ),
+        ("get", "/v1/log", "/v1/log?shadow=true".into(), None),
+        (
+            "put",
+            "/v1/rules/{id}/state",
+            format!("/v1/rules/{no_rm}/state"),
+            Some(json!("on")),
+        ),
+        (
+            "put",
+            "/v1/rules/{id}/state",
+            "/v1/rules/token-budget-warning/state".into(),
+            Some(json!({"state": "shadow"})),
+        ),
+        (
+            "put",
+            "/v1/rules/{id}/state",
+            format!("/v1/rules/{no_rm}/state"),
+            Some(json!({"state": "sideways"})),
+        ),
+        (
+            "put",
+            "/v1/rules/{id}/state",
+            "/v1/rules/nope/state".into(),
+            Some(json!({"state": "off"})),
+        ),
+        (
+            "put",
+            "/v1/rules/{id}/state",
+            format!("/v1/rules/{no_rm}/state?project=p"),
+            Some(json!({"state": "off"})),
+        ),
+        (
+            "delete",
+            "/v1/rules/{id}/state",
+            format!("/v1/rules/{no_rm}/state"),
+            None,
+        ),
+        (
+            "delete",
+            "/v1/rules/{id}/state",
+            "/v1/rules/nope/state".into(),
+            None,
+        ),
+        (
+            "put",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/demo/state".into(),
+            Some(json!({"state": "shadow"})),
+        ),
+        (
+            "put",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/builtin/state".into(),
+            Some(json!("off")),
+        ),
+        (
+            "put",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/dmeo/state".into(),
+            Some(json!({"state": "on"})),
+        ),
+        (
+            "put",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/demo/state".into(),
+            Some(json!({"state": true})),
+        ),
+        (
+            "delete",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/demo/state".into(),
+            None,
+        ),
+        (
+            "delete",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/builtin/state".into(),
+            None,
+        ),
+        (
+            "delete",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/nope/state?project=p".into(),
+            None,
+        ),
+        (
+            "delete",
+            "/v1/plugins/{id}/state",
+            "/v1/plugins/nope/state".into(),
             None,
         ),
         (

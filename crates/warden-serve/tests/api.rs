@@ -294,6 +294,299 @@ async fn switching_a_rule_off_takes_effect_at_the_next_tick_for_that_user_only()
     server.stop().await.unwrap();
 }
 
+/// A server whose ticks are written to the execution log, in a database file of the test's own.
+async fn start_logged() -> (tempfile::TempDir, Running, Client) {
+    let dir = tempfile::tempdir().unwrap();
+    support::plugins(&dir.path().join("plugins"));
+    let w = warden_core::Warden::builder()
+        .builtin_rules()
+        .plugins_dir(dir.path().join("plugins"))
+        .store(warden_core::Store::open(dir.path().join("w.db")).unwrap())
+        .execution_log(true)
+        .build()
+        .unwrap();
+    let server = Running::start(w, ServeOptions::default()).await;
+    let client = server.client();
+    (dir, server, client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_in_shadow_refuses_nothing_and_says_what_it_would_have_done() {
+    let (_dir, server, c) = start_logged().await;
+    let no_rm = enc("demo/no-rm");
+    let call = json!({"hook": "on_tool_call", "tool": {"name": "Bash", "arguments": {"command": "rm -rf /"}}});
+    let mut events = c.events().await;
+    let r = c
+        .put(
+            &format!("/v1/rules/{no_rm}/state?user=ada"),
+            &json!({"state": "shadow"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["key"], "demo/no-rm");
+    assert_eq!(v["state"], "shadow");
+    assert_eq!(v["default_state"], "on");
+    assert_eq!(v["enabled"], true, "a rule in shadow is evaluated: {v}");
+    assert_eq!(v["shadow_fire_count"], 0);
+
+    // Ada's call, which the rule would deny, is not refused, and nothing of the rule shows.
+    let ada = c.post("/v1/sessions/a/events?user=ada", &call).await.json();
+    assert_eq!(ada["proceed"], "yes", "{ada}");
+    assert_eq!(ada["ruling"], Value::Null, "{ada}");
+    assert!(
+        !ada["fired"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo/no-rm")),
+        "{ada}"
+    );
+    assert_eq!(ada["inject"], json!([]), "{ada}");
+    // The state is Ada's: Bob's call is refused.
+    let bob = c.post("/v1/sessions/b/events?user=bob", &call).await.json();
+    assert_eq!(bob["proceed"], "no", "{bob}");
+
+    // The feed marks Ada's firing shadow, Bob's not.
+    let mut seen = std::collections::BTreeMap::new();
+    while seen.len() < 2 {
+        let f = events
+            .next_where("fired", WAIT, |f| f["rule"] == "demo/no-rm")
+            .await
+            .expect("the rule's firings in the feed");
+        assert_eq!(f["action"], "decide", "{f}");
+        seen.insert(
+            f["session"].as_str().unwrap().to_string(),
+            f["shadow"].clone(),
+        );
+    }
+    assert_eq!(seen["a"], true, "{seen:?}");
+    assert_eq!(seen["b"], false, "{seen:?}");
+
+    // The log's shadow rows: what it would have decided, beside what the live rules did.
+    let log = c.get("/v1/log?shadow=true").await;
+    assert_eq!(log.status, 200, "{}", log.text());
+    let log = log.json();
+    let rows = log.as_array().unwrap();
+    assert!(rows.iter().all(|r| r["shadow"] == true), "{log}");
+    let row = rows
+        .iter()
+        .find(|r| r["rule"] == "demo/no-rm")
+        .unwrap_or_else(|| panic!("no shadow row of demo/no-rm in {log}"));
+    assert_eq!(row["session"], "a", "{row}");
+    assert_eq!(row["user"], "ada", "{row}");
+    assert_eq!(row["acted"], true, "{row}");
+    assert_eq!(row["decision"], "deny", "{row}");
+    assert_eq!(row["live_decision"], "none", "{row}");
+    // Bob's row is a live one, without a live decision of its own.
+    let all = c.get("/v1/log?rule=demo/no-rm&session=b").await.json();
+    assert_eq!(all[0]["shadow"], false, "{all}");
+    assert_eq!(all[0]["decision"], "deny", "{all}");
+    assert_eq!(all[0]["live_decision"], Value::Null, "{all}");
+    assert_eq!(c.get("/v1/log?shadow=maybe").await.status, 400);
+
+    // The metrics and the rule's figures.
+    let m = c.get("/v1/metrics").await.text();
+    for line in [
+        "warden_shadow_firings_total{rule=\"demo/no-rm\"} 1",
+        "warden_shadow_decisions_total{rule=\"demo/no-rm\",decision=\"deny\"} 1",
+        "warden_shadow_errors_total 0",
+        "warden_rule_firings_total{rule=\"demo/no-rm\"} 1",
+        "warden_decisions_total{decision=\"deny\"} 1",
+    ] {
+        assert!(m.contains(line), "{line} in\n{m}");
+    }
+    let v = c.get(&format!("/v1/rules/{no_rm}?user=ada")).await.json();
+    assert_eq!(v["state"], "shadow");
+    assert_eq!(v["shadow_fire_count"], 1, "{v}");
+    assert_eq!(v["shadow_refusals"], 1, "{v}");
+    assert_eq!(v["fire_count"], 1, "Bob's live firing: {v}");
+
+    // A bare state works too; off is not evaluated.
+    let r = c
+        .put(&format!("/v1/rules/{no_rm}/state?user=ada"), &json!("off"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["state"], "off");
+    assert_eq!(r.json()["enabled"], false);
+    let ada = c.post("/v1/sessions/a/events", &call).await.json();
+    assert_eq!(ada["proceed"], "yes", "{ada}");
+    // Forgetting the choice: the file's state (on) again, and the call is refused.
+    let r = c.delete(&format!("/v1/rules/{no_rm}/state?user=ada")).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["state"], "on");
+    let ada = c.post("/v1/sessions/a/events", &call).await.json();
+    assert_eq!(ada["proceed"], "no", "{ada}");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugins_rules_change_state_together_and_its_core_rules_stay_on() {
+    let (_dir, server, c) = start().await;
+    let r = c
+        .put(
+            "/v1/plugins/demo/state?user=ada",
+            &json!({"state": "shadow"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let rules = r.json();
+    let mut keys: Vec<&str> = rules
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["key"].as_str().unwrap())
+        .collect();
+    keys.sort_unstable();
+    assert_eq!(keys, ["demo/announce", "demo/no-rm", "demo/remind"]);
+    assert!(
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["state"] == "shadow"),
+        "{rules}"
+    );
+    // The list agrees; the choice is Ada's alone.
+    let state_of = |list: &Value, key: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["key"] == key)
+            .map(|r| r["state"].clone())
+            .unwrap()
+    };
+    let ada = c.get("/v1/rules?user=ada").await.json();
+    assert_eq!(state_of(&ada, "demo/remind"), "shadow");
+    let bob = c.get("/v1/rules?user=bob").await.json();
+    assert_eq!(state_of(&bob, "demo/remind"), "on");
+
+    // The built-in rules off, but for the core one.
+    let r = c
+        .put("/v1/plugins/builtin/state?user=ada", &json!("off"))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let builtin = r.json();
+    let builtin = builtin.as_array().unwrap();
+    assert!(builtin.iter().any(|r| r["core"] == false));
+    for rule in builtin {
+        let want = if rule["core"] == true { "on" } else { "off" };
+        assert_eq!(rule["state"], want, "{rule}");
+    }
+    let o = c
+        .post(
+            "/v1/sessions/s/events?user=ada",
+            &json!({"hook": "on_turn_start", "turn": {"token_usage": 0.9}}),
+        )
+        .await
+        .json();
+    assert_eq!(o["fired"], json!(["token-budget-warning"]), "{o}");
+
+    // Forgetting the choices: the files again.
+    for plugin in ["demo", "builtin"] {
+        let r = c
+            .delete(&format!("/v1/plugins/{plugin}/state?user=ada"))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text());
+        for rule in r.json().as_array().unwrap() {
+            assert_eq!(rule["state"], rule["default_state"], "{rule}");
+        }
+    }
+
+    // Unknown plugins, and a project.
+    let r = c
+        .put("/v1/plugins/dmeo/state", &json!({"state": "on"}))
+        .await;
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.json()["suggestion"], "demo");
+    assert_eq!(c.delete("/v1/plugins/nope/state").await.status, 404);
+    let r = c
+        .put("/v1/plugins/demo/state?project=p", &json!({"state": "on"}))
+        .await;
+    assert_eq!(r.status, 400);
+    assert_eq!(r.json()["parameter"], "project");
+    server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_states_refuse_bad_bodies_and_core_rules() {
+    let (_dir, server, c) = start().await;
+    let rule = format!("/v1/rules/{}/state", enc("demo/no-rm"));
+    let plugin = "/v1/plugins/demo/state";
+    for body in [
+        json!({"state": "sideways"}),
+        json!({"state": true}),
+        json!({"state": "on", "user": "bob"}),
+        json!({"enabled": false}),
+        json!("SHADOW"),
+        json!(false),
+        json!(null),
+        json!([]),
+        json!({}),
+    ] {
+        for path in [rule.as_str(), plugin] {
+            let r = c.put(path, &body).await;
+            assert_eq!(r.status, 422, "{path} {body}: {}", r.text());
+            assert_eq!(r.json()["field"], "state", "{path} {body}");
+            assert!(r.error().contains("\"shadow\""), "{}", r.error());
+        }
+    }
+    let r = c
+        .send(
+            "PUT",
+            &rule,
+            &[("content-type", "text/plain")],
+            Some(b"shadow".to_vec()),
+        )
+        .await;
+    assert_eq!(r.status, 415);
+    let r = c
+        .send(
+            "PUT",
+            &rule,
+            &[("content-type", "application/json")],
+            Some(b"{\"state\": ".to_vec()),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    // Nothing was changed by any of them.
+    let v = c
+        .get(&format!("/v1/rules/{}", enc("demo/no-rm")))
+        .await
+        .json();
+    assert_eq!(v["state"], "on");
+
+    // A core rule can be neither put in shadow nor switched off: 409, with the engine's reason.
+    let core = "/v1/rules/token-budget-warning/state";
+    for (state, says) in [
+        ("shadow", "cannot be put in shadow"),
+        ("off", "cannot be switched off"),
+    ] {
+        let r = c.put(core, &json!({ "state": state })).await;
+        assert_eq!(r.status, 409, "{}", r.text());
+        assert!(r.error().contains(says), "{}", r.error());
+        assert_eq!(r.json()["rule"], "token-budget-warning");
+    }
+    let r = c.put(core, &json!({"state": "on"})).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["state"], "on");
+
+    // Unknown rules, and a project.
+    let r = c
+        .put("/v1/rules/token-budget-warnin/state", &json!("on"))
+        .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(r.json()["suggestion"], "token-budget-warning");
+    assert_eq!(c.delete("/v1/rules/nope/state").await.status, 404);
+    let r = c
+        .put(&format!("{rule}?project=p"), &json!({"state": "off"}))
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(r.error().contains("per user"), "{}", r.error());
+    let r = c.delete(&format!("{rule}?project=p")).await;
+    assert_eq!(r.status, 400);
+    server.stop().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn settings_are_checked_against_the_manifest_and_scoped() {
     let (_dir, server, c) = start().await;

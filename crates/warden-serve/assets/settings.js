@@ -1,5 +1,5 @@
-// Warden's Settings page: switches, settings forms, Test buttons and the live feed, over the
-// management API. Everything shown is set with textContent: nothing from a rule is ever
+// Warden's Settings page: rule states (on, shadow, off), settings forms, Test buttons and the
+// live feed, over the management API. Everything shown is set with textContent: nothing from a rule is ever
 // parsed as HTML.
 "use strict";
 
@@ -42,29 +42,100 @@
     return "/v1/rules/" + encodeURIComponent(key) + rest;
   }
 
-  // Switches.
-  document.querySelectorAll("input.toggle").forEach(function (input) {
-    input.addEventListener("change", async function () {
-      const li = input.closest(".rule");
-      const error = li.querySelector(".rule-error");
-      const wanted = input.checked;
-      // Disabled while the change is sent (a second one waits), which takes the focus away:
-      // it comes back after, so that the keyboard stays on the switch.
-      const focused = document.activeElement === input;
-      input.disabled = true;
-      const r = await api("PUT", ruleUrl(input.dataset.rule, "/enabled" + query(false)), { enabled: wanted });
-      input.disabled = false;
-      if (focused) input.focus();
-      if (r.ok) {
-        error.hidden = true;
-        li.classList.toggle("off", !r.data.enabled);
-        input.checked = r.data.enabled;
-        li.querySelector("[data-status]").textContent = r.data.enabled ? "On" : "Off";
-      } else {
-        input.checked = !wanted;
-        error.textContent = r.data.error || ("the change failed (HTTP " + r.status + ")");
-        error.hidden = false;
+  // Rule states: on, in shadow, off.
+  const LABELS = { on: "On", shadow: "Shadow", off: "Off" };
+
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+
+  // The same words as the page's template (`shadow_text` in page.rs).
+  function shadowText(fires, refusals) {
+    return "In shadow, it would have fired " + plural(fires, "time", "times") +
+      "; it would have refused " + plural(refusals, "call", "calls") + " the live rules let through.";
+  }
+
+  function ruleItem(key) {
+    return [...document.querySelectorAll("li.rule")].find(function (li) { return li.dataset.rule === key; });
+  }
+
+  // Shows a rule as the API returned it: its state, and its shadow figures.
+  function showRule(li, view) {
+    li.dataset.state = view.state;
+    li.classList.toggle("off", view.state === "off");
+    li.classList.toggle("shadow", view.state === "shadow");
+    li.querySelector("[data-status]").textContent = LABELS[view.state] || view.state;
+    const radio = li.querySelector(".state input[value='" + view.state + "']");
+    if (radio) radio.checked = true;
+    showShadow(li, view.shadow_fire_count, view.shadow_refusals);
+  }
+
+  function showShadow(li, fires, refusals) {
+    const p = li.querySelector(".shadow-figures");
+    if (typeof fires !== "number" || typeof refusals !== "number") return;
+    p.dataset.shadowCount = String(fires);
+    p.dataset.shadowRefusals = String(refusals);
+    p.textContent = shadowText(fires, refusals);
+    p.hidden = li.dataset.state !== "shadow" && fires === 0;
+  }
+
+  document.querySelectorAll(".state[role=radiogroup]").forEach(function (group) {
+    const li = group.closest(".rule");
+    const radios = [...group.querySelectorAll("input[type=radio]")];
+    const core = radios.filter(function (r) { return r.disabled; });
+    radios.forEach(function (input) {
+      input.addEventListener("change", async function () {
+        if (!input.checked) return;
+        const error = li.querySelector(".rule-error");
+        const before = li.dataset.state;
+        // Disabled while the change is sent (a second one waits), which takes the focus away:
+        // it comes back after, so that the keyboard stays on the rule's state.
+        const focused = group.contains(document.activeElement);
+        radios.forEach(function (radio) { radio.disabled = true; });
+        const r = await api("PUT", ruleUrl(group.dataset.rule, "/state" + query(false)), { state: input.value });
+        radios.forEach(function (radio) { radio.disabled = core.includes(radio); });
+        if (r.ok) {
+          error.hidden = true;
+          showRule(li, r.data);
+        } else {
+          const back = group.querySelector("input[value='" + before + "']");
+          if (back) back.checked = true;
+          error.textContent = r.data.error || ("the change failed (HTTP " + r.status + ")");
+          error.hidden = false;
+        }
+        if (focused) {
+          const checked = group.querySelector("input:checked");
+          if (checked) checked.focus();
+        }
+      });
+    });
+  });
+
+  // A plugin's rules all in shadow, or all on (its core rules stay on).
+  document.querySelectorAll("button.plugin-state").forEach(function (button) {
+    button.addEventListener("click", async function () {
+      const box = button.closest(".plugin-states");
+      const status = box.querySelector(".plugin-state-status");
+      const buttons = [...box.querySelectorAll("button")];
+      const wanted = button.dataset.state;
+      status.classList.remove("bad");
+      status.textContent = "";
+      buttons.forEach(function (b) { b.disabled = true; });
+      const r = await api("PUT", "/v1/plugins/" + encodeURIComponent(button.dataset.plugin) + "/state" + query(false), { state: wanted });
+      buttons.forEach(function (b) { b.disabled = false; });
+      button.focus();
+      if (!r.ok) {
+        status.classList.add("bad");
+        status.textContent = r.data.error || ("The change failed (HTTP " + r.status + ").");
+        return;
       }
+      const views = Array.isArray(r.data) ? r.data : [];
+      let kept = 0;
+      views.forEach(function (view) {
+        const li = ruleItem(view.key);
+        if (li) showRule(li, view);
+        if (view.state !== wanted) kept += 1;
+      });
+      const done = plural(views.length - kept, "rule", "rules") + (wanted === "shadow" ? " in shadow" : " on");
+      status.textContent = done + (kept ? "; " + plural(kept, "core rule stays", "core rules stay") + " on." : ".");
     });
   });
 
@@ -238,7 +309,7 @@
     if (counted.has(key)) return;
     counted.add(key);
     if (counted.size > 5000) counted.clear();
-    const li = [...document.querySelectorAll("li.rule")].find(function (r) { return r.dataset.rule === d.rule; });
+    const li = ruleItem(d.rule);
     if (!li) return;
     const span = li.querySelector(".fired");
     const count = Number(span.dataset.count || 0) + 1;
@@ -246,6 +317,24 @@
     const time = el("time", null, clock(d.at));
     time.dateTime = new Date(d.at * 1000).toISOString();
     span.replaceChildren(document.createTextNode("last fired "), time, document.createTextNode(" · " + count + "×"));
+  }
+
+  // Keeps a rule's shadow figures up to date: the server counts what the live rules let
+  // through, so the figures are read again (once at a time per rule) after a shadow firing.
+  const reading = new Map();
+  async function markShadow(d, counted) {
+    const key = "shadow " + d.session + " " + d.rule + " " + d.at;
+    if (counted.has(key)) return;
+    counted.add(key);
+    const li = ruleItem(d.rule);
+    if (!li) return;
+    if (reading.has(d.rule)) { reading.set(d.rule, true); return; }
+    do {
+      reading.set(d.rule, false);
+      const r = await api("GET", ruleUrl(d.rule, query(true)));
+      if (r.ok) showShadow(li, r.data.shadow_fire_count, r.data.shadow_refusals);
+    } while (reading.get(d.rule));
+    reading.delete(d.rule);
   }
 
   function connect() {
@@ -262,6 +351,12 @@
     }
     const counted = new Set();
     on("fired", function (d) {
+      if (d.shadow) {
+        // Nothing of it applied, and no decision item follows: shown as it is, marked.
+        markShadow(d, counted);
+        addItem("fired shadow", "shadow · " + d.action.replace("_", " "), d.rule, d.message, d.at);
+        return;
+      }
       markFired(d, counted);
       // A decision is shown once, merged, as its `decision` item; an emitted event as its
       // `emitted` item.
@@ -269,7 +364,9 @@
       addItem("fired", d.action.replace("_", " "), d.rule, d.message, d.at);
     });
     on("decision", function (d) { addItem("decision", d.decision, d.rule, d.reason, d.at); });
-    on("rule_error", function (d) { addItem("rule_error", "error", d.rule, d.error, d.at); });
+    on("rule_error", function (d) {
+      addItem(d.shadow ? "rule_error shadow" : "rule_error", d.shadow ? "shadow · error" : "error", d.rule, d.error, d.at);
+    });
     on("emitted", function (d) { addItem("emitted", "event", d.rule, d.event_type, null); });
     on("reload", function (d) {
       addItem("reload", d.applied ? "reloaded" : "reload refused", null,

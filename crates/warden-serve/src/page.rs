@@ -1,6 +1,7 @@
-//! The Settings page (`GET /`): the rules grouped by plugin, a switch per rule (core rules'
-//! disabled, with the reason), a settings form per plugin, a Test button per rule and the
-//! live feed. Rendered on the server by minijinja, which escapes everything it inserts into
+//! The Settings page (`GET /`): the rules grouped by plugin, a three-way control per rule (on,
+//! in shadow, off; core rules' shadow and off disabled, with the reason) and a rule's shadow
+//! figures, a pair of buttons per plugin that puts all its rules in shadow or on, a settings
+//! form per plugin, a Test button per rule and the live feed. Rendered on the server by minijinja, which escapes everything it inserts into
 //! HTML; the page's script (`assets/settings.js`) talks to the management API and writes
 //! only text. Every asset is served by Warden itself.
 
@@ -14,7 +15,7 @@ use axum::response::{IntoResponse, Redirect, Response};
 use minijinja::Environment;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use warden_core::{SetBy, SettingInfo, SettingKind};
+use warden_core::{RuleState, SetBy, SettingInfo, SettingKind};
 
 use crate::error::{ApiError, QueryParams};
 use crate::guard::{COOKIE, Scope, sign_in_cookie};
@@ -268,6 +269,18 @@ fn plain(x: f64) -> String {
 
 fn rule(group: usize, index: usize, r: &RuleView) -> Value {
     let i = &r.info;
+    // The three choices, in the order a user meets them; a core rule can only be on.
+    let states: Vec<Value> = RuleState::ALL
+        .iter()
+        .map(|&s| {
+            json!({
+                "value": s.name(),
+                "label": state_label(s),
+                "checked": s == i.state,
+                "disabled": i.core && s != RuleState::On,
+            })
+        })
+        .collect();
     json!({
         "key": i.key,
         "dom": format!("rule-{group}-{index}"),
@@ -275,14 +288,38 @@ fn rule(group: usize, index: usize, r: &RuleView) -> Value {
         "description": i.description,
         "hook": i.hook.name(),
         "priority": i.priority,
-        "enabled": i.enabled,
+        "state": i.state.name(),
+        "state_label": state_label(i.state),
+        "states": states,
         "core": i.core,
         "core_reason": r.core_reason,
+        "shadow_fire_count": r.shadow_fire_count,
+        "shadow_refusals": r.shadow_refusals,
+        "shadow_text": shadow_text(r.shadow_fire_count, r.shadow_refusals),
         "fire_count": r.fire_count,
         "last_fired": r.last_fired,
         "last_fired_iso": r.last_fired.map(|t| utc(t, 'T') + "Z"),
         "last_fired_text": r.last_fired.map(|t| utc(t, ' ') + " UTC"),
     })
+}
+
+/// What the page calls a state.
+fn state_label(state: RuleState) -> &'static str {
+    match state {
+        RuleState::On => "On",
+        RuleState::Shadow => "Shadow",
+        RuleState::Off => "Off",
+    }
+}
+
+/// A rule's shadow figures, as the page says them (`settings.js` writes the same words when
+/// they change).
+fn shadow_text(fires: u64, refusals: u64) -> String {
+    let times = if fires == 1 { "time" } else { "times" };
+    let calls = if refusals == 1 { "call" } else { "calls" };
+    format!(
+        "In shadow, it would have fired {fires} {times}; it would have refused {refusals} {calls} the live rules let through."
+    )
 }
 
 /// `token_budget_threshold` -> `Token budget threshold`.
@@ -448,6 +485,14 @@ mod tests {
         assert_eq!(utc(951_782_400.0, ' '), "2000-02-29 00:00:00");
         assert_eq!(label("token_budget_threshold"), "Token budget threshold");
         assert_eq!(dom_id("research-assistant/x"), "research-assistant-x");
+        assert_eq!(
+            shadow_text(1, 0),
+            "In shadow, it would have fired 1 time; it would have refused 0 calls the live rules let through."
+        );
+        assert_eq!(
+            shadow_text(3, 1),
+            "In shadow, it would have fired 3 times; it would have refused 1 call the live rules let through."
+        );
     }
 
     #[test]

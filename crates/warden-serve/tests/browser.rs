@@ -1,11 +1,11 @@
 //! The Settings page in a real headless Chromium, driven over WebDriver (chromedriver): the
-//! page lists the rules by plugin, a switch turns a rule off (by keyboard) and the next event of
-//! a session no longer fires it, a core rule's switch is disabled with its reason on hover and
-//! for screen readers, an invalid setting shows its error inline, the Test button shows the
-//! rendered message, the live feed shows a firing, text from rules is never markup, and the
-//! sign-in and sign-out of a server with a token work, on loopback and on a network address
-//! over plain HTTP (in a network namespace of the test's own). It saves a screenshot of the page
-//! (`WARDEN_UPDATE_SCREENSHOT=1` also writes it to the book).
+//! page lists the rules by plugin, a rule's state control turns it off (by keyboard) and the
+//! next event of a session no longer fires it, a core rule's shadow and off are disabled with
+//! its reason on hover and for screen readers, an invalid setting shows its error inline, the
+//! Test button shows the rendered message, the live feed shows a firing, text from rules is
+//! never markup, and the sign-in and sign-out of a server with a token work, on loopback and
+//! on a network address over plain HTTP (in a network namespace of the test's own). It saves a
+//! screenshot of the page (`WARDEN_UPDATE_SCREENSHOT=1` also writes it to the book).
 //!
 //! Skipped, saying so, where chromedriver or Chromium is missing; `.ci/run` installs both.
 
@@ -19,6 +19,10 @@ use support::{HOSTILE, Running, enc};
 use warden_serve::{ServeOptions, Tokens};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/plugins");
+
+/// WebDriver's arrow keys.
+const RIGHT: &str = "\u{E014}";
+const LEFT: &str = "\u{E012}";
 
 fn rule(key: &str) -> String {
     format!("li.rule[data-rule=\"{key}\"]")
@@ -122,14 +126,24 @@ async fn the_settings_page_in_a_real_browser() {
         "{skipped}"
     );
 
-    // A core rule's switch is disabled, and says why on hover and to screen readers.
+    // A core rule can only be on: its Shadow and Off are disabled, and it says why on hover and
+    // to screen readers.
     let core = b
-        .one(&format!("{} input.toggle", rule("token-budget-warning")))
+        .one(&format!("{} .state", rule("token-budget-warning")))
+        .await;
+    let disabled = b
+        .run(
+            "return [...arguments[0].querySelectorAll('input')].map(i => [i.value, i.disabled, i.checked])",
+            json!([Browser::arg(&core)]),
+        )
         .await;
     assert_eq!(
-        b.run("return arguments[0].disabled", json!([Browser::arg(&core)]))
-            .await,
-        true
+        disabled,
+        json!([
+            ["on", false, true],
+            ["shadow", true, false],
+            ["off", true, false]
+        ])
     );
     let described = b.attr(&core, "aria-describedby").await;
     let reason = b
@@ -145,7 +159,7 @@ async fn the_settings_page_in_a_real_browser() {
     let shown = "return getComputedStyle(arguments[0]).display !== 'none'";
     assert_eq!(b.run(shown, json!([Browser::arg(&tooltip)])).await, false);
     b.hover(
-        &b.one(&format!("{} .switch", rule("token-budget-warning")))
+        &b.one(&format!("{} .seg-off", rule("token-budget-warning")))
             .await,
     )
     .await;
@@ -154,10 +168,10 @@ async fn the_settings_page_in_a_real_browser() {
         true,
         "the reason shows on hover"
     );
-    // It covers no control: not its own Test button, nor the next rule's switch.
+    // It covers no control: not its own Test button, nor the next rule's state control.
     let covered = b
         .run(
-            "const t = arguments[0].getBoundingClientRect();              const li = arguments[0].closest('li.rule');              const others = [li.querySelector('button.test')];              if (li.nextElementSibling) others.push(li.nextElementSibling.querySelector('.switch'));              return others.filter(Boolean).filter(o => { const r = o.getBoundingClientRect();                return r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom; }).map(o => o.outerHTML)",
+            "const t = arguments[0].getBoundingClientRect();              const li = arguments[0].closest('li.rule');              const others = [li.querySelector('button.test')];              if (li.nextElementSibling) others.push(li.nextElementSibling.querySelector('.state'));              return others.filter(Boolean).filter(o => { const r = o.getBoundingClientRect();                return r.left < t.right && t.left < r.right && r.top < t.bottom && t.top < r.bottom; }).map(o => o.outerHTML)",
             json!([Browser::arg(&tooltip)]),
         )
         .await;
@@ -172,14 +186,18 @@ async fn the_settings_page_in_a_real_browser() {
         .await;
     assert_eq!(unnamed, json!([]), "controls without a name");
 
-    // The keyboard reaches the skip link first, then a switch, which Space turns off.
+    // The keyboard reaches the skip link first; on a rule's state, the arrow keys move between
+    // On, Shadow and Off, and each applies at once.
     b.press(&["\u{E004}"]).await;
     assert_eq!(
         b.run("return document.activeElement.className", json!([]))
             .await,
         "skip"
     );
-    let no_rm = b.one(&format!("{} input.toggle", rule("demo/no-rm"))).await;
+    let no_rm = b
+        .one(&format!("{} .state input:checked", rule("demo/no-rm")))
+        .await;
+    assert_eq!(b.attr(&no_rm, "value").await, "on");
     b.run("arguments[0].focus()", json!([Browser::arg(&no_rm)]))
         .await;
     let ring = b
@@ -189,40 +207,41 @@ async fn the_settings_page_in_a_real_browser() {
         )
         .await;
     assert_eq!(ring, "solid", "a visible focus ring");
-    b.press(&[" "]).await;
     let status = b
         .one(&format!("{} [data-status]", rule("demo/no-rm")))
         .await;
-    b.wait_for(
-        "the switch to apply",
-        "return arguments[0].textContent === 'Off'",
-        json!([Browser::arg(&status)]),
-    )
-    .await;
-    // The keyboard is still on the switch: Space again turns it back on, and off again.
-    for (again, word) in [(1, "On"), (2, "Off")] {
-        assert_eq!(
-            b.run(
-                "return document.activeElement === arguments[0]",
-                json!([Browser::arg(&no_rm)])
-            )
-            .await,
-            true,
-            "the switch kept the focus ({again})"
-        );
-        b.press(&[" "]).await;
+    let group = b.one(&format!("{} .state", rule("demo/no-rm"))).await;
+    for (key, word) in [
+        (RIGHT, "Shadow"),
+        (RIGHT, "Off"),
+        (LEFT, "Shadow"),
+        (RIGHT, "Off"),
+    ] {
+        b.press(&[key]).await;
         b.wait_for(
-            "the switch to apply again",
+            &format!("the state to become {word}"),
             &format!("return arguments[0].textContent === '{word}'"),
             json!([Browser::arg(&status)]),
         )
         .await;
+        // The keyboard is still on the rule's state, on the choice made.
+        assert_eq!(
+            b.run(
+                "return document.activeElement.checked && arguments[0].contains(document.activeElement) \
+                 && document.activeElement.nextElementSibling.textContent",
+                json!([Browser::arg(&group)])
+            )
+            .await,
+            word,
+            "the state kept the focus"
+        );
     }
     let listed = api
         .get(&format!("/v1/rules/{}?user=ada", enc("demo/no-rm")))
         .await
         .json();
     assert_eq!(listed["enabled"], false);
+    assert_eq!(listed["state"], "off");
     let call = json!({"hook": "on_tool_call", "tool": {"name": "Bash", "arguments": {"command": "rm -rf /"}}});
     let o = api
         .post("/v1/sessions/ada-1/events?user=ada", &call)
@@ -488,15 +507,14 @@ async fn a_server_with_a_token_asks_the_browser_to_sign_in() {
     .await;
     sign_in(&b, token).await;
     // The page's own requests carry the sign-in (and pass the cross-site check).
-    let toggle = b.one(&format!("{} input.toggle", rule("demo/no-rm"))).await;
-    switch_off(&b, "demo/no-rm").await;
+    set_state(&b, "demo/no-rm", "off").await;
+    let off = b
+        .one(&format!("{} .state input[value=off]", rule("demo/no-rm")))
+        .await;
     assert_eq!(
-        b.run(
-            "return arguments[0].checked",
-            json!([Browser::arg(&toggle)])
-        )
-        .await,
-        false
+        b.run("return arguments[0].checked", json!([Browser::arg(&off)]))
+            .await,
+        true
     );
     drop(b);
     server.stop().await.unwrap();
@@ -510,15 +528,16 @@ async fn sign_in(b: &Browser, token: &str) {
     b.wait_for("the page after signing in", "return document.getElementById('feed-status') && document.getElementById('feed-status').textContent === 'live'", json!([])).await;
 }
 
-/// Clicks the switch of rule `key` (on) and waits until the page shows it off.
-async fn switch_off(b: &Browser, key: &str) {
+/// Clicks `state` (`on`, `shadow` or `off`) on rule `key`'s state control and waits until the
+/// page shows the rule in that state.
+async fn set_state(b: &Browser, key: &str, state: &str) {
     let status = b.one(&format!("{} [data-status]", rule(key))).await;
-    b.click(&b.one(&format!("{} .switch", rule(key))).await)
+    b.click(&b.one(&format!("{} .seg-{state}", rule(key))).await)
         .await;
     b.wait_for(
-        "the switch to apply",
-        "return arguments[0].textContent === 'Off'",
-        json!([Browser::arg(&status)]),
+        &format!("the state {state} to apply"),
+        "return arguments[0].textContent.toLowerCase() === arguments[1]",
+        json!([Browser::arg(&status), state]),
     )
     .await;
 }
@@ -597,8 +616,8 @@ async fn sign_in_and_out_on_the_network(
     let b = Browser::start_with(driver, chromium, 1200, 900, scheme == "https").await;
     b.goto(&format!("{origin}/")).await;
     sign_in(&b, token).await;
-    // The page's own requests pass the check too: a switch turns a rule off.
-    switch_off(&b, "demo/no-rm").await;
+    // The page's own requests pass the check too: a rule's state control turns it off.
+    set_state(&b, "demo/no-rm", "off").await;
     // Signing out ends the sign-in: the sign-in form again.
     b.click(&b.one("form.sign-out button").await).await;
     b.wait_for(

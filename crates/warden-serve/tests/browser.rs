@@ -1,11 +1,13 @@
 //! The Settings page in a real headless Chromium, driven over WebDriver (chromedriver): the
 //! page lists the rules by plugin, a rule's state control turns it off (by keyboard) and the
-//! next event of a session no longer fires it, a core rule's shadow and off are disabled with
-//! its reason on hover and for screen readers, an invalid setting shows its error inline, the
-//! Test button shows the rendered message, the live feed shows a firing, text from rules is
-//! never markup, and the sign-in and sign-out of a server with a token work, on loopback and
-//! on a network address over plain HTTP (in a network namespace of the test's own). It saves a
-//! screenshot of the page (`WARDEN_UPDATE_SCREENSHOT=1` also writes it to the book).
+//! next event of a session no longer fires it, a rule put in shadow refuses nothing and shows
+//! what it would have done, a plugin's rules go in shadow and back on together, a core rule's
+//! shadow and off are disabled with its reason on hover and for screen readers, an invalid
+//! setting shows its error inline, the Test button shows the rendered message, the live feed
+//! shows a firing, text from rules is never markup, and the sign-in and sign-out of a server
+//! with a token work, on loopback and on a network address over plain HTTP (in a network
+//! namespace of the test's own). It saves a screenshot of the page (`WARDEN_UPDATE_SCREENSHOT=1`
+//! also writes it to the book).
 //!
 //! Skipped, saying so, where chromedriver or Chromium is missing; `.ci/run` installs both.
 
@@ -394,6 +396,180 @@ async fn the_settings_page_in_a_real_browser() {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../../book/src/images/settings-page.png");
         std::fs::create_dir_all(book.parent().unwrap()).unwrap();
         std::fs::write(&book, &png).unwrap();
+    }
+    drop(b);
+    server.stop().await.unwrap();
+}
+
+/// A rule put in shadow on the page: the request takes effect, a call the rule would deny is
+/// not refused, the feed and the rule's figures say what it would have done, a reload shows it
+/// in shadow with its figures, and it goes back on. Then a plugin's pair of buttons: all its
+/// rules in shadow (its core rule stays on), and all on again.
+#[ignore = "needs Chromium and chromedriver: run `cargo test -- --ignored` (CI does)"]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rule_in_shadow_on_the_page_refuses_nothing_and_shows_what_it_would_have_done() {
+    let Some((driver, chromium)) = browser_tools() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = Running::start(installation(dir.path()), ServeOptions::default()).await;
+    let api = server.client();
+    let b = Browser::start(&driver, &chromium, 1360, 1400).await;
+    b.goto(&format!(
+        "http://127.0.0.1:{}/?user=ada",
+        server.addr.port()
+    ))
+    .await;
+    let live = "return document.getElementById('feed-status').textContent === 'live'";
+    b.wait_for("the live feed to connect", live, json!([]))
+        .await;
+    let key = "demo/no-rm";
+    let url = format!("/v1/rules/{}?user=ada", enc(key));
+    let figures = b.one(&format!("{} .shadow-figures", rule(key))).await;
+    assert_eq!(
+        b.run(
+            "return arguments[0].hidden",
+            json!([Browser::arg(&figures)])
+        )
+        .await,
+        true,
+        "no shadow figures for a rule never in shadow"
+    );
+
+    // Shadow, by a click: the request took effect.
+    set_state(&b, key, "shadow").await;
+    let v = api.get(&url).await.json();
+    assert_eq!(v["state"], "shadow", "{v}");
+    let marked = b
+        .run(
+            "const li = document.querySelector(arguments[0]); \
+             return [li.classList.contains('shadow'), li.querySelector('.shadow-figures').hidden]",
+            json!([rule(key)]),
+        )
+        .await;
+    assert_eq!(
+        marked,
+        json!([true, false]),
+        "marked shadow, its figures shown"
+    );
+
+    // A call the rule would deny is not refused (`rm -rf /` the guardrails refuse too; this one
+    // only `demo/no-rm` would).
+    let call = json!({"hook": "on_tool_call", "tool": {"name": "Bash", "arguments": {"command": "rm -rf build"}}});
+    let o = api
+        .post("/v1/sessions/ada-shadow/events?user=ada", &call)
+        .await
+        .json();
+    assert_eq!(o["proceed"], "yes", "{o}");
+    assert_eq!(o["ruling"], Value::Null, "{o}");
+    // The feed shows what it would have done, marked shadow; the rule's figures follow.
+    let item = b
+        .wait_for(
+            "the shadow firing in the feed",
+            "const li = document.querySelector('#feed li.feed-item.shadow'); return li ? li.textContent : null",
+            json!([]),
+        )
+        .await;
+    let item = item.as_str().unwrap();
+    assert!(item.contains("shadow") && item.contains(key), "{item}");
+    assert!(
+        item.contains("deny: `rm -rf build` deletes too much"),
+        "{item}"
+    );
+    b.wait_for(
+        "the shadow figures to count the firing",
+        "return arguments[0].dataset.shadowCount === '1'",
+        json!([Browser::arg(&figures)]),
+    )
+    .await;
+
+    // After a reload: marked shadow, with its figures.
+    b.refresh().await;
+    b.wait_for("the live feed to connect again", live, json!([]))
+        .await;
+    let shown = b
+        .run(
+            "const li = document.querySelector(arguments[0]); const f = li.querySelector('.shadow-figures'); \
+             return {shadow: li.classList.contains('shadow'), status: li.querySelector('[data-status]').textContent, \
+             checked: li.querySelector('.state input:checked').value, count: f.dataset.shadowCount, \
+             refusals: f.dataset.shadowRefusals, hidden: f.hidden, text: f.textContent}",
+            json!([rule(key)]),
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!({
+            "shadow": true, "status": "Shadow", "checked": "shadow", "count": "1",
+            "refusals": "1", "hidden": false,
+            "text": "In shadow, it would have fired 1 time; it would have refused 1 call the live rules let through.",
+        })
+    );
+
+    // Back on: the same call is refused again.
+    set_state(&b, key, "on").await;
+    assert_eq!(api.get(&url).await.json()["state"], "on");
+    let o = api
+        .post("/v1/sessions/ada-shadow/events?user=ada", &call)
+        .await
+        .json();
+    assert_eq!(o["proceed"], "no", "{o}");
+    assert_eq!(
+        b.run(
+            "return document.querySelector(arguments[0]).classList.contains('shadow')",
+            json!([rule(key)])
+        )
+        .await,
+        false
+    );
+
+    // A plugin's rules all in shadow, then all on; a core rule stays on.
+    for (plugin, state, says) in [
+        ("demo", "shadow", "3 rules in shadow."),
+        ("demo", "on", "3 rules on."),
+        (
+            "builtin",
+            "shadow",
+            "4 rules in shadow; 1 core rule stays on.",
+        ),
+        ("builtin", "on", "5 rules on."),
+    ] {
+        let button = b
+            .one(&format!(
+                "button.plugin-state[data-plugin=\"{plugin}\"][data-state=\"{state}\"]"
+            ))
+            .await;
+        // (Into the middle of the window: at its top the sticky bar would take the click.)
+        b.run(
+            "arguments[0].scrollIntoView({block: 'center'})",
+            json!([Browser::arg(&button)]),
+        )
+        .await;
+        b.click(&button).await;
+        b.wait_for(
+            &format!("{plugin}'s rules to go {state}"),
+            "return arguments[0].closest('.plugin-states').querySelector('[role=status]').textContent === arguments[1]",
+            json!([Browser::arg(&button), says]),
+        )
+        .await;
+        let rules = api.get("/v1/rules?user=ada").await.json();
+        for r in rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["plugin"] == plugin)
+        {
+            let want = if r["core"] == true { "on" } else { state };
+            assert_eq!(r["state"], want, "{r}");
+            let k = r["key"].as_str().unwrap();
+            let page = b
+                .run(
+                    "const li = document.querySelector(arguments[0]); \
+                     return [li.dataset.state, li.querySelector('.state input:checked').value]",
+                    json!([rule(k)]),
+                )
+                .await;
+            assert_eq!(page, json!([want, want]), "{k} on the page");
+        }
     }
     drop(b);
     server.stop().await.unwrap();

@@ -179,6 +179,11 @@ impl Browser {
         self.call("POST", "/url", Some(json!({"url": url}))).await;
     }
 
+    /// Reloads the page (and waits until it has loaded, as `goto` does).
+    pub async fn refresh(&self) {
+        self.call("POST", "/refresh", Some(json!({}))).await;
+    }
+
     /// The elements matching a CSS selector (possibly none).
     pub async fn all(&self, css: &str) -> Vec<String> {
         let v = self

@@ -231,7 +231,8 @@ pub(crate) struct Resolved {
     pub version: u64,
     /// Per compiled rule: evaluated (on, or in shadow) or not.
     pub enabled: Vec<bool>,
-    /// Per compiled rule: in shadow (evaluated, nothing it decides applied).
+    /// Per compiled rule: in shadow (evaluated, nothing it decides applied); empty when no
+    /// rule is, so that a tick without one asks nothing per rule.
     pub shadow: Vec<bool>,
     /// Per setting slot: the value.
     pub settings: Vec<SettingValue>,
@@ -262,6 +263,9 @@ impl Resolved {
             )
         });
         (self.enabled, self.shadow) = states.map(|s| (s.runs(), s == RuleState::Shadow)).unzip();
+        if !self.shadow.contains(&true) {
+            self.shadow.clear();
+        }
         self.settings = program
             .settings
             .slots

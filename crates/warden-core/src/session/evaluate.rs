@@ -159,7 +159,7 @@ impl Tick<'_, '_> {
 
     /// Whether rule `ix` runs in shadow for this session.
     pub(crate) fn is_shadow(&self, ix: u32) -> bool {
-        self.shadow.get(ix as usize).copied().unwrap_or(false)
+        !self.shadow.is_empty() && self.shadow.get(ix as usize).copied().unwrap_or(false)
     }
 
     fn rule(&mut self, ix: u32) -> Evaluation {

@@ -204,7 +204,7 @@ impl Step<'_, '_, '_> {
         } = tick;
         // A rule in shadow changes nothing the host sees: its scripts' halts are reported with
         // its other failures, apart.
-        if self.resolved.shadow.contains(&true) {
+        if !self.resolved.shadow.is_empty() {
             halted.retain(|h| {
                 let shadow = program
                     .rule_index(&h.rule)

@@ -109,7 +109,8 @@
     });
   });
 
-  // A plugin's rules all in shadow, or all on (its core rules stay on).
+  // A plugin's rules all in shadow, or all on (its core rules stay on; in shadow, the rules
+  // its files leave off stay off).
   document.querySelectorAll("button.plugin-state").forEach(function (button) {
     button.addEventListener("click", async function () {
       const box = button.closest(".plugin-states");
@@ -128,14 +129,21 @@
         return;
       }
       const views = Array.isArray(r.data) ? r.data : [];
-      let kept = 0;
+      let core = 0;
+      let off = 0;
       views.forEach(function (view) {
         const li = ruleItem(view.key);
         if (li) showRule(li, view);
-        if (view.state !== wanted) kept += 1;
+        if (view.state !== wanted) {
+          if (view.core) core += 1;
+          else off += 1;
+        }
       });
-      const done = plural(views.length - kept, "rule", "rules") + (wanted === "shadow" ? " in shadow" : " on");
-      status.textContent = done + (kept ? "; " + plural(kept, "core rule stays", "core rules stay") + " on." : ".");
+      const done = plural(views.length - core - off, "rule", "rules") + (wanted === "shadow" ? " in shadow" : " on");
+      const kept = [];
+      if (core) kept.push(plural(core, "core rule stays", "core rules stay") + " on");
+      if (off) kept.push(plural(off, "rule", "rules") + " off in " + (off === 1 ? "its file stays" : "their files stay") + " off");
+      status.textContent = done + (kept.length ? "; " + kept.join("; ") + "." : ".");
     });
   });
 

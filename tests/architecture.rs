@@ -46,8 +46,15 @@ fn module_of(rel: &Path) -> String {
     parts.join("::")
 }
 
-/// The text of a file without its `#[cfg(test)]` items and comments (tests may use anything).
+/// The text of a file without its `#[cfg(test)]` items and comments (tests may use anything
+/// in the file graph; the graph of top-level modules counts them too).
 fn code_of(text: &str) -> String {
+    code_without(text, true)
+}
+
+/// The text of a file without its comments, and without its `#[cfg(test)]` items when
+/// `skip_tests`.
+fn code_without(text: &str, skip_tests: bool) -> String {
     let mut out = String::new();
     let mut skipping = false;
     let mut depth = 0i64;
@@ -61,7 +68,7 @@ fn code_of(text: &str) -> String {
             }
             continue;
         }
-        if trimmed.starts_with("#[cfg(test)]") {
+        if skip_tests && trimmed.starts_with("#[cfg(test)]") {
             pending_test = true;
             continue;
         }
@@ -188,6 +195,23 @@ struct Crate {
 }
 
 fn crate_graph(src: &Path, name: &str) -> Crate {
+    graph_of(src, name, false)
+}
+
+/// The graph of a crate's top-level modules (`session::step` is `session`), every `crate::`
+/// and `super::` path of their files counted, test modules included.
+fn top_level_graph(src: &Path, name: &str) -> Crate {
+    graph_of(src, name, true)
+}
+
+fn graph_of(src: &Path, name: &str, top_level: bool) -> Crate {
+    let top = |m: &str| -> String {
+        if top_level {
+            m.split("::").next().unwrap_or("").to_string()
+        } else {
+            m.to_string()
+        }
+    };
     let mut files = Vec::new();
     rust_files(src, &mut files);
     let modules: BTreeMap<String, PathBuf> = files
@@ -197,7 +221,7 @@ fn crate_graph(src: &Path, name: &str) -> Crate {
     let mut arrows: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for (module, file) in &modules {
         let text = fs::read_to_string(file).unwrap();
-        let code = code_of(&text);
+        let code = code_without(&text, !top_level);
         let mut targets = BTreeSet::new();
         for path in named_paths(&code, module) {
             // The longest prefix of the path that is a module.
@@ -206,14 +230,18 @@ fn crate_graph(src: &Path, name: &str) -> Crate {
                 .rev()
                 .map(|n| parts[..n].join("::"))
                 .find(|p| modules.contains_key(p));
-            if let Some(t) = target
-                && t != *module
+            if let Some(t) = target.map(|t| top(&t))
+                && t != top(module)
                 && !t.is_empty()
             {
                 targets.insert(t);
             }
         }
-        arrows.insert(module.clone(), targets);
+        if top(module).is_empty() {
+            // The crate root declares and re-exports its modules: not an arrow.
+            continue;
+        }
+        arrows.entry(top(module)).or_default().extend(targets);
     }
     Crate {
         name: name.to_string(),
@@ -330,6 +358,40 @@ fn no_module_imports_a_module_that_imports_it() {
     assert!(
         found.is_empty(),
         "modules that import each other (directly or around a circle):\n{}",
+        found.join("\n")
+    );
+}
+
+/// Issue 30's guard: the top-level modules of each crate, with every path of their files
+/// counted (test modules too), form no circle either.
+#[test]
+fn no_top_level_module_imports_one_that_imports_it() {
+    let mut found = Vec::new();
+    for (name, src) in crates() {
+        let graph = top_level_graph(&src, &name);
+        for circle in circles(&graph.arrows) {
+            let detail: Vec<String> = circle
+                .iter()
+                .map(|m| {
+                    let into: Vec<&str> = graph.arrows[m]
+                        .iter()
+                        .filter(|t| circle.contains(t))
+                        .map(String::as_str)
+                        .collect();
+                    format!("    {m} -> {}", into.join(", "))
+                })
+                .collect();
+            found.push(format!(
+                "{}: {}\n{}",
+                graph.name,
+                circle.join(", "),
+                detail.join("\n")
+            ));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "top-level modules that import each other (directly or around a circle):\n{}",
         found.join("\n")
     );
 }

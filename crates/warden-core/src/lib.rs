@@ -48,6 +48,7 @@ mod outcome;
 mod program;
 mod render;
 mod rule;
+mod schema;
 mod session;
 mod shared;
 mod slots;
@@ -57,7 +58,6 @@ mod warden;
 mod watch;
 
 pub use behavior::NodeStatus;
-pub use context::schema;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
 pub use error::Error;
 pub use event::{Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate};
@@ -69,6 +69,7 @@ pub use outcome::{
     RuleError, Ruling,
 };
 pub use program::{Compilation, Program};
+pub use schema::schema;
 pub use session::{PendingSave, Session, SessionOptions, Ticked, saved_snapshot};
 pub use shared::{BusEvent, Reload};
 pub use template::check_template;

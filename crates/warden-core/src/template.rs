@@ -416,7 +416,7 @@ impl std::io::Write for Capped {
 /// check a template on its own, and the `template` fuzz target.
 pub fn check_template(src: &str, values: &Json) -> Result<String, String> {
     static COMPILER: std::sync::OnceLock<Compiler> = std::sync::OnceLock::new();
-    let compiler = COMPILER.get_or_init(|| Compiler::new(crate::context::schema().clone()));
+    let compiler = COMPILER.get_or_init(|| Compiler::new(crate::schema::schema().clone()));
     let templates = Templates::new();
     let text = templates
         .text(src, compiler, &CompileOptions::default())
@@ -693,7 +693,7 @@ fn describe(e: &Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::schema;
+    use crate::schema::schema;
 
     fn compile(t: &Templates, src: &str) -> Result<Text, String> {
         let c = Compiler::new(schema().clone());

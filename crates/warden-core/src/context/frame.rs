@@ -13,14 +13,14 @@ use warden_expr::rhai::Dynamic;
 use warden_expr::{MapId, ScalarId};
 use warden_load::{Hook, SettingValue};
 
-use crate::context::schema::{
-    SESSION_STATE_ROOT, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id,
-};
 use crate::context::shell::{self, LazyShell, ShellView};
 use crate::context::state::{Snapshot, StateReader, StateSource};
 use crate::context::views;
 use crate::event::Event;
 use crate::facts::{SessionFacts, ToolRecord};
+use crate::schema::{
+    SESSION_STATE_ROOT, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id,
+};
 use crate::slots::SettingSlots;
 
 /// The frozen frame of one tick, as conditions, templates and scripts read it. A tick builds

@@ -10,16 +10,14 @@
 //! - `shell.rs`: `tool.shell`, the analysis of a shell tool's command, made at its first read.
 
 mod frame;
-mod schema;
 mod shell;
 mod state;
 mod views;
 
-pub(crate) use frame::Frame;
-pub use schema::schema;
-pub(crate) use schema::{
+pub(crate) use crate::schema::{
     NO_SETTINGS, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, plugin_schema, unavailable,
 };
+pub(crate) use frame::Frame;
 pub(crate) use state::{StateSource, Unavailable};
 
 #[cfg(test)]

@@ -13,9 +13,9 @@ use warden_load::Hook;
 use warden_store::{StateScope, StateWrite, Store};
 
 use crate::context::Frame;
-use crate::context::schema::schema;
 use crate::event::Event;
 use crate::facts::{Identity, SessionFacts, ToolRecord, TurnState};
+use crate::schema::schema;
 use crate::slots::SettingSlots;
 use crate::template::{Templates, Text};
 

@@ -14,7 +14,7 @@ use crate::event::Event;
 use warden_load::Hook;
 
 /// How many recent messages and tool calls the history keeps, by default.
-pub const DEFAULT_HISTORY_LIMIT: usize = 50;
+pub(crate) const DEFAULT_HISTORY_LIMIT: usize = 50;
 
 /// Everything Warden knows about one session, as rules read it through `context`.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -31,6 +31,7 @@
 //! order; a rule's effects apply together or not at all.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod actions;
 mod behavior;

@@ -34,7 +34,7 @@ use crate::actions::expr_diagnostic;
 use crate::context::Frame;
 use crate::rule::CompiledRule;
 
-pub use warden_load::DEFAULT_MODE;
+pub(crate) use warden_load::DEFAULT_MODE;
 
 /// A compiled mode.
 pub(crate) struct Mode {

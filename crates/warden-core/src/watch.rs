@@ -24,10 +24,10 @@ use std::sync::Arc;
 use crate::shared::{Reload, Shared};
 
 /// How long the files must be quiet before a reload.
-pub const SETTLE: Duration = Duration::from_millis(100);
+pub(crate) const SETTLE: Duration = Duration::from_millis(100);
 
 /// The longest a reload waits for the writers of changed files to close them.
-pub const MAX_SETTLE: Duration = Duration::from_secs(2);
+pub(crate) const MAX_SETTLE: Duration = Duration::from_secs(2);
 
 /// Whether the watcher reports a writer closing a file (inotify's `IN_CLOSE_WRITE`); elsewhere a
 /// reload waits for quiet alone.

@@ -26,7 +26,7 @@ use crate::sessions::{SessionError, valid_id};
 use crate::state::AppState;
 
 /// Seconds since the Unix epoch.
-pub fn now() -> f64 {
+pub(crate) fn now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
@@ -65,7 +65,7 @@ struct ModeChangeBody<'a> {
 
 /// An outcome as the agent API answers it: the engine's own types, serialized as they are.
 #[derive(Serialize)]
-pub struct OutcomeBody<'a> {
+pub(crate) struct OutcomeBody<'a> {
     session: &'a str,
     hook: Hook,
     mode: &'a str,
@@ -88,7 +88,7 @@ pub struct OutcomeBody<'a> {
 
 impl<'a> OutcomeBody<'a> {
     /// The answer to an event of `session`.
-    pub fn new(session: &'a str, o: &'a Outcome) -> Self {
+    pub(crate) fn new(session: &'a str, o: &'a Outcome) -> Self {
         OutcomeBody {
             session,
             hook: o.hook,
@@ -115,7 +115,7 @@ impl<'a> OutcomeBody<'a> {
 }
 
 /// `POST /v1/sessions/{id}/events`: one event, in the trace format.
-pub async fn post_event(
+pub(crate) async fn post_event(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -156,7 +156,7 @@ pub async fn post_event(
 }
 
 /// `GET /v1/sessions/{id}`.
-pub async fn get_session(
+pub(crate) async fn get_session(
     State(app): State<AppState>,
     PathParam(id): PathParam,
 ) -> Result<Json<Value>, ApiError> {
@@ -173,7 +173,7 @@ pub async fn get_session(
 }
 
 /// `DELETE /v1/sessions/{id}`: forgets the session, here and in the store.
-pub async fn delete_session(
+pub(crate) async fn delete_session(
     State(app): State<AppState>,
     PathParam(id): PathParam,
 ) -> Result<StatusCode, ApiError> {
@@ -191,7 +191,7 @@ pub async fn delete_session(
 }
 
 /// `GET /v1/health`.
-pub async fn health(State(app): State<AppState>) -> Json<Value> {
+pub(crate) async fn health(State(app): State<AppState>) -> Json<Value> {
     let program = app.warden.program();
     Json(json!({
         "status": "ok",
@@ -204,7 +204,7 @@ pub async fn health(State(app): State<AppState>) -> Json<Value> {
 }
 
 /// `GET /v1/metrics`, in Prometheus's text format.
-pub async fn metrics(State(app): State<AppState>) -> Response {
+pub(crate) async fn metrics(State(app): State<AppState>) -> Response {
     let text = app.metrics.render(
         app.sessions.count(),
         app.started.elapsed(),
@@ -223,7 +223,7 @@ pub async fn metrics(State(app): State<AppState>) -> Response {
 /// `GET /v1/events`: the live feed as server-sent events. A first `ready` event says the
 /// subscription is in place; a subscriber that falls behind gets a `lagged` event with the
 /// number of items it missed. The stream ends when the server shuts down.
-pub async fn events(
+pub(crate) async fn events(
     State(app): State<AppState>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let rx = app.feed.subscribe();

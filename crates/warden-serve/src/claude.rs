@@ -19,7 +19,7 @@ use crate::state::AppState;
 /// say); a failure of Warden itself is answered as the hook command answers it (a
 /// `systemMessage`, or a denial when `[claude_code] on_failure = "closed"`), never with an
 /// error status, so the user's session goes on.
-pub async fn hook(
+pub(crate) async fn hook(
     State(app): State<AppState>,
     QueryParams(scope): QueryParams<Scope>,
     request: Request,

@@ -14,7 +14,7 @@ use warden_core::ControlError;
 
 /// An error answered to a client.
 #[derive(Debug)]
-pub struct ApiError {
+pub(crate) struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// What went wrong, for a person.
@@ -25,7 +25,7 @@ pub struct ApiError {
 
 impl ApiError {
     /// An error with a status and a message.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         ApiError {
             status,
             message: message.into(),
@@ -34,27 +34,27 @@ impl ApiError {
     }
 
     /// 400: the request is malformed.
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(StatusCode::BAD_REQUEST, message)
     }
 
     /// 404: no such thing.
-    pub fn not_found(message: impl Into<String>) -> Self {
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, message)
     }
 
     /// 422: well-formed, but the values do not fit.
-    pub fn unprocessable(message: impl Into<String>) -> Self {
+    pub(crate) fn unprocessable(message: impl Into<String>) -> Self {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, message)
     }
 
     /// 500: the server failed (never for bad input).
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, message)
     }
 
     /// Adds a field to the body.
-    pub fn with(mut self, key: &str, value: impl Into<Json>) -> Self {
+    pub(crate) fn with(mut self, key: &str, value: impl Into<Json>) -> Self {
         self.fields.insert(key.to_string(), value.into());
         self
     }
@@ -114,7 +114,7 @@ impl From<ControlError> for ApiError {
 }
 
 /// Whether the request says its body is JSON (`application/json`, or `application/...+json`).
-pub fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -131,7 +131,7 @@ pub fn is_json(headers: &HeaderMap) -> bool {
 /// malformed or naming a key twice in an object (400, with the parser's line and column). An
 /// empty body reads as `null`.
 #[derive(Debug)]
-pub struct JsonBody(pub Json);
+pub(crate) struct JsonBody(pub Json);
 
 impl<S: Send + Sync> FromRequest<S> for JsonBody {
     type Rejection = ApiError;
@@ -180,7 +180,7 @@ fn body_rejection(e: BytesRejection) -> ApiError {
 
 /// A path parameter, percent-decoded (a plugin rule's `/` arrives as `%2F`).
 #[derive(Debug)]
-pub struct PathParam(pub String);
+pub(crate) struct PathParam(pub String);
 
 impl<S: Send + Sync> FromRequestParts<S> for PathParam {
     type Rejection = ApiError;
@@ -197,7 +197,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathParam {
 
 /// The query string, read into `T`; an unknown or malformed parameter is a 400 that names it.
 #[derive(Debug)]
-pub struct QueryParams<T>(pub T);
+pub(crate) struct QueryParams<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
     type Rejection = ApiError;
@@ -213,6 +213,6 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T>
 }
 
 /// Reads a typed value out of a JSON body, as a 422 naming the field on a mismatch.
-pub fn typed<T: DeserializeOwned>(value: Json, what: &str) -> Result<T, ApiError> {
+pub(crate) fn typed<T: DeserializeOwned>(value: Json, what: &str) -> Result<T, ApiError> {
     serde_json::from_value(value).map_err(|e| ApiError::unprocessable(format!("{what}: {e}")))
 }

@@ -16,7 +16,7 @@ const CAPACITY: usize = 1024;
 /// One item of the feed. Its `type` is the server-sent event's name.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub enum FeedItem {
+pub(crate) enum FeedItem {
     /// A rule fired: one item per action it applied (a rule in shadow: per action it would
     /// have applied, marked `shadow`).
     Fired {
@@ -82,7 +82,7 @@ pub enum FeedItem {
 
 impl FeedItem {
     /// The event name of the server-sent event.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             FeedItem::Fired { .. } => "fired",
             FeedItem::Decision { .. } => "decision",
@@ -95,7 +95,7 @@ impl FeedItem {
 
 /// The feed's sending side.
 #[derive(Debug, Clone)]
-pub struct Feed {
+pub(crate) struct Feed {
     tx: broadcast::Sender<Arc<FeedItem>>,
 }
 
@@ -109,23 +109,23 @@ impl Default for Feed {
 
 impl Feed {
     /// A new subscriber, from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<FeedItem>> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<FeedItem>> {
         self.tx.subscribe()
     }
 
     /// Whether anyone listens (nothing is built for nobody).
-    pub fn has_subscribers(&self) -> bool {
+    pub(crate) fn has_subscribers(&self) -> bool {
         self.tx.receiver_count() > 0
     }
 
     /// Publishes an item (dropped when nobody listens).
-    pub fn publish(&self, item: FeedItem) {
+    pub(crate) fn publish(&self, item: FeedItem) {
         let _ = self.tx.send(Arc::new(item));
     }
 
     /// Publishes what a tick did: each applied action of each rule that fired, the ruling,
     /// the errors. (`emit_event`'s events reach the feed from the bus, as `emitted`.)
-    pub fn publish_outcome(&self, session: &str, outcome: &Outcome, at: f64) {
+    pub(crate) fn publish_outcome(&self, session: &str, outcome: &Outcome, at: f64) {
         if !self.has_subscribers() {
             return;
         }
@@ -167,7 +167,7 @@ impl Feed {
     }
 
     /// Forwards the engine's bus (what rules emit) into the feed until the bus closes.
-    pub async fn forward(self, mut bus: broadcast::Receiver<BusEvent>) {
+    pub(crate) async fn forward(self, mut bus: broadcast::Receiver<BusEvent>) {
         loop {
             match bus.recv().await {
                 Ok(event) => self.publish(FeedItem::Emitted { event }),
@@ -201,6 +201,6 @@ fn effect_message(effect: &Effect) -> Option<String> {
 }
 
 /// The JSON of an item, as sent.
-pub fn to_json(item: &FeedItem) -> Json {
+pub(crate) fn to_json(item: &FeedItem) -> Json {
     serde_json::to_value(item).unwrap_or(Json::Null)
 }

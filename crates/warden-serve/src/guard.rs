@@ -16,7 +16,7 @@ use crate::state::AppState;
 use crate::tokens::Access;
 
 /// The name of the Settings page's sign-in cookie.
-pub const COOKIE: &str = "warden_sign_in";
+pub(crate) const COOKIE: &str = "warden_sign_in";
 
 /// The longest user or project id accepted in a query.
 const MAX_NAME: usize = 128;
@@ -24,7 +24,7 @@ const MAX_NAME: usize = 128;
 /// `?user=` and `?project=`: whom a request acts for (the server's defaults when absent).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Scope {
+pub(crate) struct Scope {
     /// The user.
     pub user: Option<String>,
     /// The project.
@@ -33,7 +33,7 @@ pub struct Scope {
 
 impl Scope {
     /// Checks the names: not empty, not too long, no control characters.
-    pub fn check(&self) -> Result<(), ApiError> {
+    pub(crate) fn check(&self) -> Result<(), ApiError> {
         for (what, v) in [("user", &self.user), ("project", &self.project)] {
             if let Some(v) = v
                 && (v.is_empty() || v.chars().count() > MAX_NAME || v.chars().any(char::is_control))
@@ -58,7 +58,7 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 }
 
 /// The sign-in cookie of a request, if any.
-pub fn sign_in_cookie(headers: &HeaderMap) -> Option<&str> {
+pub(crate) fn sign_in_cookie(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -86,7 +86,7 @@ fn loopback_host(headers: &HeaderMap) -> bool {
 }
 
 /// Lets a request through if it may use a route of `access`.
-pub async fn check(
+pub(crate) async fn check(
     State((app, access)): State<(AppState, Access)>,
     request: Request,
     next: Next,
@@ -130,7 +130,7 @@ pub async fn check(
 }
 
 /// Counts every answer's status (fallbacks and refusals included).
-pub async fn count(State(app): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn count(State(app): State<AppState>, request: Request, next: Next) -> Response {
     let response = next.run(request).await;
     app.metrics.record_status(response.status().as_u16());
     response

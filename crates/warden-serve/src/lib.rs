@@ -34,6 +34,7 @@
 //! `manage` (the management API), `page` (the Settings page), `openapi`, `routes`.
 
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 mod api;
 mod claude;

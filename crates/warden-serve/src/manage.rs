@@ -18,12 +18,12 @@ use crate::state::{App, AppState};
 use crate::trial::{self, TrialRequest};
 
 /// The most rows `GET /v1/log` returns.
-pub const MAX_LOG_ROWS: usize = 1000;
+pub(crate) const MAX_LOG_ROWS: usize = 1000;
 
 /// A rule as the management API shows it: the engine's [`RuleInfo`], with its firings on this
 /// server.
 #[derive(Debug, Serialize)]
-pub struct RuleView {
+pub(crate) struct RuleView {
     /// The rule.
     #[serde(flatten)]
     pub info: RuleInfo,
@@ -42,7 +42,7 @@ pub struct RuleView {
 
 impl RuleView {
     /// A rule with its firings.
-    pub fn new(info: RuleInfo, stats: RuleStats) -> Self {
+    pub(crate) fn new(info: RuleInfo, stats: RuleStats) -> Self {
         // The engine's own refusal says why, so the page and the API never differ from it.
         let core_reason = info.core.then(|| {
             ControlError::CoreRule {
@@ -66,7 +66,7 @@ impl RuleView {
 /// A plugin as the management API shows it: the loader's [`PluginInfo`], with its settings'
 /// values for the user.
 #[derive(Debug, Serialize)]
-pub struct PluginView {
+pub(crate) struct PluginView {
     /// The plugin.
     #[serde(flatten)]
     pub info: PluginInfo,
@@ -75,7 +75,7 @@ pub struct PluginView {
 }
 
 /// Every rule as the scope's user sees it, in priority order per hook.
-pub fn rule_views(app: &App, user: &str, project: &str) -> Vec<RuleView> {
+pub(crate) fn rule_views(app: &App, user: &str, project: &str) -> Vec<RuleView> {
     app.warden
         .rule_list(user, project)
         .into_iter()
@@ -87,7 +87,7 @@ pub fn rule_views(app: &App, user: &str, project: &str) -> Vec<RuleView> {
 }
 
 /// Every plugin found (loaded or skipped), with the user's setting values.
-pub fn plugin_views(app: &App, user: &str, project: &str) -> Vec<PluginView> {
+pub(crate) fn plugin_views(app: &App, user: &str, project: &str) -> Vec<PluginView> {
     let settings = app.warden.setting_list(user, project);
     app.warden
         .program()
@@ -111,7 +111,7 @@ fn names(app: &App, scope: &Scope) -> Result<(String, String), ApiError> {
 }
 
 /// `GET /v1/rules`.
-pub async fn list_rules(
+pub(crate) async fn list_rules(
     State(app): State<AppState>,
     QueryParams(scope): QueryParams<Scope>,
 ) -> Result<Json<Vec<RuleView>>, ApiError> {
@@ -120,7 +120,7 @@ pub async fn list_rules(
 }
 
 /// `GET /v1/rules/{id}`.
-pub async fn get_rule(
+pub(crate) async fn get_rule(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -133,7 +133,7 @@ pub async fn get_rule(
 
 /// `PUT /v1/rules/{id}/enabled`: switches a rule on or off for the user (toggles are per user,
 /// in all their projects, as with `warden rules enable`).
-pub async fn put_enabled(
+pub(crate) async fn put_enabled(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -162,7 +162,7 @@ pub async fn put_enabled(
 /// "shadow"}`, or a bare `"shadow"`). A rule in shadow is evaluated at every tick and what it
 /// would have decided is logged, counted and streamed, marked as shadow; nothing it decides
 /// applies.
-pub async fn put_state(
+pub(crate) async fn put_state(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -194,7 +194,7 @@ fn state_of(body: &Value) -> Result<RuleState, ApiError> {
 
 /// `PUT /v1/plugins/{id}/state`: puts every rule of a plugin on, off or in shadow for the user
 /// (its core rules stay on). Returns its rules as the user now sees them.
-pub async fn put_plugin_state(
+pub(crate) async fn put_plugin_state(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -209,7 +209,7 @@ pub async fn put_plugin_state(
 
 /// `DELETE /v1/plugins/{id}/state`: forgets the user's choices for every rule of a plugin;
 /// the files apply again.
-pub async fn reset_plugin_state(
+pub(crate) async fn reset_plugin_state(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -232,7 +232,7 @@ fn plugin_rule_views(app: &App, infos: Vec<RuleInfo>) -> Vec<RuleView> {
 
 /// `DELETE /v1/rules/{id}/enabled`: forgets the user's choice; the rule file's `enabled`
 /// applies again.
-pub async fn reset_enabled(
+pub(crate) async fn reset_enabled(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -257,7 +257,7 @@ fn no_project(scope: &Scope) -> Result<(), ApiError> {
 }
 
 /// `GET /v1/plugins`.
-pub async fn list_plugins(
+pub(crate) async fn list_plugins(
     State(app): State<AppState>,
     QueryParams(scope): QueryParams<Scope>,
 ) -> Result<Json<Vec<PluginView>>, ApiError> {
@@ -270,7 +270,7 @@ pub async fn list_plugins(
 /// any is written: one that does not fit is a 422 naming it and its bounds, and nothing
 /// changes. With `?project=`, the values hold in that project only; else in all the user's
 /// projects.
-pub async fn put_settings(
+pub(crate) async fn put_settings(
     State(app): State<AppState>,
     PathParam(plugin): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -358,7 +358,7 @@ pub async fn put_settings(
 }
 
 /// `POST /v1/rules/{id}/test`: the Test button (see `trial.rs`).
-pub async fn test_rule(
+pub(crate) async fn test_rule(
     State(app): State<AppState>,
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
@@ -400,7 +400,7 @@ pub async fn test_rule(
 /// The query of `GET /v1/log`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct LogQuery {
+pub(crate) struct LogQuery {
     /// Only this rule (`id`, or `plugin/id`).
     pub rule: Option<String>,
     /// Only this session.
@@ -418,7 +418,7 @@ pub struct LogQuery {
 }
 
 /// `GET /v1/log`: the execution log, newest first.
-pub async fn log(
+pub(crate) async fn log(
     State(app): State<AppState>,
     QueryParams(q): QueryParams<LogQuery>,
 ) -> Result<Json<Value>, ApiError> {

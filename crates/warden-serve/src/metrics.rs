@@ -17,7 +17,7 @@ const BUCKETS: [f64; 12] = [
 
 /// A rule's firings since the server started.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct RuleStats {
+pub(crate) struct RuleStats {
     /// How often it fired.
     pub fires: u64,
     /// When it last fired, in seconds since the Unix epoch.
@@ -45,7 +45,7 @@ struct Tallies {
 
 /// The server's counters. One lock per tick, held for a few map updates.
 #[derive(Debug, Default)]
-pub struct Metrics {
+pub(crate) struct Metrics {
     tallies: Mutex<Tallies>,
     /// Requests answered with a 4xx or 5xx, by class.
     client_errors: AtomicU64,
@@ -56,7 +56,7 @@ pub struct Metrics {
 
 impl Metrics {
     /// Counts one tick: its hook, how long it took, what fired and what was decided.
-    pub fn record_tick(&self, hook: Hook, took: Duration, outcome: &Outcome, now: f64) {
+    pub(crate) fn record_tick(&self, hook: Hook, took: Duration, outcome: &Outcome, now: f64) {
         let seconds = took.as_secs_f64();
         let bucket = BUCKETS
             .iter()
@@ -97,13 +97,13 @@ impl Metrics {
     }
 
     /// A tick starts; the guard counts it until it is dropped.
-    pub fn tick_started(&self) -> InFlight<'_> {
+    pub(crate) fn tick_started(&self) -> InFlight<'_> {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
         InFlight(&self.in_flight)
     }
 
     /// Counts a request's status.
-    pub fn record_status(&self, status: u16) {
+    pub(crate) fn record_status(&self, status: u16) {
         match status {
             400..=499 => self.client_errors.fetch_add(1, Ordering::Relaxed),
             500..=599 => self.server_errors.fetch_add(1, Ordering::Relaxed),
@@ -112,13 +112,13 @@ impl Metrics {
     }
 
     /// A rule's firings so far.
-    pub fn rule(&self, key: &str) -> RuleStats {
+    pub(crate) fn rule(&self, key: &str) -> RuleStats {
         let t = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
         t.rules.get(key).copied().unwrap_or_default()
     }
 
     /// The exposition: every counter, with `sessions` (open now) and `uptime` as gauges.
-    pub fn render(&self, sessions: usize, uptime: Duration, generation: u64) -> String {
+    pub(crate) fn render(&self, sessions: usize, uptime: Duration, generation: u64) -> String {
         let t = self.tallies.lock().unwrap_or_else(|p| p.into_inner());
         let mut out = String::new();
         let o = &mut out;
@@ -253,7 +253,7 @@ impl Metrics {
 
 /// A tick in flight, counted until dropped.
 #[derive(Debug)]
-pub struct InFlight<'a>(&'a AtomicU64);
+pub(crate) struct InFlight<'a>(&'a AtomicU64);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {

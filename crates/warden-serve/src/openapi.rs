@@ -16,7 +16,7 @@ pub const DOCUMENT: &str = include_str!("../openapi.json");
 
 /// `GET /v1/openapi.json`: on a server without tokens (loopback only), the document without
 /// its bearer-token requirement, which such a server does not make.
-pub async fn document(State(app): State<AppState>) -> Response {
+pub(crate) async fn document(State(app): State<AppState>) -> Response {
     let body = if app.options.tokens.required() {
         DOCUMENT
     } else {
@@ -26,7 +26,7 @@ pub async fn document(State(app): State<AppState>) -> Response {
 }
 
 /// [`DOCUMENT`] with no security requirement, made once.
-pub fn without_tokens() -> &'static str {
+pub(crate) fn without_tokens() -> &'static str {
     static TOKENLESS: OnceLock<String> = OnceLock::new();
     TOKENLESS.get_or_init(|| {
         let mut doc: serde_json::Value =

@@ -86,7 +86,7 @@ fn html(status: StatusCode, body: String) -> Response {
 
 /// `GET /`: the page, or the sign-in form when the server has a token and the browser has
 /// not signed in.
-pub async fn settings(
+pub(crate) async fn settings(
     State(app): State<AppState>,
     headers: HeaderMap,
     QueryParams(scope): QueryParams<Scope>,
@@ -369,12 +369,12 @@ fn utc(seconds: f64, sep: char) -> String {
 
 /// The sign-in form's body.
 #[derive(Deserialize)]
-pub struct SignIn {
+pub(crate) struct SignIn {
     token: String,
 }
 
 /// `POST /sign-in`: the management token, from the sign-in form; a cookie on success.
-pub async fn sign_in(
+pub(crate) async fn sign_in(
     State(app): State<AppState>,
     form: Result<Form<SignIn>, FormRejection>,
 ) -> Result<Response, ApiError> {
@@ -429,7 +429,7 @@ fn secure(app: &AppState) -> &'static str {
 }
 
 /// `POST /sign-out`.
-pub async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> Response {
+pub(crate) async fn sign_out(State(app): State<AppState>, headers: HeaderMap) -> Response {
     if let Some(c) = sign_in_cookie(&headers) {
         app.sign_ins
             .lock()
@@ -460,17 +460,17 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 }
 
 /// `GET /assets/warden.css`.
-pub async fn css() -> Response {
+pub(crate) async fn css() -> Response {
     asset("text/css; charset=utf-8", CSS)
 }
 
 /// `GET /assets/settings.js`.
-pub async fn js() -> Response {
+pub(crate) async fn js() -> Response {
     asset("text/javascript; charset=utf-8", JS)
 }
 
 /// `GET /assets/favicon.svg`.
-pub async fn favicon() -> Response {
+pub(crate) async fn favicon() -> Response {
     asset("image/svg+xml", FAVICON)
 }
 

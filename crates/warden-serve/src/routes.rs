@@ -22,7 +22,7 @@ use crate::tokens::Access;
 use crate::{api, claude, manage, openapi, page};
 
 /// One route.
-pub struct Route {
+pub(crate) struct Route {
     /// `GET`, `POST`, `PUT` or `DELETE`.
     pub method: Method,
     /// The path, with `{name}` parameters as the OpenAPI document writes them.
@@ -47,7 +47,7 @@ fn route(
 }
 
 /// Every route of the server.
-pub fn routes() -> Vec<Route> {
+pub(crate) fn routes() -> Vec<Route> {
     use Access::{Agent, Management, Public};
     vec![
         route(Method::GET, "/", Public, get(page::settings)),
@@ -160,7 +160,7 @@ pub fn routes() -> Vec<Route> {
 }
 
 /// The application: every route behind its access check, and the layers.
-pub fn router(app: AppState) -> Router {
+pub(crate) fn router(app: AppState) -> Router {
     let mut router: Router<AppState> = Router::new();
     for r in routes() {
         let check = from_fn_with_state((app.clone(), r.access), guard::check);

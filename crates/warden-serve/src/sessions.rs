@@ -27,11 +27,11 @@ use warden_core::{
 };
 
 /// The longest session id accepted.
-pub const MAX_ID_LEN: usize = 128;
+pub(crate) const MAX_ID_LEN: usize = 128;
 
 /// Why a session could not be used.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub(crate) enum SessionError {
     /// The id has characters a session id may not have, or is too long.
     #[error(
         "`{0}` is not a valid session id: use 1 to {MAX_ID_LEN} letters, digits and `-_.:@` (a UUID is fine)"
@@ -66,7 +66,7 @@ impl From<warden_core::Error> for SessionError {
 
 /// Who a new session is for (an event's `user` and `project` change it later).
 #[derive(Debug, Clone)]
-pub struct Owner {
+pub(crate) struct Owner {
     /// The user.
     pub user: String,
     /// The project.
@@ -75,7 +75,7 @@ pub struct Owner {
 
 /// A session as `GET /v1/sessions/{id}` shows it.
 #[derive(Debug, Clone, Serialize)]
-pub struct SessionView {
+pub(crate) struct SessionView {
     /// Its id.
     pub id: String,
     /// The active mode.
@@ -101,7 +101,7 @@ struct Open {
 }
 
 /// The sessions of one server.
-pub struct Sessions {
+pub(crate) struct Sessions {
     warden: Warden,
     open: Mutex<HashMap<String, Arc<Open>>>,
     max: usize,
@@ -158,7 +158,7 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, SessionError> {
 }
 
 /// Whether `id` may name a session.
-pub fn valid_id(id: &str) -> Result<(), SessionError> {
+pub(crate) fn valid_id(id: &str) -> Result<(), SessionError> {
     let ok = !id.is_empty()
         && id.len() <= MAX_ID_LEN
         && id
@@ -176,7 +176,7 @@ impl Sessions {
     /// No sessions in memory yet; at most `max` at once. Not `durable`: sessions live in
     /// memory only (faster; a restart loses them, and none is put down: past `max`, new
     /// sessions are refused).
-    pub fn new(warden: Warden, max: usize, durable: bool) -> Self {
+    pub(crate) fn new(warden: Warden, max: usize, durable: bool) -> Self {
         Sessions {
             warden,
             open: Mutex::new(HashMap::new()),
@@ -255,7 +255,7 @@ impl Sessions {
 
     /// Runs one event in session `id`, opening it for `owner` if it is new. Blocks for the
     /// tick (and for a tick of the same session already running).
-    pub fn tick(
+    pub(crate) fn tick(
         &self,
         id: &str,
         owner: &Owner,
@@ -275,7 +275,7 @@ impl Sessions {
     /// server holds it), as [`Sessions::tick`] does for one event: for a host that ticks a
     /// session several times per request (Claude Code's `http` hook). Blocks while another
     /// request uses the session.
-    pub fn with_session<R>(
+    pub(crate) fn with_session<R>(
         &self,
         id: &str,
         owner: &Owner,
@@ -289,7 +289,7 @@ impl Sessions {
 
     /// Whether ticks run on the runtime's threads ([`Sessions::tick_here`]): the store saves
     /// in batches on a thread of its own (SQLite).
-    pub fn ticks_here(&self) -> bool {
+    pub(crate) fn ticks_here(&self) -> bool {
         self.warden.store().batches_saves()
     }
 
@@ -297,7 +297,7 @@ impl Sessions {
     /// does, waiting for its save in the store's batch without holding the thread. Dropped
     /// while it waits (the client went away), it leaves a task to settle the save: a tick that
     /// was saved still sends its events and log lines, and the session stays locked until then.
-    pub async fn tick_here(
+    pub(crate) async fn tick_here(
         &self,
         id: &str,
         owner: &Owner,
@@ -337,7 +337,7 @@ impl Sessions {
     }
 
     /// The session `id`, if it has seen an event (here, or in a process before this one).
-    pub fn view(&self, id: &str) -> Result<Option<SessionView>, SessionError> {
+    pub(crate) fn view(&self, id: &str) -> Result<Option<SessionView>, SessionError> {
         valid_id(id)?;
         let open = match self.in_memory(id) {
             Some(o) => o,
@@ -368,7 +368,7 @@ impl Sessions {
     }
 
     /// Deletes session `id`, in memory and in the store; whether it existed.
-    pub fn delete(&self, id: &str) -> Result<bool, SessionError> {
+    pub(crate) fn delete(&self, id: &str) -> Result<bool, SessionError> {
         valid_id(id)?;
         let in_memory = lock(&self.open).remove(id).is_some();
         let saved = self.durable && self.warden.delete_session(id)?;
@@ -376,7 +376,7 @@ impl Sessions {
     }
 
     /// How many sessions the server has in memory.
-    pub fn count(&self) -> usize {
+    pub(crate) fn count(&self) -> usize {
         lock(&self.open).len()
     }
 }

@@ -17,7 +17,7 @@ use crate::sessions::{Owner, Sessions};
 use crate::tokens::Tokens;
 
 /// How long a sign-in to the Settings page lasts.
-pub const SIGN_IN_TTL: Duration = Duration::from_secs(12 * 3600);
+pub(crate) const SIGN_IN_TTL: Duration = Duration::from_secs(12 * 3600);
 
 /// How a server is started.
 #[derive(Debug, Clone)]
@@ -103,7 +103,7 @@ impl ServeOptions {
 }
 
 /// What every handler shares.
-pub struct App {
+pub(crate) struct App {
     /// The supervisor.
     pub warden: Warden,
     /// The sessions.
@@ -132,13 +132,13 @@ pub struct App {
 }
 
 /// The shared state of the handlers.
-pub type AppState = Arc<App>;
+pub(crate) type AppState = Arc<App>;
 
 impl App {
     /// Runs `f` on tokio's blocking pool, under one of the tick permits (two per core: the
     /// next tick is ready on the pool when one ends; many more would only wait for each other
     /// and for the store). `what` names the work in the error, should it panic.
-    pub async fn on_blocking_pool<R: Send + 'static>(
+    pub(crate) async fn on_blocking_pool<R: Send + 'static>(
         self: &Arc<Self>,
         what: &str,
         f: impl FnOnce(&App) -> R + Send + 'static,
@@ -160,7 +160,7 @@ impl App {
 
     /// Who a new session is for, and whom a management request acts for, when the request
     /// names nobody.
-    pub fn owner(&self, user: Option<&str>, project: Option<&str>) -> Owner {
+    pub(crate) fn owner(&self, user: Option<&str>, project: Option<&str>) -> Owner {
         Owner {
             user: user.unwrap_or(&self.options.user).to_string(),
             project: project.unwrap_or(&self.options.project).to_string(),
@@ -168,7 +168,7 @@ impl App {
     }
 
     /// Whether a page sign-in cookie is valid now.
-    pub fn signed_in(&self, cookie: &str) -> bool {
+    pub(crate) fn signed_in(&self, cookie: &str) -> bool {
         let mut s = self.sign_ins.lock().unwrap_or_else(|p| p.into_inner());
         let now = Instant::now();
         s.retain(|_, until| *until > now);

@@ -16,12 +16,12 @@ use crate::error::ApiError;
 use crate::sessions::Owner;
 
 /// The most events a trial runs.
-pub const MAX_EVENTS: usize = 100;
+pub(crate) const MAX_EVENTS: usize = 100;
 
 /// What the caller may send: events, one event, or nothing (`{}`: the sample).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TrialRequest {
+pub(crate) struct TrialRequest {
     /// Events in the trace format (`{"hook": ...}`), run in order.
     pub events: Option<Vec<Json>>,
     /// One event.
@@ -30,7 +30,7 @@ pub struct TrialRequest {
 
 /// What the trial found.
 #[derive(Debug, Serialize)]
-pub struct TrialReport {
+pub(crate) struct TrialReport {
     /// The rule.
     pub rule: String,
     /// Whether it fired at any event.
@@ -60,7 +60,10 @@ pub struct TrialReport {
 }
 
 /// The events of a trial: the caller's, or the sample for `rule`.
-pub fn events_of(request: TrialRequest, rule: &RuleDef) -> Result<(Vec<Json>, bool), ApiError> {
+pub(crate) fn events_of(
+    request: TrialRequest,
+    rule: &RuleDef,
+) -> Result<(Vec<Json>, bool), ApiError> {
     if request.events.is_none() && request.event.is_none() {
         return Ok((sample(rule), true));
     }
@@ -83,7 +86,7 @@ pub fn events_of(request: TrialRequest, rule: &RuleDef) -> Result<(Vec<Json>, bo
 /// A short session that ends at the rule's hook, with values that the usual conditions
 /// notice: a research query, a turn late in its budgets, a tool (the rule's own, when it
 /// names tools) that returns many results or fails three times.
-pub fn sample(rule: &RuleDef) -> Vec<Json> {
+pub(crate) fn sample(rule: &RuleDef) -> Vec<Json> {
     let tool = rule.tools.first().map_or("vault_search", String::as_str);
     let query = json!({"hook": "on_query_start", "query": "Research and compare what the sources say about write-ahead logging"});
     let turn = json!({"hook": "on_turn_start", "turn": {"number": 3, "token_usage": 0.9, "context_usage": 0.85, "iteration_count": 8, "max_iterations": 10, "context_window": 200000}});
@@ -118,7 +121,7 @@ pub fn sample(rule: &RuleDef) -> Vec<Json> {
 }
 
 /// Runs `rule` (as `info` describes it for the owner) through `events`, on a trial Warden.
-pub fn run(
+pub(crate) fn run(
     warden: &Warden,
     info: &RuleInfo,
     tools: &[String],

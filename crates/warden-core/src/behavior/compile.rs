@@ -14,13 +14,13 @@ use warden_load::{Abort, NodeDef, NodeKind, Policy};
 use warden_load::{ActionDef, ConditionDef, Located, RuleDef};
 
 /// Most nodes one tree may have once its subtrees are inlined.
-pub const MAX_NODES: usize = 4096;
+pub(super) const MAX_NODES: usize = 4096;
 
 /// Most levels a tree may nest once its subtrees are inlined. Compiling, ticking and halting
 /// a tree recurse once per level; this bound keeps that far inside a 2 MiB thread stack (a
 /// tokio worker's, a reload watcher's) even in a debug build, and bounds the cost of a long
 /// chain of behaviors that each use the next as a subtree.
-pub const MAX_INLINED_DEPTH: usize = 128;
+pub(super) const MAX_INLINED_DEPTH: usize = 128;
 
 /// A compiled tree.
 pub(crate) struct Tree {

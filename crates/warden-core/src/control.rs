@@ -78,9 +78,36 @@ pub enum ControlError {
         /// Which rule of the manifest it breaks.
         reason: String,
     },
+    /// Values for several of a plugin's settings, some of which do not fit: none was set.
+    #[error("{}", settings_message(.problems))]
+    Settings {
+        /// The plugin.
+        plugin: String,
+        /// Each setting that does not fit, in the order given.
+        problems: Vec<SettingProblem>,
+    },
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// One setting of a change that does not fit ([`ControlError::Settings`]).
+#[derive(Debug, Clone)]
+pub struct SettingProblem {
+    /// The setting's name, as given.
+    pub setting: String,
+    /// What is wrong with it.
+    pub message: String,
+    /// Its declaration, when the plugin has such a setting (for its type and bounds).
+    pub def: Option<std::sync::Arc<SettingDef>>,
+}
+
+fn settings_message(problems: &[SettingProblem]) -> String {
+    let first = problems.first().map_or("", |p| p.message.as_str());
+    match problems.len() {
+        1 => first.to_string(),
+        n => format!("{n} settings do not fit; the first: {first}"),
+    }
 }
 
 /// Why a core rule stays on, naming only a file the user has.

@@ -59,7 +59,7 @@ mod warden;
 mod watch;
 
 pub use behavior::NodeStatus;
-pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo};
+pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem};
 pub use error::Error;
 pub use event::{Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate};
 pub use facts::{

@@ -834,6 +834,75 @@ impl Warden {
         self.write_override(&program, slot, user, project, None)
     }
 
+    /// Sets several of `plugin`'s settings for `user` at once, in `project` only or in all the
+    /// user's projects (`None`): each `(name, value)`, where a `null` value forgets the user's
+    /// value (the default applies again). Every value is checked against the manifest first;
+    /// if any does not fit, or names no setting of the plugin, none is set and the error lists
+    /// each ([`ControlError::Settings`]). Otherwise all are written in one transaction. Returns
+    /// the plugin's settings as the user now sees them there.
+    pub fn set_settings(
+        &self,
+        user: &str,
+        project: Option<&str>,
+        plugin: &str,
+        values: &[(String, Json)],
+    ) -> Result<Vec<SettingInfo>, ControlError> {
+        let program = self.program();
+        let slots = program.settings.of(plugin);
+        let declared: Vec<&str> = slots
+            .clone()
+            .map(|i| program.settings.slots[i].def.name.as_str())
+            .collect();
+        let mut problems = Vec::new();
+        let mut writes: Vec<(&str, Option<Json>)> = Vec::with_capacity(values.len());
+        for (name, value) in values {
+            let Some(slot) = program.settings.find(plugin, name) else {
+                problems.push(crate::control::SettingProblem {
+                    setting: name.clone(),
+                    message: format!(
+                        "plugin `{plugin}` has no setting `{name}`; its settings are: {}",
+                        if declared.is_empty() {
+                            "none".to_string()
+                        } else {
+                            declared.join(", ")
+                        }
+                    ),
+                    def: None,
+                });
+                continue;
+            };
+            let def = &program.settings.slots[slot].def;
+            if value.is_null() {
+                writes.push((name, None));
+                continue;
+            }
+            match def.check(value) {
+                Ok(checked) => writes.push((name, Some(checked.to_json()))),
+                Err(why) => problems.push(crate::control::SettingProblem {
+                    setting: name.clone(),
+                    message: why.0,
+                    def: Some(def.clone()),
+                }),
+            }
+        }
+        if !problems.is_empty() {
+            return Err(ControlError::Settings {
+                plugin: plugin.to_string(),
+                problems,
+            });
+        }
+        let rows: Vec<(&str, Option<&Json>)> =
+            writes.iter().map(|(n, v)| (*n, v.as_ref())).collect();
+        self.store()
+            .set_overrides(user, project.unwrap_or(ALL_PROJECTS), plugin, &rows)?;
+        self.shared.refresh_controls();
+        let controls = self.shared.controls();
+        let project = project.unwrap_or(DEFAULT_ID);
+        Ok(slots
+            .map(|i| setting_info(&program, &controls, i, user, project))
+            .collect())
+    }
+
     /// Writes `user`'s value for setting `slot` (`None`: forgets it), in `project` or in all
     /// the user's projects, and returns the setting as the user now sees it.
     fn write_override(

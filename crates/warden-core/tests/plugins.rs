@@ -371,6 +371,71 @@ fn choices_made_by_another_process_reach_a_running_session() {
     }
 }
 
+/// Several settings at once: every value is checked first, and one that does not fit (or a
+/// name the plugin does not declare) leaves all of them as they were.
+#[test]
+fn several_settings_are_set_together_or_not_at_all() {
+    let w = research_host();
+    let value = |name: &str| {
+        w.setting_list("ann", "default")
+            .into_iter()
+            .find(|s| s.key == format!("research-assistant.{name}"))
+            .unwrap()
+            .value
+            .to_string()
+    };
+    let before = value("max_sources");
+    let err = w
+        .set_settings(
+            "ann",
+            None,
+            "research-assistant",
+            &[
+                ("max_sources".into(), json!(5)),
+                ("max_sources_typo".into(), json!(1)),
+                ("auto_summarize".into(), json!("yes")),
+            ],
+        )
+        .unwrap_err();
+    let ControlError::Settings { problems, .. } = &err else {
+        panic!("{err}");
+    };
+    let named: Vec<&str> = problems.iter().map(|p| p.setting.as_str()).collect();
+    assert_eq!(named, ["max_sources_typo", "auto_summarize"], "{err}");
+    assert!(
+        err.to_string().starts_with("2 settings do not fit"),
+        "{err}"
+    );
+    assert_eq!(value("max_sources"), before, "nothing was written");
+
+    let after = w
+        .set_settings(
+            "ann",
+            None,
+            "research-assistant",
+            &[
+                ("max_sources".into(), json!(5)),
+                ("auto_summarize".into(), json!(false)),
+            ],
+        )
+        .unwrap();
+    assert!(
+        after
+            .iter()
+            .any(|s| s.def.name == "max_sources" && s.value.to_string() == "5")
+    );
+    assert_eq!(value("auto_summarize"), "false");
+    // `null` forgets the user's value.
+    w.set_settings(
+        "ann",
+        None,
+        "research-assistant",
+        &[("max_sources".into(), json!(null))],
+    )
+    .unwrap();
+    assert_eq!(value("max_sources"), before);
+}
+
 #[test]
 fn settings_reach_lua_scripts() {
     let dir = tempfile::tempdir().unwrap();

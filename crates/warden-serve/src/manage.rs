@@ -6,10 +6,8 @@
 use axum::Json;
 use axum::extract::State;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-use warden_core::{
-    ControlError, ExecutionFilter, PluginInfo, RuleInfo, RuleState, SettingInfo, SettingKind,
-};
+use serde_json::{Map, Value};
+use warden_core::{ControlError, ExecutionFilter, PluginInfo, RuleInfo, RuleState, SettingInfo};
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
 use crate::guard::Scope;
@@ -300,57 +298,9 @@ pub(crate) async fn put_settings(
             ));
         }
     };
-    let current = app.warden.setting_list(&user, &project);
-    let mut problems = Vec::new();
-    for (name, value) in &values {
-        let Some(s) = current
-            .iter()
-            .find(|s| s.plugin == plugin && s.def.name == *name)
-        else {
-            let declared: Vec<&str> = info.settings.iter().map(|d| d.name.as_str()).collect();
-            problems.push(json!({
-                "setting": name,
-                "message": format!("plugin `{plugin}` has no setting `{name}`; its settings are: {}", if declared.is_empty() { "none".to_string() } else { declared.join(", ") }),
-            }));
-            continue;
-        };
-        if value.is_null() {
-            continue;
-        }
-        if let Err(why) = s.def.check(value) {
-            let mut p = json!({"setting": name, "message": why.0, "type": s.def.kind});
-            if let Some(fields) = p.as_object_mut() {
-                for (k, v) in [("min", s.def.min), ("max", s.def.max)] {
-                    if let Some(v) = v {
-                        // An integer setting's bounds are integers.
-                        let whole = s.def.kind == SettingKind::Integer && v.fract() == 0.0;
-                        fields.insert(k.into(), if whole { json!(v as i64) } else { json!(v) });
-                    }
-                }
-                if !s.def.options.is_empty() {
-                    fields.insert("options".into(), json!(s.def.options));
-                }
-            }
-            problems.push(p);
-        }
-    }
-    if !problems.is_empty() {
-        let first = problems[0]["message"].as_str().unwrap_or("").to_string();
-        let message = if problems.len() == 1 {
-            first
-        } else {
-            format!("{} settings do not fit; the first: {first}", problems.len())
-        };
-        return Err(ApiError::unprocessable(message).with("errors", problems));
-    }
-    for (name, value) in &values {
-        let key = format!("{plugin}.{name}");
-        if value.is_null() {
-            app.warden.reset_setting(&user, only_in, &key)?;
-        } else {
-            app.warden.set_setting(&user, only_in, &key, value)?;
-        }
-    }
+    // One check of every value, then one write of all of them (the engine's rule).
+    let values: Vec<(String, Value)> = values.into_iter().collect();
+    app.warden.set_settings(&user, only_in, &plugin, &values)?;
     let after = app.warden.setting_list(&user, &project);
     Ok(Json(
         after.into_iter().filter(|s| s.plugin == plugin).collect(),

@@ -426,6 +426,19 @@ impl Store {
         each!(self, s => s.set_override(user_id, project_id, plugin_id, name, value))
     }
 
+    /// Sets (a value) or removes (`None`) several of a user's values for one plugin's settings,
+    /// in `project_id` or [`ALL_PROJECTS`], in one transaction: all of them, or none. Returns
+    /// how many rows changed.
+    pub fn set_overrides(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        plugin_id: &str,
+        values: &[(&str, Option<&serde_json::Value>)],
+    ) -> Result<usize, StoreError> {
+        each!(self, s => s.set_overrides(user_id, project_id, plugin_id, values))
+    }
+
     /// A number that changes when another process changed the database: poll it to notice
     /// changes made elsewhere, such as `warden rules disable` run while an agent is running.
     /// Cheap on both back ends.

@@ -619,6 +619,30 @@ fn overrides_round_trip(db: &TestDb) {
             .unwrap()
     );
     assert_eq!(s.overrides().unwrap().len(), 1);
+    // Several at once, in one transaction: two set, one removed.
+    let changed = s
+        .set_overrides(
+            "ann",
+            "p2",
+            "research",
+            &[
+                ("a", Some(&json!(1))),
+                ("b", Some(&json!("x"))),
+                ("c", None),
+            ],
+        )
+        .unwrap();
+    assert_eq!(changed, 2);
+    let o = s.overrides().unwrap();
+    let p2: Vec<(&str, &serde_json::Value)> = o
+        .iter()
+        .filter(|o| o.project_id == "p2")
+        .map(|o| (o.name.as_str(), &o.value))
+        .collect();
+    assert_eq!(p2, [("a", &json!(1)), ("b", &json!("x"))]);
+    s.set_overrides("ann", "p2", "research", &[("a", None), ("b", None)])
+        .unwrap();
+    assert_eq!(s.overrides().unwrap().len(), 1);
 }
 
 fn a_corrupt_override_names_itself(db: &TestDb) {

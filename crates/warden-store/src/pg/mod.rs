@@ -467,6 +467,42 @@ impl PgStore {
         Ok(n > 0)
     }
 
+    /// Several of [`PgStore::set_override`]'s writes, for one plugin, in one transaction.
+    pub(crate) fn set_overrides(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        plugin_id: &str,
+        values: &[(&str, Option<&serde_json::Value>)],
+    ) -> Result<usize, StoreError> {
+        let texts: Vec<(&str, Option<String>)> = values
+            .iter()
+            .map(|(name, v)| (*name, v.map(serde_json::Value::to_string)))
+            .collect();
+        self.run(|c| {
+            let mut tx = c.client.transaction()?;
+            let mut changed = 0;
+            for (name, text) in &texts {
+                changed += match text {
+                    Some(v) => tx.execute(
+                        "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
+                         VALUES ($1, $2, $3, $4, $5)
+                         ON CONFLICT (user_id, project_id, plugin_id, name)
+                         DO UPDATE SET value_json = excluded.value_json, updated_at = warden_now()",
+                        &[&user_id, &project_id, &plugin_id, name, v],
+                    )?,
+                    None => tx.execute(
+                        "DELETE FROM setting_override
+                         WHERE user_id = $1 AND project_id = $2 AND plugin_id = $3 AND name = $4",
+                        &[&user_id, &project_id, &plugin_id, name],
+                    )?,
+                };
+            }
+            tx.commit()?;
+            Ok(usize::try_from(changed).unwrap_or(usize::MAX))
+        })
+    }
+
     /// The count of changes to users' choices heard from the database (the listener starts at
     /// the first call).
     pub(crate) fn data_version(&self) -> i64 {

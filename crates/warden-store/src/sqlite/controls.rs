@@ -131,6 +131,40 @@ impl SqliteStore {
         changed.map(|n| n > 0).map_err(|e| self.sql_err(e))
     }
 
+    /// Several of [`SqliteStore::set_override`]'s writes, for one plugin, in one transaction.
+    pub(crate) fn set_overrides(
+        &self,
+        user_id: &str,
+        project_id: &str,
+        plugin_id: &str,
+        values: &[(&str, Option<&serde_json::Value>)],
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.lock();
+        (|| {
+            let tx = conn.transaction()?;
+            let mut changed = 0;
+            for (name, value) in values {
+                changed += match value {
+                    Some(v) => tx.execute(
+                        "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
+                         VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT(user_id, project_id, plugin_id, name)
+                         DO UPDATE SET value_json = excluded.value_json, updated_at = datetime('now')",
+                        params![user_id, project_id, plugin_id, name, v.to_string()],
+                    )?,
+                    None => tx.execute(
+                        "DELETE FROM setting_override
+                         WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND name = ?4",
+                        params![user_id, project_id, plugin_id, name],
+                    )?,
+                };
+            }
+            tx.commit()?;
+            Ok(changed)
+        })()
+        .map_err(|e| self.sql_err(e))
+    }
+
     /// A number that changes whenever another connection (another process, or another
     /// [`Store`] on the same file) commits to the database (`PRAGMA data_version`). Cheap:
     /// poll it to notice changes made elsewhere, such as `warden rules disable` run while an

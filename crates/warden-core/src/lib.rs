@@ -34,6 +34,7 @@
 #![warn(unreachable_pub)]
 
 mod actions;
+mod async_session;
 mod behavior;
 mod context;
 mod control;
@@ -58,6 +59,7 @@ pub mod trace;
 mod warden;
 mod watch;
 
+pub use async_session::{AsyncSession, TickPanicked};
 pub use behavior::NodeStatus;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem};
 pub use error::Error;
@@ -74,7 +76,7 @@ pub use schema::schema;
 pub use session::{PendingSave, Session, SessionOptions, Ticked, saved_snapshot};
 pub use shared::{BusEvent, Reload};
 pub use template::check_template;
-pub use warden::{AsyncSession, Warden, WardenBuilder};
+pub use warden::{Warden, WardenBuilder};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 // The definitions the engine's interface hands out or takes.

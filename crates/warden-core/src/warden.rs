@@ -9,17 +9,15 @@ use std::time::Instant;
 use serde_json::Value as Json;
 use tokio::sync::broadcast;
 use warden_input::Diagnostic;
-use warden_load::{Capabilities, DEFAULT_ID, Hook, RuleSource, load};
+use warden_load::{Capabilities, DEFAULT_ID, RuleSource, load};
 use warden_store::{ALL_PROJECTS, RuleState, Store};
 
 use crate::control::{
     ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
 };
 use crate::error::Error;
-use crate::event::Event;
 use crate::facts::DEFAULT_HISTORY_LIMIT;
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
-use crate::outcome::Outcome;
 use crate::program::Program;
 use crate::session::{Session, SessionOptions};
 use crate::shared::{BusEvent, Options, Reload, Shared};
@@ -942,36 +940,6 @@ impl Warden {
     /// startup, skipped then too) do not block other changes.
     pub fn reload(&self) -> Reload {
         self.shared.reload()
-    }
-}
-
-/// A session for async agent loops: ticks run on tokio's blocking pool, so a slow rule never
-/// stalls the runtime. Dropping a tick's future does not lose the session's state.
-#[derive(Clone, Debug)]
-pub struct AsyncSession {
-    inner: Arc<Mutex<Session>>,
-}
-
-impl AsyncSession {
-    /// Wraps a session.
-    pub fn new(session: Session) -> Self {
-        AsyncSession {
-            inner: Arc::new(Mutex::new(session)),
-        }
-    }
-
-    /// Handles one hook (see [`Session::tick`]).
-    pub async fn tick(&self, hook: Hook, event: Event) -> Outcome {
-        let inner = self.inner.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            let mut session = inner.lock().unwrap_or_else(|p| p.into_inner());
-            session.tick(hook, event)
-        });
-        match task.await {
-            Ok(outcome) => outcome,
-            // A panic inside a tick is a bug; surface it where the caller can see it.
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
     }
 }
 

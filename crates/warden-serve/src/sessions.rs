@@ -19,11 +19,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::Mutex as SessionLock;
-
 use serde::Serialize;
 use warden_core::{
-    Event, Hook, Notification, Outcome, Session, SessionFacts, SessionOptions, Ticked, Warden,
+    AsyncSession, Event, Hook, Notification, Outcome, Session, SessionFacts, SessionOptions, Warden,
 };
 
 /// The longest session id accepted.
@@ -96,7 +94,7 @@ pub(crate) struct SessionView {
 /// lock is held across the wait for a batched save, so it is tokio's (`blocking_lock` on the
 /// blocking pool).
 struct Open {
-    session: Arc<SessionLock<Session>>,
+    session: AsyncSession,
     used: AtomicU64,
 }
 
@@ -121,34 +119,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A tick that panicked is a bug reported where it happened; the session it left is
     // still whole (a tick applies its effects at its end, and the store has the last save).
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// How a batched save went, as the store tells it.
-type SaveResult = Result<i64, warden_core::StoreError>;
-
-/// A tick waiting for its batched save, with its session locked. Dropped before the save is
-/// settled (the request went away), it settles it on a task of its own.
-struct Settling(
-    Option<(
-        tokio::sync::OwnedMutexGuard<Session>,
-        warden_core::PendingSave,
-        tokio::sync::oneshot::Receiver<SaveResult>,
-    )>,
-);
-
-impl Drop for Settling {
-    fn drop(&mut self) {
-        let Some((mut session, pending, result)) = self.0.take() else {
-            return;
-        };
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Ok(result) = result.await {
-                    let _ = guarded(|| session.saved(pending, result));
-                }
-            });
-        }
-    }
 }
 
 /// Runs `f`; a panic in it (a bug) fails this request rather than the runtime thread's
@@ -234,7 +204,7 @@ impl Sessions {
             self.put_down_one(&mut open);
         }
         let entry = Arc::new(Open {
-            session: Arc::new(SessionLock::new(session)),
+            session: AsyncSession::new(session),
             used: AtomicU64::new(now),
         });
         open.insert(id.to_string(), entry.clone());
@@ -306,34 +276,20 @@ impl Sessions {
     ) -> Result<Outcome, SessionError> {
         valid_id(id)?;
         let open = self.get(id, owner)?;
-        let mut session = open.session.clone().lock_owned().await;
-        if let Some(warning) = session.undeclared_shell_tool(hook, &event) {
+        if let Some(warning) = open
+            .session
+            .lock()
+            .await
+            .undeclared_shell_tool(hook, &event)
+        {
             tracing::warn!(session = id, "{warning}");
         }
-        let (saved, result) = tokio::sync::oneshot::channel();
-        let ticked = guarded(|| {
-            session.tick_batched(hook, event, move |r| {
-                let _ = saved.send(r);
-            })
-        })?;
-        match ticked {
-            Ticked::Done(outcome) => Ok(outcome),
-            Ticked::Saving(pending) => {
-                let mut waiting = Settling(Some((session, pending, result)));
-                let told = match waiting.0.as_mut() {
-                    Some((_, _, result)) => result.await,
-                    None => return Err(SessionError::Panicked),
-                };
-                let Some((mut session, pending, _)) = waiting.0.take() else {
-                    return Err(SessionError::Panicked);
-                };
-                // The store tells every save once, even when it stops first.
-                let result = told.map_err(|_| {
-                    SessionError::Store("the store stopped before saving the session".into())
-                })?;
-                guarded(|| session.saved(pending, result))
-            }
-        }
+        // The engine's batched tick: the save joins the store's batch, awaited without holding
+        // this thread; a request that goes away leaves the save to settle on its own.
+        open.session
+            .try_tick(hook, event)
+            .await
+            .map_err(|_| SessionError::Panicked)
     }
 
     /// The session `id`, if it has seen an event (here, or in a process before this one).

@@ -545,6 +545,13 @@ impl Session {
         }
     }
 
+    /// Whether the session's store saves in batches on a thread of its own (SQLite): then a
+    /// tick neither waits for the database on its caller's thread nor commits on its own
+    /// ([`Session::tick_batched`]), and an async host runs it on a runtime thread.
+    pub fn saves_in_batches(&self) -> bool {
+        self.shared.store.batches_saves()
+    }
+
     /// Handles one hook as [`Session::tick`] does, except that a durable tick that wrote
     /// nothing else to the store leaves its save to the store's next batch
     /// ([`warden_store::Store::save_in_batch`]): `done` is then called with the save's result,

@@ -1,0 +1,132 @@
+//! A session for async code: [`AsyncSession`]. A tick of a durable session whose store saves in
+//! batches runs on the calling (runtime) thread and waits for its save without holding the
+//! thread, so one commit saves the ticks of many sessions and no thread waits for the
+//! database; otherwise the tick runs on tokio's blocking pool, so a slow rule never stalls the
+//! runtime. Either way, dropping a tick's future loses nothing: a save under way is settled on
+//! a task of its own, the session locked until then.
+
+use std::sync::Arc;
+
+use tokio::sync::{Mutex, MutexGuard, OwnedMutexGuard, oneshot};
+use warden_load::Hook;
+
+use crate::event::Event;
+use crate::outcome::Outcome;
+use crate::session::{PendingSave, Session, Ticked};
+
+/// How a batched save went, as the store tells it.
+type SaveResult = Result<i64, warden_store::StoreError>;
+
+/// A tick panicked: a bug in Warden (the panic was printed where it happened). The session is
+/// still whole: a tick applies its effects at its end, and the store has its last save.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the tick panicked (a bug in Warden)")]
+pub struct TickPanicked;
+
+/// A session for async agent loops and servers (see the module docs). Clones share the
+/// session; its ticks run one at a time.
+#[derive(Clone, Debug)]
+pub struct AsyncSession {
+    inner: Arc<Mutex<Session>>,
+}
+
+/// A tick waiting for its batched save, with its session locked. Dropped before the save is
+/// settled (its caller went away), it settles it on a task of its own.
+struct Settling(
+    Option<(
+        OwnedMutexGuard<Session>,
+        PendingSave,
+        oneshot::Receiver<SaveResult>,
+    )>,
+);
+
+impl Drop for Settling {
+    fn drop(&mut self) {
+        let Some((mut session, pending, result)) = self.0.take() else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Ok(result) = result.await {
+                    let _ = guarded(|| session.saved(pending, result));
+                }
+            });
+        }
+    }
+}
+
+/// Runs `f`; a panic in it (a bug) is an error of this tick rather than of the thread.
+fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, TickPanicked> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| TickPanicked)
+}
+
+impl AsyncSession {
+    /// Wraps a session.
+    pub fn new(session: Session) -> Self {
+        AsyncSession {
+            inner: Arc::new(Mutex::new(session)),
+        }
+    }
+
+    /// Handles one hook (see [`Session::tick`]). A panic inside the tick (a bug) is resumed
+    /// here, where the caller sees it.
+    pub async fn tick(&self, hook: Hook, event: Event) -> Outcome {
+        match self.try_tick(hook, event).await {
+            Ok(outcome) => outcome,
+            Err(TickPanicked) => panic!("a tick panicked (a bug in Warden; see above)"),
+        }
+    }
+
+    /// Handles one hook as [`AsyncSession::tick`] does; a panic inside the tick is an error
+    /// (a server answers that request with it and serves the others).
+    pub async fn try_tick(&self, hook: Hook, event: Event) -> Result<Outcome, TickPanicked> {
+        let mut session = self.inner.clone().lock_owned().await;
+        if !session.saves_in_batches() {
+            // The tick commits on its own: on the blocking pool, so that it waits for the
+            // database (or a slow rule) without a runtime thread.
+            return match tokio::task::spawn_blocking(move || guarded(|| session.tick(hook, event)))
+                .await
+            {
+                Ok(result) => result,
+                Err(_) => Err(TickPanicked),
+            };
+        }
+        let (saved, result) = oneshot::channel();
+        let ticked = guarded(|| {
+            session.tick_batched(hook, event, move |r| {
+                let _ = saved.send(r);
+            })
+        })?;
+        match ticked {
+            Ticked::Done(outcome) => Ok(outcome),
+            Ticked::Saving(pending) => {
+                let mut waiting = Settling(Some((session, pending, result)));
+                let told = match waiting.0.as_mut() {
+                    Some((_, _, result)) => result.await,
+                    None => return Err(TickPanicked),
+                };
+                let Some((mut session, pending, _)) = waiting.0.take() else {
+                    return Err(TickPanicked);
+                };
+                // The store tells every save once, even when it stops first.
+                let result = told.unwrap_or_else(|_| {
+                    Err(warden_store::StoreError::Unavailable {
+                        reason: "the store stopped before saving the session".into(),
+                    })
+                });
+                guarded(|| session.saved(pending, result))
+            }
+        }
+    }
+
+    /// The session, for a look or a tick of its own, waiting for a tick under way.
+    pub async fn lock(&self) -> MutexGuard<'_, Session> {
+        self.inner.lock().await
+    }
+
+    /// The session, from a thread that may block (not a runtime thread), waiting for a tick
+    /// under way.
+    pub fn blocking_lock(&self) -> MutexGuard<'_, Session> {
+        self.inner.blocking_lock()
+    }
+}

@@ -1,0 +1,344 @@
+//! Building a [`Runtime`]: the sandboxed Lua state (the libraries it keeps, the ones it
+//! takes away), the memory and time limits, and the callbacks of Warden's API.
+
+use super::*;
+
+impl Runtime {
+    /// Builds a sandboxed state with the given limits.
+    pub fn new(limits: Limits, vocabulary: Vocabulary) -> mlua::Result<Self> {
+        let lua = Lua::new_with(
+            StdLib::COROUTINE
+                | StdLib::TABLE
+                | StdLib::STRING
+                | StdLib::MATH
+                | StdLib::UTF8
+                | StdLib::OS,
+            LuaOptions::new(),
+        )?;
+        let shared: Shared = Arc::new(Mutex::new(RunState {
+            deadline: None,
+            limit: limits.timeout,
+            tripped: false,
+            tripped_by: String::new(),
+            effects: Vec::new(),
+            host: None,
+            has_tool: false,
+            lazy_result: false,
+            result: Value::Nil,
+            tape: Tape::Off,
+            rng: 0,
+            stop: None,
+        }));
+        // Made before the prelude so `fetch` can mark records with it.
+        let record = lua.create_table()?;
+
+        let host = lua.create_table()?;
+        let sh = shared.clone();
+        let clock = lua.create_function(move |_, pattern: LuaString| {
+            Ok(pattern_clock(&sh, &pattern.as_bytes()))
+        })?;
+        host.set("strings", strings::install(&lua, &clock)?)?;
+        let sh = shared.clone();
+        let marker = record.clone();
+        let ctors: Mutex<HashMap<CtorKey, Function>> = Mutex::new(HashMap::new());
+        // The prelude hands over its view metatable and private key once.
+        let views: Arc<Mutex<Option<(Table, Table)>>> = Arc::new(Mutex::new(None));
+        let slot = views.clone();
+        host.set(
+            "views",
+            lua.create_function(move |_, (ro, real): (Table, Table)| {
+                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((ro, real));
+                Ok(())
+            })?,
+        )?;
+        host.set(
+            "fetch",
+            lua.create_function(move |lua, (root, key): (LuaString, Value)| {
+                let root = root.to_str()?;
+                let Value::String(key) = key else {
+                    return Ok(MultiValue::new());
+                };
+                let key = key.to_str()?;
+                let views = views.lock().unwrap_or_else(|p| p.into_inner());
+                let Some(views) = views.as_ref() else {
+                    return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
+                };
+                let mut ctors = ctors.lock().unwrap_or_else(|p| p.into_inner());
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Field {
+                        root: root.to_string(),
+                        key: key.to_string(),
+                        value: Recorded::Nil,
+                    };
+                    let Input::Field { value, .. } = replayed(&mut state, &want)? else {
+                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
+                    };
+                    drop(state);
+                    let mut make = |keys: &[String], values: Vec<Value>| {
+                        let named = CtorKey::Named(keys.join(","));
+                        let ctor = match ctors.get(&named) {
+                            Some(f) => f.clone(),
+                            None => {
+                                let f = record_ctor(lua, keys, views)?;
+                                ctors.insert(named, f.clone());
+                                f
+                            }
+                        };
+                        ctor.call::<Value>(MultiValue::from_vec(values))
+                    };
+                    return Ok(MultiValue::from_vec(vec![value.to_lua(lua, &mut make)?]));
+                }
+                let current = state.host;
+                drop(state);
+                let Some(host) = current else {
+                    return Err(mlua::Error::RuntimeError(format!(
+                        "`{}` can only be read while the script runs",
+                        &*root
+                    )));
+                };
+                let mut out = Out {
+                    lua,
+                    ctors: &mut ctors,
+                    shape: None,
+                    record: &marker,
+                    views,
+                    values: Vec::with_capacity(8),
+                };
+                // SAFETY: set only during a run, while the host it points to is borrowed by
+                // `Runtime::run` (see `RunState::host`).
+                unsafe { (*host).field(&mut out, &root, &key)? };
+                lock(&sh).tape.record(|| {
+                    Ok(Input::Field {
+                        root: root.to_string(),
+                        key: key.to_string(),
+                        value: out.recorded()?,
+                    })
+                });
+                Ok(MultiValue::from_vec(out.values))
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "tripped",
+            lua.create_function(move |_, ()| {
+                let state = lock(&sh);
+                Ok(state.tripped || state.stop.is_some())
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "has_tool",
+            lua.create_function(move |_, ()| {
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Tool { value: false };
+                    return match replayed(&mut state, &want)? {
+                        Input::Tool { value } => Ok(value),
+                        _ => Ok(false),
+                    };
+                }
+                let value = state.has_tool;
+                state.tape.record(|| Ok(Input::Tool { value }));
+                Ok(value)
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "result",
+            lua.create_function(move |lua, ()| {
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Result {
+                        lazy: false,
+                        value: Recorded::Nil,
+                    };
+                    let Input::Result { lazy, value } = replayed(&mut state, &want)? else {
+                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
+                    };
+                    drop(state);
+                    return Ok((lazy, value.to_lua(lua, &mut no_records)?));
+                }
+                let (lazy, value) = (state.lazy_result, state.result.clone());
+                state.tape.record(|| {
+                    Ok(Input::Result {
+                        lazy,
+                        value: Recorded::of(&value)?,
+                    })
+                });
+                Ok((lazy, value))
+            })?,
+        )?;
+        // A value of the machine (the clock, the time, the memory count): recorded, and
+        // answered from the record in a replay.
+        let sh = shared.clone();
+        host.set(
+            "input",
+            lua.create_function(move |lua, (what, live): (String, Value)| {
+                let mut state = lock(&sh);
+                if state.tape.replaying() {
+                    let want = Input::Machine {
+                        what,
+                        value: Recorded::Nil,
+                    };
+                    let Input::Machine { value, .. } = replayed(&mut state, &want)? else {
+                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
+                    };
+                    drop(state);
+                    return value.to_lua(lua, &mut no_records);
+                }
+                state.tape.record(|| {
+                    Ok(Input::Machine {
+                        what,
+                        value: Recorded::of(&live)?,
+                    })
+                });
+                Ok(live)
+            })?,
+        )?;
+        // `math.random`, from the running script's own generator.
+        let sh = shared.clone();
+        host.set(
+            "random",
+            lua.create_function(move |_, args: mlua::Variadic<Value>| {
+                let mut ints = Vec::with_capacity(2);
+                for (i, a) in args.iter().enumerate() {
+                    ints.push(match a {
+                        Value::Integer(n) => *n,
+                        Value::Number(x) if x.fract() == 0.0 && x.abs() < 9.2e18 => *x as i64,
+                        _ => {
+                            return Err(mlua::Error::RuntimeError(format!(
+                                "bad argument #{} to 'random' (number has no integer representation)",
+                                i + 1
+                            )));
+                        }
+                    });
+                }
+                let mut state = lock(&sh);
+                journal::random(&mut state.rng, &ints, args.is_empty())
+                    .map_err(mlua::Error::RuntimeError)
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "randomseed",
+            lua.create_function(move |_, seed: Option<Value>| {
+                let mut state = lock(&sh);
+                state.rng = match seed {
+                    Some(Value::Integer(n)) => n as u64,
+                    Some(Value::Number(x)) => x.to_bits(),
+                    _ => journal::next_random(&mut state.rng),
+                };
+                Ok(())
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "handler",
+            lua.create_function(move |lua, e: Value| {
+                // Never format a script's own error object through its __tostring here.
+                let message = match &e {
+                    Value::String(s) => s.to_string_lossy(),
+                    Value::Error(err) => root_message(err),
+                    Value::Integer(_) | Value::Number(_) => e.to_string()?,
+                    other => format!("an error object of type {}", other.type_name()),
+                };
+                // A limit stops a script wherever it happens to be: no traceback, which would
+                // differ from run to run.
+                if lock(&sh).tripped {
+                    return Ok(message);
+                }
+                let traceback = lua
+                    .traceback(None, 1)
+                    .map(|t| t.to_string_lossy())
+                    .unwrap_or_default();
+                let frames = script_frames(&traceback);
+                // An error raised by one of Warden's functions is the script's mistake: say
+                // where in the script, as Lua does for its own errors.
+                let message = match (&e, frames.lines().find(|l| l.contains(": in "))) {
+                    (Value::Error(_), Some(frame)) => match frame.trim().split_once(": in ") {
+                        Some((at, _)) => format!("{at}: {message}"),
+                        None => message,
+                    },
+                    _ => message,
+                };
+                Ok(format!("{message}{frames}"))
+            })?,
+        )?;
+        let vocab = vocabulary;
+        host.set(
+            "is_hook",
+            lua.create_function(move |_, h: Value| {
+                Ok(matches!(&h, Value::String(s) if vocab.hooks.contains(&&*s.to_string_lossy())))
+            })?,
+        )?;
+        let sh = shared.clone();
+        host.set(
+            "effect",
+            lua.create_function(move |lua, (kind, first, second): (String, String, Value)| {
+                let e = effect(lua, &vocab, &kind, first, second)?;
+                lock(&sh).effects.push(e);
+                Ok(())
+            })?,
+        )?;
+
+        host.set("record", record)?;
+        let exports: Table = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=warden-prelude")
+            .call(host)?;
+        let new_env: Function = exports.get("new_env")?;
+        let start: Function = exports.get("start")?;
+        let runtime = Runtime {
+            shared_roots: vec![
+                Value::Table(lua.globals()),
+                Value::Function(new_env.clone()),
+                Value::Function(start.clone()),
+            ],
+            ledger: memory::Ledger::new(&lua, limits.memory)?,
+            ran_out: AtomicBool::new(false),
+            new_env,
+            start,
+            wait_tag: exports.get("wait_tag")?,
+            compiled: HashMap::new(),
+            envs: HashMap::new(),
+            spare: Vec::new(),
+            limits,
+            recording: false,
+            shared: shared.clone(),
+            lua,
+        };
+        // A global hook reaches every coroutine, including those scripts create themselves.
+        let sh = shared;
+        runtime.lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(CHECK_EVERY),
+            move |lua, _| {
+                {
+                    let mut state = lock(&sh);
+                    if let Some(why) = &state.stop {
+                        return Err(mlua::Error::RuntimeError(why.clone()));
+                    }
+                    if state.tripped {
+                        return Err(mlua::Error::RuntimeError(state.tripped_by.clone()));
+                    }
+                    if state.deadline.is_some_and(|d| Instant::now() >= d) {
+                        let message = format!(
+                            "stopped: the script ran longer than its time limit of {}",
+                            human(state.limit)
+                        );
+                        return Err(state.trip(message));
+                    }
+                }
+                // Costs a walk of the stack as deep as it is, up to the limit.
+                if lua.inspect_stack(MAX_DEPTH, |_| ()).is_some() {
+                    let message =
+                        format!("stopped: recursion too deep (more than {MAX_DEPTH} nested calls)");
+                    return Err(lock(&sh).trip(message));
+                }
+                Ok(VmState::Continue)
+            },
+        )?;
+        runtime.lua.set_memory_limit(limits.memory)?;
+        Ok(runtime)
+    }
+}

@@ -1,5 +1,6 @@
-//! The layers of the code, checked: within each crate no module imports a module that imports
-//! it back (a circle of any length), and no source file grows past 1,000 lines. The Cargo
+//! The layers of the code, checked: each crate depends only on the crates it may (a list
+//! here), within each crate no module imports a module that imports it back (a circle of any
+//! length), and no source file grows past 1,000 lines. The Cargo
 //! graph keeps the crates in layers; this keeps the modules inside each crate in layers too.
 //!
 //! A module is one file (`session/tick.rs` is `session::tick`, a `mod.rs` is its folder's
@@ -394,6 +395,131 @@ fn no_top_level_module_imports_one_that_imports_it() {
         "top-level modules that import each other (directly or around a circle):\n{}",
         found.join("\n")
     );
+}
+
+/// Which of Warden's crates each crate may depend on (normal, dev and build dependencies
+/// alike). A dependency not listed here fails the test: adding one is a decision about the
+/// layers, made here and in ARCHITECTURE.md, not a side effect of an import.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("warden-input", &[]),
+    ("warden-lua", &[]),
+    ("warden-shell", &[]),
+    ("warden-store", &[]),
+    ("warden-expr", &["warden-input"]),
+    ("warden-knowledge", &["warden-input"]),
+    ("warden-load", &["warden-input"]),
+    (
+        "warden-core",
+        &[
+            "warden-expr",
+            "warden-input",
+            "warden-knowledge",
+            "warden-load",
+            "warden-lua",
+            "warden-shell",
+            "warden-store",
+        ],
+    ),
+    ("warden-claude-code", &["warden-core"]),
+    ("warden-serve", &["warden-claude-code", "warden-core"]),
+    ("warden-python", &["warden-core", "warden-load"]),
+    (
+        "warden-testing",
+        &[
+            "warden-claude-code",
+            "warden-core",
+            "warden-input",
+            "warden-load",
+            "warden-store",
+        ],
+    ),
+    (
+        "warden-bench",
+        &[
+            "warden-claude-code",
+            "warden-core",
+            "warden-shell",
+            "warden-store",
+        ],
+    ),
+    (
+        "warden-cli",
+        &[
+            "warden-bench",
+            "warden-claude-code",
+            "warden-core",
+            "warden-input",
+            "warden-load",
+            "warden-serve",
+            "warden-shell",
+            "warden-store",
+            "warden-testing",
+        ],
+    ),
+];
+
+/// The `warden-*` crates a `Cargo.toml` names in its `[dependencies]`, `[dev-dependencies]`
+/// and `[build-dependencies]` tables.
+fn warden_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut in_dependencies = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_dependencies = matches!(
+                line,
+                "[dependencies]" | "[dev-dependencies]" | "[build-dependencies]"
+            );
+            continue;
+        }
+        if in_dependencies
+            && let Some(name) = line.split(['=', '.', ' ']).next()
+            && name.starts_with("warden-")
+        {
+            out.insert(name.to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn each_crate_depends_only_on_the_crates_it_may() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut wrong = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (name, src) in crates() {
+        if name == "warden" {
+            // The facade: it re-exports the library crates, and may name any.
+            continue;
+        }
+        let manifest = fs::read_to_string(src.parent().unwrap().join("Cargo.toml")).unwrap();
+        let Some((_, allowed)) = ALLOWED.iter().find(|(n, _)| *n == name) else {
+            wrong.push(format!("{name}: not in the list of tests/architecture.rs; add it with the crates it may depend on"));
+            continue;
+        };
+        seen.insert(name.clone());
+        for dep in warden_dependencies(&manifest) {
+            if !allowed.contains(&dep.as_str()) {
+                wrong.push(format!("{name} depends on {dep}, which the list in tests/architecture.rs does not allow"));
+            }
+        }
+    }
+    for (name, _) in ALLOWED {
+        if !seen.contains(*name) {
+            wrong.push(format!(
+                "{name} is in the list but is no crate under {}",
+                root.join("crates").display()
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn the_dependency_reader_reads_every_table() {
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\nwarden-core.workspace = true\nserde = \"1\"\n[dev-dependencies]\nwarden-serve = { workspace = true }\n[features]\nwarden-lua = []\n";
+    let deps: Vec<String> = warden_dependencies(manifest).into_iter().collect();
+    assert_eq!(deps, ["warden-core", "warden-serve"]);
 }
 
 #[test]

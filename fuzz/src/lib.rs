@@ -250,12 +250,8 @@ pub fn template(data: &[u8]) {
     match warden_core::check_template(src, &values) {
         Ok(_) => {}
         Err(e) => {
-            assert!(!e.is_empty(), "{src:?}: an error that says nothing");
-            if let Some(line) = e
-                .strip_prefix("line ")
-                .and_then(|r| r.split(':').next())
-                .and_then(|n| n.parse::<usize>().ok())
-            {
+            assert!(!e.message.is_empty(), "{src:?}: an error that says nothing");
+            if let Some(line) = e.line {
                 let lines = src.split('\n').count();
                 assert!((1..=lines).contains(&line), "{src:?}: {e} ({lines} lines)");
             }

@@ -31,7 +31,7 @@ mod shell;
 pub use long_session::long_session;
 pub use measure::run_ticks;
 pub use realistic::{Sizes, run_realistic};
-pub use repeat::{REPEATABLE, repeat};
+pub use repeat::{REPEATABLE, RepeatError, repeat};
 pub use report::{Figure, Report};
 pub use shell::{TYPICAL, hostile_commands, run_shell};
 

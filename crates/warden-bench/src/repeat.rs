@@ -59,15 +59,42 @@ pub const REPEATABLE: &[(&str, &str)] = &[
 /// Turns of the session the replay scenarios replay at each repetition.
 const REPLAY_TURNS: u32 = 300;
 
+/// Why a scenario did not run ([`repeat`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepeatError {
+    /// No scenario has that name.
+    UnknownScenario(String),
+    /// Setting the scenario up failed (a temporary folder, the rules, writing its output).
+    Setup(String),
+}
+
+impl std::fmt::Display for RepeatError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RepeatError::UnknownScenario(name) => {
+                let names: Vec<&str> = REPEATABLE.iter().map(|(n, _)| *n).collect();
+                write!(
+                    f,
+                    "no scenario `{name}`: the scenarios are {}",
+                    names.join(", ")
+                )
+            }
+            RepeatError::Setup(why) => write!(f, "the scenario could not be set up: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for RepeatError {}
+
+fn setup(e: impl std::fmt::Display) -> RepeatError {
+    RepeatError::Setup(e.to_string())
+}
+
 /// Runs the scenario `name` `times` times. Errs with the known names when there is no such
 /// scenario, or when setting it up fails.
-pub fn repeat(name: &str, times: u32) -> Result<(), String> {
+pub fn repeat(name: &str, times: u32) -> Result<(), RepeatError> {
     let Some(_) = REPEATABLE.iter().find(|(n, _)| *n == name) else {
-        let names: Vec<&str> = REPEATABLE.iter().map(|(n, _)| *n).collect();
-        return Err(format!(
-            "no scenario `{name}`: the scenarios are {}",
-            names.join(", ")
-        ));
+        return Err(RepeatError::UnknownScenario(name.to_string()));
     };
     let mut sink = 0usize;
     match name {
@@ -78,7 +105,9 @@ pub fn repeat(name: &str, times: u32) -> Result<(), String> {
             }
         }
         "durable-save" => {
-            with_dir("repeat", |dir| durable_save(dir, times)).map_err(|e| e.to_string())??;
+            with_dir("repeat", |dir| durable_save(dir, times))
+                .map_err(setup)?
+                .map_err(RepeatError::Setup)?;
         }
         "replay-floor" => {
             let trace = long_session(REPLAY_TURNS);
@@ -92,17 +121,14 @@ pub fn repeat(name: &str, times: u32) -> Result<(), String> {
         }
         "replay" => {
             let trace = long_session(REPLAY_TURNS);
-            let warden = Warden::builder()
-                .builtin_rules()
-                .build()
-                .map_err(|e| e.to_string())?;
+            let warden = Warden::builder().builtin_rules().build().map_err(setup)?;
             let mut out = Vec::new();
             for _ in 0..times {
                 let mut session = warden.session();
                 for (i, line) in trace.lines().enumerate() {
                     if let Ok(e) = parse_line(i, black_box(line)) {
                         let outcome = session.tick(e.hook, e.event);
-                        write_outcome_lines(&mut out, i, &outcome).map_err(|e| e.to_string())?;
+                        write_outcome_lines(&mut out, i, &outcome).map_err(setup)?;
                     }
                 }
                 sink += out.len();
@@ -127,7 +153,8 @@ pub fn repeat(name: &str, times: u32) -> Result<(), String> {
                     })
                 },
             )
-            .map_err(|e| e.to_string())??;
+            .map_err(setup)?
+            .map_err(RepeatError::Setup)?;
             let (warden, tool_call) = made;
             let mut session: Session = warden.session();
             for _ in 0..times {
@@ -202,7 +229,7 @@ mod tests {
         for (name, _) in REPEATABLE {
             repeat(name, 2).unwrap_or_else(|e| panic!("{name}: {e}"));
         }
-        let err = repeat("hundred", 1).unwrap_err();
+        let err = repeat("hundred", 1).unwrap_err().to_string();
         assert!(
             err.contains("no scenario `hundred`") && err.contains("hundred-rules"),
             "{err}"

@@ -290,7 +290,7 @@ fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<Ex
             ..
         } => {
             // Zero repetitions is allowed: it is what an instruction count subtracts.
-            warden_bench::repeat(&scenario, ticks)?;
+            warden_bench::repeat(&scenario, ticks).map_err(|e| e.to_string())?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {

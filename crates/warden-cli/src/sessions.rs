@@ -79,7 +79,7 @@ pub(crate) fn run(config: &Config, command: SessionsCommand) -> Result<ExitCode,
                     // What a damaged save holds is what its owner needs to see: as stored.
                     Err(reason) => serde_json::json!({
                         "session": s.summary,
-                        "unreadable": reason,
+                        "unreadable": reason.to_string(),
                         "saved": serde_json::from_str::<serde_json::Value>(&s.snapshot)
                             .unwrap_or(serde_json::Value::String(s.snapshot.clone())),
                         "entries": s.entries,

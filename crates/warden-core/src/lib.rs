@@ -73,9 +73,11 @@ pub use outcome::{
 };
 pub use program::{Compilation, Program};
 pub use schema::schema;
-pub use session::{PendingSave, Session, SessionOptions, Ticked, saved_snapshot};
+pub use session::{
+    PendingSave, Session, SessionOptions, Ticked, UnreadableSession, saved_snapshot,
+};
 pub use shared::{BusEvent, Reload};
-pub use template::check_template;
+pub use template::{TemplateCheckError, check_template};
 pub use warden::{Warden, WardenBuilder};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;

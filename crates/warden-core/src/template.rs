@@ -414,20 +414,37 @@ impl std::io::Write for Capped {
 /// `result`...) under the limits a rule's template renders with. The rendered text, or what is
 /// wrong (starting with `line N: ` when the problem has a line in the template). For tools that
 /// check a template on its own, and the `template` fuzz target.
-pub fn check_template(src: &str, values: &Json) -> Result<String, String> {
+pub fn check_template(src: &str, values: &Json) -> Result<String, TemplateCheckError> {
     static COMPILER: std::sync::OnceLock<Compiler> = std::sync::OnceLock::new();
     let compiler = COMPILER.get_or_init(|| Compiler::new(crate::schema::schema().clone()));
     let templates = Templates::new();
     let text = templates
         .text(src, compiler, &CompileOptions::default())
         .map_err(|e| match e {
-            TemplateError::Syntax(message, Some(line)) => format!("line {line}: {message}"),
-            TemplateError::Syntax(message, None) => message,
-            TemplateError::Path(e) => e.to_string(),
+            TemplateError::Syntax(message, line) => TemplateCheckError { line, message },
+            TemplateError::Path(e) => TemplateCheckError {
+                line: None,
+                message: e.to_string(),
+            },
         })?;
     templates
         .render(&text, &mut || Value::from(minijinja::value::Serde(values)))
         .map(|s| s.to_string())
+        .map_err(|message| TemplateCheckError {
+            line: None,
+            message,
+        })
+}
+
+/// Why a template does not pass [`check_template`]: what is wrong, and its line in the
+/// template when it has one (shown as `line N: ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", .line.map(|l| format!("line {l}: ")).unwrap_or_default())]
+pub struct TemplateCheckError {
+    /// The line of the template, when the problem has one.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
 }
 
 /// Refuses a template that would nest too deeply for minijinja to compile on a small stack (see

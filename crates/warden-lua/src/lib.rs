@@ -572,6 +572,16 @@ impl Runtime {
         script: &Script,
         journal: &Journal,
         timeout: Duration,
+    ) -> Result<Task, RestoreError> {
+        self.restore_task(script, journal, timeout)
+            .map_err(|reason| RestoreError { reason })
+    }
+
+    fn restore_task(
+        &mut self,
+        script: &Script,
+        journal: &Journal,
+        timeout: Duration,
     ) -> Result<Task, String> {
         if journal.runs.is_empty() {
             return Err("its replay record is empty".into());
@@ -816,6 +826,16 @@ impl Runtime {
             },
         }
     }
+}
+
+/// Why a waiting script could not be brought back from its replay record
+/// ([`Runtime::restore`]): where the re-run diverged from the record, or what kept it from
+/// starting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct RestoreError {
+    /// What went wrong.
+    pub reason: String,
 }
 
 /// The record of a run that ended waiting.

@@ -160,7 +160,8 @@ fn a_replay_that_reads_otherwise_is_refused_with_where_it_diverged() {
     let mut other = runtime(true);
     let err = other.restore(&changed, &journal, second()).unwrap_err();
     assert!(
-        err.contains("read `event.hook` where the record has `context.history`"),
+        err.reason
+            .contains("read `event.hook` where the record has `context.history`"),
         "{err}"
     );
     // Waiting elsewhere is divergence too.
@@ -172,7 +173,7 @@ fn a_replay_that_reads_otherwise_is_refused_with_where_it_diverged() {
     let err = runtime(true)
         .restore(&waits_elsewhere, &journal, second())
         .unwrap_err();
-    assert!(err.contains("run 1 of 1"), "{err}");
+    assert!(err.reason.contains("run 1 of 1"), "{err}");
 }
 
 #[test]

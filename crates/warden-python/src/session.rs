@@ -92,7 +92,7 @@ fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
         return Ok((hook, event));
     }
     let value =
-        warden_core::trace::read_json_value(text).map_err(|message| (String::new(), message))?;
+        warden_core::trace::read_json_value(text).map_err(|e| (String::new(), e.to_string()))?;
     let serde_json::Value::Object(mut map) = value else {
         return Err((String::new(), "each event must be a JSON object".into()));
     };

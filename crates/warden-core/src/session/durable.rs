@@ -274,7 +274,21 @@ impl<'a> Snapshot<'a> {
 
 /// A saved session as one JSON value, its history's entries put back inside the snapshot
 /// (as `warden sessions show` prints it). An error says what cannot be read.
-pub fn saved_snapshot(stored: &warden_store::StoredSession) -> Result<serde_json::Value, String> {
+pub fn saved_snapshot(
+    stored: &warden_store::StoredSession,
+) -> Result<serde_json::Value, UnreadableSession> {
+    read_whole(stored).map_err(|reason| UnreadableSession { reason })
+}
+
+/// Why a saved session cannot be read back ([`saved_snapshot`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct UnreadableSession {
+    /// What cannot be read, and why.
+    pub reason: String,
+}
+
+fn read_whole(stored: &warden_store::StoredSession) -> Result<serde_json::Value, String> {
     let snapshot = Snapshot::parse(&stored.snapshot)?;
     let mut whole: serde_json::Value = serde_json::from_str(&stored.snapshot)
         .map_err(|e| format!("the saved session is not readable: {e}"))?;

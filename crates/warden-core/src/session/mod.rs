@@ -45,7 +45,7 @@ use step::Step;
 use stop::Stopped;
 use trees::Trees;
 
-pub use durable::saved_snapshot;
+pub use durable::{UnreadableSession, saved_snapshot};
 pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;
 
 /// How many times a tick runs again on a session another process saved meanwhile, before it

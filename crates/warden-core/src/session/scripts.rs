@@ -124,7 +124,7 @@ impl Scripts {
             let script = script.clone();
             let restored = self
                 .runtime()
-                .and_then(|rt| rt.restore(&script, &journal, timeout));
+                .and_then(|rt| rt.restore(&script, &journal, timeout).map_err(|e| e.reason));
             match restored {
                 Ok(task) => {
                     self.tasks.insert((ix, node), (task, compiled.key.clone()));

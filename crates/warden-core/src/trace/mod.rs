@@ -57,12 +57,24 @@ pub fn read_json_unique(text: &[u8]) -> serde_json::Result<Value> {
 }
 
 /// Reads JSON text as a value, refusing a key given twice in one object as a trace line's reader
-/// does (JSON readers disagree on which one counts); the error is a phrase for the author.
-pub fn read_json_value(text: &[u8]) -> Result<Value, String> {
+/// does (JSON readers disagree on which one counts); the error says which, as a phrase for the
+/// author.
+pub fn read_json_value(text: &[u8]) -> Result<Value, JsonTextError> {
     read_json_unique(text).map_err(|e| match e.classify() {
-        serde_json::error::Category::Data => format!("{e}; give each field once"),
-        _ => format!("not valid JSON: {e}"),
+        serde_json::error::Category::Data => JsonTextError::KeyTwice(e.to_string()),
+        _ => JsonTextError::NotJson(e.to_string()),
     })
+}
+
+/// Why JSON text was refused by [`read_json_value`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JsonTextError {
+    /// Not JSON at all (with the parser's message, line and column).
+    #[error("not valid JSON: {0}")]
+    NotJson(String),
+    /// An object names a key twice.
+    #[error("{0}; give each field once")]
+    KeyTwice(String),
 }
 
 /// Reads one trace line (not blank). A key given twice in one object is refused (JSON readers
@@ -77,9 +89,9 @@ pub fn parse_line(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> 
 /// Reads one trace line the checked way: as a JSON value, then field by field, so that a
 /// mistake is named by its field.
 fn parse_line_checked(line_no: usize, line: &str) -> Result<TraceEvent, TraceError> {
-    let value = read_json_value(line.as_bytes()).map_err(|message| TraceError {
+    let value = read_json_value(line.as_bytes()).map_err(|e| TraceError {
         line: line_no,
-        message,
+        message: e.to_string(),
     })?;
     parse_value(line_no, value)
 }

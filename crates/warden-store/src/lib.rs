@@ -423,7 +423,8 @@ impl Store {
         name: &str,
         value: Option<&serde_json::Value>,
     ) -> Result<bool, StoreError> {
-        each!(self, s => s.set_override(user_id, project_id, plugin_id, name, value))
+        self.set_overrides(user_id, project_id, plugin_id, &[(name, value)])
+            .map(|changed| changed > 0)
     }
 
     /// Sets (a value) or removes (`None`) several of a user's values for one plugin's settings,

@@ -441,33 +441,8 @@ impl PgStore {
             .collect()
     }
 
-    pub(crate) fn set_override(
-        &self,
-        user_id: &str,
-        project_id: &str,
-        plugin_id: &str,
-        name: &str,
-        value: Option<&serde_json::Value>,
-    ) -> Result<bool, StoreError> {
-        let text = value.map(serde_json::Value::to_string);
-        let n = self.run(|c| match &text {
-            Some(v) => c.execute(
-                "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
-                 VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (user_id, project_id, plugin_id, name)
-                 DO UPDATE SET value_json = excluded.value_json, updated_at = warden_now()",
-                &[&user_id, &project_id, &plugin_id, &name, v],
-            ),
-            None => c.execute(
-                "DELETE FROM setting_override
-                 WHERE user_id = $1 AND project_id = $2 AND plugin_id = $3 AND name = $4",
-                &[&user_id, &project_id, &plugin_id, &name],
-            ),
-        })?;
-        Ok(n > 0)
-    }
-
-    /// Several of [`PgStore::set_override`]'s writes, for one plugin, in one transaction.
+    /// Sets (a value) or removes (`None`) some of a user's values for one plugin's settings, in
+    /// one transaction. Returns how many rows changed.
     pub(crate) fn set_overrides(
         &self,
         user_id: &str,

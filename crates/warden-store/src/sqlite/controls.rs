@@ -103,35 +103,9 @@ impl SqliteStore {
             .collect()
     }
 
-    /// Sets (or with `None`, removes) a user's value for a setting, for `project_id` or
-    /// [`ALL_PROJECTS`]. Returns whether anything changed.
-    pub(crate) fn set_override(
-        &self,
-        user_id: &str,
-        project_id: &str,
-        plugin_id: &str,
-        name: &str,
-        value: Option<&serde_json::Value>,
-    ) -> Result<bool, StoreError> {
-        let conn = self.lock();
-        let changed = match value {
-            Some(v) => conn.execute(
-                "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
-                 ON CONFLICT(user_id, project_id, plugin_id, name)
-                 DO UPDATE SET value_json = excluded.value_json, updated_at = datetime('now')",
-                params![user_id, project_id, plugin_id, name, v.to_string()],
-            ),
-            None => conn.execute(
-                "DELETE FROM setting_override
-                 WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND name = ?4",
-                params![user_id, project_id, plugin_id, name],
-            ),
-        };
-        changed.map(|n| n > 0).map_err(|e| self.sql_err(e))
-    }
-
-    /// Several of [`SqliteStore::set_override`]'s writes, for one plugin, in one transaction.
+    /// Sets (a value) or removes (`None`) some of a user's values for one plugin's settings, in
+    /// one transaction. Returns how many rows changed (a row that holds the value already
+    /// counts: SQLite's upsert rewrites it).
     pub(crate) fn set_overrides(
         &self,
         user_id: &str,

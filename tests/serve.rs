@@ -327,6 +327,25 @@ fn the_python_client_of_the_book_runs_against_the_server() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
 
+/// One `warden hook claude-code` process (Claude Code's command hook) given `payload`.
+fn command_hook(config: &Path, payload: &str) -> std::process::Output {
+    let mut hook = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["hook", "claude-code", "--config"])
+        .arg(config)
+        .env_remove("CLAUDE_PROJECT_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(payload.as_bytes())
+        .unwrap();
+    hook.wait_with_output().unwrap()
+}
+
 /// Claude Code's answer is built once, in its crate: the command hook (`warden hook
 /// claude-code`, a process per event) and the service's http hook (`POST /v1/claude-code`)
 /// answer the same payload with the same JSON, the note about rule files that do not load
@@ -364,21 +383,7 @@ fn the_http_hook_answers_what_the_command_hook_answers() {
             p["session_id"] = json!(id);
             p.to_string()
         };
-        let mut hook = Command::new(env!("CARGO_BIN_EXE_warden"))
-            .args(["hook", "claude-code", "--config"])
-            .arg(dir.path().join("warden.toml"))
-            .env_remove("CLAUDE_PROJECT_DIR")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        hook.stdin
-            .take()
-            .unwrap()
-            .write_all(as_session("command").as_bytes())
-            .unwrap();
-        let out = hook.wait_with_output().unwrap();
+        let out = command_hook(&dir.path().join("warden.toml"), &as_session("command"));
         let command: Value = match String::from_utf8_lossy(&out.stdout).trim() {
             "" => Value::Object(Default::default()),
             text => json(text),
@@ -427,21 +432,11 @@ fn the_http_hook_sees_what_a_command_hook_did_in_between() {
         body
     };
     post();
-    let mut hook = Command::new(env!("CARGO_BIN_EXE_warden"))
-        .args(["hook", "claude-code", "--config"])
-        .arg(dir.path().join("warden.toml"))
-        .env_remove("CLAUDE_PROJECT_DIR")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    hook.stdin
-        .take()
-        .unwrap()
-        .write_all(failure.as_bytes())
-        .unwrap();
-    assert!(hook.wait().unwrap().success());
+    assert!(
+        command_hook(&dir.path().join("warden.toml"), &failure)
+            .status
+            .success()
+    );
     // The third failure of the session: the built-in warning counts all three.
     let third = post();
     assert!(third.contains("WebFetch has failed 3 times"), "{third}");

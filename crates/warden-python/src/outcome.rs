@@ -110,6 +110,15 @@ fn effect<'py>(py: Python<'py>, e: &Effect) -> PyResult<Bound<'py, PyAny>> {
     })
 }
 
+/// Effects as a Python list of their classes.
+fn effect_list<'py>(py: Python<'py>, effects: &[Effect]) -> PyResult<Bound<'py, PyList>> {
+    let items = effects
+        .iter()
+        .map(|e| effect(py, e))
+        .collect::<PyResult<Vec<_>>>()?;
+    list(py, items)
+}
+
 impl PyProceed {
     fn of(p: Proceed<'_>) -> Self {
         let (kind, reason, input) = match p {
@@ -220,13 +229,7 @@ impl PyOutcome {
     /// `EmittedEvent`, `Decided`, `Rewrite`, `Enriched`.
     #[getter]
     fn effects<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items = self
-            .0
-            .effects
-            .iter()
-            .map(|e| effect(py, e))
-            .collect::<PyResult<Vec<_>>>()?;
-        list(py, items)
+        effect_list(py, &self.0.effects)
     }
 
     /// Failures isolated to a rule (a Lua error, a condition that broke): the other rules ran.
@@ -267,13 +270,7 @@ impl PyOutcome {
     /// What the rules in shadow rendered (the same kinds as `effects`), none of it applied.
     #[getter]
     fn shadow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items = self
-            .0
-            .shadow
-            .iter()
-            .map(|e| effect(py, e))
-            .collect::<PyResult<Vec<_>>>()?;
-        list(py, items)
+        effect_list(py, &self.0.shadow)
     }
 
     /// Every rule evaluated and what it came to (all of them in explain mode; otherwise the

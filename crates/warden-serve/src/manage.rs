@@ -72,6 +72,13 @@ pub(crate) struct PluginView {
     pub values: Vec<SettingInfo>,
 }
 
+/// One rule as `user` sees it in `project`, with its firings on this server.
+fn rule_view(app: &App, user: &str, project: &str, id: &str) -> Result<RuleView, ApiError> {
+    let info = app.warden.rule_info(user, project, id)?;
+    let stats = app.metrics.rule(&info.key);
+    Ok(RuleView::new(info, stats))
+}
+
 /// Every rule as the scope's user sees it, in priority order per hook.
 pub(crate) fn rule_views(app: &App, user: &str, project: &str) -> Vec<RuleView> {
     app.warden
@@ -124,9 +131,7 @@ pub(crate) async fn get_rule(
     QueryParams(scope): QueryParams<Scope>,
 ) -> Result<Json<RuleView>, ApiError> {
     let (user, project) = names(&app, &scope)?;
-    let info = app.warden.rule_info(&user, &project, &id)?;
-    let stats = app.metrics.rule(&info.key);
-    Ok(Json(RuleView::new(info, stats)))
+    rule_view(&app, &user, &project, &id).map(Json)
 }
 
 /// `PUT /v1/rules/{id}/enabled`: switches a rule on or off for the user (toggles are per user,
@@ -151,9 +156,7 @@ pub(crate) async fn put_enabled(
         }
     };
     app.warden.set_rule_enabled(&user, &id, on)?;
-    let info = app.warden.rule_info(&user, &project, &id)?;
-    let stats = app.metrics.rule(&info.key);
-    Ok(Json(RuleView::new(info, stats)))
+    rule_view(&app, &user, &project, &id).map(Json)
 }
 
 /// `PUT /v1/rules/{id}/state`: puts a rule on, off or in shadow for the user (`{"state":
@@ -170,9 +173,7 @@ pub(crate) async fn put_state(
     no_project(&scope)?;
     let state = state_of(&body)?;
     app.warden.set_rule_state(&user, &id, state)?;
-    let info = app.warden.rule_info(&user, &project, &id)?;
-    let stats = app.metrics.rule(&info.key);
-    Ok(Json(RuleView::new(info, stats)))
+    rule_view(&app, &user, &project, &id).map(Json)
 }
 
 /// The state a body asks for: `{"state": "on" | "off" | "shadow"}`, or the bare string.
@@ -238,9 +239,7 @@ pub(crate) async fn reset_enabled(
     let (user, project) = names(&app, &scope)?;
     no_project(&scope)?;
     app.warden.reset_rule(&user, &id)?;
-    let info = app.warden.rule_info(&user, &project, &id)?;
-    let stats = app.metrics.rule(&info.key);
-    Ok(Json(RuleView::new(info, stats)))
+    rule_view(&app, &user, &project, &id).map(Json)
 }
 
 /// A rule toggle is per user; a `project` would be silently ignored, so it is refused.

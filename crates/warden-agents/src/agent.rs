@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::payload::{HookEvent, Payload};
+use crate::event::HookEvent;
 use crate::reply::Reply;
 use crate::transcript::Usage;
 use crate::{claude_code, codex, gemini_cli};
@@ -95,13 +95,17 @@ impl Agent {
     /// Why a tool call that returned failed, when the agent has no event of its own for a
     /// failure and records it elsewhere: Codex in its session file (the exit code), Gemini CLI
     /// in the tool's response.
-    pub(crate) fn failure(self, payload: &Payload) -> Option<String> {
+    /// `record` is where the agent wrote down the call (its session file), `id` the call's id,
+    /// `response` what the tool returned.
+    pub(crate) fn failure(
+        self,
+        record: Option<&str>,
+        id: Option<&str>,
+        response: Option<&Value>,
+    ) -> Option<String> {
         match self {
-            Agent::Codex => codex::failure(
-                payload.transcript_path.as_deref()?,
-                payload.tool_use_id.as_deref()?,
-            ),
-            Agent::GeminiCli => gemini_cli::failure(payload.tool_response.as_ref()?),
+            Agent::Codex => codex::failure(record?, id?),
+            Agent::GeminiCli => gemini_cli::failure(response?),
             Agent::ClaudeCode => None,
         }
     }

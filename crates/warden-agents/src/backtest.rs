@@ -21,9 +21,10 @@ use serde_json::{Map, Value, json};
 use warden_core::{ClaudeCodeConfig, Event, Hook, Outcome, SessionOptions, Warden};
 
 use crate::agent::Agent;
-use crate::handler::{Handler, Options, Usages};
-use crate::payload::{HookEvent, Payload};
-use crate::transcript::{Line, Usage};
+use crate::event::HookEvent;
+use crate::handler::{Handler, Options};
+use crate::payload::Payload;
+use crate::transcript::{Line, Usage, Usages};
 
 /// What one tick of a replayed event did.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::payload::HookEvent;
+use crate::event::HookEvent;
 use crate::reply::{Reply, Verdict};
 
 /// Claude Code's events Warden acts on.

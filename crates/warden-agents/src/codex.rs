@@ -16,10 +16,9 @@
 use serde_json::{Map, Value, json};
 
 use crate::claude_code;
-use crate::handler::Usages;
-use crate::payload::HookEvent;
+use crate::event::HookEvent;
 use crate::reply::{Reply, Verdict, ask_as_refusal};
-use crate::transcript::{self, Usage};
+use crate::transcript::{self, Usage, Usages};
 
 /// Codex's events Warden acts on (its shell tool is `Bash`, its file edits `apply_patch`).
 pub(crate) const EVENTS: &[(&str, HookEvent)] = &[
@@ -66,7 +65,11 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
                 // Codex's own approval decides the rest (an `allow` without new input is not
                 // one Codex takes).
                 Some(Verdict::Allow { .. }) | None => None,
-                Some(deny @ Verdict::Deny(_)) => Some(deny.clone()),
+                // Codex writes "blocked by PreToolUse hook: {reason}. Command: ...": the
+                // reason's own full stop is dropped.
+                Some(Verdict::Deny(reason)) => Some(Verdict::Deny(
+                    reason.strip_suffix('.').unwrap_or(reason).to_string(),
+                )),
             };
             claude_code::permission(&mut specific, verdict.as_ref());
             if let Some(context) = &reply.context {

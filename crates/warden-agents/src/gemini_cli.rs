@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::payload::HookEvent;
+use crate::event::HookEvent;
 use crate::reply::{Reply, Verdict, ask_as_refusal};
 use crate::transcript::Usage;
 

@@ -11,9 +11,10 @@ use warden_core::{
 };
 
 use crate::agent::Agent;
-use crate::payload::{HookEvent, Payload};
+use crate::event::HookEvent;
+use crate::payload::Payload;
 use crate::reply::{Reply, Verdict};
-use crate::transcript::{self, Usage, context_window, last_usage, usage_of_call};
+use crate::transcript::{self, Usage, Usages, context_window, last_usage, usage_of_call};
 
 /// Who the hook acts for, and where.
 #[derive(Debug, Clone)]
@@ -56,15 +57,6 @@ const PENDING_CONTEXT: &str = "agent.pending_context";
 /// The last model call an agent reported in a hook of its own (Gemini CLI's `AfterModel`):
 /// its id, model and token usage.
 const MODEL_CALL: &str = "agent.model_call";
-
-/// Where a hook reads the token usage of the model calls: the transcript file as Claude Code
-/// has written it so far (live), or the lines of a transcript read so far (a backtest).
-pub(crate) trait Usages {
-    /// The usage of the last model call of the main conversation.
-    fn last(&mut self, log: &mut Vec<String>) -> Option<Usage>;
-    /// The usage of the model call that asked for the tool call `tool_use_id`.
-    fn of_call(&mut self, tool_use_id: &str, log: &mut Vec<String>) -> Option<Usage>;
-}
 
 /// The live transcript, read from its file.
 pub(crate) struct TranscriptFile<'p> {

@@ -27,6 +27,9 @@ fn events(agent: Agent) -> Vec<(&'static str, Option<&'static str>)> {
 /// How long the agent waits for a hook, in seconds.
 const TIMEOUT: u64 = 30;
 
+/// What Codex gives a `SessionEnd` hook at most, in seconds.
+const CODEX_SESSION_END_TIMEOUT: u64 = 3;
+
 /// The agent's project hook file, in the project folder.
 pub fn hook_file(agent: Agent) -> &'static str {
     match agent {
@@ -192,8 +195,16 @@ pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, Map::new()),
         Err(e) => return Err(io(&settings)(e)),
     };
-    report.hooks_added =
-        merge_hooks(&mut root, &events(agent), &handler).map_err(settings_error)?;
+    report.hooks_added = merge_hooks(&mut root, &events(agent), |event| {
+        // Codex gives `SessionEnd` 3 seconds whatever the hook says, and warns at every run
+        // when it says more.
+        let mut h = handler.clone();
+        if agent == Agent::Codex && event == "SessionEnd" {
+            h["timeout"] = json!(CODEX_SESSION_END_TIMEOUT);
+        }
+        h
+    })
+    .map_err(settings_error)?;
     if report.hooks_added == 0 {
         report.unchanged.push(settings);
         return Ok(report);
@@ -277,7 +288,7 @@ fn shell_word(s: &str) -> String {
 fn merge_hooks(
     settings: &mut Map<String, Value>,
     events: &[(&str, Option<&str>)],
-    handler: &Value,
+    handler_of: impl Fn(&str) -> Value,
 ) -> Result<usize, String> {
     let hooks = settings
         .entry("hooks")
@@ -287,6 +298,7 @@ fn merge_hooks(
     };
     let mut added = 0;
     for (event, matcher) in events {
+        let handler = &handler_of(event);
         let groups = hooks
             .entry(*event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -427,6 +439,7 @@ mod tests {
         .unwrap();
         let pre = &codex["hooks"]["PreToolUse"][0];
         assert_eq!(pre.get("matcher"), None, "every tool");
+        assert_eq!(codex["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"], 3);
         let command = pre["hooks"][0]["command"].as_str().unwrap();
         assert!(
             command.starts_with("warden hook codex --config "),

@@ -50,6 +50,7 @@ mod agent;
 mod backtest;
 mod claude_code;
 mod codex;
+mod event;
 mod gemini_cli;
 mod handler;
 mod init;
@@ -60,15 +61,17 @@ mod transcript;
 use serde_json::Value;
 use warden_core::{ClaudeCodeConfig, Session, SessionOptions, Warden};
 
-use crate::handler::{Handler, Reported, TranscriptFile, Usages};
+use crate::handler::{Handler, Reported, TranscriptFile};
 use crate::reply::Reply;
+use crate::transcript::Usages;
 
 pub use agent::Agent;
 
 pub use backtest::{Backtest, Replayed, TickReport};
+pub use event::HookEvent;
 pub use handler::Options;
 pub use init::{InitError, InitOptions, InitReport, hook_file, init};
-pub use payload::{HookEvent, MAX_PAYLOAD, Payload, PayloadError};
+pub use payload::{MAX_PAYLOAD, Payload, PayloadError};
 pub use transcript::{DEFAULT_WINDOW, Usage, context_window, last_usage, usage_of_call};
 
 /// The answer to one hook: the JSON to print (nothing at all when `json` is `None`), and lines
@@ -131,7 +134,11 @@ pub fn answer_with(
     // Codex and Gemini CLI have no event for a failed tool: a returned call that failed is
     // told by what the agent recorded of it.
     if event == HookEvent::ToolDone
-        && let Some(why) = agent.failure(&payload)
+        && let Some(why) = agent.failure(
+            payload.transcript_path.as_deref(),
+            payload.tool_use_id.as_deref(),
+            payload.tool_response.as_ref(),
+        )
     {
         event = HookEvent::ToolFailed;
         payload.error = Some(why);

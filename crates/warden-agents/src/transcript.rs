@@ -39,6 +39,15 @@ impl Usage {
     }
 }
 
+/// Where a hook reads the token usage of the model calls: the transcript file as Claude Code
+/// has written it so far (live), or the lines of a transcript read so far (a backtest).
+pub(crate) trait Usages {
+    /// The usage of the last model call of the main conversation.
+    fn last(&mut self, log: &mut Vec<String>) -> Option<Usage>;
+    /// The usage of the model call that asked for the tool call `tool_use_id`.
+    fn of_call(&mut self, tool_use_id: &str, log: &mut Vec<String>) -> Option<Usage>;
+}
+
 /// How much of a transcript's end is read, at most, looking for the last model call.
 const MAX_TAIL: u64 = 8 << 20;
 /// The size of each read, backwards from the end.

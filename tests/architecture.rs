@@ -408,13 +408,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-store",
         ],
     ),
-    ("warden-claude-code", &["warden-core"]),
-    ("warden-serve", &["warden-claude-code", "warden-core"]),
+    ("warden-agents", &["warden-core"]),
+    ("warden-serve", &["warden-agents", "warden-core"]),
     ("warden-python", &["warden-core", "warden-load"]),
     (
         "warden-testing",
         &[
-            "warden-claude-code",
+            "warden-agents",
             "warden-core",
             "warden-input",
             "warden-load",
@@ -424,7 +424,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "warden-bench",
         &[
-            "warden-claude-code",
+            "warden-agents",
             "warden-core",
             "warden-shell",
             "warden-store",
@@ -434,7 +434,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "warden-cli",
         &[
             "warden-bench",
-            "warden-claude-code",
+            "warden-agents",
             "warden-core",
             "warden-input",
             "warden-load",

@@ -316,10 +316,11 @@ pub fn claude_code_hook(data: &[u8]) {
         }
         let warden = w.as_ref().expect("built above");
         let config = warden_core::ClaudeCodeConfig::default();
-        let answer = warden_claude_code::answer(
+        let answer = warden_agents::answer(
+            warden_agents::Agent::ClaudeCode,
             warden,
             &config,
-            &warden_claude_code::Options::default(),
+            &warden_agents::Options::default(),
             data,
         );
         if let Some(json) = &answer.json {
@@ -330,7 +331,12 @@ pub fn claude_code_hook(data: &[u8]) {
             fail_closed: true,
             ..warden_core::ClaudeCodeConfig::default()
         };
-        let _ = warden_claude_code::fail(&closed, Some("PreToolUse"), "x");
+        let _ = warden_agents::fail(
+            warden_agents::Agent::ClaudeCode,
+            &closed,
+            Some("PreToolUse"),
+            "x",
+        );
     });
 }
 

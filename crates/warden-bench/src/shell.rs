@@ -174,12 +174,13 @@ fn one_hook(config: &Path, command: &str) -> io::Result<()> {
         "session_id": "bench", "hook_event_name": "PreToolUse", "cwd": "/home/ada/app",
         "tool_name": "Bash", "tool_input": {"command": command}
     });
-    let answer = warden_claude_code::answer(
+    let answer = warden_agents::answer(
+        warden_agents::Agent::ClaudeCode,
         &warden,
         &config.claude_code,
-        &warden_claude_code::Options {
+        &warden_agents::Options {
             project_dir: Some("/home/ada/app".into()),
-            ..warden_claude_code::Options::default()
+            ..warden_agents::Options::default()
         },
         payload.to_string().as_bytes(),
     );

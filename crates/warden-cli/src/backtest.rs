@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use warden_claude_code::{Backtest, Options, Replayed};
+use warden_agents::{Backtest, Options, Replayed};
 use warden_core::{Config, Warden};
 
 use crate::setup::build;

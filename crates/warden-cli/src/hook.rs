@@ -1,6 +1,7 @@
-//! `warden hook claude-code` and `warden init claude-code`: Claude Code's hooks, wired.
+//! `warden hook AGENT` and `warden init AGENT` (`claude-code`, `codex`, `gemini-cli`): the
+//! agents' hooks, wired.
 //!
-//! The hook is run by Claude Code, one process per event: it reads the payload on stdin and
+//! The hook is run by the agent, one process per event: it reads the payload on stdin and
 //! prints the answer on stdout, always exiting 0. Nothing that goes wrong in Warden itself
 //! (the configuration, the database, the payload, a bug) breaks the user's session: the answer
 //! then says what is wrong, and lets the agent go on unless the configuration asks to fail
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use warden_claude_code::{Answer, InitOptions, MAX_PAYLOAD, Options, answer, fail};
+use warden_agents::{Agent, Answer, InitOptions, MAX_PAYLOAD, Options, answer, fail};
 use warden_core::{ClaudeCodeConfig, Config};
 
 use crate::setup::open_store;
@@ -26,6 +27,28 @@ pub(crate) enum HookTarget {
         #[arg(long)]
         fail_closed: bool,
     },
+    /// Answer one Codex hook: the payload on stdin, the answer on stdout (exit 0).
+    Codex {
+        /// Deny tool calls while Warden itself is broken.
+        #[arg(long)]
+        fail_closed: bool,
+    },
+    /// Answer one Gemini CLI hook: the payload on stdin, the answer on stdout (exit 0).
+    GeminiCli {
+        /// Deny tool calls while Warden itself is broken.
+        #[arg(long)]
+        fail_closed: bool,
+    },
+}
+
+impl HookTarget {
+    fn agent(&self) -> (Agent, bool) {
+        match *self {
+            HookTarget::ClaudeCode { fail_closed } => (Agent::ClaudeCode, fail_closed),
+            HookTarget::Codex { fail_closed } => (Agent::Codex, fail_closed),
+            HookTarget::GeminiCli { fail_closed } => (Agent::GeminiCli, fail_closed),
+        }
+    }
 }
 
 /// What to set up.
@@ -47,17 +70,37 @@ pub(crate) enum InitTarget {
         #[arg(long)]
         no_guardrails: bool,
     },
+    /// Supervise Codex in a project: writes `.warden/` and adds Warden's hooks to
+    /// `.codex/hooks.json`, keeping what is there.
+    Codex {
+        /// The project folder (default: the current one).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// Leave the guardrails that ship with Warden off.
+        #[arg(long)]
+        no_guardrails: bool,
+    },
+    /// Supervise Gemini CLI in a project: writes `.warden/` and adds Warden's hooks to
+    /// `.gemini/settings.json`, keeping what is there.
+    GeminiCli {
+        /// The project folder (default: the current one).
+        #[arg(long, value_name = "DIR", default_value = ".")]
+        dir: PathBuf,
+        /// Leave the guardrails that ship with Warden off.
+        #[arg(long)]
+        no_guardrails: bool,
+    },
 }
 
 /// Runs a hook: never fails, always exits 0 (see the module docs).
 pub(crate) fn run(config: Result<Config, String>, target: HookTarget) -> ExitCode {
-    let HookTarget::ClaudeCode { fail_closed } = target;
+    let (agent, fail_closed) = target.agent();
     let mut input = Vec::new();
     let read = std::io::stdin()
         .take(MAX_PAYLOAD as u64 + 1)
         .read_to_end(&mut input);
     let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        claude_code(config, fail_closed, &input, read.err())
+        hook(agent, config, fail_closed, &input, read.err())
     }))
     .unwrap_or_else(|_| {
         let cc = ClaudeCodeConfig {
@@ -65,6 +108,7 @@ pub(crate) fn run(config: Result<Config, String>, target: HookTarget) -> ExitCod
             ..ClaudeCodeConfig::default()
         };
         fail(
+            agent,
             &cc,
             event_name(&input).as_deref(),
             "Warden stopped on an internal error (a bug: please report it with the payload)",
@@ -74,7 +118,12 @@ pub(crate) fn run(config: Result<Config, String>, target: HookTarget) -> ExitCod
     for line in &answer.log {
         let _ = writeln!(err, "{line}");
     }
-    if let Some(json) = &answer.json {
+    // Gemini CLI reads stderr as the answer when stdout is empty: it gets `{}` then.
+    let json = match (&answer.json, agent) {
+        (None, Agent::GeminiCli) => Some(serde_json::json!({})),
+        (json, _) => json.clone(),
+    };
+    if let Some(json) = json {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{json}");
         let _ = out.flush();
@@ -97,7 +146,8 @@ const HOOK_LOCK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// most this much of the log when it opens the database instead of making four fsyncs.
 const HOOK_CHECKPOINT_PAGES: u32 = 64;
 
-fn claude_code(
+fn hook(
+    agent: Agent,
     config: Result<Config, String>,
     fail_closed: bool,
     input: &[u8],
@@ -108,7 +158,7 @@ fn claude_code(
         ..ClaudeCodeConfig::default()
     };
     let event = event_name(input);
-    let failed = |cc: &ClaudeCodeConfig, why: &str| fail(cc, event.as_deref(), why);
+    let failed = |cc: &ClaudeCodeConfig, why: &str| fail(agent, cc, event.as_deref(), why);
     if let Some(e) = read {
         return failed(&cc, &format!("the payload could not be read: {e}"));
     }
@@ -123,7 +173,10 @@ fn claude_code(
     if config.database.is_none() {
         return failed(
             &cc,
-            "no database is configured, so sessions cannot be followed from one hook to the next: run `warden init claude-code` in the project, or set `database` in warden.toml",
+            &format!(
+                "no database is configured, so sessions cannot be followed from one hook to the next: run `warden init {}` in the project, or set `database` in warden.toml",
+                agent.name()
+            ),
         );
     }
     // A hook process ticks once: waiting longer for the database than a tick of a long-running
@@ -158,9 +211,9 @@ fn claude_code(
     let opts = Options {
         user: config.user.clone(),
         project: config.project.clone(),
-        project_dir: std::env::var_os("CLAUDE_PROJECT_DIR").map(PathBuf::from),
+        project_dir: project_dir(agent),
     };
-    let out = answer(&warden, &cc, &opts, input);
+    let out = answer(agent, &warden, &cc, &opts, input);
     // The process ends here: its memory goes back to the system whole, rather than value by
     // value (freeing the program was 5% of a hook's instructions). The store's one duty at close
     // is done first; a SQLite connection closes with the process. (A PostgreSQL pool is closed
@@ -172,13 +225,32 @@ fn claude_code(
     out
 }
 
-/// `warden init claude-code`.
+/// The project's folder as the agent names it to its hooks (Codex names none: the payload's
+/// `cwd` is used).
+fn project_dir(agent: Agent) -> Option<PathBuf> {
+    let var = match agent {
+        Agent::ClaudeCode => "CLAUDE_PROJECT_DIR",
+        Agent::GeminiCli => "GEMINI_PROJECT_DIR",
+        Agent::Codex => return None,
+    };
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `warden init AGENT`.
 pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
-    let InitTarget::ClaudeCode {
-        dir,
-        url,
-        no_guardrails,
-    } = target;
+    let (agent, dir, url, no_guardrails) = match target {
+        InitTarget::ClaudeCode {
+            dir,
+            url,
+            no_guardrails,
+        } => (Agent::ClaudeCode, dir, url, no_guardrails),
+        InitTarget::Codex { dir, no_guardrails } => (Agent::Codex, dir, None, no_guardrails),
+        InitTarget::GeminiCli { dir, no_guardrails } => {
+            (Agent::GeminiCli, dir, None, no_guardrails)
+        }
+    };
     if !dir.is_dir() {
         return Err(format!(
             "{} is not a folder: give the project folder with --dir",
@@ -186,7 +258,8 @@ pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
         ));
     }
     let project = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let report = warden_claude_code::init(&InitOptions {
+    let report = warden_agents::init(&InitOptions {
+        agent,
         project: project.clone(),
         command: command(),
         url,
@@ -214,12 +287,24 @@ pub(crate) fn init(target: InitTarget) -> Result<ExitCode, String> {
         "The guardrails that ship with Warden are on (`builtin:guardrails` in .warden/warden.toml):\n\
          destructive commands outside the project are refused, and a session refused again and again stops."
     };
+    let next = match agent {
+        Agent::ClaudeCode => String::new(),
+        Agent::Codex => "\nCodex runs a project's hooks once the project is trusted and its hooks are reviewed:\n\
+             open `codex` in this folder, trust it, and approve Warden's hooks in `/hooks`\n\
+             (the book's Codex chapter says how, and how to do it without the TUI).\n"
+            .to_string(),
+        Agent::GeminiCli => "\nGemini CLI runs a project's hooks once the folder is trusted: answer its trust prompt\n\
+             (or run it with GEMINI_CLI_TRUST_WORKSPACE=true).\n"
+            .to_string(),
+    };
     println!(
-        "\n{} hook(s) added to .claude/settings.json. Claude Code now runs Warden at every event of this project.\n\
+        "\n{} hook(s) added to {}. {} now runs Warden at every event of this project.\n{next}\
          {guardrails}\n\
          Your rules go in .warden/rules/; check them with `warden --config .warden/warden.toml check`,\n\
          and read what fired with `warden --config .warden/warden.toml log`.",
-        report.hooks_added
+        report.hooks_added,
+        warden_agents::hook_file(agent),
+        agent.title(),
     );
     Ok(ExitCode::SUCCESS)
 }

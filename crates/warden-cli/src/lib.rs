@@ -133,13 +133,14 @@ enum Command {
     /// Run Warden as an HTTP service: the agent API, the management API and the Settings
     /// page, with hot reload (until SIGTERM or Ctrl-C).
     Serve(serve::ServeArgs),
-    /// Answer a hook of an agent (`warden hook claude-code`: Claude Code's payload on stdin,
-    /// its answer on stdout).
+    /// Answer a hook of an agent (`warden hook claude-code`, `codex`, `gemini-cli`: the
+    /// agent's payload on stdin, its answer on stdout).
     Hook {
         #[command(subcommand)]
         target: hook::HookTarget,
     },
-    /// Set up supervision of an agent (`warden init claude-code`).
+    /// Set up supervision of an agent in a project (`warden init claude-code`, `codex`,
+    /// `gemini-cli`).
     Init {
         #[command(subcommand)]
         target: hook::InitTarget,

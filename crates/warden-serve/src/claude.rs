@@ -1,6 +1,6 @@
 //! `POST /v1/claude-code`: Claude Code's `http` hook. Claude Code posts the payload a command
 //! hook reads on stdin and reads the same JSON answer; both are answered by the one
-//! translation of `warden-claude-code` (`answer_with`), so a team can point all its Claude Code
+//! translation of `warden-agents` (`answer_with`), so a team can point all its Claude Code
 //! users at one Warden. The session is the one the server keeps (the sessions the events API
 //! ticks), so an event costs no read of the session from the store.
 
@@ -9,7 +9,7 @@ use axum::extract::{FromRequest, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
-use warden_claude_code::{MAX_PAYLOAD, Options, answer_with};
+use warden_agents::{Agent, MAX_PAYLOAD, Options, answer_with};
 
 use crate::error::{ApiError, QueryParams, is_json};
 use crate::guard::Scope;
@@ -60,6 +60,7 @@ pub(crate) async fn hook(
     let out = app
         .on_blocking_pool("hook", move |app| {
             answer_with(
+                Agent::ClaudeCode,
                 &app.warden,
                 &app.options.claude_code,
                 &opts,

@@ -8,7 +8,7 @@
 //!
 //! - the agent API: `POST /v1/sessions/{id}/events` (an event in the trace format, the outcome
 //!   back), `GET`/`DELETE /v1/sessions/{id}`, `GET /v1/events` (server-sent events), and
-//!   `POST /v1/claude-code` (Claude Code's `http` hook, answered by `warden-claude-code`);
+//!   `POST /v1/claude-code` (Claude Code's `http` hook, answered by `warden-agents`);
 //! - the management API: `GET /v1/rules`, `PUT /v1/rules/{id}/enabled`,
 //!   `PUT /v1/plugins/{id}/settings`, `POST /v1/rules/{id}/test`, `GET /v1/log`...;
 //! - `GET /v1/health`, `GET /v1/metrics` (Prometheus), `GET /v1/openapi.json`;

@@ -10,7 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-use warden_claude_code::{Backtest, Options};
+use warden_agents::{Backtest, Options};
 use warden_core::{ClaudeCodeConfig, Outcome, Session, Warden};
 use warden_input::{Doc, Table};
 use warden_load::DEFAULT_ID;

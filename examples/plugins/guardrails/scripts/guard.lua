@@ -1,4 +1,4 @@
--- The guardrails' guard of file tools (`Write`, `Edit`...): asks before a file outside the
+-- The guardrails' guard of file tools (`Write`, `Edit`, `apply_patch`...): asks before a file outside the
 -- project folder is written. (Shell commands are judged by Warden itself: `tool.shell`.)
 --
 -- The path is made absolute against the project's folder (`context.project.root`), with `.`,
@@ -32,22 +32,28 @@ local function under(path, dir)
   return dir ~= "" and (path == dir or path:sub(1, #dir + 1) == dir .. "/")
 end
 
+-- The files the call writes: one path, or every file of a patch (Codex's `apply_patch`,
+-- whose input Warden gives `paths`).
 local args = tool.arguments
 if type(args) ~= "table" then
   return false
 end
-local path = args.file_path or args.path or args.notebook_path
-if type(path) ~= "string" or path == "" then
-  return false
+local paths = {}
+if type(args.paths) == "table" then
+  for _, p in ipairs(args.paths) do
+    paths[#paths + 1] = p
+  end
+else
+  paths[1] = args.file_path or args.path or args.notebook_path
 end
-local full = absolute(path)
-if full == nil then
-  return false
+for _, path in ipairs(paths) do
+  local full = type(path) == "string" and path ~= "" and absolute(path) or nil
+  if full ~= nil and not (root ~= "" and under(full, root))
+      and not (full:find("/%.claude/settings[%w.]*%.json$") or full:find("/%.warden/")
+        or full:find("/%.codex/hooks%.json$") or full:find("/%.codex/config%.toml$")
+        or full:find("/%.gemini/settings%.json$")) then
+    -- (Warden's own files and the agents' hook files are refused by protect-warden-files.)
+    return ask("this writes `" .. full .. "`, outside the project folder: is that what you want?")
+  end
 end
-if root ~= "" and under(full, root) then
-  return false
-end
-if full:find("/%.claude/settings[%w.]*%.json$") or full:find("/%.warden/") then
-  return false -- protect-warden-files refuses it
-end
-return ask("this writes `" .. full .. "`, outside the project folder: is that what you want?")
+return false

@@ -14,16 +14,25 @@ local args = tool.arguments
 if type(args) ~= "table" then
   return false
 end
-local path = args.file_path or args.path or args.notebook_path
-if type(path) ~= "string" or path == "" then
-  return false
+-- One path, or every file of a patch (Codex's `apply_patch`, whose input Warden gives `paths`).
+local paths = {}
+if type(args.paths) == "table" then
+  for _, p in ipairs(args.paths) do
+    paths[#paths + 1] = p
+  end
+else
+  paths[1] = args.file_path or args.path or args.notebook_path
 end
--- Read as a path: `a/./b` is `a/b`, and a relative path starts in the project.
-local full = "/" .. path:gsub("/%./", "/"):gsub("^%./", "")
-for _, pattern in ipairs(PROTECTED) do
-  if full:find(pattern) then
-    set_state("denials", context.session_state.get("denials", 0) + 1, "session")
-    return deny("this changes `" .. path .. "`, Warden's own files or the agent's hook configuration: the supervisor is not the agent's to change; ask the user")
+for _, path in ipairs(paths) do
+  if type(path) == "string" and path ~= "" then
+    -- Read as a path: `a/./b` is `a/b`, and a relative path starts in the project.
+    local full = "/" .. path:gsub("/%./", "/"):gsub("^%./", "")
+    for _, pattern in ipairs(PROTECTED) do
+      if full:find(pattern) then
+        set_state("denials", context.session_state.get("denials", 0) + 1, "session")
+        return deny("this changes `" .. path .. "`, Warden's own files or the agent's hook configuration: the supervisor is not the agent's to change; ask the user")
+      end
+    end
   end
 end
 return false

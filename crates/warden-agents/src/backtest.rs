@@ -20,6 +20,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value, json};
 use warden_core::{ClaudeCodeConfig, Event, Hook, Outcome, SessionOptions, Warden};
 
+use crate::agent::Agent;
 use crate::handler::{Handler, Options, Usages};
 use crate::payload::{HookEvent, Payload};
 use crate::transcript::{Line, Usage};
@@ -343,7 +344,7 @@ impl<'w> Backtest<'w> {
             fields.insert("tool_name".into(), json!(name));
             fields.insert("tool_input".into(), input.clone());
             fields.insert("tool_use_id".into(), json!(id));
-            let replayed = self.send(line, HookEvent::PreToolUse, fields);
+            let replayed = self.send(line, HookEvent::ToolCall, fields);
             if replayed.refused {
                 self.refused.insert(id.to_string());
             }
@@ -397,7 +398,7 @@ impl<'w> Backtest<'w> {
         self.halted = false;
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
-        let replayed = self.send(line, HookEvent::UserPromptSubmit, fields);
+        let replayed = self.send(line, HookEvent::Prompt, fields);
         // A prompt the rules block never reaches the agent.
         if replayed
             .answer
@@ -442,12 +443,12 @@ impl<'w> Backtest<'w> {
         fields.insert("tool_use_id".into(), json!(id));
         let event = if failed {
             fields.insert("error".into(), json!(text));
-            HookEvent::PostToolUseFailure
+            HookEvent::ToolFailed
         } else {
             // The structured result, as Claude Code gives it to PostToolUse (a line holds one).
             let response = tool_use_result.take().unwrap_or_else(|| json!(text));
             fields.insert("tool_response".into(), response);
-            HookEvent::PostToolUse
+            HookEvent::ToolDone
         };
         out.push(self.send(line, event, fields));
     }
@@ -471,16 +472,19 @@ impl<'w> Backtest<'w> {
     /// Answers one payload as the live hook does, on this transcript's session.
     fn send(&mut self, line: usize, event: HookEvent, mut fields: Map<String, Value>) -> Replayed {
         fields.insert("session_id".into(), json!(self.session_id));
-        fields.insert("hook_event_name".into(), json!(event.name()));
+        fields.insert(
+            "hook_event_name".into(),
+            json!(Agent::ClaudeCode.event_name(event)),
+        );
         if let Some(cwd) = &self.cwd {
             fields.insert("cwd".into(), json!(cwd));
         }
-        let payload = match Payload::from_value(Value::Object(fields)) {
+        let payload = match Payload::from_value(Agent::ClaudeCode, Value::Object(fields)) {
             Ok(p) => p,
             Err(e) => {
                 return Replayed {
                     line,
-                    payload: Payload::empty(event, &self.session_id),
+                    payload: Payload::empty(Agent::ClaudeCode, event, &self.session_id),
                     ticks: Vec::new(),
                     answer: None,
                     refused: false,
@@ -507,15 +511,13 @@ impl<'w> Backtest<'w> {
             log: Vec::new(),
             unsaved: None,
         };
-        let answer = hook.run(event);
+        let reply = hook.run(event);
         // The rules ended the session: Claude Code stops the agent here.
-        if answer.as_ref().is_some_and(|a| a["continue"] == false) {
+        if reply.stop.is_some() {
             self.halted = true;
         }
-        let refused = event == HookEvent::PreToolUse
-            && answer
-                .as_ref()
-                .is_some_and(|a| a["hookSpecificOutput"]["permissionDecision"] == "deny");
+        let refused = event == HookEvent::ToolCall && reply.refuses_call();
+        let answer = Agent::ClaudeCode.encode(event, &payload.event_name, &reply);
         Replayed {
             line,
             payload,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use warden_claude_code::{Options, answer};
+use warden_agents::{Agent, Options, answer};
 use warden_core::{ClaudeCodeConfig, Event, Hook, Warden};
 
 /// What a generated rule does when it fires.
@@ -144,7 +144,13 @@ proptest! {
                 "session_id": "invariant", "hook_event_name": "PreToolUse",
                 "tool_name": format!("t{tool}"), "tool_input": { "n": j },
             });
-            let a = answer(&warden, &config, &opts, payload.to_string().as_bytes())
+            let a = answer(
+                Agent::ClaudeCode,
+                &warden,
+                &config,
+                &opts,
+                payload.to_string().as_bytes(),
+            )
                 .json
                 .unwrap_or(Value::Null);
             let decision = &a["hookSpecificOutput"]["permissionDecision"];

@@ -24,6 +24,8 @@ pub struct Usage {
     pub cache_read: u64,
     /// Tokens of output.
     pub output: u64,
+    /// The model's context window, when the agent reports it (Codex does).
+    pub window: Option<u64>,
 }
 
 impl Usage {
@@ -61,7 +63,7 @@ pub fn usage_of_call(path: &Path, tool_use_id: &str) -> io::Result<Option<Usage>
 
 /// Opens a transcript: a regular file only, without blocking (a FIFO named as the transcript
 /// cannot stall the hook) and without following a link; with its length.
-fn open(path: &Path) -> io::Result<(File, u64)> {
+pub(crate) fn open(path: &Path) -> io::Result<(File, u64)> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
@@ -77,7 +79,7 @@ fn open(path: &Path) -> io::Result<(File, u64)> {
 }
 
 /// Scans `file` (of `len` bytes) backwards, line by line, for the first line `found` accepts.
-fn scan(file: &File, len: u64, found: impl Fn(&[u8]) -> Option<Usage>) -> Option<Usage> {
+pub(crate) fn scan<T>(file: &File, len: u64, found: impl Fn(&[u8]) -> Option<T>) -> Option<T> {
     let floor = len.saturating_sub(MAX_TAIL);
     let mut end = len;
     // Bytes of a line cut by the block boundary, carried to the next (earlier) block.
@@ -201,6 +203,7 @@ impl Message {
             cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
             cache_read: u.cache_read_input_tokens.unwrap_or(0),
             output: u.output_tokens.unwrap_or(0),
+            window: None,
         })
     }
 }
@@ -215,6 +218,10 @@ const MODELS: &[(&str, u64)] = &[
     ("claude-3-5-sonnet", 200_000),
     ("claude-3-5-haiku", 200_000),
     ("claude-3", 200_000),
+    // Codex's models (Codex reports its window in its session file; this is for the first call).
+    ("gpt-5", 272_000),
+    ("gemini-1.5-pro", 2_097_152),
+    ("gemini-", 1_048_576),
 ];
 
 /// The window of a model Warden does not know.

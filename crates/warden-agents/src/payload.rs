@@ -1,66 +1,52 @@
-//! What Claude Code sends a hook: one JSON object on stdin (or in an `http` hook's body), with
-//! common fields and the event's own. Read field by field, so a payload that is not what Claude
-//! Code sends is refused with the field named, never half-read.
+//! What an agent sends a hook: one JSON object on stdin (or in an `http` hook's body), with
+//! common fields and the event's own. Claude Code, Codex and Gemini CLI name the fields Warden
+//! reads alike. Read field by field, so a payload that is not what the agent sends is refused
+//! with the field named, never half-read.
 
 use serde_json::{Map, Value};
+
+use crate::agent::Agent;
+use crate::transcript::Usage;
 
 /// The most a payload may weigh (a tool's response can be large; a payload past this is not
 /// Claude Code's).
 pub const MAX_PAYLOAD: usize = 16 << 20;
 
-/// The Claude Code events Warden acts on; any other is answered with nothing.
+/// The moments of an agent's loop Warden acts on, whatever the agent calls them (each agent's
+/// names are in its table: [`Agent::event`]); any other event is answered with nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HookEvent {
     /// A session starts or resumes.
     SessionStart,
     /// The user submitted a prompt.
-    UserPromptSubmit,
+    Prompt,
     /// A tool is about to run.
-    PreToolUse,
+    ToolCall,
     /// A tool returned.
-    PostToolUse,
+    ToolDone,
     /// A tool failed.
-    PostToolUseFailure,
+    ToolFailed,
     /// The agent is about to stop.
     Stop,
     /// A subagent finished.
     SubagentStop,
+    /// A model call returned, with its token usage (Gemini CLI's `AfterModel`).
+    ModelResponse,
     /// The session ends.
     SessionEnd,
 }
 
 impl HookEvent {
-    /// The event of `name`, if Warden acts on it.
-    pub fn parse(name: &str) -> Option<HookEvent> {
-        Some(match name {
-            "SessionStart" => HookEvent::SessionStart,
-            "UserPromptSubmit" => HookEvent::UserPromptSubmit,
-            "PreToolUse" => HookEvent::PreToolUse,
-            "PostToolUse" => HookEvent::PostToolUse,
-            "PostToolUseFailure" => HookEvent::PostToolUseFailure,
-            "Stop" => HookEvent::Stop,
-            "SubagentStop" => HookEvent::SubagentStop,
-            "SessionEnd" => HookEvent::SessionEnd,
-            _ => return None,
-        })
-    }
-
-    /// Its name, as Claude Code writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            HookEvent::SessionStart => "SessionStart",
-            HookEvent::UserPromptSubmit => "UserPromptSubmit",
-            HookEvent::PreToolUse => "PreToolUse",
-            HookEvent::PostToolUse => "PostToolUse",
-            HookEvent::PostToolUseFailure => "PostToolUseFailure",
-            HookEvent::Stop => "Stop",
-            HookEvent::SubagentStop => "SubagentStop",
-            HookEvent::SessionEnd => "SessionEnd",
-        }
+    /// Whether the event is about one tool call (its payload names the tool).
+    pub fn is_tool_event(self) -> bool {
+        matches!(
+            self,
+            HookEvent::ToolCall | HookEvent::ToolDone | HookEvent::ToolFailed
+        )
     }
 }
 
-/// A payload that is not what Claude Code sends.
+/// A payload that is not what the agent sends.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("the hook payload {what}")]
 pub struct PayloadError {
@@ -75,6 +61,8 @@ fn bad(what: impl Into<String>) -> PayloadError {
 /// A hook payload, read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
+    /// The agent that sent it.
+    pub agent: Agent,
     /// The event (`None`: one Warden does not act on, named in `event_name`).
     pub event: Option<HookEvent>,
     /// The event's name as sent.
@@ -91,6 +79,8 @@ pub struct Payload {
     pub tool_name: Option<String>,
     /// Its input (tool events).
     pub tool_input: Option<Value>,
+    /// The model the agent runs, when the payload says (Codex's do).
+    pub model: Option<String>,
     /// The id of the model's `tool_use` block that asked for the call (tool events).
     pub tool_use_id: Option<String>,
     /// What it returned (`PostToolUse`).
@@ -99,6 +89,8 @@ pub struct Payload {
     pub error: Option<String>,
     /// Whether the agent is already continuing because a Stop hook sent it back (`Stop`).
     pub stop_hook_active: bool,
+    /// The token usage of the model call that just returned (Gemini CLI's `AfterModel`).
+    pub usage: Option<Usage>,
 }
 
 /// The longest session id accepted (Claude Code's are UUIDs).
@@ -127,26 +119,29 @@ fn kind(v: &Value) -> &'static str {
 }
 
 impl Payload {
-    /// A payload of `event` with nothing but its session.
-    pub fn empty(event: HookEvent, session_id: &str) -> Payload {
+    /// A payload of `event` from `agent` with nothing but its session.
+    pub fn empty(agent: Agent, event: HookEvent, session_id: &str) -> Payload {
         Payload {
+            agent,
             event: Some(event),
-            event_name: event.name().to_string(),
+            event_name: agent.event_name(event).to_string(),
             session_id: session_id.to_string(),
             transcript_path: None,
             cwd: None,
             prompt: None,
             tool_name: None,
             tool_input: None,
+            model: None,
             tool_use_id: None,
             tool_response: None,
             error: None,
             stop_hook_active: false,
+            usage: None,
         }
     }
 
-    /// Reads a payload from its bytes.
-    pub fn parse(bytes: &[u8]) -> Result<Payload, PayloadError> {
+    /// Reads a payload of `agent` from its bytes.
+    pub fn parse(agent: Agent, bytes: &[u8]) -> Result<Payload, PayloadError> {
         if bytes.len() > MAX_PAYLOAD {
             return Err(bad(format!(
                 "is {} bytes, more than the {} MiB a hook payload may be",
@@ -156,17 +151,19 @@ impl Payload {
         }
         let value: Value =
             serde_json::from_slice(bytes).map_err(|e| bad(format!("is not JSON: {e}")))?;
-        Payload::from_value(value)
+        Payload::from_value(agent, value)
     }
 
-    /// Reads a payload already parsed as JSON.
-    pub fn from_value(value: Value) -> Result<Payload, PayloadError> {
+    /// Reads a payload of `agent` already parsed as JSON. The three agents name the fields
+    /// Warden reads alike (`session_id`, `tool_name`, `tool_input`...); their events are named
+    /// by each agent's table.
+    pub fn from_value(agent: Agent, value: Value) -> Result<Payload, PayloadError> {
         let Value::Object(map) = value else {
             return Err(bad(format!("must be a JSON object, not {}", kind(&value))));
         };
         let event_name =
             text(&map, "hook_event_name")?.ok_or_else(|| bad("has no `hook_event_name`"))?;
-        let event = HookEvent::parse(&event_name);
+        let event = agent.event(&event_name);
         let session_id = text(&map, "session_id")?.unwrap_or_default();
         if event.is_some() {
             if session_id.is_empty() {
@@ -178,10 +175,7 @@ impl Payload {
                 )));
             }
         }
-        let tool_event = matches!(
-            event,
-            Some(HookEvent::PreToolUse | HookEvent::PostToolUse | HookEvent::PostToolUseFailure)
-        );
+        let tool_event = event.is_some_and(HookEvent::is_tool_event);
         let tool_name = text(&map, "tool_name")?;
         if tool_event && tool_name.as_deref().is_none_or(str::is_empty) {
             return Err(bad(format!("of {event_name} has no `tool_name`")));
@@ -206,7 +200,18 @@ impl Payload {
                 )));
             }
         };
+        let usage = match event {
+            Some(HookEvent::ModelResponse) => agent.model_usage(&map),
+            _ => None,
+        };
+        let tool_input = match (event, tool_input) {
+            (Some(HookEvent::ToolCall | HookEvent::ToolDone), Some(input)) => {
+                Some(agent.tool_input(tool_name.as_deref().unwrap_or_default(), input))
+            }
+            (_, input) => input,
+        };
         Ok(Payload {
+            agent,
             event,
             event_name,
             session_id,
@@ -215,10 +220,12 @@ impl Payload {
             prompt: text(&map, "prompt")?,
             tool_name,
             tool_input,
+            model: text(&map, "model")?,
             tool_use_id: text(&map, "tool_use_id")?,
             tool_response: map.get("tool_response").filter(|v| !v.is_null()).cloned(),
             error: text(&map, "error")?,
             stop_hook_active,
+            usage,
         })
     }
 }
@@ -230,10 +237,11 @@ mod tests {
     #[test]
     fn a_pre_tool_use_payload_reads() {
         let p = Payload::parse(
+            Agent::ClaudeCode,
             br#"{"session_id":"abc","transcript_path":"/t.jsonl","cwd":"/p","hook_event_name":"PreToolUse","permission_mode":"default","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}"#,
         )
         .unwrap();
-        assert_eq!(p.event, Some(HookEvent::PreToolUse));
+        assert_eq!(p.event, Some(HookEvent::ToolCall));
         assert_eq!(p.tool_name.as_deref(), Some("Bash"));
         assert_eq!(p.tool_input, Some(serde_json::json!({"command": "ls"})));
     }
@@ -266,10 +274,13 @@ mod tests {
                 "control characters",
             ),
         ] {
-            let err = Payload::parse(payload.as_bytes()).unwrap_err().to_string();
+            let err = Payload::parse(Agent::ClaudeCode, payload.as_bytes())
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(want), "{payload}: {err}");
         }
-        let unknown = Payload::parse(br#"{"hook_event_name":"Notification"}"#).unwrap();
+        let unknown =
+            Payload::parse(Agent::ClaudeCode, br#"{"hook_event_name":"Notification"}"#).unwrap();
         assert_eq!(unknown.event, None);
     }
 }

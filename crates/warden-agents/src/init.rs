@@ -1,38 +1,53 @@
-//! `warden init claude-code`: a project supervised in one command. Writes `.warden/` (its
-//! `warden.toml`, a rules folder, the database) and adds Warden's hooks to
-//! `.claude/settings.json`, merged into what is there: the user's other hooks and settings are
-//! kept, a hook already added is not added twice, and a settings file that is not valid JSON is
-//! left alone with an error.
+//! `warden init claude-code`, `codex`, `gemini-cli`: a project supervised in one command.
+//! Writes `.warden/` (its `warden.toml`, a rules folder, the database) and adds Warden's hooks to
+//! the agent's project hook file (`.claude/settings.json`, `.codex/hooks.json`,
+//! `.gemini/settings.json`), merged into what is there: the user's other hooks and settings are
+//! kept, a hook already added is not added twice, and a file that is not valid JSON is left
+//! alone with an error. It only writes files: the agent need not be installed.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-/// The Claude Code events Warden hooks, with the matcher each takes (tool events match every
-/// tool).
-const EVENTS: &[(&str, Option<&str>)] = &[
-    ("SessionStart", None),
-    ("UserPromptSubmit", None),
-    ("PreToolUse", Some("*")),
-    ("PostToolUse", Some("*")),
-    ("PostToolUseFailure", Some("*")),
-    ("Stop", None),
-    ("SubagentStop", None),
-    ("SessionEnd", None),
-];
+use crate::agent::Agent;
 
-/// How long Claude Code waits for a hook, in seconds.
+/// The events Warden hooks, with the matcher each takes (Claude Code's tool events match
+/// every tool with `*`; Codex's and Gemini CLI's without a matcher).
+fn events(agent: Agent) -> Vec<(&'static str, Option<&'static str>)> {
+    agent
+        .events()
+        .iter()
+        .map(|(name, event)| {
+            let every_tool = agent == Agent::ClaudeCode && event.is_tool_event();
+            (*name, every_tool.then_some("*"))
+        })
+        .collect()
+}
+
+/// How long the agent waits for a hook, in seconds.
 const TIMEOUT: u64 = 30;
+
+/// The agent's project hook file, in the project folder.
+pub fn hook_file(agent: Agent) -> &'static str {
+    match agent {
+        Agent::ClaudeCode => ".claude/settings.json",
+        Agent::Codex => ".codex/hooks.json",
+        Agent::GeminiCli => ".gemini/settings.json",
+    }
+}
 
 /// What `init` is asked to do.
 #[derive(Debug, Clone)]
 pub struct InitOptions {
+    /// The agent whose hooks are written.
+    pub agent: Agent,
     /// The project folder.
     pub project: PathBuf,
     /// How the hook runs Warden: the `warden` command (its path, or `warden` when it is on
     /// the PATH).
     pub command: String,
-    /// A Warden service to post to (`http` hooks) instead of running the command.
+    /// A Warden service to post to (`http` hooks, Claude Code only) instead of running the
+    /// command.
     pub url: Option<String>,
     /// Leave the guardrails that ship with Warden off (`warden init ... --no-guardrails`).
     pub no_guardrails: bool,
@@ -47,7 +62,7 @@ pub struct InitReport {
     pub updated: Vec<PathBuf>,
     /// Files that already had what they need.
     pub unchanged: Vec<PathBuf>,
-    /// Hook entries added to `.claude/settings.json`.
+    /// Hook entries added to the agent's hook file.
     pub hooks_added: usize,
 }
 
@@ -62,11 +77,13 @@ pub enum InitError {
         /// Why.
         cause: std::io::Error,
     },
-    /// `.claude/settings.json` is not what Claude Code reads; it is left as it is.
+    /// The agent's hook file is not what the agent reads; it is left as it is.
     #[error(
-        "{path}: {why}; fix it (or move it away) and run `warden init claude-code` again — it was left as it is"
+        "{path}: {why}; fix it (or move it away) and run `warden init {agent}` again — it was left as it is"
     )]
     Settings {
+        /// The agent's name on the command line.
+        agent: &'static str,
         /// The file.
         path: PathBuf,
         /// What is wrong.
@@ -79,8 +96,8 @@ pub enum InitError {
 
 /// The configuration `init` writes: every top-level key above the first table (a key added
 /// below a table would belong to it), with `PLUGINS` filled in.
-const CONFIG: &str = r#"# Warden's configuration for this project. The book's "Supervising Claude Code" chapter
-# explains each part; `warden check` validates it.
+const CONFIG: &str = r#"# Warden's configuration for this project. The book's chapter on your agent (Claude Code,
+# Codex, Gemini CLI) explains each part; `warden check` validates it.
 builtin = true          # Warden's built-in rules (token budget, repeated failures...)
 rules = ["rules"]       # your own rules, one TOML file each
 PLUGINS
@@ -91,7 +108,7 @@ database = "warden.db"  # sessions, plugin state, your choices, the execution lo
 [sessions]
 retention_days = 30     # saved sessions untouched this long are deleted
 
-[claude_code]
+[claude_code]            # how the agents' hooks answer (Claude Code, Codex and Gemini CLI alike)
 # allow = false         # pass Warden's `allow` on (it skips your permission prompt)
 # max_continues = 3     # send an agent that wants to stop back to work at most this often in a row
 # on_failure = "open"   # "closed": deny tool calls while Warden itself is broken
@@ -123,6 +140,8 @@ fn write_new(path: &Path, text: &str, report: &mut InitReport) -> Result<(), Ini
 
 /// Sets a project up (see the module docs).
 pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
+    // Checked before anything is written.
+    let handler = hook(opts)?;
     let mut report = InitReport::default();
     let warden_dir = opts.project.join(".warden");
     let rules = warden_dir.join("rules");
@@ -149,41 +168,40 @@ pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
     } else {
         report.created.push(db);
     }
-    let claude = opts.project.join(".claude");
-    std::fs::create_dir_all(&claude).map_err(io(&claude))?;
-    let settings = claude.join("settings.json");
+    let agent = opts.agent;
+    let settings = opts.project.join(hook_file(agent));
+    let folder = settings
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| opts.project.clone());
+    std::fs::create_dir_all(&folder).map_err(io(&folder))?;
+    let settings_error = |why: String| InitError::Settings {
+        agent: agent.name(),
+        path: settings.clone(),
+        why,
+    };
     let (before, mut root) = match std::fs::read_to_string(&settings) {
         Ok(text) => {
-            let value: Value = serde_json::from_str(&text).map_err(|e| InitError::Settings {
-                path: settings.clone(),
-                why: format!("it is not valid JSON ({e})"),
-            })?;
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| settings_error(format!("it is not valid JSON ({e})")))?;
             match value {
                 Value::Object(map) => (Some(text), map),
-                _ => {
-                    return Err(InitError::Settings {
-                        path: settings,
-                        why: "it is not a JSON object".into(),
-                    });
-                }
+                _ => return Err(settings_error("it is not a JSON object".into())),
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, Map::new()),
         Err(e) => return Err(io(&settings)(e)),
     };
     report.hooks_added =
-        merge_hooks(&mut root, &hook(opts)).map_err(|why| InitError::Settings {
-            path: settings.clone(),
-            why,
-        })?;
+        merge_hooks(&mut root, &events(agent), &handler).map_err(settings_error)?;
     if report.hooks_added == 0 {
         report.unchanged.push(settings);
         return Ok(report);
     }
     let mut text = serde_json::to_string_pretty(&Value::Object(root)).unwrap_or_default();
     text.push('\n');
-    // Written whole, then moved into place: Claude Code never reads half a file.
-    let tmp = claude.join(".settings.json.warden-tmp");
+    // Written whole, then moved into place: the agent never reads half a file.
+    let tmp = folder.join(".hooks.warden-tmp");
     std::fs::write(&tmp, &text).map_err(io(&tmp))?;
     std::fs::rename(&tmp, &settings).map_err(io(&settings))?;
     if before.is_some() {
@@ -195,24 +213,52 @@ pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
 }
 
 /// The hook handler Warden adds for every event.
-fn hook(opts: &InitOptions) -> Value {
-    match &opts.url {
-        Some(url) => json!({
+fn hook(opts: &InitOptions) -> Result<Value, InitError> {
+    let command = shell_word(&opts.command);
+    Ok(match (opts.agent, &opts.url) {
+        (Agent::ClaudeCode, Some(url)) => json!({
             "type": "http",
             "url": format!("{}/v1/claude-code", url.trim_end_matches('/')),
             "headers": { "Authorization": "Bearer $WARDEN_TOKEN" },
             "allowedEnvVars": ["WARDEN_TOKEN"],
             "timeout": TIMEOUT,
         }),
-        None => json!({
+        (agent, Some(_)) => {
+            return Err(InitError::Settings {
+                agent: agent.name(),
+                path: opts.project.join(hook_file(agent)),
+                why: format!(
+                    "{agent} runs command hooks only, not http hooks; leave out --url (the hook runs `warden` itself)"
+                ),
+            });
+        }
+        (Agent::ClaudeCode, None) => json!({
             "type": "command",
             "command": format!(
-                "{} hook claude-code --config \"$CLAUDE_PROJECT_DIR/.warden/warden.toml\"",
-                shell_word(&opts.command)
+                "{command} hook claude-code --config \"$CLAUDE_PROJECT_DIR/.warden/warden.toml\""
             ),
             "timeout": TIMEOUT,
         }),
-    }
+        // Codex runs the hook in the session's folder and names no project folder in its
+        // environment: the configuration is named by its full path.
+        (Agent::Codex, None) => json!({
+            "type": "command",
+            "command": format!(
+                "{command} hook codex --config {}",
+                shell_word(&opts.project.join(".warden/warden.toml").display().to_string())
+            ),
+            "timeout": TIMEOUT,
+        }),
+        // Gemini CLI's timeout is in milliseconds.
+        (Agent::GeminiCli, None) => json!({
+            "type": "command",
+            "name": "warden",
+            "command": format!(
+                "{command} hook gemini-cli --config \"$GEMINI_PROJECT_DIR/.warden/warden.toml\""
+            ),
+            "timeout": TIMEOUT * 1000,
+        }),
+    })
 }
 
 /// `s` as one shell word.
@@ -228,7 +274,11 @@ fn shell_word(s: &str) -> String {
 
 /// Adds `handler` to every event of `settings.hooks` that does not have it yet; how many it
 /// added. What is there that is not a hook list of Claude Code's shape is an error.
-fn merge_hooks(settings: &mut Map<String, Value>, handler: &Value) -> Result<usize, String> {
+fn merge_hooks(
+    settings: &mut Map<String, Value>,
+    events: &[(&str, Option<&str>)],
+    handler: &Value,
+) -> Result<usize, String> {
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -236,7 +286,7 @@ fn merge_hooks(settings: &mut Map<String, Value>, handler: &Value) -> Result<usi
         return Err("`hooks` is not an object".into());
     };
     let mut added = 0;
-    for (event, matcher) in EVENTS {
+    for (event, matcher) in events {
         let groups = hooks
             .entry(*event)
             .or_insert_with(|| Value::Array(Vec::new()));
@@ -275,6 +325,7 @@ mod tests {
 
     fn opts(dir: &Path) -> InitOptions {
         InitOptions {
+            agent: Agent::ClaudeCode,
             project: dir.to_path_buf(),
             command: "warden".into(),
             url: None,
@@ -292,7 +343,7 @@ mod tests {
         });
         std::fs::write(dir.path().join(".claude/settings.json"), mine.to_string()).unwrap();
         let report = init(&opts(dir.path())).unwrap();
-        assert_eq!(report.hooks_added, EVENTS.len());
+        assert_eq!(report.hooks_added, 8);
         assert!(dir.path().join(".warden/warden.toml").is_file());
         assert!(dir.path().join(".warden/warden.db").is_file());
         assert!(dir.path().join(".warden/rules").is_dir());
@@ -352,5 +403,62 @@ mod tests {
             shell_word("/opt/my warden/warden"),
             "'/opt/my warden/warden'"
         );
+    }
+
+    #[test]
+    fn codex_and_gemini_cli_get_their_own_files_merged_the_same_way() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".gemini")).unwrap();
+        let mine = json!({"theme": "dark", "hooks": {"BeforeTool": [{"matcher": "write_file",
+            "hooks": [{"type": "command", "command": "my-check"}]}]}});
+        std::fs::write(dir.path().join(".gemini/settings.json"), mine.to_string()).unwrap();
+        for agent in [Agent::Codex, Agent::GeminiCli] {
+            let o = InitOptions {
+                agent,
+                ..opts(dir.path())
+            };
+            let report = init(&o).unwrap();
+            assert_eq!(report.hooks_added, agent.events().len(), "{agent}");
+            assert_eq!(init(&o).unwrap().hooks_added, 0, "{agent}: once");
+        }
+        let codex: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(".codex/hooks.json")).unwrap(),
+        )
+        .unwrap();
+        let pre = &codex["hooks"]["PreToolUse"][0];
+        assert_eq!(pre.get("matcher"), None, "every tool");
+        let command = pre["hooks"][0]["command"].as_str().unwrap();
+        assert!(
+            command.starts_with("warden hook codex --config "),
+            "{command}"
+        );
+        assert!(command.ends_with(".warden/warden.toml"), "{command}");
+        let gemini: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(".gemini/settings.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(gemini["theme"], "dark", "the user's settings are kept");
+        let before_tool = gemini["hooks"]["BeforeTool"].as_array().unwrap();
+        assert_eq!(
+            before_tool.len(),
+            2,
+            "the user's hook is kept beside Warden's"
+        );
+        assert_eq!(before_tool[1]["hooks"][0]["timeout"], 30_000);
+        assert!(
+            before_tool[1]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .contains("hook gemini-cli --config \"$GEMINI_PROJECT_DIR/.warden/warden.toml\"")
+        );
+        // Only Claude Code takes http hooks.
+        let err = init(&InitOptions {
+            agent: Agent::Codex,
+            url: Some("http://127.0.0.1:7878".into()),
+            ..opts(dir.path())
+        })
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("command hooks only"), "{err}");
     }
 }

@@ -5,12 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use warden_core::{
     ClaudeCodeConfig, Decision, Event, Hook, Notification, Outcome, Proceed, Session, Warden,
 };
 
+use crate::agent::Agent;
 use crate::payload::{HookEvent, Payload};
+use crate::reply::{Reply, Verdict};
 use crate::transcript::{self, Usage, context_window, last_usage, usage_of_call};
 
 /// Who the hook acts for, and where.
@@ -42,6 +44,18 @@ pub(crate) const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::fro
 /// a row the agent was sent back to work.
 const TURN_CALL: &str = "claude_code.turn_model_call";
 const CONTINUES: &str = "claude_code.continues";
+
+/// What Warden sent an agent back to work with (Gemini CLI sends it on as a new prompt, which
+/// is not the user's: the count of continues goes on).
+const SENT_BACK: &str = "agent.sent_back";
+
+/// Context for the model from a tool call that ran, kept for its `AfterTool` (Gemini CLI reads
+/// context from the hooks after a tool, not before).
+const PENDING_CONTEXT: &str = "agent.pending_context";
+
+/// The last model call an agent reported in a hook of its own (Gemini CLI's `AfterModel`):
+/// its id, model and token usage.
+const MODEL_CALL: &str = "agent.model_call";
 
 /// Where a hook reads the token usage of the model calls: the transcript file as Claude Code
 /// has written it so far (live), or the lines of a transcript read so far (a backtest).
@@ -110,6 +124,57 @@ fn transcript_read(
     }
 }
 
+/// The model calls as the agent reported them to its hooks, kept in the session (Gemini CLI's
+/// `AfterModel` gives each call's usage exactly, so no transcript is read).
+pub(crate) struct Reported(pub(crate) Option<Usage>);
+
+impl Reported {
+    /// The last call the session's host data holds.
+    pub(crate) fn of(session: &Session) -> Reported {
+        let u = session.host_data().get(MODEL_CALL);
+        let field = |k: &str| u.and_then(|u| u.get(k));
+        let text = |k: &str| {
+            field(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let count = |k: &str| field(k).and_then(Value::as_u64).unwrap_or(0);
+        Reported(u.map(|_| Usage {
+            message_id: text("id"),
+            model: text("model"),
+            input: count("input"),
+            cache_creation: 0,
+            cache_read: count("cache_read"),
+            output: count("output"),
+            window: None,
+        }))
+    }
+}
+
+impl Usages for Reported {
+    fn last(&mut self, _: &mut Vec<String>) -> Option<Usage> {
+        self.0.clone()
+    }
+
+    fn of_call(&mut self, _: &str, log: &mut Vec<String>) -> Option<Usage> {
+        self.last(log)
+    }
+}
+
+impl Reply {
+    /// The reply with the context kept from its tool call before its own.
+    fn with_pending(mut self, hook: &mut Handler<'_>) -> Reply {
+        if let Some(pending) = hook.take_pending() {
+            self.context = Some(match self.context {
+                Some(own) => format!("{pending}\n\n{own}"),
+                None => pending,
+            });
+        }
+        self
+    }
+}
+
 /// What a backtest is told of each tick: the hook, the event (when it keeps them), the outcome.
 pub(crate) type Observer<'a> = &'a mut dyn FnMut(Hook, Option<Event>, &Outcome);
 
@@ -130,12 +195,19 @@ pub(crate) struct Handler<'a> {
 }
 
 impl Handler<'_> {
-    pub(crate) fn run(&mut self, event: HookEvent) -> Option<Value> {
+    /// Ticks the session for `event` and decides Warden's reply (in no agent's format yet).
+    pub(crate) fn run(&mut self, event: HookEvent) -> Reply {
         let p = self.payload;
         match event {
-            HookEvent::SessionStart => None,
-            HookEvent::UserPromptSubmit => {
+            HookEvent::SessionStart => Reply::default(),
+            HookEvent::Prompt if self.is_sent_back() => {
+                self.session.host_data_mut().remove(SENT_BACK);
+                self.save();
+                Reply::default()
+            }
+            HookEvent::Prompt => {
                 let host = self.session.host_data_mut();
+                host.remove(SENT_BACK);
                 host.insert(CONTINUES.into(), json!(0));
                 host.insert(TURN_CALL.into(), Value::Null);
                 let usage = self.usage();
@@ -149,18 +221,16 @@ impl Handler<'_> {
                     .then(|| self.tick(Hook::OnTurnStart, self.turn_event(usage.as_ref())));
                 let outcomes: Vec<&Outcome> =
                     std::iter::once(&query).chain(turn.as_ref()).collect();
-                let answer = self.prompt_answer(&outcomes);
+                let mut reply = self.prompt_reply(&outcomes);
                 // A rule file that does not load is worth saying once per prompt, not at every
                 // tool call (this compiles every rule, to find them all).
-                match broken_rules(self.warden) {
-                    Some(note) => {
-                        self.log.push(note.clone());
-                        Some(with_message(answer, &note))
-                    }
-                    None => answer,
+                if let Some(note) = broken_rules(self.warden) {
+                    self.log.push(note.clone());
+                    reply.messages.push(note);
                 }
+                reply
             }
-            HookEvent::PreToolUse => {
+            HookEvent::ToolCall => {
                 let usage = self.usage_of_call();
                 let turn = self.enter_turn(usage.as_ref());
                 let mut event = Event::tool_call(
@@ -170,9 +240,19 @@ impl Handler<'_> {
                 // The call sees the context as the model call that made it left it.
                 event.turn = self.turn_event(usage.as_ref()).turn;
                 let call = self.tick(Hook::OnToolCall, event);
-                self.tool_call_answer(turn.as_ref(), &call)
+                let mut reply = self.tool_call_reply(turn.as_ref(), &call);
+                if p.agent == Agent::GeminiCli
+                    && !reply.refuses_call()
+                    && let Some(context) = reply.context.take()
+                {
+                    self.session
+                        .host_data_mut()
+                        .insert(PENDING_CONTEXT.into(), json!(context));
+                    self.save();
+                }
+                reply
             }
-            HookEvent::PostToolUse => {
+            HookEvent::ToolDone => {
                 let mut e = Event::tool_complete(
                     p.tool_name.clone().unwrap_or_default(),
                     p.tool_response.clone().unwrap_or(Value::Null),
@@ -181,9 +261,9 @@ impl Handler<'_> {
                     tool.arguments = input.clone();
                 }
                 let o = self.tick(Hook::OnToolComplete, e);
-                self.context_answer(event, &[&o])
+                self.context_reply(&[&o]).with_pending(self)
             }
-            HookEvent::PostToolUseFailure => {
+            HookEvent::ToolFailed => {
                 let mut e = Event::tool_failure(
                     p.tool_name.clone().unwrap_or_default(),
                     p.error.clone().unwrap_or_else(|| "the tool failed".into()),
@@ -192,7 +272,7 @@ impl Handler<'_> {
                     tool.arguments = input.clone();
                 }
                 let o = self.tick(Hook::OnToolFailure, e);
-                self.context_answer(event, &[&o])
+                self.context_reply(&[&o]).with_pending(self)
             }
             HookEvent::Stop => {
                 let usage = self.usage();
@@ -201,26 +281,30 @@ impl Handler<'_> {
                     Hook::OnTurnEnd,
                     self.turn_event(usage.as_ref()).final_turn(),
                 );
-                let answer = self.stop_answer(turn.as_ref(), &o);
+                let reply = self.stop_reply(turn.as_ref(), &o);
                 // How many times in a row the agent was sent back changed after the tick.
                 if let Err(e) = self.session.save() {
                     self.log
                         .push(format!("warden: the session could not be saved: {e}"));
                 }
-                answer
+                reply
             }
             HookEvent::SubagentStop => {
                 self.record_subagent();
-                None
+                Reply::default()
+            }
+            HookEvent::ModelResponse => {
+                self.record_model_call();
+                Reply::default()
             }
             HookEvent::SessionEnd => {
                 let o = self.tick(Hook::OnSessionEnd, Event::new());
-                let mut out = Map::new();
-                self.common(&[&o], &mut out);
+                let mut reply = Reply::default();
+                self.common(&[&o], &mut reply);
                 if let Some(text) = o.rendered() {
-                    append_message(&mut out, text);
+                    reply.messages.push(text.to_string());
                 }
-                (!out.is_empty()).then_some(Value::Object(out))
+                reply
             }
         }
     }
@@ -306,7 +390,9 @@ impl Handler<'_> {
         let Some(u) = usage else {
             return Event::new();
         };
-        let window = context_window(&u.model, &self.config.context_windows);
+        let window = u
+            .window
+            .unwrap_or_else(|| context_window(&u.model, &self.config.context_windows));
         // Past the window is a fact to report (the window table may be behind the model).
         let share = (u.total() as f64 / window as f64).min(warden_core::MAX_SHARE);
         Event::new()
@@ -317,11 +403,10 @@ impl Handler<'_> {
 
     /// What every answer carries: the session stops (`continue: false`), and failures of
     /// Warden itself the user should know of.
-    fn common(&self, outcomes: &[&Outcome], out: &mut Map<String, Value>) {
+    fn common(&self, outcomes: &[&Outcome], reply: &mut Reply) {
         for o in outcomes {
             if let Proceed::Stop { reason } = o.proceed() {
-                out.insert("continue".into(), json!(false));
-                out.insert("stopReason".into(), json!(reason));
+                reply.stop = Some(reason.to_string());
             }
             // (A tick that was not saved is said once, by `answer`.)
             for e in o
@@ -329,7 +414,7 @@ impl Handler<'_> {
                 .iter()
                 .filter(|e| e.rule.is_none() && o.unsaved.as_deref() != Some(e.error.as_str()))
             {
-                append_message(out, &format!("Warden: {}", e.error));
+                reply.notes.push(format!("Warden: {}", e.error));
             }
         }
     }
@@ -348,66 +433,48 @@ impl Handler<'_> {
         }
     }
 
-    fn context_answer(&self, event: HookEvent, outcomes: &[&Outcome]) -> Option<Value> {
-        let mut out = Map::new();
-        self.common(outcomes, &mut out);
-        if let Some(context) = self.context_of(outcomes) {
-            out.insert(
-                "hookSpecificOutput".into(),
-                json!({ "hookEventName": event.name(), "additionalContext": context }),
-            );
-        }
-        (!out.is_empty()).then_some(Value::Object(out))
+    fn context_reply(&self, outcomes: &[&Outcome]) -> Reply {
+        let mut reply = Reply::default();
+        self.common(outcomes, &mut reply);
+        reply.context = self.context_of(outcomes);
+        reply
     }
 
-    fn prompt_answer(&self, outcomes: &[&Outcome]) -> Option<Value> {
-        let mut out = Map::new();
-        self.common(outcomes, &mut out);
+    fn prompt_reply(&self, outcomes: &[&Outcome]) -> Reply {
+        let mut reply = Reply::default();
+        self.common(outcomes, &mut reply);
         if let Some(reason) = outcomes[0].refused() {
-            out.insert("decision".into(), json!("block"));
-            out.insert("reason".into(), json!(reason));
-        } else if let Some(context) = self.context_of(outcomes) {
-            out.insert(
-                "hookSpecificOutput".into(),
-                json!({ "hookEventName": "UserPromptSubmit", "additionalContext": context }),
-            );
+            reply.refuse_prompt = Some(reason.to_string());
+        } else {
+            reply.context = self.context_of(outcomes);
         }
-        (!out.is_empty()).then_some(Value::Object(out))
+        reply
     }
 
-    fn tool_call_answer(&self, turn: Option<&Outcome>, call: &Outcome) -> Option<Value> {
+    fn tool_call_reply(&self, turn: Option<&Outcome>, call: &Outcome) -> Reply {
         let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(call)).collect();
-        let mut out = Map::new();
-        self.common(&all, &mut out);
-        let mut specific = Map::new();
-        specific.insert("hookEventName".into(), json!("PreToolUse"));
-        let allow = if self.config.allow { "allow" } else { "ask" };
-        match call.proceed() {
-            // A stop refuses the call too (`common` ends the session): Claude Code runs a call
+        let mut reply = Reply::default();
+        self.common(&all, &mut reply);
+        let rule = call.ruling.as_ref().map(|r| r.rule.to_string());
+        reply.verdict = match call.proceed() {
+            // A stop refuses the call too (`common` ends the session): an agent runs a call
             // whose hook only says `continue: false`.
             Proceed::No { reason } | Proceed::Stop { reason } => {
-                specific.insert("permissionDecision".into(), json!("deny"));
-                specific.insert("permissionDecisionReason".into(), json!(reason));
+                Some(Verdict::Deny(reason.to_string()))
             }
-            Proceed::Ask { reason, input } => {
-                specific.insert("permissionDecision".into(), json!("ask"));
-                specific.insert("permissionDecisionReason".into(), json!(reason));
-                if let Some(input) = input {
-                    specific.insert("updatedInput".into(), input.clone());
-                }
-            }
-            Proceed::WithInput(input) => {
-                // Claude Code applies new input only with a decision: `ask` shows the person
-                // the rewritten call (their own permission prompt is never skipped), unless
-                // the operator let Warden allow.
-                let rule = call.ruling.as_ref().map_or("a rule", |r| &*r.rule);
-                specific.insert("permissionDecision".into(), json!(allow));
-                specific.insert(
-                    "permissionDecisionReason".into(),
-                    json!(format!("Warden ({rule}) rewrote this call's input")),
-                );
-                specific.insert("updatedInput".into(), input.clone());
-            }
+            Proceed::Ask { reason, input } => Some(Verdict::Ask {
+                reason: reason.to_string(),
+                input: input.cloned(),
+                rule,
+            }),
+            Proceed::WithInput(input) => Some(Verdict::Rewrite {
+                reason: format!(
+                    "Warden ({}) rewrote this call's input",
+                    rule.as_deref().unwrap_or("a rule")
+                ),
+                input: input.clone(),
+                allow: self.config.allow,
+            }),
             Proceed::Yes
                 if self.config.allow
                     && call
@@ -415,27 +482,20 @@ impl Handler<'_> {
                         .as_ref()
                         .is_some_and(|r| r.decision == Some(Decision::Allow)) =>
             {
-                specific.insert("permissionDecision".into(), json!("allow"));
-                specific.insert(
-                    "permissionDecisionReason".into(),
-                    json!(call.ruling.as_ref().map(|r| &*r.reason)),
-                );
+                Some(Verdict::Allow {
+                    reason: call.ruling.as_ref().map(|r| r.reason.to_string()),
+                })
             }
-            Proceed::Yes | Proceed::KeepWorking { .. } => {}
-        }
-        if let Some(context) = self.context_of(&all) {
-            specific.insert("additionalContext".into(), json!(context));
-        }
-        if specific.len() > 1 {
-            out.insert("hookSpecificOutput".into(), Value::Object(specific));
-        }
-        (!out.is_empty()).then_some(Value::Object(out))
+            Proceed::Yes | Proceed::KeepWorking { .. } => None,
+        };
+        reply.context = self.context_of(&all);
+        reply
     }
 
-    fn stop_answer(&mut self, turn: Option<&Outcome>, o: &Outcome) -> Option<Value> {
-        let mut out = Map::new();
+    fn stop_reply(&mut self, turn: Option<&Outcome>, o: &Outcome) -> Reply {
+        let mut reply = Reply::default();
         let all: Vec<&Outcome> = turn.into_iter().chain(std::iter::once(o)).collect();
-        self.common(&all, &mut out);
+        self.common(&all, &mut reply);
         let context = self.context_of(&all);
         let continues = self
             .session
@@ -445,33 +505,30 @@ impl Handler<'_> {
             .unwrap_or(0);
         match o.proceed() {
             Proceed::KeepWorking { reason } => {
-                let spent = self.payload.stop_hook_active
-                    && continues >= u64::from(self.config.max_continues);
+                // Sent back this many times in a row, by the session's count; Claude Code also
+                // says the agent is continuing (`stop_hook_active`), so a count left over
+                // from a turn whose prompt hook did not run does not let it stop early.
+                let continuing =
+                    self.payload.stop_hook_active || self.payload.agent != Agent::ClaudeCode;
+                let spent = continuing && continues >= u64::from(self.config.max_continues);
                 if spent {
-                    append_message(
-                        &mut out,
-                        &format!(
-                            "Warden let the agent stop: it had sent it back {continues} times in a row (`[claude_code] max_continues`). It asked: {reason}"
-                        ),
-                    );
-                    if let Some(context) = &context {
-                        append_message(&mut out, context);
-                    }
+                    reply.messages.push(format!(
+                        "Warden let the agent stop: it had sent it back {continues} times in a row (`[claude_code] max_continues`). It asked: {reason}"
+                    ));
+                    reply.messages.extend(context);
                     self.session
                         .host_data_mut()
                         .insert(CONTINUES.into(), json!(0));
                 } else {
-                    // Context for the model at Stop sends it back to work (Claude Code's
-                    // current schema), as non-error feedback rather than a blocking error.
                     let mut why = format!("[warden] {reason}");
                     if let Some(context) = &context {
                         why.push_str("\n\n");
                         why.push_str(context);
                     }
-                    out.insert(
-                        "hookSpecificOutput".into(),
-                        json!({ "hookEventName": "Stop", "additionalContext": why }),
-                    );
+                    self.session
+                        .host_data_mut()
+                        .insert(SENT_BACK.into(), json!(why));
+                    reply.keep_working = Some(why);
                     self.session
                         .host_data_mut()
                         .insert(CONTINUES.into(), json!(continues + 1));
@@ -481,12 +538,67 @@ impl Handler<'_> {
                 self.session
                     .host_data_mut()
                     .insert(CONTINUES.into(), json!(0));
-                if let Some(context) = &context {
-                    append_message(&mut out, context);
-                }
+                reply.messages.extend(context);
             }
         }
-        (!out.is_empty()).then_some(Value::Object(out))
+        reply
+    }
+
+    /// Whether the prompt is what Warden sent the agent back to work with, not the user's.
+    fn is_sent_back(&self) -> bool {
+        let sent = self
+            .session
+            .host_data()
+            .get(SENT_BACK)
+            .and_then(Value::as_str);
+        sent.is_some_and(|s| self.payload.prompt.as_deref().map(str::trim) == Some(s.trim()))
+    }
+
+    /// Saves what changed in the session after its ticks.
+    fn save(&mut self) {
+        if let Err(e) = self.session.save() {
+            self.log
+                .push(format!("warden: the session could not be saved: {e}"));
+        }
+    }
+
+    /// The context kept from the tool call (see [`PENDING_CONTEXT`]), taken.
+    fn take_pending(&mut self) -> Option<String> {
+        let pending = self.session.host_data_mut().remove(PENDING_CONTEXT)?;
+        self.save();
+        pending.as_str().map(str::to_string)
+    }
+
+    /// A model call returned: its usage is kept in the session, for the turn it starts (at
+    /// the next tool call or stop) and the context it fills.
+    fn record_model_call(&mut self) {
+        let Some(u) = &self.payload.usage else {
+            return;
+        };
+        // A call without an id of its own is told from the one before by a count.
+        let id = if u.message_id.is_empty() {
+            let before = Reported::of(self.session).0.map(|u| u.message_id);
+            let n = before
+                .and_then(|id| id.strip_prefix("call-")?.parse::<u64>().ok())
+                .unwrap_or(0);
+            format!("call-{}", n + 1)
+        } else {
+            u.message_id.clone()
+        };
+        self.session.host_data_mut().insert(
+            MODEL_CALL.into(),
+            json!({
+                "id": id,
+                "model": u.model,
+                "input": u.input,
+                "cache_read": u.cache_read,
+                "output": u.output,
+            }),
+        );
+        if let Err(e) = self.session.save() {
+            self.log
+                .push(format!("warden: the session could not be saved: {e}"));
+        }
     }
 
     /// A subagent finished: a row in the execution log, not a turn of the main session.
@@ -521,23 +633,4 @@ fn broken_rules(warden: &Warden) -> Option<String> {
             "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden check`)"
         )
     })
-}
-
-/// `answer` with a line added to its `systemMessage`.
-pub(crate) fn with_message(answer: Option<Value>, text: &str) -> Value {
-    let mut out = match answer {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    };
-    append_message(&mut out, text);
-    Value::Object(out)
-}
-
-/// Adds a line to the answer's `systemMessage` (what the user sees).
-fn append_message(out: &mut Map<String, Value>, text: &str) {
-    let message = match out.get("systemMessage").and_then(Value::as_str) {
-        Some(before) => format!("{before}\n{text}"),
-        None => text.to_string(),
-    };
-    out.insert("systemMessage".into(), json!(message));
 }

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::payload::HookEvent;
+use crate::payload::{HookEvent, Payload};
 use crate::reply::Reply;
 use crate::transcript::Usage;
 use crate::{claude_code, codex, gemini_cli};
@@ -89,6 +89,20 @@ impl Agent {
         match self {
             Agent::Codex => codex::tool_input(tool, input),
             Agent::ClaudeCode | Agent::GeminiCli => input,
+        }
+    }
+
+    /// Why a tool call that returned failed, when the agent has no event of its own for a
+    /// failure and records it elsewhere: Codex in its session file (the exit code), Gemini CLI
+    /// in the tool's response.
+    pub(crate) fn failure(self, payload: &Payload) -> Option<String> {
+        match self {
+            Agent::Codex => codex::failure(
+                payload.transcript_path.as_deref()?,
+                payload.tool_use_id.as_deref()?,
+            ),
+            Agent::GeminiCli => gemini_cli::failure(payload.tool_response.as_ref()?),
+            Agent::ClaudeCode => None,
         }
     }
 

@@ -84,12 +84,22 @@ pub(crate) fn permission(specific: &mut Map<String, Value>, verdict: Option<&Ver
                 specific.insert("updatedInput".into(), input.clone());
             }
         }
-        Some(Verdict::Allow { reason, input }) => {
+        Some(Verdict::Allow { reason }) => {
             specific.insert("permissionDecision".into(), json!("allow"));
             specific.insert("permissionDecisionReason".into(), json!(reason));
-            if let Some(input) = input {
-                specific.insert("updatedInput".into(), input.clone());
-            }
+        }
+        // An agent applies new input only with a decision: `ask` shows the person the
+        // rewritten call (their own permission prompt is never skipped), unless the operator
+        // let Warden allow.
+        Some(Verdict::Rewrite {
+            reason,
+            input,
+            allow,
+        }) => {
+            let decision = if *allow { "allow" } else { "ask" };
+            specific.insert("permissionDecision".into(), json!(decision));
+            specific.insert("permissionDecisionReason".into(), json!(reason));
+            specific.insert("updatedInput".into(), input.clone());
         }
         None => {}
     }

@@ -52,21 +52,20 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
             let verdict = match &reply.verdict {
                 // Codex cannot ask, and a rewritten input is a call Codex cannot be made to
                 // run: the call is refused, saying what a person may do.
-                Some(Verdict::Ask {
+                Some(Verdict::Ask { reason, rule, .. }) => Some(Verdict::Deny(ask_as_refusal(
                     reason,
-                    input,
-                    rule,
-                }) => Some(Verdict::Deny(match input {
-                    Some(input) => format!(
-                        "{reason}: Codex cannot ask a person about the new input, so the call was refused; run it as {input} instead"
-                    ),
-                    None => ask_as_refusal(reason, rule.as_deref(), "Codex"),
-                })),
-                // The operator let Warden allow: the rewritten call runs.
-                Some(allow @ Verdict::Allow { input: Some(_), .. }) => Some(allow.clone()),
+                    rule.as_deref(),
+                    "Codex",
+                ))),
+                // Codex takes new input only with `allow`, which skips its own approval: that
+                // is for the operator to let Warden do; else the model is told what to run.
+                Some(rewrite @ Verdict::Rewrite { allow: true, .. }) => Some(rewrite.clone()),
+                Some(Verdict::Rewrite { reason, input, .. }) => Some(Verdict::Deny(format!(
+                    "{reason}: Codex applies a hook's new input only by skipping its own approval, which Warden is not set to do (`[claude_code] allow`), so the call was refused; run it as {input} instead"
+                ))),
                 // Codex's own approval decides the rest (an `allow` without new input is not
                 // one Codex takes).
-                Some(Verdict::Allow { input: None, .. }) | None => None,
+                Some(Verdict::Allow { .. }) | None => None,
                 Some(deny @ Verdict::Deny(_)) => Some(deny.clone()),
             };
             claude_code::permission(&mut specific, verdict.as_ref());

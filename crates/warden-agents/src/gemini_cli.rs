@@ -36,30 +36,30 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
         HookEvent::ToolCall => {
             let refusal = match &reply.verdict {
                 Some(Verdict::Deny(reason)) => Some(reason.clone()),
-                Some(Verdict::Ask {
-                    reason,
-                    input,
-                    rule,
-                }) => Some(match input {
-                    Some(input) => rewritten(reason, input),
-                    None => ask_as_refusal(reason, rule.as_deref(), "Gemini CLI"),
-                }),
-                Some(Verdict::Allow {
-                    reason,
-                    input: Some(input),
-                }) => Some(rewritten(
-                    reason
-                        .as_deref()
-                        .unwrap_or("Warden rewrote this call's input"),
-                    input,
-                )),
-                Some(Verdict::Allow { input: None, .. }) | None => None,
+                // Gemini CLI's `ask` waits for a person forever when none is there (`-p`).
+                Some(Verdict::Ask { reason, rule, .. }) => {
+                    Some(ask_as_refusal(reason, rule.as_deref(), "Gemini CLI"))
+                }
+                // New input without a decision: Gemini CLI's own confirmation still applies.
+                Some(Verdict::Rewrite { input, .. }) => {
+                    out.insert(
+                        "hookSpecificOutput".into(),
+                        json!({ "hookEventName": event_name, "tool_input": input }),
+                    );
+                    None
+                }
+                Some(Verdict::Allow { .. }) | None => None,
             };
-            if let Some(reason) = refusal {
+            // What the model should read goes with the refusal (a call that runs carries it
+            // to its `AfterTool`: the handler keeps it until then).
+            if let Some(mut reason) = refusal {
+                if let Some(context) = &reply.context {
+                    reason.push_str("\n\n");
+                    reason.push_str(context);
+                }
                 out.insert("decision".into(), json!("deny"));
                 out.insert("reason".into(), json!(reason));
             }
-            context(&mut out, event_name, reply);
         }
         HookEvent::ToolDone | HookEvent::ToolFailed => context(&mut out, event_name, reply),
         // A refused answer sends the agent back, with the reason as its next prompt.
@@ -77,13 +77,6 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
     reply.finish(out)
 }
 
-/// A call a rule rewrote, refused with the input to run instead.
-fn rewritten(reason: &str, input: &Value) -> String {
-    format!(
-        "{reason}: Gemini CLI cannot take a hook's new input, so the call was refused; run it as {input} instead"
-    )
-}
-
 /// The model's context, as the event's `additionalContext`.
 fn context(out: &mut Map<String, Value>, event_name: &str, reply: &Reply) {
     if let Some(context) = &reply.context {
@@ -92,6 +85,27 @@ fn context(out: &mut Map<String, Value>, event_name: &str, reply: &Reply) {
             json!({ "hookEventName": event_name, "additionalContext": context }),
         );
     }
+}
+
+/// Why a tool failed, from its `AfterTool` response: the tool's own error, or a shell
+/// command's exit code other than 0 (`Exit Code: 1` in what the model reads).
+pub(crate) fn failure(response: &Value) -> Option<String> {
+    if let Some(error) = response.get("error").filter(|e| !e.is_null()) {
+        return Some(match error {
+            Value::String(s) => s.clone(),
+            Value::Object(o) => o
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string),
+            other => other.to_string(),
+        });
+    }
+    let text = response.get("llmContent")?.as_str()?;
+    let code = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Exit Code: "))?
+        .trim();
+    (code != "0").then(|| format!("the command exited with code {code}"))
 }
 
 /// The usage of the model call an `AfterModel` payload reports: its `llm_response`'s
@@ -149,6 +163,22 @@ mod tests {
         }}));
         assert_eq!(model_usage(&chunk), None);
         assert_eq!(model_usage(&map(json!({"llm_response": {}}))), None);
+    }
+
+    #[test]
+    fn a_failed_tool_is_told_by_its_response() {
+        let failed = json!({"llmContent": "<untrusted_context>\nOutput: 2 tests failed\nExit Code: 1\nProcess Group PGID: 8282\n</untrusted_context>", "returnDisplay": "2 tests failed"});
+        assert_eq!(
+            failure(&failed).as_deref(),
+            Some("the command exited with code 1")
+        );
+        let ok = json!({"llmContent": "Output: hi\nExit Code: 0\n"});
+        assert_eq!(failure(&ok), None);
+        assert_eq!(failure(&json!({"llmContent": "fn main() {}"})), None);
+        assert_eq!(
+            failure(&json!({"llmContent": "", "error": {"message": "no such file"}})).as_deref(),
+            Some("no such file")
+        );
     }
 
     #[test]

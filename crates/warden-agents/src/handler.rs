@@ -45,6 +45,14 @@ pub(crate) const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::fro
 const TURN_CALL: &str = "claude_code.turn_model_call";
 const CONTINUES: &str = "claude_code.continues";
 
+/// What Warden sent an agent back to work with (Gemini CLI sends it on as a new prompt, which
+/// is not the user's: the count of continues goes on).
+const SENT_BACK: &str = "agent.sent_back";
+
+/// Context for the model from a tool call that ran, kept for its `AfterTool` (Gemini CLI reads
+/// context from the hooks after a tool, not before).
+const PENDING_CONTEXT: &str = "agent.pending_context";
+
 /// The last model call an agent reported in a hook of its own (Gemini CLI's `AfterModel`):
 /// its id, model and token usage.
 const MODEL_CALL: &str = "agent.model_call";
@@ -154,6 +162,19 @@ impl Usages for Reported {
     }
 }
 
+impl Reply {
+    /// The reply with the context kept from its tool call before its own.
+    fn with_pending(mut self, hook: &mut Handler<'_>) -> Reply {
+        if let Some(pending) = hook.take_pending() {
+            self.context = Some(match self.context {
+                Some(own) => format!("{pending}\n\n{own}"),
+                None => pending,
+            });
+        }
+        self
+    }
+}
+
 /// What a backtest is told of each tick: the hook, the event (when it keeps them), the outcome.
 pub(crate) type Observer<'a> = &'a mut dyn FnMut(Hook, Option<Event>, &Outcome);
 
@@ -179,8 +200,14 @@ impl Handler<'_> {
         let p = self.payload;
         match event {
             HookEvent::SessionStart => Reply::default(),
+            HookEvent::Prompt if self.is_sent_back() => {
+                self.session.host_data_mut().remove(SENT_BACK);
+                self.save();
+                Reply::default()
+            }
             HookEvent::Prompt => {
                 let host = self.session.host_data_mut();
+                host.remove(SENT_BACK);
                 host.insert(CONTINUES.into(), json!(0));
                 host.insert(TURN_CALL.into(), Value::Null);
                 let usage = self.usage();
@@ -213,7 +240,17 @@ impl Handler<'_> {
                 // The call sees the context as the model call that made it left it.
                 event.turn = self.turn_event(usage.as_ref()).turn;
                 let call = self.tick(Hook::OnToolCall, event);
-                self.tool_call_reply(turn.as_ref(), &call)
+                let mut reply = self.tool_call_reply(turn.as_ref(), &call);
+                if p.agent == Agent::GeminiCli
+                    && !reply.refuses_call()
+                    && let Some(context) = reply.context.take()
+                {
+                    self.session
+                        .host_data_mut()
+                        .insert(PENDING_CONTEXT.into(), json!(context));
+                    self.save();
+                }
+                reply
             }
             HookEvent::ToolDone => {
                 let mut e = Event::tool_complete(
@@ -224,7 +261,7 @@ impl Handler<'_> {
                     tool.arguments = input.clone();
                 }
                 let o = self.tick(Hook::OnToolComplete, e);
-                self.context_reply(&[&o])
+                self.context_reply(&[&o]).with_pending(self)
             }
             HookEvent::ToolFailed => {
                 let mut e = Event::tool_failure(
@@ -235,7 +272,7 @@ impl Handler<'_> {
                     tool.arguments = input.clone();
                 }
                 let o = self.tick(Hook::OnToolFailure, e);
-                self.context_reply(&[&o])
+                self.context_reply(&[&o]).with_pending(self)
             }
             HookEvent::Stop => {
                 let usage = self.usage();
@@ -430,27 +467,14 @@ impl Handler<'_> {
                 input: input.cloned(),
                 rule,
             }),
-            Proceed::WithInput(input) => {
-                // An agent applies new input only with a decision: `ask` shows the person the
-                // rewritten call (their own permission prompt is never skipped), unless the
-                // operator let Warden allow.
-                let reason = format!(
+            Proceed::WithInput(input) => Some(Verdict::Rewrite {
+                reason: format!(
                     "Warden ({}) rewrote this call's input",
                     rule.as_deref().unwrap_or("a rule")
-                );
-                Some(if self.config.allow {
-                    Verdict::Allow {
-                        reason: Some(reason),
-                        input: Some(input.clone()),
-                    }
-                } else {
-                    Verdict::Ask {
-                        reason,
-                        input: Some(input.clone()),
-                        rule,
-                    }
-                })
-            }
+                ),
+                input: input.clone(),
+                allow: self.config.allow,
+            }),
             Proceed::Yes
                 if self.config.allow
                     && call
@@ -460,7 +484,6 @@ impl Handler<'_> {
             {
                 Some(Verdict::Allow {
                     reason: call.ruling.as_ref().map(|r| r.reason.to_string()),
-                    input: None,
                 })
             }
             Proceed::Yes | Proceed::KeepWorking { .. } => None,
@@ -502,6 +525,9 @@ impl Handler<'_> {
                         why.push_str("\n\n");
                         why.push_str(context);
                     }
+                    self.session
+                        .host_data_mut()
+                        .insert(SENT_BACK.into(), json!(why));
                     reply.keep_working = Some(why);
                     self.session
                         .host_data_mut()
@@ -516,6 +542,31 @@ impl Handler<'_> {
             }
         }
         reply
+    }
+
+    /// Whether the prompt is what Warden sent the agent back to work with, not the user's.
+    fn is_sent_back(&self) -> bool {
+        let sent = self
+            .session
+            .host_data()
+            .get(SENT_BACK)
+            .and_then(Value::as_str);
+        sent.is_some_and(|s| self.payload.prompt.as_deref().map(str::trim) == Some(s.trim()))
+    }
+
+    /// Saves what changed in the session after its ticks.
+    fn save(&mut self) {
+        if let Err(e) = self.session.save() {
+            self.log
+                .push(format!("warden: the session could not be saved: {e}"));
+        }
+    }
+
+    /// The context kept from the tool call (see [`PENDING_CONTEXT`]), taken.
+    fn take_pending(&mut self) -> Option<String> {
+        let pending = self.session.host_data_mut().remove(PENDING_CONTEXT)?;
+        self.save();
+        pending.as_str().map(str::to_string)
     }
 
     /// A model call returned: its usage is kept in the session, for the turn it starts (at

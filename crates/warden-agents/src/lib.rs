@@ -128,13 +128,10 @@ pub fn answer_with(
     let Some(mut event) = payload.event else {
         return Answer::default();
     };
-    // Codex has no event for a failed tool: its session file says whether the call failed.
-    if let (Agent::Codex, HookEvent::ToolDone, Some(path), Some(id)) = (
-        agent,
-        event,
-        payload.transcript_path.as_deref(),
-        payload.tool_use_id.as_deref(),
-    ) && let Some(why) = codex::failure(path, id)
+    // Codex and Gemini CLI have no event for a failed tool: a returned call that failed is
+    // told by what the agent recorded of it.
+    if event == HookEvent::ToolDone
+        && let Some(why) = agent.failure(&payload)
     {
         event = HookEvent::ToolFailed;
         payload.error = Some(why);

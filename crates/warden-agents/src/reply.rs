@@ -35,11 +35,14 @@ pub(crate) enum Verdict {
         /// The rule that asks.
         rule: Option<String>,
     },
-    /// It runs without the agent's own permission prompt (the operator let Warden allow),
-    /// with new input if a rule rewrote it.
-    Allow {
-        reason: Option<String>,
-        input: Option<Value>,
+    /// It runs without the agent's own permission prompt (the operator let Warden allow).
+    Allow { reason: Option<String> },
+    /// A rule rewrote its input: it runs as `input`, through the agent's own permission
+    /// prompt unless the operator let Warden allow (`allow`).
+    Rewrite {
+        reason: String,
+        input: Value,
+        allow: bool,
     },
 }
 

@@ -118,7 +118,12 @@ pub(crate) fn run(config: Result<Config, String>, target: HookTarget) -> ExitCod
     for line in &answer.log {
         let _ = writeln!(err, "{line}");
     }
-    if let Some(json) = &answer.json {
+    // Gemini CLI reads stderr as the answer when stdout is empty: it gets `{}` then.
+    let json = match (&answer.json, agent) {
+        (None, Agent::GeminiCli) => Some(serde_json::json!({})),
+        (json, _) => json.clone(),
+    };
+    if let Some(json) = json {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{json}");
         let _ = out.flush();

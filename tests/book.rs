@@ -501,6 +501,20 @@ fn the_first_rule_chapter_runs_as_written() {
 }
 
 #[test]
+fn the_codex_and_gemini_cli_chapters_run_as_written() {
+    for (chapter, hook_file) in [
+        ("codex.md", ".codex/hooks.json"),
+        ("gemini-cli.md", ".gemini/settings.json"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (ran, failures) = play(chapter, dir.path(), &|_| true);
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert_eq!(ran, 2, "{chapter}: `warden init` and a hook");
+        assert!(dir.path().join(hook_file).is_file(), "{chapter}");
+    }
+}
+
+#[test]
 fn the_plugin_tutorial_runs_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let (ran, failures) = play("plugins/tutorial.md", dir.path(), &|_| true);

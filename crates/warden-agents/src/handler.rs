@@ -1,7 +1,9 @@
-//! The translation of one payload into ticks of a session and of their outcomes into Claude
-//! Code's answer: the one mapping of Claude Code's protocol, used by the hook (`answer`), the
-//! service and backtests. Token usage is read through [`Usages`]: the transcript file as
-//! Claude Code has written it so far (live), or the lines of a transcript read so far.
+//! The translation of one payload into ticks of a session and of their outcomes into a
+//! [`Reply`], for every agent: the one mapping of the agents' protocols, used by the hook
+//! (`answer`), the service and backtests. Token usage is read through
+//! [`Usages`](crate::transcript::Usages): Claude Code's transcript as written so far (live),
+//! the lines of a transcript read so far (a backtest), Codex's session file, or what Gemini CLI
+//! reported at `AfterModel` ([`Reported`]).
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +25,8 @@ pub struct Options {
     pub user: String,
     /// The project id.
     pub project: String,
-    /// The project's folder (`$CLAUDE_PROJECT_DIR`), else the payload's `cwd`.
+    /// The project's folder (`$CLAUDE_PROJECT_DIR`, `$GEMINI_PROJECT_DIR`), else the
+    /// payload's `cwd`.
     pub project_dir: Option<PathBuf>,
 }
 
@@ -40,7 +43,8 @@ impl Default for Options {
 /// How often a hook looks again for the model call of its tool call in the transcript.
 pub(crate) const TRANSCRIPT_POLL: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// The session's memory of Claude Code, in its host data: the model call the current turn is
+/// The session's memory of the agent, in its host data (the keys are Claude Code's, from
+/// before there were other agents, so that saved sessions read on): the model call the current turn is
 /// bound to (`null` after a prompt: the turn it started has no call yet), and how many times in
 /// a row the agent was sent back to work.
 const TURN_CALL: &str = "claude_code.turn_model_call";

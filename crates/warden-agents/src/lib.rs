@@ -75,7 +75,7 @@ pub use payload::{MAX_PAYLOAD, Payload, PayloadError};
 pub use transcript::{DEFAULT_WINDOW, Usage, context_window, last_usage, usage_of_call};
 
 /// The answer to one hook: the JSON to print (nothing at all when `json` is `None`), and lines
-/// for Claude Code's debug log (stderr).
+/// for the agent's debug log (stderr).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Answer {
     /// The JSON answer.

@@ -10,7 +10,7 @@ use crate::event::HookEvent;
 use crate::transcript::Usage;
 
 /// The most a payload may weigh (a tool's response can be large; a payload past this is not
-/// Claude Code's).
+/// an agent's).
 pub const MAX_PAYLOAD: usize = 16 << 20;
 
 /// A payload that is not what the agent sends.
@@ -34,7 +34,7 @@ pub struct Payload {
     pub event: Option<HookEvent>,
     /// The event's name as sent.
     pub event_name: String,
-    /// Claude Code's session id.
+    /// The agent's session id.
     pub session_id: String,
     /// The session's transcript (JSON Lines), if given.
     pub transcript_path: Option<String>,
@@ -60,7 +60,7 @@ pub struct Payload {
     pub usage: Option<Usage>,
 }
 
-/// The longest session id accepted (Claude Code's are UUIDs).
+/// The longest session id accepted (the agents' are UUIDs).
 const MAX_ID: usize = 256;
 
 fn text(map: &Map<String, Value>, key: &str) -> Result<Option<String>, PayloadError> {

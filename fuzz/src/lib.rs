@@ -316,27 +316,31 @@ pub fn claude_code_hook(data: &[u8]) {
         }
         let warden = w.as_ref().expect("built above");
         let config = warden_core::ClaudeCodeConfig::default();
-        let answer = warden_agents::answer(
-            warden_agents::Agent::ClaudeCode,
-            warden,
-            &config,
-            &warden_agents::Options::default(),
-            data,
-        );
-        if let Some(json) = &answer.json {
-            assert!(json.is_object(), "the answer is not an object: {json}");
+        // The same bytes as each agent's payload.
+        for agent in warden_agents::Agent::ALL {
+            let answer = warden_agents::answer(
+                agent,
+                warden,
+                &config,
+                &warden_agents::Options::default(),
+                data,
+            );
+            if let Some(json) = &answer.json {
+                assert!(json.is_object(), "the answer is not an object: {json}");
+            }
+            // What a closed configuration answers must be sound too: a refusal, in the agent's
+            // schema.
+            let closed = warden_core::ClaudeCodeConfig {
+                fail_closed: true,
+                ..warden_core::ClaudeCodeConfig::default()
+            };
+            let event = agent.event_name(warden_agents::HookEvent::ToolCall);
+            let refused = warden_agents::fail(agent, &closed, Some(event), "x");
+            assert!(
+                refused.json.is_some(),
+                "{agent}: no answer when failing closed"
+            );
         }
-        // What a closed configuration answers must be sound too.
-        let closed = warden_core::ClaudeCodeConfig {
-            fail_closed: true,
-            ..warden_core::ClaudeCodeConfig::default()
-        };
-        let _ = warden_agents::fail(
-            warden_agents::Agent::ClaudeCode,
-            &closed,
-            Some("PreToolUse"),
-            "x",
-        );
     });
 }
 

@@ -408,3 +408,34 @@ fn gemini_cli_sent_back_prompts_are_not_the_users_and_the_cap_holds() {
     }
     assert_eq!(sent_back, 3, "{sent_back}");
 }
+
+#[test]
+fn a_codex_session_file_is_backtested_as_its_hooks() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/codex/rollout.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args([
+            "--builtin",
+            "--plugins",
+            "builtin:guardrails",
+            "replay",
+            "--from",
+            "codex",
+            "--format",
+            "text",
+        ])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    // The recorded session ran a failing `pytest`, then the agent stopped: the guardrails
+    // would have sent it back.
+    assert!(
+        text.contains("PostToolUse Bash `pytest`: guardrails/record-test-failure fired"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Stop Stop: continue (guardrails/keep-working-while-tests-fail)"),
+        "{text}"
+    );
+}

@@ -67,12 +67,20 @@ impl Agent {
             .map(|(_, e)| *e)
     }
 
-    /// The agent's name for Warden's moment `event` (its first, where it has several).
+    /// The agent's name for Warden's moment `event` (its first, where it has several; a
+    /// failed tool is a returned one to an agent without a failure event).
     pub fn event_name(self, event: HookEvent) -> &'static str {
-        self.events()
-            .iter()
-            .find(|(_, e)| *e == event)
-            .map_or("", |(n, _)| n)
+        let named = |event: HookEvent| {
+            self.events()
+                .iter()
+                .find(|(_, e)| *e == event)
+                .map(|(n, _)| *n)
+        };
+        match (named(event), event) {
+            (Some(name), _) => name,
+            (None, HookEvent::ToolFailed) => named(HookEvent::ToolDone).unwrap_or_default(),
+            (None, _) => "",
+        }
     }
 
     /// The token usage of a model call, from the payload of the event that reports it.
@@ -107,6 +115,18 @@ impl Agent {
             Agent::Codex => codex::failure(record?, id?),
             Agent::GeminiCli => gemini_cli::failure(response?),
             Agent::ClaudeCode => None,
+        }
+    }
+
+    /// Whether the agent does not run the tool call `reply` answers: a refusal, and where the
+    /// agent cannot ask, an `ask` (and, for Codex, new input it is not let take).
+    pub(crate) fn refuses(self, reply: &Reply) -> bool {
+        use crate::reply::Verdict;
+        match (&reply.verdict, self) {
+            (Some(Verdict::Deny(_)), _) => true,
+            (Some(Verdict::Ask { .. }), Agent::Codex | Agent::GeminiCli) => true,
+            (Some(Verdict::Rewrite { allow: false, .. }), Agent::Codex) => true,
+            _ => false,
         }
     }
 

@@ -1,4 +1,4 @@
-//! `warden replay --from claude-code`: backtests. An agent's transcripts (a file, or every
+//! `warden replay --from claude-code` (or `codex`): backtests. An agent's transcripts (a file, or every
 //! `*.jsonl` under a folder) replayed as the hook payloads the live hook would have been sent,
 //! each on a session of its own, against the configured rules in memory (the database is not
 //! touched): what fired, one line per tick; `--summary`, per rule and per session; `--against`,
@@ -24,6 +24,17 @@ use crate::setup::build;
 pub(crate) enum Agent {
     /// Claude Code's transcripts (`~/.claude/projects/*/*.jsonl`).
     ClaudeCode,
+    /// Codex's session files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
+    Codex,
+}
+
+impl Agent {
+    fn agent(self) -> warden_agents::Agent {
+        match self {
+            Agent::ClaudeCode => warden_agents::Agent::ClaudeCode,
+            Agent::Codex => warden_agents::Agent::Codex,
+        }
+    }
 }
 
 /// How many examples the summary gives per rule.
@@ -31,6 +42,7 @@ const EXAMPLES: usize = 3;
 
 /// What a backtest is asked for.
 pub(crate) struct BacktestArgs<'a> {
+    pub agent: Agent,
     pub path: &'a Path,
     pub summary: bool,
     pub json: bool,
@@ -96,7 +108,10 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
                 continue;
             }
         };
-        let mut new = Backtest::new(&warden, cc, opts.clone(), &session).keep_events(a.print_trace);
+        let agent = a.agent.agent();
+        let mut new = Backtest::new(&warden, cc, opts.clone(), &session)
+            .agent(agent)
+            .keep_events(a.print_trace);
         // The other rule set runs with its own configuration's Claude Code settings, user and
         // project.
         let mut before = old.as_ref().map(|(w, c)| {
@@ -105,7 +120,7 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
                 project: c.project.clone(),
                 project_dir: None,
             };
-            Backtest::new(w, &c.claude_code, opts, &session)
+            Backtest::new(w, &c.claude_code, opts, &session).agent(agent)
         });
         // Each line's payloads are reported as the line is read: nothing of a transcript is
         // kept but its session, whatever its size.
@@ -162,8 +177,9 @@ pub(crate) fn run(config: &Config, a: &BacktestArgs<'_>) -> Result<ExitCode, Str
             summary.transcripts += 1;
         } else {
             eprintln!(
-                "warning: {} holds no Claude Code conversation (no prompt or model line of the main session): passed over",
-                file.display()
+                "warning: {} holds no {} conversation (no prompt or model line of the main session): passed over",
+                file.display(),
+                a.agent.agent().title()
             );
             summary.not_transcripts += 1;
         }
@@ -620,7 +636,7 @@ impl Summary {
         if self.not_transcripts > 0 {
             writeln!(
                 out,
-                "{} file(s) held no Claude Code conversation and were passed over",
+                "{} file(s) held no conversation of the agent and were passed over",
                 self.not_transcripts
             )?;
         }
@@ -682,18 +698,17 @@ fn key(r: &Replayed) -> (usize, String, String) {
 /// What the decisive part of a payload's answer was: refused, asked, stopped the session, or
 /// sent the agent back to work.
 ///
-/// Read from the answer Claude Code would have read (a `continue` past `max_continues` lets the
-/// agent stop; a rewrite without `allow` is asked about), with the rule that decided.
+/// As the agent would have taken the answer (a `continue` past `max_continues` lets the agent
+/// stop; a rewrite without `allow` is asked about; an ask where the agent cannot ask is a
+/// refusal), with the rule that decided.
 fn verdict(r: &Replayed) -> Option<(&'static str, String)> {
-    let answer = r.answer.as_ref()?;
-    let specific = &answer["hookSpecificOutput"];
-    let word = if answer["continue"] == false {
+    let word = if r.stopped {
         "stop the session at"
-    } else if r.refused || answer["decision"] == "block" {
+    } else if r.refused || r.prompt_refused {
         "refuse"
-    } else if specific["permissionDecision"] == "ask" {
+    } else if r.asked {
         "ask about"
-    } else if specific["hookEventName"] == "Stop" {
+    } else if r.sent_back {
         "send the agent back at"
     } else {
         return None;

@@ -88,6 +88,7 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
         return crate::backtest::run(
             config,
             &crate::backtest::BacktestArgs {
+                agent: a.from.unwrap_or(crate::backtest::Agent::ClaudeCode),
                 path: &a.trace,
                 summary: a.summary,
                 json: a.format == Format::Json,

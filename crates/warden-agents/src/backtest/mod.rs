@@ -1,7 +1,7 @@
-//! Backtests: a Claude Code transcript (the JSON Lines file Claude Code keeps of a session)
-//! turned back into the hook payloads the live hook would have been sent, in order, each
-//! answered by the same code that answers the live hook ([`crate::answer`]'s handler), on a
-//! session of its own.
+//! Backtests: an agent's record of a session (Claude Code's transcript, Codex's session file:
+//! JSON Lines) turned back into the hook payloads the live hook would have been sent, in order,
+//! each answered by the same code that answers the live hook ([`crate::answer`]'s handler), on
+//! a session of its own. Codex's is read by `codex.rs`; Claude Code's here:
 //!
 //! | transcript line | hook payload |
 //! | --- | --- |
@@ -24,6 +24,7 @@ use crate::agent::Agent;
 use crate::event::HookEvent;
 use crate::handler::{Handler, Options};
 use crate::payload::Payload;
+use crate::reply::Verdict;
 use crate::transcript::{Line, Usage, Usages};
 
 /// What one tick of a replayed event did.
@@ -95,10 +96,18 @@ pub struct Replayed {
     pub payload: Payload,
     /// Each tick it ran.
     pub ticks: Vec<TickReport>,
-    /// The answer Claude Code would have read (`None`: an empty answer).
+    /// The answer the agent would have read (`None`: an empty answer).
     pub answer: Option<Value>,
     /// Whether the answer refuses the tool call (`PreToolUse`): it would not have run.
     pub refused: bool,
+    /// Whether a person would have been asked about the tool call.
+    pub asked: bool,
+    /// Whether the answer refuses the prompt.
+    pub prompt_refused: bool,
+    /// Whether the answer ends the session.
+    pub stopped: bool,
+    /// Whether the answer sends the agent that wanted to stop back to work.
+    pub sent_back: bool,
     /// Why the line could not be replayed as a payload (a field the live hook would refuse).
     pub error: Option<String>,
 }
@@ -132,6 +141,7 @@ impl Usages for Seen {
 
 /// One transcript replayed as its hooks, a line at a time.
 pub struct Backtest<'w> {
+    agent: Agent,
     warden: &'w Warden,
     config: &'w ClaudeCodeConfig,
     opts: Options,
@@ -161,6 +171,16 @@ pub struct Backtest<'w> {
     keep_events: bool,
     /// Told of every tick's outcome, whole (a rule test checks them).
     on_tick: Option<OnTick<'w>>,
+    /// Codex's calls of the model response being read, asked before its usage is recorded:
+    /// their `PreToolUse` waits for it, as the live hook runs after Codex records it.
+    asked: Vec<(usize, codex::Call)>,
+    /// Codex's calls that failed, by id, as its session file records them before their output.
+    failed: HashMap<String, String>,
+    /// The model the agent ran (Codex's session file says it once per turn).
+    model: Option<String>,
+    /// What the last payload's reply was: the agent sent back to work, the prompt refused.
+    last_sent_back: bool,
+    last_prompt_refused: bool,
 }
 
 /// What [`Backtest::on_tick`] calls.
@@ -194,6 +214,7 @@ impl<'w> Backtest<'w> {
     ) -> Self {
         let session_id = session.id().to_string();
         Backtest {
+            agent: Agent::ClaudeCode,
             warden,
             config,
             opts,
@@ -212,7 +233,19 @@ impl<'w> Backtest<'w> {
             lines: 0,
             keep_events: false,
             on_tick: None,
+            asked: Vec::new(),
+            failed: HashMap::new(),
+            model: None,
+            last_sent_back: false,
+            last_prompt_refused: false,
         }
+    }
+
+    /// Reads the record of `agent` (Claude Code's transcript by default; Codex's session file).
+    /// Gemini CLI is not read yet: its lines are passed over.
+    pub fn agent(mut self, agent: Agent) -> Self {
+        self.agent = agent;
+        self
     }
 
     /// Calls `f` with every tick's outcome, whole, as it is made.
@@ -233,6 +266,11 @@ impl<'w> Backtest<'w> {
     pub fn line(&mut self, text: &[u8]) -> Vec<Replayed> {
         self.lines += 1;
         let line = self.lines;
+        match self.agent {
+            Agent::ClaudeCode => {}
+            Agent::Codex => return self.codex_line(line, text),
+            Agent::GeminiCli => return Vec::new(),
+        }
         // Most of a transcript's bytes are lines of other kinds (file snapshots, attachments):
         // a line that does not even hold the words is passed over unread.
         let finder = |needle: &[u8]| memchr::memmem::find(text, needle).is_some();
@@ -292,6 +330,7 @@ impl<'w> Backtest<'w> {
             return out;
         }
         let line = self.lines;
+        self.ask_pending(line, &mut out);
         self.close_turn(line, &mut out);
         self.halted = false;
         out.push(self.send(line, HookEvent::SessionEnd, Map::new()));
@@ -395,17 +434,18 @@ impl<'w> Backtest<'w> {
         if is_local_command(&prompt) {
             return;
         }
+        self.prompt(line, prompt, out);
+    }
+
+    /// A prompt of the user's.
+    fn prompt(&mut self, line: usize, prompt: String, out: &mut Vec<Replayed>) {
         self.close_turn(line, out);
         self.halted = false;
         let mut fields = Map::new();
         fields.insert("prompt".into(), json!(prompt));
         let replayed = self.send(line, HookEvent::Prompt, fields);
         // A prompt the rules block never reaches the agent.
-        if replayed
-            .answer
-            .as_ref()
-            .is_some_and(|a| a["decision"] == "block")
-        {
+        if self.last_prompt_refused {
             self.halted = true;
         }
         out.push(replayed);
@@ -463,10 +503,7 @@ impl<'w> Backtest<'w> {
         let mut fields = Map::new();
         fields.insert("stop_hook_active".into(), json!(self.sent_back));
         let replayed = self.send(line, HookEvent::Stop, fields);
-        self.sent_back = replayed
-            .answer
-            .as_ref()
-            .is_some_and(|a| a["hookSpecificOutput"]["hookEventName"] == "Stop");
+        self.sent_back = self.last_sent_back;
         out.push(replayed);
     }
 
@@ -475,20 +512,31 @@ impl<'w> Backtest<'w> {
         fields.insert("session_id".into(), json!(self.session_id));
         fields.insert(
             "hook_event_name".into(),
-            json!(Agent::ClaudeCode.event_name(event)),
+            json!(self.agent.event_name(event)),
         );
         if let Some(cwd) = &self.cwd {
             fields.insert("cwd".into(), json!(cwd));
         }
-        let payload = match Payload::from_value(Agent::ClaudeCode, Value::Object(fields)) {
-            Ok(p) => p,
+        if let Some(model) = &self.model {
+            fields.entry("model").or_insert_with(|| json!(model));
+        }
+        let payload = match Payload::from_value(self.agent, Value::Object(fields)) {
+            // (A failure is the agent's returned tool where it has no failure event.)
+            Ok(p) => Payload {
+                event: Some(event),
+                ..p
+            },
             Err(e) => {
                 return Replayed {
                     line,
-                    payload: Payload::empty(Agent::ClaudeCode, event, &self.session_id),
+                    payload: Payload::empty(self.agent, event, &self.session_id),
                     ticks: Vec::new(),
                     answer: None,
                     refused: false,
+                    asked: false,
+                    prompt_refused: false,
+                    stopped: false,
+                    sent_back: false,
                     error: Some(e.to_string()),
                 };
             }
@@ -513,18 +561,30 @@ impl<'w> Backtest<'w> {
             unsaved: None,
         };
         let reply = hook.run(event);
-        // The rules ended the session: Claude Code stops the agent here.
+        // The rules ended the session: the agent stops here.
         if reply.stop.is_some() {
             self.halted = true;
         }
-        let refused = event == HookEvent::ToolCall && reply.refuses_call();
-        let answer = Agent::ClaudeCode.encode(event, &payload.event_name, &reply);
+        self.last_sent_back = reply.keep_working.is_some();
+        self.last_prompt_refused = reply.refuse_prompt.is_some();
+        let refused = event == HookEvent::ToolCall && self.agent.refuses(&reply);
+        let asked = event == HookEvent::ToolCall
+            && !refused
+            && matches!(
+                reply.verdict,
+                Some(Verdict::Ask { .. } | Verdict::Rewrite { allow: false, .. })
+            );
+        let answer = self.agent.encode(event, &payload.event_name, &reply);
         Replayed {
             line,
             payload,
             ticks,
             answer,
             refused,
+            asked,
+            prompt_refused: reply.refuse_prompt.is_some(),
+            stopped: reply.stop.is_some(),
+            sent_back: reply.keep_working.is_some(),
             error: None,
         }
     }
@@ -575,263 +635,6 @@ fn is_local_command(text: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
 
-    fn assistant(id: &str, stop: &str, blocks: Value, tokens: u64) -> String {
-        json!({"type": "assistant", "cwd": "/home/ada/app", "message": {
-            "id": id, "model": "claude-sonnet-4-5", "role": "assistant", "content": blocks,
-            "stop_reason": stop,
-            "usage": {"input_tokens": tokens, "output_tokens": 10}}})
-        .to_string()
-    }
-
-    fn tool_use(id: &str, command: &str) -> Value {
-        json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"command": command}})
-    }
-
-    fn result(id: &str, content: &str, is_error: bool) -> String {
-        json!({"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": id, "content": content, "is_error": is_error}]}})
-        .to_string()
-    }
-
-    fn prompt(text: &str) -> String {
-        json!({"type": "user", "cwd": "/home/ada/app", "message": {"role": "user", "content": text}})
-            .to_string()
-    }
-
-    /// A supervisor with one rule, written from `toml` into a folder of its own.
-    fn one_rule(toml: &str) -> Warden {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("rule.toml"), toml).unwrap();
-        Warden::builder().rules_dir(dir.path()).build().unwrap()
-    }
-
-    fn replay(warden: &Warden, lines: &[String]) -> Vec<Replayed> {
-        let config = ClaudeCodeConfig::default();
-        let mut b = Backtest::new(warden, &config, Options::default(), "s1");
-        let mut out: Vec<Replayed> = lines.iter().flat_map(|l| b.line(l.as_bytes())).collect();
-        out.extend(b.finish());
-        out
-    }
-
-    fn events(r: &[Replayed]) -> Vec<String> {
-        r.iter()
-            .map(|r| match &r.payload.tool_name {
-                Some(t) => format!("{} {t}", r.payload.event_name),
-                None => r.payload.event_name.clone(),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_transcript_becomes_the_live_hooks_payloads_in_order() {
-        let warden = Warden::builder().builtin_rules().build().unwrap();
-        let lines = [
-            r#"{"type":"summary","summary":"old"}"#.to_string(),
-            prompt("fix it"),
-            // Two parallel calls of one model call, then their results.
-            assistant(
-                "m1",
-                "tool_use",
-                json!([tool_use("t1", "ls"), tool_use("t2", "cat x")]),
-                1000,
-            ),
-            result("t1", "a b", false),
-            result("t2", "no such file", true),
-            // A subagent's line, a meta line, a slash command: not the main session's hooks.
-            json!({"type": "assistant", "isSidechain": true, "message": {"id": "s", "content": [tool_use("t9", "ls")]}}).to_string(),
-            json!({"type": "user", "isMeta": true, "message": {"content": "meta"}}).to_string(),
-            prompt("<command-name>/clear</command-name>"),
-            assistant("m2", "end_turn", json!([{"type": "text", "text": "done"}]), 1200),
-            "not json".to_string(),
-            prompt("and again"),
-            prompt("[Request interrupted by user]"),
-        ];
-        let r = replay(&warden, &lines);
-        assert_eq!(
-            events(&r),
-            [
-                "UserPromptSubmit",
-                "PreToolUse Bash",
-                "PreToolUse Bash",
-                "PostToolUse Bash",
-                "PostToolUseFailure Bash",
-                "Stop",
-                "UserPromptSubmit",
-                "SessionEnd",
-            ]
-        );
-        assert_eq!(r[1].line, 3);
-        assert_eq!(r[4].payload.error.as_deref(), Some("no such file"));
-        assert_eq!(r[1].payload.cwd.as_deref(), Some("/home/ada/app"));
-        // The first tool call's model call is the prompt's turn: no new turn. Each tick is
-        // reported.
-        assert_eq!(
-            r[1].ticks.iter().map(|t| t.hook).collect::<Vec<_>>(),
-            [Hook::OnToolCall]
-        );
-    }
-
-    #[test]
-    fn a_refused_call_has_no_result_and_a_call_refused_when_recorded_neither() {
-        let warden = one_rule(
-            "[rule]\nid = \"no-curl\"\ntrigger = \"on_tool_call\"\ntool = [\"Bash\"]\n\
-             [condition]\nexpression = \"'curl' in tool.shell.programs\"\n\
-             [action]\ntype = \"decide\"\ndecision = \"deny\"\nreason = \"no downloads\"\n",
-        );
-        let lines = [
-            prompt("go"),
-            assistant(
-                "m1",
-                "tool_use",
-                json!([tool_use("t1", "curl example.com")]),
-                10,
-            ),
-            result("t1", "<html>", false),
-            assistant("m2", "tool_use", json!([tool_use("t2", "rm -rf /")]), 20),
-            result("t2", "PreToolUse:Bash hook error: no", true),
-        ];
-        let r = replay(&warden, &lines);
-        assert_eq!(
-            events(&r),
-            // The transcript ends in the turn: its Stop comes at the end.
-            [
-                "UserPromptSubmit",
-                "PreToolUse Bash",
-                "PreToolUse Bash",
-                "Stop",
-                "SessionEnd"
-            ]
-        );
-        assert!(r[1].refused);
-        assert_eq!(
-            r[1].ticks.last().unwrap().decision,
-            Some(("deny", "no-curl".to_string(), "no downloads".to_string()))
-        );
-        assert!(!r[2].refused);
-    }
-
-    #[test]
-    fn claude_codes_own_lines_are_not_prompts_and_a_call_written_twice_stops_once() {
-        let warden = Warden::builder().build().unwrap();
-        let summary = json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": "This session is being continued..."}}).to_string();
-        let lines = [
-            prompt("go"),
-            // One model call written as two lines (thinking, then text), both ending the turn.
-            assistant(
-                "m1",
-                "end_turn",
-                json!([{"type": "thinking", "thinking": "hm"}]),
-                10,
-            ),
-            assistant(
-                "m1",
-                "end_turn",
-                json!([{"type": "text", "text": "done"}]),
-                10,
-            ),
-            summary,
-            prompt("<bash-input>ls</bash-input>"),
-            prompt("<task-notification>done</task-notification>"),
-            // A prompt, then one with a byte that is not UTF-8.
-            "{\"type\":\"user\",\"message\":{\"content\":\"caf\u{e9}\"}}".to_string(),
-        ];
-        let mut raw: Vec<Vec<u8>> = lines.iter().map(|l| l.clone().into_bytes()).collect();
-        let mut bad = prompt("ok").into_bytes();
-        let at = bad.windows(2).position(|w| w == b"ok").unwrap();
-        bad[at] = 0xff;
-        raw.push(bad);
-        let config = ClaudeCodeConfig::default();
-        let mut b = Backtest::new(&warden, &config, Options::default(), "s1");
-        let mut r: Vec<Replayed> = raw.iter().flat_map(|l| b.line(l)).collect();
-        assert_eq!(b.unread(), 0);
-        r.extend(b.finish());
-        assert_eq!(
-            events(&r),
-            [
-                "UserPromptSubmit",
-                "Stop",
-                "UserPromptSubmit",
-                "Stop",
-                "UserPromptSubmit",
-                "Stop",
-                "SessionEnd"
-            ]
-        );
-        assert_eq!(r[2].payload.prompt.as_deref(), Some("caf\u{e9}"));
-        assert_eq!(r[4].payload.prompt.as_deref(), Some("\u{fffd}k"));
-    }
-
-    #[test]
-    fn after_a_stop_nothing_is_replayed_until_the_next_prompt() {
-        let warden = one_rule(
-            "[rule]\nid = \"stop-on-cat\"\ntrigger = \"on_tool_call\"\n\
-             [condition]\nexpression = \"'cat' in tool.shell.programs\"\n\
-             [action]\ntype = \"decide\"\ndecision = \"stop\"\nreason = \"enough\"\n",
-        );
-        let lines = [
-            prompt("go"),
-            assistant(
-                "m1",
-                "tool_use",
-                json!([tool_use("t1", "cat x"), tool_use("t2", "ls")]),
-                10,
-            ),
-            result("t1", "x", false),
-            result("t2", "a", false),
-            assistant("m2", "tool_use", json!([tool_use("t3", "cat y")]), 20),
-            result("t3", "y", false),
-            assistant(
-                "m3",
-                "end_turn",
-                json!([{"type": "text", "text": "done"}]),
-                30,
-            ),
-            prompt("again"),
-            assistant("m4", "tool_use", json!([tool_use("t4", "ls")]), 40),
-        ];
-        let r = replay(&warden, &lines);
-        assert_eq!(
-            events(&r),
-            [
-                "UserPromptSubmit",
-                "PreToolUse Bash",
-                "UserPromptSubmit",
-                "PreToolUse Bash",
-                "Stop",
-                "SessionEnd"
-            ]
-        );
-        assert!(r[1].refused);
-        assert_eq!(r[1].answer.as_ref().unwrap()["continue"], false);
-    }
-
-    #[test]
-    fn a_subagents_file_is_not_a_session() {
-        let warden = Warden::builder().build().unwrap();
-        let line = json!({"type": "assistant", "isSidechain": true, "message": {"id": "s", "content": [tool_use("t9", "ls")]}}).to_string();
-        assert!(replay(&warden, &[line]).is_empty());
-    }
-
-    #[test]
-    fn each_call_sees_the_usage_of_its_own_model_call() {
-        let warden = Warden::builder().build().unwrap();
-        let lines = [
-            prompt("go"),
-            assistant("m1", "tool_use", json!([tool_use("t1", "ls")]), 100_000),
-            assistant("m2", "tool_use", json!([tool_use("t2", "ls")]), 150_000),
-        ];
-        let config = ClaudeCodeConfig::default();
-        let mut b = Backtest::new(&warden, &config, Options::default(), "s1");
-        for l in &lines {
-            b.line(l.as_bytes());
-        }
-        // The second model call started a turn of its own.
-        let turns = b.session.facts().turn.number;
-        assert_eq!(turns, 2);
-        let usage = b.session.facts().turn.token_usage;
-        assert!((usage - 150_010.0 / 200_000.0).abs() < 1e-9, "{usage}");
-    }
-}
+mod codex;

@@ -122,12 +122,12 @@ impl Agent {
     /// agent cannot ask, an `ask` (and, for Codex, new input it is not let take).
     pub(crate) fn refuses(self, reply: &Reply) -> bool {
         use crate::reply::Verdict;
-        match (&reply.verdict, self) {
-            (Some(Verdict::Deny(_)), _) => true,
-            (Some(Verdict::Ask { .. }), Agent::Codex | Agent::GeminiCli) => true,
-            (Some(Verdict::Rewrite { allow: false, .. }), Agent::Codex) => true,
-            _ => false,
-        }
+        matches!(
+            (&reply.verdict, self),
+            (Some(Verdict::Deny(_)), _)
+                | (Some(Verdict::Ask { .. }), Agent::Codex | Agent::GeminiCli)
+                | (Some(Verdict::Rewrite { allow: false, .. }), Agent::Codex)
+        )
     }
 
     /// Whether the agent's hooks can ask a person about a tool call (`ask`). Where they

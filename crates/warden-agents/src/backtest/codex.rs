@@ -107,10 +107,8 @@ impl Backtest<'_> {
                 self.ask_pending(line, out);
                 self.prompt(line, text, out);
             }
-            Some("message") if p["role"] == "assistant" => {
-                if !self.halted {
-                    self.turn_open = true;
-                }
+            Some("message") if p["role"] == "assistant" && !self.halted => {
+                self.turn_open = true;
             }
             Some("function_call" | "custom_tool_call") => {
                 let (Some(id), Some(name)) = (p["call_id"].as_str(), p["name"].as_str()) else {

@@ -439,3 +439,20 @@ fn a_codex_session_file_is_backtested_as_its_hooks() {
         "{text}"
     );
 }
+
+#[test]
+fn a_gemini_cli_chat_record_is_backtested_as_its_hooks() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/gemini-cli/chat.jsonl");
+    let out = Command::new(env!("CARGO_BIN_EXE_warden"))
+        .args(["--builtin", "replay", "--from", "gemini-cli", "--summary"])
+        .args(["--format", "json"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A prompt, a shell call, its (failed) result, the stop, the end.
+    assert_eq!(summary["transcripts"], 1, "{summary}");
+    assert_eq!(summary["events"], 5, "{summary}");
+    assert_eq!(summary["errors"], 0, "{summary}");
+}

@@ -1,4 +1,4 @@
-//! `warden replay --from claude-code` (or `codex`): backtests. An agent's transcripts (a file, or every
+//! `warden replay --from claude-code` (or `codex`, `gemini-cli`): backtests. An agent's transcripts (a file, or every
 //! `*.jsonl` under a folder) replayed as the hook payloads the live hook would have been sent,
 //! each on a session of its own, against the configured rules in memory (the database is not
 //! touched): what fired, one line per tick; `--summary`, per rule and per session; `--against`,
@@ -26,6 +26,8 @@ pub(crate) enum Agent {
     ClaudeCode,
     /// Codex's session files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
     Codex,
+    /// Gemini CLI's chat records (`~/.gemini/tmp/*/chats/session-*.jsonl`).
+    GeminiCli,
 }
 
 impl Agent {
@@ -33,6 +35,7 @@ impl Agent {
         match self {
             Agent::ClaudeCode => warden_agents::Agent::ClaudeCode,
             Agent::Codex => warden_agents::Agent::Codex,
+            Agent::GeminiCli => warden_agents::Agent::GeminiCli,
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Backtests: an agent's record of a session (Claude Code's transcript, Codex's session file:
 //! JSON Lines) turned back into the hook payloads the live hook would have been sent, in order,
 //! each answered by the same code that answers the live hook ([`crate::answer`]'s handler), on
-//! a session of its own. Codex's is read by `codex.rs`; Claude Code's here:
+//! a session of its own. Codex's is read by `codex.rs`, Gemini CLI's by `gemini_cli.rs`;
+//! Claude Code's here:
 //!
 //! | transcript line | hook payload |
 //! | --- | --- |
@@ -176,6 +177,8 @@ pub struct Backtest<'w> {
     asked: Vec<(usize, codex::Call)>,
     /// Codex's calls that failed, by id, as its session file records them before their output.
     failed: HashMap<String, String>,
+    /// Gemini CLI's tool calls asked so far, by id.
+    asked_ids: HashSet<String>,
     /// The model the agent ran (Codex's session file says it once per turn).
     model: Option<String>,
     /// What the last payload's reply was: the agent sent back to work, the prompt refused.
@@ -234,6 +237,7 @@ impl<'w> Backtest<'w> {
             keep_events: false,
             on_tick: None,
             asked: Vec::new(),
+            asked_ids: HashSet::new(),
             failed: HashMap::new(),
             model: None,
             last_sent_back: false,
@@ -241,8 +245,8 @@ impl<'w> Backtest<'w> {
         }
     }
 
-    /// Reads the record of `agent` (Claude Code's transcript by default; Codex's session file).
-    /// Gemini CLI is not read yet: its lines are passed over.
+    /// Reads the record of `agent`: Claude Code's transcript (the default), Codex's session
+    /// file, Gemini CLI's chat record.
     pub fn agent(mut self, agent: Agent) -> Self {
         self.agent = agent;
         self
@@ -269,7 +273,7 @@ impl<'w> Backtest<'w> {
         match self.agent {
             Agent::ClaudeCode => {}
             Agent::Codex => return self.codex_line(line, text),
-            Agent::GeminiCli => return Vec::new(),
+            Agent::GeminiCli => return self.gemini_line(line, text),
         }
         // Most of a transcript's bytes are lines of other kinds (file snapshots, attachments):
         // a line that does not even hold the words is passed over unread.
@@ -638,3 +642,4 @@ fn is_local_command(text: &str) -> bool {
 mod tests;
 
 mod codex;
+mod gemini_cli;

@@ -456,3 +456,242 @@ fn a_gemini_cli_chat_record_is_backtested_as_its_hooks() {
     assert_eq!(summary["events"], 5, "{summary}");
     assert_eq!(summary["errors"], 0, "{summary}");
 }
+// The review of the adapter layer: each of these failed before its fix.
+
+/// What Codex 0.171 takes as a refusal at `PreToolUse` (hooks/src/engine/output_parser.rs):
+/// `deny` with a reason that is not empty once trimmed; anything else makes it run the call.
+fn assert_codex_refusal(answer: &Option<Value>) {
+    let a = answer.as_ref().expect("a refusal");
+    assert_codex_pre_tool_use(a);
+    let s = &a["hookSpecificOutput"];
+    assert_eq!(s["permissionDecision"], "deny", "{a}");
+    let reason = s["permissionDecisionReason"].as_str().unwrap_or_default();
+    assert!(
+        !reason.trim().is_empty(),
+        "Codex throws away a deny without a non-empty reason and runs the call: {a}"
+    );
+}
+
+#[test]
+fn review_codex_a_refusal_whose_reason_is_empty_or_a_full_stop_is_still_a_refusal() {
+    let p = Project::new("codex");
+    std::fs::create_dir_all(p.root().join(".warden/rules/scripts")).unwrap();
+    // A script that refuses without a reason (`deny()`: the book's API allows it).
+    std::fs::write(
+        p.root().join(".warden/rules/scripts/no-curl.lua"),
+        "if (tool.arguments.command or ''):find('curl', 1, true) then return deny() end\nreturn false\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.root().join(".warden/rules/no-curl.toml"),
+        "[rule]\nid = \"no-curl\"\ntrigger = \"on_tool_call\"\ntool = \"Bash\"\n\n[condition]\nscript = \"scripts/no-curl.lua\"\n",
+    )
+    .unwrap();
+    // A rule whose reason is a full stop, which the Codex encoder strips.
+    std::fs::write(
+        p.root().join(".warden/rules/no-wget.toml"),
+        "[rule]\nid = \"no-wget\"\ntrigger = \"on_tool_call\"\ntool = \"Bash\"\ncondition = \"matches(tool.arguments.command, '^wget ')\"\n\n[action]\ntype = \"decide\"\ndecision = \"deny\"\nreason = \".\"\n",
+    )
+    .unwrap();
+    p.hook("UserPromptSubmit", json!({"prompt": "Fetch it."}));
+    let wget = p.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_0", "tool_input": {"command": "wget https://example.com/x"}}),
+    );
+    assert_codex_refusal(&wget);
+    let curl = p.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_1", "tool_input": {"command": "curl https://example.com/x"}}),
+    );
+    assert_codex_refusal(&curl);
+}
+
+#[test]
+fn review_codex_apply_patch_headers_codex_reads_after_trimming_are_judged() {
+    // Codex's parser trims each hunk's first line (`parse_one_hunk`: `lines[0].trim()`), so an
+    // indented header is a header; Warden's `patch_paths` only strips a trailing `\r`.
+    let p = Project::new("codex");
+    p.hook("UserPromptSubmit", json!({"prompt": "Edit."}));
+    let patch =
+        "*** Begin Patch\n  *** Update File: .codex/hooks.json\n@@\n-x\n+y\n*** End Patch\n";
+    let answer = p.hook(
+        "PreToolUse",
+        json!({"tool_name": "apply_patch", "tool_use_id": "call_0", "tool_input": {"command": patch}}),
+    );
+    assert_codex_refusal(&answer);
+}
+
+#[test]
+fn review_codex_apply_patch_sent_through_exec_command_is_judged_as_a_patch() {
+    // Codex intercepts `apply_patch <<'EOF' ...` given to exec_command and applies it itself
+    // (core/src/tools/handlers/unified_exec/exec_command.rs: `intercept_apply_patch`), after a
+    // PreToolUse whose tool_name is `Bash`.
+    let p = Project::new("codex");
+    p.hook("UserPromptSubmit", json!({"prompt": "Edit."}));
+    let command = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: .codex/hooks.json\n@@\n-x\n+y\n*** End Patch\nEOF\n";
+    let answer = p.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_0", "tool_input": {"command": command}}),
+    );
+    assert_codex_refusal(&answer);
+}
+
+#[test]
+fn review_gemini_cli_a_model_supplied_paths_key_does_not_hide_the_file_written() {
+    // Gemini CLI validates write_file's arguments with ajv against a schema without
+    // `additionalProperties: false`: an extra `paths` reaches the hook as the model wrote it.
+    // The guardrails' scripts read `args.paths` instead of `file_path` whenever it is a table.
+    let p = Project::new("gemini-cli");
+    p.hook("BeforeAgent", json!({"prompt": "Set up."}));
+    let hooks = p.root().join(".gemini/settings.json");
+    let plain = p
+        .hook(
+            "BeforeTool",
+            json!({"tool_name": "write_file", "tool_input": {"file_path": hooks, "content": "{}"}}),
+        )
+        .unwrap();
+    assert_eq!(plain["decision"], "deny", "{plain}");
+    // Neither a `paths` nor Warden's own `warden_writes` written by the model hides the file.
+    for key in ["paths", "warden_writes"] {
+        let hidden = p
+            .hook(
+                "BeforeTool",
+                json!({"tool_name": "write_file", "tool_input": {"file_path": hooks, "content": "{}", key: []}}),
+            )
+            .unwrap();
+        assert_eq!(
+            hidden["decision"], "deny",
+            "the same write, with `{key}: []`: {hidden}"
+        );
+    }
+}
+
+#[test]
+fn review_claude_code_a_users_prompt_equal_to_the_sent_back_text_is_still_a_prompt() {
+    // SENT_BACK is Gemini CLI's concern, but handler.rs applies it to every agent, and Claude
+    // Code never sends the text back as a prompt: it stays until the user's next prompt. A
+    // user who pastes Warden's message (it is shown to them) has their prompt skipped: no
+    // `on_query_start`, the stop of the session not lifted, the count not reset.
+    let p = Project::new("claude-code");
+    p.hook("UserPromptSubmit", json!({"prompt": "Fix the tests."}));
+    let pytest =
+        json!({"tool_name": "Bash", "tool_use_id": "toolu_0", "tool_input": {"command": "pytest"}});
+    p.hook("PreToolUse", pytest.clone());
+    let mut failed = pytest.clone();
+    failed["error"] = json!("Exit code 1\n2 tests failed");
+    p.hook("PostToolUseFailure", failed);
+    let stop = p.hook("Stop", json!({"stop_hook_active": false})).unwrap();
+    let sent_back = stop["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Four refusals stop the session.
+    for i in 0..4 {
+        p.hook(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": format!("toolu_{}", i + 1),
+                   "tool_input": {"command": format!("rm -rf ~/scratch{i}")}}),
+        );
+    }
+    p.hook("Stop", json!({"stop_hook_active": true}));
+    // The user's new prompt, the words Warden showed them.
+    p.hook("UserPromptSubmit", json!({ "prompt": sent_back }));
+    let ls = p.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "toolu_9", "tool_input": {"command": "ls"}}),
+    );
+    assert_eq!(
+        ls.as_ref()
+            .and_then(|a| a["hookSpecificOutput"].get("permissionDecision")),
+        None,
+        "a new prompt lifts the stop: {ls:?}"
+    );
+}
+
+#[test]
+fn review_gemini_cli_the_exit_code_is_the_shells_not_a_line_of_the_output() {
+    let p = Project::new("gemini-cli");
+    p.hook("BeforeAgent", json!({"prompt": "Fix the tests."}));
+    let call = json!({"tool_name": "run_shell_command", "tool_input": {"command": "pytest"}});
+    p.hook("BeforeTool", call.clone());
+    // The command's own output holds a line `Exit Code: 0` (a subprocess it reports on); the
+    // shell's own `Exit Code: 1` comes after the output.
+    let mut failed = call.clone();
+    failed["tool_response"] = json!({"llmContent": "<untrusted_context>\nOutput: worker 1\nExit Code: 0\n2 tests failed\nExit Code: 1\nProcess Group PGID: 8282\n</untrusted_context>", "returnDisplay": "2 tests failed"});
+    p.hook("AfterTool", failed);
+    let stop = p
+        .hook(
+            "AfterAgent",
+            json!({"prompt": "Fix the tests.", "prompt_response": "Done.", "stop_hook_active": false}),
+        )
+        .unwrap();
+    assert_eq!(stop["decision"], "deny", "the tests failed: {stop}");
+}
+
+#[test]
+fn review_gemini_cli_a_file_read_that_holds_an_exit_code_line_is_not_a_failure() {
+    let p = Project::new("gemini-cli");
+    p.hook("BeforeAgent", json!({"prompt": "Read the log."}));
+    let call = json!({"tool_name": "read_file", "tool_input": {"file_path": "ci.log"}});
+    let mut done = call.clone();
+    done["tool_response"] =
+        json!({"llmContent": "step 1\nExit Code: 2\nstep 2\n", "returnDisplay": ""});
+    let mut last = None;
+    for _ in 0..3 {
+        p.hook("BeforeTool", call.clone());
+        last = p.hook("AfterTool", done.clone());
+    }
+    let context = last
+        .as_ref()
+        .and_then(|a| a["hookSpecificOutput"]["additionalContext"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !context.contains("failed"),
+        "three successful reads of a file are not three failures: {context}"
+    );
+}
+
+#[test]
+fn review_codex_a_failed_call_whose_id_json_escapes_is_still_a_failure() {
+    let p = Project::new("codex");
+    p.hook("UserPromptSubmit", json!({"prompt": "Fix the tests."}));
+    let id = "call_\"0";
+    p.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": "pytest"}}),
+    );
+    p.append_rollout(
+        json!({"type": "event_msg", "payload": {"type": "item_completed",
+        "item": {"type": "CommandExecution", "id": id, "status": "failed", "exit_code": 1}}}),
+    );
+    p.hook(
+        "PostToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": id, "tool_input": {"command": "pytest"},
+               "tool_response": "2 tests failed\n"}),
+    );
+    let stop = p.hook("Stop", json!({"stop_hook_active": false}));
+    assert_eq!(
+        stop.as_ref().and_then(|s| s.get("decision")),
+        Some(&json!("block")),
+        "{stop:?}"
+    );
+}
+
+#[test]
+fn review_gemini_cli_an_after_model_id_at_the_counters_end_does_not_panic() {
+    let p = Project::new("gemini-cli");
+    p.hook("BeforeAgent", json!({"prompt": "Go."}));
+    let after_model = |id: Option<&str>| {
+        let mut response = json!({"text": "", "candidates": [{"content": {"role": "model", "parts": []},
+            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 1, "totalTokenCount": 11}});
+        if let Some(id) = id {
+            response["responseId"] = json!(id);
+        }
+        json!({"llm_request": {"model": "gemini-2.5-pro", "messages": []}, "llm_response": response})
+    };
+    p.hook("AfterModel", after_model(Some("call-18446744073709551615")));
+    let next = p.hook("AfterModel", after_model(None));
+    assert_eq!(next, Some(json!({})), "{next:?}");
+}

@@ -258,7 +258,7 @@ fn rule_tests_run_like_a_test_runner() {
     assert!(out.contains("ok   token budget: warns above 80%"), "{out}");
     assert!(out.contains("research-assistant.test.toml"), "{out}");
     assert!(out.contains("guardrails.test.toml"), "{out}");
-    assert!(out.trim_end().ends_with("573 passed, 0 failed"), "{out}");
+    assert!(out.trim_end().ends_with("575 passed, 0 failed"), "{out}");
 
     fs::write(
         dir.path().join("wrong.test.toml"),

@@ -104,16 +104,17 @@ impl Agent {
     /// failure and records it elsewhere: Codex in its session file (the exit code), Gemini CLI
     /// in the tool's response.
     /// `record` is where the agent wrote down the call (its session file), `id` the call's id,
-    /// `response` what the tool returned.
+    /// `tool` its tool, `response` what the tool returned.
     pub(crate) fn failure(
         self,
         record: Option<&str>,
         id: Option<&str>,
+        tool: &str,
         response: Option<&Value>,
     ) -> Option<String> {
         match self {
             Agent::Codex => codex::failure(record?, id?),
-            Agent::GeminiCli => gemini_cli::failure(response?),
+            Agent::GeminiCli => gemini_cli::failure(tool, response?),
             Agent::ClaudeCode => None,
         }
     }

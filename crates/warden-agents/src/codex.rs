@@ -33,7 +33,12 @@ pub(crate) const EVENTS: &[(&str, HookEvent)] = &[
 
 /// `reply`, in Codex's schema.
 pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Option<Value> {
-    let mut out = reply.head();
+    // At `PreToolUse` Codex takes no stop: the stop is the refusal.
+    let mut out = if event == HookEvent::ToolCall {
+        reply.notes_head()
+    } else {
+        reply.head()
+    };
     match event {
         HookEvent::Prompt => {
             if let Some(reason) = &reply.refuse_prompt {
@@ -44,8 +49,6 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
             }
         }
         HookEvent::ToolCall => {
-            out.remove("continue");
-            out.remove("stopReason");
             let mut specific = Map::new();
             specific.insert("hookEventName".into(), json!(event_name));
             let verdict = match &reply.verdict {
@@ -68,7 +71,11 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
                 // Codex writes "blocked by PreToolUse hook: {reason}. Command: ...": the
                 // reason's own full stop is dropped.
                 Some(Verdict::Deny(reason)) => Some(Verdict::Deny(
-                    reason.strip_suffix('.').unwrap_or(reason).to_string(),
+                    reason
+                        .strip_suffix('.')
+                        .filter(|r| !r.trim().is_empty())
+                        .unwrap_or(reason)
+                        .to_string(),
                 )),
             };
             claude_code::permission(&mut specific, verdict.as_ref());
@@ -98,30 +105,48 @@ pub(crate) fn encode(event: HookEvent, event_name: &str, reply: &Reply) -> Optio
     reply.finish(out)
 }
 
-/// The input of `apply_patch` with the files its patch writes (`paths`, as the patch names
-/// them), for the rules on writing files.
+/// The input of a call that applies a patch with the files its patch writes
+/// ([`WRITES`], as the patch names them), for the rules on writing files: `apply_patch`, and a
+/// shell command that runs `apply_patch` (Codex applies that patch itself).
 pub(crate) fn tool_input(tool: &str, mut input: Value) -> Value {
-    if tool != "apply_patch" {
-        return input;
-    }
     let Some(map) = input.as_object_mut() else {
         return input;
     };
-    let paths: Vec<Value> = map
-        .values()
-        .filter_map(Value::as_str)
-        .find(|s| s.contains("*** Begin Patch"))
-        .map(|patch| patch_paths(patch).into_iter().map(Value::from).collect())
-        .unwrap_or_default();
-    map.insert("paths".into(), Value::Array(paths));
+    let patch = match tool {
+        "apply_patch" => map
+            .values()
+            .filter_map(Value::as_str)
+            .find(|s| s.contains("*** Begin Patch")),
+        "Bash" => map
+            .get("command")
+            .and_then(Value::as_str)
+            .filter(|c| c.contains("apply_patch") && c.contains("*** Begin Patch")),
+        _ => return input,
+    };
+    let Some(paths) = patch.map(patch_paths) else {
+        if tool == "apply_patch" {
+            map.insert(WRITES.into(), Value::Array(Vec::new()));
+        }
+        return input;
+    };
+    map.insert(
+        WRITES.into(),
+        Value::Array(paths.into_iter().map(Value::from).collect()),
+    );
     input
 }
+
+/// The field of a tool call's input where Warden names the files a patch writes. Warden's
+/// alone: it is taken out of every call's input as the agent sends it (a model could write it
+/// into a tool's arguments to hide the file it writes), and set only from a patch.
+pub const WRITES: &str = "warden_writes";
 
 /// The files a patch in Codex's format adds, updates, deletes or moves to.
 pub(crate) fn patch_paths(patch: &str) -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     for line in patch.lines() {
-        let line = line.trim_end_matches('\r');
+        // Codex reads a header with the spaces around it trimmed.
+        let line = line.trim();
         let path = [
             "*** Add File: ",
             "*** Update File: ",
@@ -130,12 +155,12 @@ pub(crate) fn patch_paths(patch: &str) -> Vec<String> {
         ]
         .iter()
         .find_map(|p| line.strip_prefix(p));
-        if let Some(path) = path.map(str::trim).filter(|p| !p.is_empty())
-            && !paths.iter().any(|p| p == path)
-        {
+        if let Some(path) = path.map(str::trim).filter(|p| !p.is_empty()) {
             paths.push(path.to_string());
         }
     }
+    paths.sort_unstable();
+    paths.dedup();
     paths
 }
 
@@ -183,7 +208,8 @@ impl Usages for Rollout<'_> {
 /// call's `PostToolUse` hook runs).
 pub(crate) fn failure(path: &str, tool_use_id: &str) -> Option<String> {
     let (file, len) = transcript::open(std::path::Path::new(path)).ok()?;
-    let id = format!("\"id\":\"{tool_use_id}\"");
+    // The id as the file writes it: JSON-escaped.
+    let id = format!("\"id\":{}", Value::from(tool_use_id));
     transcript::scan(&file, len, |line| {
         if !contains(line, b"\"item_completed\"") || !contains(line, id.as_bytes()) {
             return None;
@@ -252,17 +278,26 @@ mod tests {
         let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: src/b.rs\n*** Move to: src/c.rs\n@@\n-x\n+y\n*** Delete File: /etc/passwd\n*** Update File: a.txt\n*** End Patch\n";
         assert_eq!(
             patch_paths(patch),
-            ["a.txt", "src/b.rs", "src/c.rs", "/etc/passwd"]
+            ["/etc/passwd", "a.txt", "src/b.rs", "src/c.rs"]
         );
         let input = tool_input("apply_patch", json!({ "command": patch }));
-        assert_eq!(input["paths"].as_array().unwrap().len(), 4);
+        assert_eq!(input[WRITES].as_array().unwrap().len(), 4);
+        // Headers Codex reads after trimming them; a patch run through the shell.
+        let indented =
+            "*** Begin Patch\n  *** Update File: .codex/hooks.json\n@@\n-x\n+y\n*** End Patch";
+        assert_eq!(patch_paths(indented), [".codex/hooks.json"]);
+        let shell = format!("apply_patch <<'EOF'\n{indented}\nEOF");
+        assert_eq!(
+            tool_input("Bash", json!({ "command": shell }))[WRITES],
+            json!([".codex/hooks.json"])
+        );
         // Another tool's input is as it came; a patch that names nothing names no path.
         assert_eq!(
             tool_input("Bash", json!({"command": "ls"})),
             json!({"command": "ls"})
         );
         assert_eq!(
-            tool_input("apply_patch", json!({"command": "nothing"}))["paths"],
+            tool_input("apply_patch", json!({"command": "nothing"}))[WRITES],
             json!([])
         );
     }

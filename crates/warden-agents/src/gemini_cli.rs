@@ -88,8 +88,9 @@ fn context(out: &mut Map<String, Value>, event_name: &str, reply: &Reply) {
 }
 
 /// Why a tool failed, from its `AfterTool` response: the tool's own error, or a shell
-/// command's exit code other than 0 (`Exit Code: 1` in what the model reads).
-pub(crate) fn failure(response: &Value) -> Option<String> {
+/// command's exit code other than 0 (`Exit Code: 1` in what the model reads: the last such
+/// line, which the shell tool writes after the command's output; only for the shell tool).
+pub(crate) fn failure(tool: &str, response: &Value) -> Option<String> {
     if let Some(error) = response.get("error").filter(|e| !e.is_null()) {
         return Some(match error {
             Value::String(s) => s.clone(),
@@ -100,9 +101,13 @@ pub(crate) fn failure(response: &Value) -> Option<String> {
             other => other.to_string(),
         });
     }
+    if tool != "run_shell_command" {
+        return None;
+    }
     let text = response.get("llmContent")?.as_str()?;
     let code = text
         .lines()
+        .rev()
         .find_map(|l| l.trim().strip_prefix("Exit Code: "))?
         .trim();
     (code != "0").then(|| format!("the command exited with code {code}"))
@@ -168,15 +173,25 @@ mod tests {
     #[test]
     fn a_failed_tool_is_told_by_its_response() {
         let failed = json!({"llmContent": "<untrusted_context>\nOutput: 2 tests failed\nExit Code: 1\nProcess Group PGID: 8282\n</untrusted_context>", "returnDisplay": "2 tests failed"});
+        let shell = "run_shell_command";
         assert_eq!(
-            failure(&failed).as_deref(),
+            failure(shell, &failed).as_deref(),
             Some("the command exited with code 1")
         );
         let ok = json!({"llmContent": "Output: hi\nExit Code: 0\n"});
-        assert_eq!(failure(&ok), None);
-        assert_eq!(failure(&json!({"llmContent": "fn main() {}"})), None);
+        assert_eq!(failure(shell, &ok), None);
+        // The shell's line is the last: an output that prints one does not hide it.
+        let printed = json!({"llmContent": "Output: Exit Code: 0\nExit Code: 1\n"});
+        assert!(failure(shell, &printed).is_some());
+        // Another tool's text is its content, not an exit code.
+        assert_eq!(failure("read_file", &failed), None);
+        assert_eq!(failure(shell, &json!({"llmContent": "fn main() {}"})), None);
         assert_eq!(
-            failure(&json!({"llmContent": "", "error": {"message": "no such file"}})).as_deref(),
+            failure(
+                "read_file",
+                &json!({"llmContent": "", "error": {"message": "no such file"}})
+            )
+            .as_deref(),
             Some("no such file")
         );
     }

@@ -196,7 +196,7 @@ impl Handler<'_> {
         let p = self.payload;
         match event {
             HookEvent::SessionStart => Reply::default(),
-            HookEvent::Prompt if self.is_sent_back() => {
+            HookEvent::Prompt if p.agent == Agent::GeminiCli && self.is_sent_back() => {
                 self.session.host_data_mut().remove(SENT_BACK);
                 self.save();
                 Reply::default()
@@ -238,12 +238,16 @@ impl Handler<'_> {
                 let call = self.tick(Hook::OnToolCall, event);
                 let mut reply = self.tool_call_reply(turn.as_ref(), &call);
                 if p.agent == Agent::GeminiCli
-                    && !reply.refuses_call()
+                    && !p.agent.refuses(&reply)
                     && let Some(context) = reply.context.take()
                 {
-                    self.session
-                        .host_data_mut()
-                        .insert(PENDING_CONTEXT.into(), json!(context));
+                    // Calls made side by side: each one's context is kept.
+                    let host = self.session.host_data_mut();
+                    let context = match host.get(PENDING_CONTEXT).and_then(Value::as_str) {
+                        Some(before) => format!("{before}\n\n{context}"),
+                        None => context,
+                    };
+                    host.insert(PENDING_CONTEXT.into(), json!(context));
                     self.save();
                 }
                 reply
@@ -440,7 +444,7 @@ impl Handler<'_> {
         let mut reply = Reply::default();
         self.common(outcomes, &mut reply);
         if let Some(reason) = outcomes[0].refused() {
-            reply.refuse_prompt = Some(reason.to_string());
+            reply.refuse_prompt = Some(said(reason, outcomes[0].ruling.as_ref()));
         } else {
             reply.context = self.context_of(outcomes);
         }
@@ -456,7 +460,7 @@ impl Handler<'_> {
             // A stop refuses the call too (`common` ends the session): an agent runs a call
             // whose hook only says `continue: false`.
             Proceed::No { reason } | Proceed::Stop { reason } => {
-                Some(Verdict::Deny(reason.to_string()))
+                Some(Verdict::Deny(said(reason, call.ruling.as_ref())))
             }
             Proceed::Ask { reason, input } => Some(Verdict::Ask {
                 reason: reason.to_string(),
@@ -512,18 +516,21 @@ impl Handler<'_> {
                         "Warden let the agent stop: it had sent it back {continues} times in a row (`[claude_code] max_continues`). It asked: {reason}"
                     ));
                     reply.messages.extend(context);
-                    self.session
-                        .host_data_mut()
-                        .insert(CONTINUES.into(), json!(0));
+                    let host = self.session.host_data_mut();
+                    host.insert(CONTINUES.into(), json!(0));
+                    host.remove(SENT_BACK);
                 } else {
                     let mut why = format!("[warden] {reason}");
                     if let Some(context) = &context {
                         why.push_str("\n\n");
                         why.push_str(context);
                     }
-                    self.session
-                        .host_data_mut()
-                        .insert(SENT_BACK.into(), json!(why));
+                    // Only Gemini CLI sends the reason on as a prompt.
+                    if self.payload.agent == Agent::GeminiCli {
+                        self.session
+                            .host_data_mut()
+                            .insert(SENT_BACK.into(), json!(why));
+                    }
                     reply.keep_working = Some(why);
                     self.session
                         .host_data_mut()
@@ -531,9 +538,9 @@ impl Handler<'_> {
                 }
             }
             _ => {
-                self.session
-                    .host_data_mut()
-                    .insert(CONTINUES.into(), json!(0));
+                let host = self.session.host_data_mut();
+                host.insert(CONTINUES.into(), json!(0));
+                host.remove(SENT_BACK);
                 reply.messages.extend(context);
             }
         }
@@ -577,7 +584,7 @@ impl Handler<'_> {
             let n = before
                 .and_then(|id| id.strip_prefix("call-")?.parse::<u64>().ok())
                 .unwrap_or(0);
-            format!("call-{}", n + 1)
+            format!("call-{}", n.wrapping_add(1))
         } else {
             u.message_id.clone()
         };
@@ -603,7 +610,7 @@ impl Handler<'_> {
             user_id: self.opts.user.clone(),
             project_id: self.opts.project.clone(),
             session_id: Some(self.payload.session_id.clone()),
-            rule_id: "claude-code/subagent".into(),
+            rule_id: format!("{}/subagent", self.payload.agent.name()),
             trigger: "SubagentStop".into(),
             condition_result: false,
             action_executed: false,
@@ -618,6 +625,19 @@ impl Handler<'_> {
                 "warden: the execution log could not be written: {e}"
             ));
         }
+    }
+}
+
+/// A refusal's reason as the agent is told it: never empty (Codex ignores a refusal without a
+/// reason, and runs the call).
+fn said(reason: &str, ruling: Option<&warden_core::Ruling>) -> String {
+    if reason.trim().trim_matches('.').is_empty() {
+        match ruling {
+            Some(r) => format!("refused by Warden (rule `{}`)", r.rule),
+            None => "refused by Warden".to_string(),
+        }
+    } else {
+        reason.to_string()
     }
 }
 

@@ -68,6 +68,7 @@ use crate::transcript::Usages;
 pub use agent::Agent;
 
 pub use backtest::{Backtest, Replayed, TickReport};
+pub use codex::WRITES;
 pub use event::HookEvent;
 pub use handler::Options;
 pub use init::{InitError, InitOptions, InitReport, hook_file, init};
@@ -137,6 +138,7 @@ pub fn answer_with(
         && let Some(why) = agent.failure(
             payload.transcript_path.as_deref(),
             payload.tool_use_id.as_deref(),
+            payload.tool_name.as_deref().unwrap_or_default(),
             payload.tool_response.as_ref(),
         )
     {

@@ -171,12 +171,19 @@ impl Payload {
             Some(HookEvent::ModelResponse) => agent.model_usage(&map),
             _ => None,
         };
-        let tool_input = match (event, tool_input) {
-            (Some(HookEvent::ToolCall | HookEvent::ToolDone), Some(input)) => {
-                Some(agent.tool_input(tool_name.as_deref().unwrap_or_default(), input))
+        let tool_input = tool_input.map(|mut input| {
+            // Warden's own field, never the agent's (nor a model's, written into a tool's
+            // arguments to hide a file it writes).
+            if let Some(map) = input.as_object_mut() {
+                map.remove(crate::codex::WRITES);
             }
-            (_, input) => input,
-        };
+            match event {
+                Some(HookEvent::ToolCall | HookEvent::ToolDone) => {
+                    agent.tool_input(tool_name.as_deref().unwrap_or_default(), input)
+                }
+                _ => input,
+            }
+        });
         Ok(Payload {
             agent,
             event,

@@ -69,6 +69,13 @@ impl Reply {
             out.insert("continue".into(), json!(false));
             out.insert("stopReason".into(), json!(reason));
         }
+        out.extend(self.notes_head());
+        out
+    }
+
+    /// The answer's head without the stop: Warden's own failures in `systemMessage` alone.
+    pub(crate) fn notes_head(&self) -> Map<String, Value> {
+        let mut out = Map::new();
         for note in &self.notes {
             append_message(&mut out, note);
         }

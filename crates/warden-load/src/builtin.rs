@@ -113,6 +113,12 @@ pub const BUILTIN_PLUGINS: &[EmbeddedPlugin] = &[EmbeddedPlugin {
             include_str!("../../../examples/plugins/guardrails/rules/protect-warden-files.toml"),
         ),
         (
+            "rules/protect-warden-files-in-shell-patches.toml",
+            include_str!(
+                "../../../examples/plugins/guardrails/rules/protect-warden-files-in-shell-patches.toml"
+            ),
+        ),
+        (
             "rules/record-test-failure.toml",
             include_str!("../../../examples/plugins/guardrails/rules/record-test-failure.toml"),
         ),

@@ -376,7 +376,7 @@ mod tests {
         assert_eq!(calls.len(), 2);
         assert!(calls.iter().all(|r| r.refused), "{calls:?}");
         assert_eq!(
-            calls[1].payload.tool_input.as_ref().unwrap()["paths"],
+            calls[1].payload.tool_input.as_ref().unwrap()[crate::codex::WRITES],
             json!(["/home/ada/app/.codex/hooks.json"])
         );
         // The refused rm's output is not replayed: it would not have run.

@@ -156,7 +156,7 @@ impl Backtest<'_> {
         let mut fields = Map::new();
         fields.insert("tool_name".into(), json!(call.name));
         fields.insert("tool_input".into(), call.input);
-        let event = match gemini_cli::failure(&tool_response) {
+        let event = match gemini_cli::failure(&call.name, &tool_response) {
             Some(why) => {
                 fields.insert("error".into(), json!(why));
                 HookEvent::ToolFailed

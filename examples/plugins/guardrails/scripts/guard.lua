@@ -33,14 +33,14 @@ local function under(path, dir)
 end
 
 -- The files the call writes: one path, or every file of a patch (Codex's `apply_patch`,
--- whose input Warden gives `paths`).
+-- whose input Warden gives `warden_writes`: Warden's own field, which a model cannot set).
 local args = tool.arguments
 if type(args) ~= "table" then
   return false
 end
 local paths = {}
-if type(args.paths) == "table" then
-  for _, p in ipairs(args.paths) do
+if type(args.warden_writes) == "table" then
+  for _, p in ipairs(args.warden_writes) do
     paths[#paths + 1] = p
   end
 else

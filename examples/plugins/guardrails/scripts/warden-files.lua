@@ -14,10 +14,10 @@ local args = tool.arguments
 if type(args) ~= "table" then
   return false
 end
--- One path, or every file of a patch (Codex's `apply_patch`, whose input Warden gives `paths`).
+-- One path, or every file of a patch (Codex's `apply_patch`, whose input Warden gives `warden_writes`: Warden's own field, which a model cannot set).
 local paths = {}
-if type(args.paths) == "table" then
-  for _, p in ipairs(args.paths) do
+if type(args.warden_writes) == "table" then
+  for _, p in ipairs(args.warden_writes) do
     paths[#paths + 1] = p
   end
 else

@@ -58,7 +58,7 @@ impl Project {
         let p = payload.as_object_mut().unwrap();
         p.insert("session_id".into(), json!(self.session));
         p.insert("hook_event_name".into(), json!(event));
-        p.insert("cwd".into(), json!(self.root()));
+        p.entry("cwd").or_insert_with(|| json!(self.root()));
         match self.agent {
             "codex" => {
                 p.insert("transcript_path".into(), json!(self.rollout()));
@@ -178,6 +178,28 @@ fn codex_refusals_are_denials_codex_takes_and_the_session_is_durable_across_proc
 }
 
 #[test]
+fn a_codex_session_started_in_a_subfolder_is_the_projects() {
+    // Codex names no project folder: the hook's `--config` does (`.warden/` is in it).
+    let p = Project::new("codex");
+    let src = p.root().join("src");
+    p.hook("UserPromptSubmit", json!({"prompt": "Clean.", "cwd": src}));
+    let inside = p.hook(
+        "PreToolUse",
+        json!({"tool_name": "Bash", "tool_use_id": "call_0", "cwd": src,
+               "tool_input": {"command": "rm -rf ../target"}}),
+    );
+    assert_eq!(inside, None, "`../target` is in the project");
+    let outside = p
+        .hook(
+            "PreToolUse",
+            json!({"tool_name": "Bash", "tool_use_id": "call_1", "cwd": src,
+                   "tool_input": {"command": "rm -rf ../../elsewhere"}}),
+        )
+        .expect("a refusal");
+    assert_eq!(outside["hookSpecificOutput"]["permissionDecision"], "deny");
+}
+
+#[test]
 fn codex_cannot_ask_so_an_ask_is_a_refusal_that_says_how_to_approve() {
     let p = Project::new("codex");
     std::fs::write(
@@ -212,7 +234,7 @@ reason = "Deleting needs a person's yes"
         "{reason}"
     );
     assert!(
-        reason.contains("warden rules disable ask-before-deleting"),
+        reason.contains("warden --config .warden/warden.toml rules disable ask-before-deleting"),
         "{reason}"
     );
 }

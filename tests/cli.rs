@@ -52,8 +52,8 @@ fn rules_are_listed_switched_and_configured_per_user() {
     let rules: Vec<Value> = serde_json::from_slice(&list.stdout).unwrap();
     assert_eq!(
         rules.len(),
-        19,
-        "4 built-in rules, a built-in behavior, 3 research-assistant rules, 11 guardrails rules"
+        20,
+        "4 built-in rules, a built-in behavior, 3 research-assistant rules, 12 guardrails rules"
     );
     assert!(
         rules
@@ -196,7 +196,7 @@ fn a_rule_in_shadow_is_evaluated_logged_and_never_applied() {
     // A whole plugin, and back to what its files say.
     let o = warden(d, &["rules", "shadow", "--plugin", "guardrails", "--json"]);
     let rules: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(rules.len(), 11);
+    assert_eq!(rules.len(), 12);
     assert!(rules.iter().all(|r| r["state"] == "shadow"), "{rules:?}");
     let o = warden(d, &["rules", "reset", "--plugin", "guardrails"]);
     assert!(o.status.success(), "{:?}", text(&o));
@@ -283,7 +283,7 @@ fn check_validates_a_folder_of_plugins_away_from_its_host() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert!(
-        out.contains("15 rules loaded, 3 plugins, 0 errors"),
+        out.contains("16 rules loaded, 3 plugins, 0 errors"),
         "{out}"
     );
 

@@ -158,7 +158,7 @@ fn tokens_come_from_a_file_and_the_configuration_from_warden_toml() {
     let rules = json(&body);
     assert_eq!(
         rules.as_array().unwrap().len(),
-        19,
+        20,
         "warden.toml's plugins and the built-in rules"
     );
     // `user` in warden.toml is whom requests act for when they name nobody.

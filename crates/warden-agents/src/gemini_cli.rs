@@ -211,7 +211,7 @@ mod tests {
         let reason = json["reason"].as_str().unwrap();
         assert!(reason.starts_with("Deleting needs a yes"), "{reason}");
         assert!(
-            reason.contains("warden rules disable ask-before-deleting"),
+            reason.contains("rules disable ask-before-deleting"),
             "{reason}"
         );
     }

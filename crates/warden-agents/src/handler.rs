@@ -646,7 +646,7 @@ fn broken_rules(warden: &Warden) -> Option<String> {
     let broken = warden.diagnostics().iter().filter(|d| d.is_error()).count();
     (broken > 0).then(|| {
         format!(
-            "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden check`)"
+            "Warden: {broken} problem(s) in the rule files; those rules are not loaded (run `warden --config .warden/warden.toml check` in the project)"
         )
     })
 }

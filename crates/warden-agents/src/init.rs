@@ -112,10 +112,10 @@ database = "warden.db"  # sessions, plugin state, your choices, the execution lo
 retention_days = 30     # saved sessions untouched this long are deleted
 
 [claude_code]            # how the agents' hooks answer (Claude Code, Codex and Gemini CLI alike)
-# allow = false         # pass Warden's `allow` on (it skips your permission prompt)
+# allow = false         # let Warden skip the agent's own approval (Claude Code: its `allow`; Codex: rewrites)
 # max_continues = 3     # send an agent that wants to stop back to work at most this often in a row
 # on_failure = "open"   # "closed": deny tool calls while Warden itself is broken
-# transcript_wait_ms = 250  # how long PreToolUse waits for its model call in the transcript
+# transcript_wait_ms = 250  # (Claude Code) how long PreToolUse waits for its model call in the transcript
 #
 # [claude_code.context_windows]
 # "claude-sonnet-4-5" = 1000000  # a model's context window, by id or the start of one
@@ -145,6 +145,31 @@ fn write_new(path: &Path, text: &str, report: &mut InitReport) -> Result<(), Ini
 pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
     // Checked before anything is written.
     let handler = hook(opts)?;
+    // The agent's hook file is read (and refused, if it is not what the agent reads) before
+    // anything is written.
+    let agent = opts.agent;
+    let settings = opts.project.join(hook_file(agent));
+    let folder = settings
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| opts.project.clone());
+    let settings_error = |why: String| InitError::Settings {
+        agent: agent.name(),
+        path: settings.clone(),
+        why,
+    };
+    let (before, mut root) = match std::fs::read_to_string(&settings) {
+        Ok(text) => {
+            let value: Value = serde_json::from_str(&text)
+                .map_err(|e| settings_error(format!("it is not valid JSON ({e})")))?;
+            match value {
+                Value::Object(map) => (Some(text), map),
+                _ => return Err(settings_error("it is not a JSON object".into())),
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, Map::new()),
+        Err(e) => return Err(io(&settings)(e)),
+    };
     let mut report = InitReport::default();
     let warden_dir = opts.project.join(".warden");
     let rules = warden_dir.join("rules");
@@ -171,31 +196,8 @@ pub fn init(opts: &InitOptions) -> Result<InitReport, InitError> {
     } else {
         report.created.push(db);
     }
-    let agent = opts.agent;
-    let settings = opts.project.join(hook_file(agent));
-    let folder = settings
-        .parent()
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| opts.project.clone());
     std::fs::create_dir_all(&folder).map_err(io(&folder))?;
-    let settings_error = |why: String| InitError::Settings {
-        agent: agent.name(),
-        path: settings.clone(),
-        why,
-    };
-    let (before, mut root) = match std::fs::read_to_string(&settings) {
-        Ok(text) => {
-            let value: Value = serde_json::from_str(&text)
-                .map_err(|e| settings_error(format!("it is not valid JSON ({e})")))?;
-            match value {
-                Value::Object(map) => (Some(text), map),
-                _ => return Err(settings_error("it is not a JSON object".into())),
-            }
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, Map::new()),
-        Err(e) => return Err(io(&settings)(e)),
-    };
-    report.hooks_added = merge_hooks(&mut root, &events(agent), |event| {
+    report.hooks_added = merge_hooks(&mut root, agent, |event| {
         // Codex gives `SessionEnd` 3 seconds whatever the hook says, and warns at every run
         // when it says more.
         let mut h = handler.clone();
@@ -260,12 +262,13 @@ fn hook(opts: &InitOptions) -> Result<Value, InitError> {
             ),
             "timeout": TIMEOUT,
         }),
-        // Gemini CLI's timeout is in milliseconds.
+        // Gemini CLI's timeout is in milliseconds. It writes the project's folder into the
+        // command itself, quoted for the shell: so the variable is not quoted again.
         (Agent::GeminiCli, None) => json!({
             "type": "command",
             "name": "warden",
             "command": format!(
-                "{command} hook gemini-cli --config \"$GEMINI_PROJECT_DIR/.warden/warden.toml\""
+                "{command} hook gemini-cli --config $GEMINI_PROJECT_DIR/.warden/warden.toml"
             ),
             "timeout": TIMEOUT * 1000,
         }),
@@ -287,7 +290,7 @@ fn shell_word(s: &str) -> String {
 /// added. What is there that is not a hook list of Claude Code's shape is an error.
 fn merge_hooks(
     settings: &mut Map<String, Value>,
-    events: &[(&str, Option<&str>)],
+    agent: Agent,
     handler_of: impl Fn(&str) -> Value,
 ) -> Result<usize, String> {
     let hooks = settings
@@ -297,10 +300,10 @@ fn merge_hooks(
         return Err("`hooks` is not an object".into());
     };
     let mut added = 0;
-    for (event, matcher) in events {
+    for (event, matcher) in events(agent) {
         let handler = &handler_of(event);
         let groups = hooks
-            .entry(*event)
+            .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()));
         let Value::Array(groups) = groups else {
             return Err(format!("`hooks.{event}` is not a list"));
@@ -313,6 +316,18 @@ fn merge_hooks(
         if present {
             continue;
         }
+        // Warden's hook written before, with another command (the project moved, `warden` is
+        // elsewhere): it is replaced, not kept beside the new one.
+        let stale = groups
+            .iter_mut()
+            .filter_map(|g| g.get_mut("hooks").and_then(Value::as_array_mut))
+            .flat_map(|hs| hs.iter_mut())
+            .find(|h| is_wardens(h, agent));
+        if let Some(old) = stale {
+            *old = handler.clone();
+            added += 1;
+            continue;
+        }
         let mut group = Map::new();
         if let Some(m) = matcher {
             group.insert("matcher".into(), json!(m));
@@ -322,6 +337,17 @@ fn merge_hooks(
         added += 1;
     }
     Ok(added)
+}
+
+/// Whether `h` is a command hook of Warden's for `agent` (`... hook codex --config ...`).
+fn is_wardens(h: &Value, agent: Agent) -> bool {
+    let Some(command) = h.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    let needle = format!(" hook {}", agent.name());
+    command
+        .match_indices(&needle)
+        .any(|(i, _)| matches!(command[i + needle.len()..].chars().next(), None | Some(' ')))
 }
 
 /// Whether `h` is Warden's handler already (the same command or URL).
@@ -388,6 +414,7 @@ mod tests {
         std::fs::write(dir.path().join(".claude/settings.json"), "{ nope").unwrap();
         let err = init(&opts(dir.path())).unwrap_err().to_string();
         assert!(err.contains("not valid JSON"), "{err}");
+        assert!(!dir.path().join(".warden").exists(), "nothing written");
         assert_eq!(
             std::fs::read_to_string(dir.path().join(".claude/settings.json")).unwrap(),
             "{ nope"
@@ -462,7 +489,30 @@ mod tests {
             before_tool[1]["hooks"][0]["command"]
                 .as_str()
                 .unwrap()
-                .contains("hook gemini-cli --config \"$GEMINI_PROJECT_DIR/.warden/warden.toml\"")
+                .contains("hook gemini-cli --config $GEMINI_PROJECT_DIR/.warden/warden.toml")
+        );
+        // Run again from elsewhere (the project moved, `warden` is another): Warden's hooks
+        // are replaced, not doubled, and the user's are kept.
+        let moved = InitOptions {
+            agent: Agent::Codex,
+            command: "/opt/warden/bin/warden".into(),
+            ..opts(dir.path())
+        };
+        assert_eq!(
+            init(&moved).unwrap().hooks_added,
+            Agent::Codex.events().len()
+        );
+        let codex: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(".codex/hooks.json")).unwrap(),
+        )
+        .unwrap();
+        let pre = codex["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(pre.len(), 1, "{pre:?}");
+        assert!(
+            pre[0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .starts_with("/opt/warden/bin/warden hook codex")
         );
         // Only Claude Code takes http hooks.
         let err = init(&InitOptions {

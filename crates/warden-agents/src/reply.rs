@@ -104,7 +104,7 @@ pub(crate) fn append_message(out: &mut Map<String, Value>, text: &str) {
 pub(crate) fn ask_as_refusal(reason: &str, rule: Option<&str>, agent: &str) -> String {
     let how = match rule {
         Some(rule) => format!(
-            "if the user approves, they can run it themselves, or switch the rule off for this project with `warden rules disable {rule}` and ask again"
+            "if the user approves, they can run it themselves, or switch the rule off for their user with `warden --config .warden/warden.toml rules disable {rule}` in the project and ask again"
         ),
         None => "if the user approves, they can run it themselves".to_string(),
     };

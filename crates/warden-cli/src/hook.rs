@@ -211,7 +211,7 @@ fn hook(
     let opts = Options {
         user: config.user.clone(),
         project: config.project.clone(),
-        project_dir: project_dir(agent),
+        project_dir: project_dir(agent, config.path.as_deref()),
     };
     let out = answer(agent, &warden, &cc, &opts, input);
     // The process ends here: its memory goes back to the system whole, rather than value by
@@ -225,13 +225,19 @@ fn hook(
     out
 }
 
-/// The project's folder as the agent names it to its hooks (Codex names none: the payload's
-/// `cwd` is used).
-fn project_dir(agent: Agent) -> Option<PathBuf> {
+/// The project's folder as the agent names it to its hooks; Codex names none, so it is the
+/// folder whose `.warden/warden.toml` the hook was given (as `warden init codex` writes it),
+/// else the payload's `cwd` (a session started in a subfolder is still the project's).
+fn project_dir(agent: Agent, config: Option<&Path>) -> Option<PathBuf> {
     let var = match agent {
         Agent::ClaudeCode => "CLAUDE_PROJECT_DIR",
         Agent::GeminiCli => "GEMINI_PROJECT_DIR",
-        Agent::Codex => return None,
+        Agent::Codex => {
+            let dir = config?.parent()?;
+            return (dir.file_name()? == ".warden")
+                .then(|| dir.parent().map(Path::to_path_buf))
+                .flatten();
+        }
     };
     std::env::var_os(var)
         .filter(|v| !v.is_empty())

@@ -160,8 +160,8 @@ fn us5_1_every_rule_is_listed_with_its_state() {
     let keys: Vec<&str> = list.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(
         list.len(),
-        19,
-        "{keys:?}: 5 built-in, 3 research-assistant, 11 guardrails"
+        20,
+        "{keys:?}: 5 built-in, 3 research-assistant, 12 guardrails"
     );
     for r in &list {
         // The built-in behavior is off unless switched on.

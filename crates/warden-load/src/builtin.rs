@@ -109,14 +109,14 @@ pub const BUILTIN_PLUGINS: &[EmbeddedPlugin] = &[EmbeddedPlugin {
             ),
         ),
         (
-            "rules/protect-warden-files.toml",
-            include_str!("../../../examples/plugins/guardrails/rules/protect-warden-files.toml"),
-        ),
-        (
             "rules/protect-warden-files-in-shell-patches.toml",
             include_str!(
                 "../../../examples/plugins/guardrails/rules/protect-warden-files-in-shell-patches.toml"
             ),
+        ),
+        (
+            "rules/protect-warden-files.toml",
+            include_str!("../../../examples/plugins/guardrails/rules/protect-warden-files.toml"),
         ),
         (
             "rules/record-test-failure.toml",

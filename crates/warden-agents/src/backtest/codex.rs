@@ -13,16 +13,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Backtest, Pending, Replayed};
+use super::{Backtest, Call, Pending, Replayed};
 use crate::event::HookEvent;
 use crate::transcript::Usage;
-
-/// A tool call of the model response being read.
-pub(super) struct Call {
-    id: String,
-    name: String,
-    input: Value,
-}
 
 impl Backtest<'_> {
     pub(super) fn codex_line(&mut self, line: usize, text: &[u8]) -> Vec<Replayed> {

@@ -119,6 +119,13 @@ struct Pending {
     input: Value,
 }
 
+/// A tool call of a Codex model response being read.
+struct Call {
+    id: String,
+    name: String,
+    input: Value,
+}
+
 /// The model calls read so far: what the live hook reads from the file as written so far.
 #[derive(Default)]
 struct Seen {
@@ -174,7 +181,7 @@ pub struct Backtest<'w> {
     on_tick: Option<OnTick<'w>>,
     /// Codex's calls of the model response being read, asked before its usage is recorded:
     /// their `PreToolUse` waits for it, as the live hook runs after Codex records it.
-    asked: Vec<(usize, codex::Call)>,
+    asked: Vec<(usize, Call)>,
     /// Codex's calls that failed, by id, as its session file records them before their output.
     failed: HashMap<String, String>,
     /// Gemini CLI's tool calls asked so far, by id.

@@ -121,8 +121,10 @@ impl Setup {
         s
     }
 
+    /// The project: a folder whose name has a space, as many have (the hook command must
+    /// name it whole).
     fn project(&self) -> PathBuf {
-        self.root.path().join("project")
+        self.root.path().join("my project")
     }
 
     /// A folder in the home Codex runs with: outside the project.

@@ -111,8 +111,10 @@ impl Setup {
         s
     }
 
+    /// The project: a folder whose name has a space, as many have (the hook command must
+    /// name it whole).
     fn project(&self) -> PathBuf {
-        self.root.path().join("project")
+        self.root.path().join("my project")
     }
 
     /// A folder in the home Gemini CLI runs with: outside the project, and not a folder for

@@ -9,11 +9,15 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+
+#[path = "loopback.rs"]
+mod loopback;
+
+use loopback::{Loopback, Request, respond};
 
 /// One answer of the scripted model.
 #[derive(Debug, Clone)]
@@ -91,38 +95,22 @@ pub struct ModelServer {
     /// The provider's base URL (`.../v1`), as Codex's `base_url` takes it.
     pub url: String,
     state: Arc<Mutex<State>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    port: u16,
+    _server: Loopback,
 }
 
 impl ModelServer {
     /// Starts a server on a free loopback port with `script`.
     pub fn start(script: Vec<Turn>) -> ModelServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
         let state = Arc::new(Mutex::new(State {
             script,
             ..State::default()
         }));
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (s, st) = (state.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if st.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(conn) = conn else { continue };
-                let s = s.clone();
-                std::thread::spawn(move || {
-                    let _ = serve(conn, &s);
-                });
-            }
-        });
+        let s = state.clone();
+        let server = Loopback::start(move |request, out| serve(request, out, &s));
         ModelServer {
-            url: format!("http://127.0.0.1:{port}/v1"),
+            url: format!("{}/v1", server.url),
             state,
-            stop,
-            port,
+            _server: server,
         }
     }
 
@@ -134,14 +122,6 @@ impl ModelServer {
     /// How many steps of the script were taken.
     pub fn taken(&self) -> usize {
         self.state.lock().unwrap().next
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Wake the accepting thread so that it sees the flag.
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
@@ -209,32 +189,12 @@ pub fn tool_results(request: &Value) -> Vec<String> {
         .collect()
 }
 
-fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let mut out = conn;
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut length = 0usize;
-    let mut subagent = false;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 || line == "\r\n" || line == "\n" {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            if name.eq_ignore_ascii_case("content-length") {
-                length = value.trim().parse().unwrap_or(0);
-            } else if name.eq_ignore_ascii_case("x-openai-subagent") {
-                subagent = true;
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body)?;
-    let mut words = request_line.split_whitespace();
-    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
+fn serve(request: Request, out: &mut TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+    let subagent = request.has_header("x-openai-subagent");
+    let body = request.body;
+    let (method, path) = (request.method.as_str(), request.path.as_str());
     if method != "POST" || !path.trim_end_matches('/').ends_with("/responses") {
-        return respond(&mut out, "404 Not Found", "application/json", b"{}");
+        return respond(out, "404 Not Found", "application/json", b"{}");
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let scripted = !subagent && body["tools"].as_array().is_some_and(|t| !t.is_empty());
@@ -282,7 +242,7 @@ fn serve(conn: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
         json!({"type": "response.completed", "response": {"id": id, "status": "completed",
         "output": items, "usage": usage}}),
     );
-    respond(&mut out, "200 OK", "text/event-stream", events.as_bytes())
+    respond(out, "200 OK", "text/event-stream", events.as_bytes())
 }
 
 /// The output item of one step; `n` names its ids.
@@ -299,14 +259,4 @@ fn output_item(step: &Step, n: &str) -> Value {
             "name": name, "input": input, "status": "completed"}),
         Step::Parallel(_) => unreachable!("a parallel step holds tool calls"),
     }
-}
-
-fn respond(out: &mut TcpStream, status: &str, kind: &str, body: &[u8]) -> std::io::Result<()> {
-    write!(
-        out,
-        "HTTP/1.1 {status}\r\ncontent-type: {kind}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-        body.len()
-    )?;
-    out.write_all(body)?;
-    out.flush()
 }

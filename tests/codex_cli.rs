@@ -398,7 +398,7 @@ fn a_token_budget_warning_reaches_the_next_model_call_every_time() {
     let runs: usize = std::env::var("WARDEN_CODEX_RUNS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(10);
+        .unwrap_or(5);
     let mut seen = 0;
     for (mode, flags) in MODES {
         for run in 0..runs {

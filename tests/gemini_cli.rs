@@ -277,7 +277,7 @@ fn a_token_budget_warning_reaches_the_next_model_call_every_time() {
     let runs: usize = std::env::var("WARDEN_GEMINI_CLI_RUNS")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(3);
     let mut seen = Vec::new();
     for mode in MODES {
         for run in 0..runs {

@@ -2,7 +2,9 @@
 //! rule that fired on it decided `deny`, `stop`, or an unanswered `ask`; a `stop` both refuses
 //! the call and ends the session; and a stopped session refuses every later call. Checked in two
 //! hosts at once, on the same rules and events: the Rust API (`Outcome::proceed`) and Claude
-//! Code's answer (`permissionDecision`, `continue`).
+//! Code's answer (`permissionDecision`, `continue`); and in the answers of Codex and Gemini CLI,
+//! which cannot ask (an `ask`, and for Codex a rewrite it is not let apply, must be a refusal)
+//! and, for Codex, must hold nothing it would reject and then run the call for.
 //!
 //! The rules are written to files whose ids are shuffled against their priorities (ties
 //! included), so the order rules are loaded and evaluated in varies; the merge must not care.
@@ -168,6 +170,47 @@ proptest! {
             prop_assert_eq!(&got, &want, "Claude Code, call {}: {}", j, a);
             if want.refused {
                 prop_assert!(a["hookSpecificOutput"].get("updatedInput").is_none(), "{a}");
+            }
+
+            // Codex's and Gemini CLI's answers to the same call, each on a session of its own.
+            let must_refuse = want.refused || has(Act::Ask);
+            for agent in [Agent::Codex, Agent::GeminiCli] {
+                let payload = json!({
+                    "session_id": format!("invariant-{}", agent.name()),
+                    "hook_event_name": agent.event_name(warden_agents::HookEvent::ToolCall),
+                    "tool_name": format!("t{tool}"), "tool_input": { "n": j },
+                });
+                let a = answer(agent, &warden, &config, &opts, payload.to_string().as_bytes())
+                    .json
+                    .unwrap_or(Value::Null);
+                let (refused, reason) = match agent {
+                    Agent::Codex => {
+                        let s = &a["hookSpecificOutput"];
+                        // Codex runs the call when the answer holds what it does not take.
+                        for key in ["continue", "stopReason", "suppressOutput", "decision"] {
+                            prop_assert!(a.get(key).is_none(), "Codex, call {}: {}", j, a);
+                        }
+                        prop_assert!(s["permissionDecision"] != "ask", "Codex, call {}: {}", j, a);
+                        (s["permissionDecision"] == "deny", &s["permissionDecisionReason"])
+                    }
+                    _ => {
+                        prop_assert!(a["decision"] != "ask", "Gemini CLI, call {}: {}", j, a);
+                        if want.stops {
+                            prop_assert_eq!(&a["continue"], &json!(false), "Gemini CLI, call {}", j);
+                        }
+                        (a["decision"] == "deny", &a["reason"])
+                    }
+                };
+                // Codex applies a rewrite only with `allow`, which Warden is not let say here.
+                let refuse = must_refuse
+                    || (agent == Agent::Codex && !want.refused && has(Act::Rewrite));
+                prop_assert_eq!(refused, refuse, "{}, call {}: {}", agent, j, a);
+                if refused {
+                    prop_assert!(
+                        reason.as_str().is_some_and(|r| !r.trim().is_empty()),
+                        "{}: a refusal without a reason: {}", agent, a
+                    );
+                }
             }
         }
     }

@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/agent_cli.rs"]
+mod agent_cli;
 #[path = "support/messages_api.rs"]
 mod messages_api;
 
@@ -36,17 +38,7 @@ const MODES: [&str; 2] = ["default", "bypassPermissions"];
 
 /// The `claude` executable, or why these tests skip.
 fn claude() -> Option<PathBuf> {
-    let found = std::env::var_os("WARDEN_CLAUDE_CODE")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        let why = "skipped: the real Claude Code tests (WARDEN_CLAUDE_CODE does not name the `claude` executable; .ci/run installs it with npm); CI runs them";
-        if std::env::var_os("WARDEN_REQUIRE_AGENT_CLIS").is_some() {
-            panic!("{why}");
-        }
-        eprintln!("{why}");
-    }
-    found
+    agent_cli::executable("WARDEN_CLAUDE_CODE", "Claude Code", "claude")
 }
 
 /// A project set up by `warden init claude-code` (the built-in rules and the guardrails that

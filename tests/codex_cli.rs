@@ -37,6 +37,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/agent_cli.rs"]
+mod agent_cli;
 #[path = "support/responses_api.rs"]
 mod responses_api;
 
@@ -59,17 +61,7 @@ const MODEL: &str = "gpt-5.5";
 
 /// The `codex` executable, or why these tests skip.
 fn codex() -> Option<PathBuf> {
-    let found = std::env::var_os("WARDEN_CODEX")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        let why = "skipped: the real Codex CLI tests (WARDEN_CODEX does not name the `codex` executable; .ci/run installs it with npm); CI runs them";
-        if std::env::var_os("WARDEN_REQUIRE_AGENT_CLIS").is_some() {
-            panic!("{why}");
-        }
-        eprintln!("{why}");
-    }
-    found
+    agent_cli::executable("WARDEN_CODEX", "Codex CLI", "codex")
 }
 
 /// A project set up by `warden init codex` (the built-in rules and the guardrails that ship

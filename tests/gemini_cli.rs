@@ -32,6 +32,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "support/agent_cli.rs"]
+mod agent_cli;
 #[path = "support/gemini_api.rs"]
 mod gemini_api;
 
@@ -47,17 +49,7 @@ const MODEL: &str = "gemini-2.5-pro";
 
 /// The `gemini` executable, or why these tests skip.
 fn gemini() -> Option<PathBuf> {
-    let found = std::env::var_os("WARDEN_GEMINI_CLI")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        let why = "skipped: the real Gemini CLI tests (WARDEN_GEMINI_CLI does not name the `gemini` executable; .ci/run installs it with npm); CI runs them";
-        if std::env::var_os("WARDEN_REQUIRE_AGENT_CLIS").is_some() {
-            panic!("{why}");
-        }
-        eprintln!("{why}");
-    }
-    found
+    agent_cli::executable("WARDEN_GEMINI_CLI", "Gemini CLI", "gemini")
 }
 
 /// A project set up by `warden init gemini-cli` (the built-in rules and the guardrails that

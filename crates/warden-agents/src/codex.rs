@@ -239,11 +239,15 @@ fn usage_record(line: &[u8]) -> Option<Usage> {
     if v["type"] != "token_usage_record" {
         return None;
     }
-    let p = &v["payload"];
+    Some(record_usage(&v["payload"]))
+}
+
+/// The usage a `token_usage_record` line's payload holds (its model is not in it).
+pub(crate) fn record_usage(p: &Value) -> Usage {
     let u = &p["usage"];
     let n = |k: &str| u[k].as_u64().unwrap_or(0);
     let cached = n("cached_input_tokens");
-    Some(Usage {
+    Usage {
         message_id: p["response_id"].as_str().unwrap_or_default().to_string(),
         model: String::new(),
         input: n("input_tokens").saturating_sub(cached),
@@ -251,7 +255,7 @@ fn usage_record(line: &[u8]) -> Option<Usage> {
         cache_read: cached,
         output: n("output_tokens"),
         window: None,
-    })
+    }
 }
 
 /// The context window of a `token_count` event.

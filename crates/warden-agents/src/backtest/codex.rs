@@ -14,6 +14,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Backtest, Call, Pending, Replayed};
+use crate::codex;
 use crate::event::HookEvent;
 use crate::transcript::Usage;
 
@@ -47,7 +48,10 @@ impl Backtest<'_> {
             }
             Some("token_usage_record") => {
                 self.main_seen = true;
-                self.seen.last = Some(usage(p, self.model.as_deref()));
+                self.seen.last = Some(Usage {
+                    model: self.model.clone().unwrap_or_default(),
+                    ..codex::record_usage(p)
+                });
                 self.ask_pending(line, &mut out);
             }
             Some("response_item") => {
@@ -247,22 +251,6 @@ fn exit_failure(text: &str) -> Option<String> {
         .find_map(|l| l.trim().strip_prefix("Process exited with code "))?
         .trim();
     (code != "0").then(|| format!("the command exited with code {code}"))
-}
-
-/// The usage of a `token_usage_record`'s payload.
-fn usage(p: &Value, model: Option<&str>) -> Usage {
-    let u = &p["usage"];
-    let n = |k: &str| u[k].as_u64().unwrap_or(0);
-    let cached = n("cached_input_tokens");
-    Usage {
-        message_id: p["response_id"].as_str().unwrap_or_default().to_string(),
-        model: model.unwrap_or_default().to_string(),
-        input: n("input_tokens").saturating_sub(cached),
-        cache_creation: n("cache_write_input_tokens"),
-        cache_read: cached,
-        output: n("output_tokens"),
-        window: None,
-    }
 }
 
 #[cfg(test)]

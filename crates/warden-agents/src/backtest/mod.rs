@@ -188,9 +188,6 @@ pub struct Backtest<'w> {
     asked_ids: HashSet<String>,
     /// The model the agent ran (Codex's session file says it once per turn).
     model: Option<String>,
-    /// What the last payload's reply was: the agent sent back to work, the prompt refused.
-    last_sent_back: bool,
-    last_prompt_refused: bool,
 }
 
 /// What [`Backtest::on_tick`] calls.
@@ -247,8 +244,6 @@ impl<'w> Backtest<'w> {
             asked_ids: HashSet::new(),
             failed: HashMap::new(),
             model: None,
-            last_sent_back: false,
-            last_prompt_refused: false,
         }
     }
 
@@ -456,7 +451,7 @@ impl<'w> Backtest<'w> {
         fields.insert("prompt".into(), json!(prompt));
         let replayed = self.send(line, HookEvent::Prompt, fields);
         // A prompt the rules block never reaches the agent.
-        if self.last_prompt_refused {
+        if replayed.prompt_refused {
             self.halted = true;
         }
         out.push(replayed);
@@ -514,7 +509,7 @@ impl<'w> Backtest<'w> {
         let mut fields = Map::new();
         fields.insert("stop_hook_active".into(), json!(self.sent_back));
         let replayed = self.send(line, HookEvent::Stop, fields);
-        self.sent_back = self.last_sent_back;
+        self.sent_back = replayed.sent_back;
         out.push(replayed);
     }
 
@@ -576,8 +571,6 @@ impl<'w> Backtest<'w> {
         if reply.stop.is_some() {
             self.halted = true;
         }
-        self.last_sent_back = reply.keep_working.is_some();
-        self.last_prompt_refused = reply.refuse_prompt.is_some();
         let refused = event == HookEvent::ToolCall && self.agent.refuses(&reply);
         let asked = event == HookEvent::ToolCall
             && !refused

@@ -7,7 +7,7 @@
 //! agent's context, log lines, plugin state writes and events.
 //!
 //! This crate is the facade: it re-exports [`warden_core`] (the engine), and the condition
-//! language ([`expr`]) and store ([`store`]) crates.
+//! language ([`expr`]), store ([`store`]) and trace ([`trace`]) crates.
 //!
 //! ```
 //! use warden::{Event, Hook, Warden};
@@ -33,3 +33,5 @@ pub use warden_load as defs;
 pub use warden_lua as lua;
 /// SQLite persistence.
 pub use warden_store as store;
+/// Session traces: JSON Lines read into events, and the replay output contract.
+pub use warden_trace as trace;

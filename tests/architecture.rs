@@ -397,20 +397,60 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("warden-knowledge", &["warden-input"]),
     ("warden-load", &["warden-input"]),
     (
-        "warden-core",
+        "warden-context",
         &[
             "warden-expr",
             "warden-input",
-            "warden-knowledge",
             "warden-load",
             "warden-lua",
             "warden-shell",
             "warden-store",
         ],
     ),
+    (
+        "warden-program",
+        &[
+            "warden-context",
+            "warden-expr",
+            "warden-input",
+            "warden-knowledge",
+            "warden-load",
+            "warden-lua",
+        ],
+    ),
+    (
+        "warden-core",
+        &[
+            "warden-context",
+            "warden-expr",
+            "warden-input",
+            "warden-knowledge",
+            "warden-load",
+            "warden-lua",
+            "warden-program",
+            "warden-store",
+            // Its tests replay traces.
+            "warden-trace",
+        ],
+    ),
+    (
+        "warden-trace",
+        &[
+            "warden-context",
+            "warden-knowledge",
+            "warden-load",
+            "warden-program",
+        ],
+    ),
     ("warden-agents", &["warden-core"]),
-    ("warden-serve", &["warden-agents", "warden-core"]),
-    ("warden-python", &["warden-core", "warden-load"]),
+    (
+        "warden-serve",
+        &["warden-agents", "warden-core", "warden-trace"],
+    ),
+    (
+        "warden-python",
+        &["warden-core", "warden-load", "warden-trace"],
+    ),
     (
         "warden-testing",
         &[
@@ -419,6 +459,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-input",
             "warden-load",
             "warden-store",
+            "warden-trace",
         ],
     ),
     (
@@ -428,6 +469,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-core",
             "warden-shell",
             "warden-store",
+            "warden-trace",
         ],
     ),
     (
@@ -442,6 +484,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-shell",
             "warden-store",
             "warden-testing",
+            "warden-trace",
         ],
     ),
 ];

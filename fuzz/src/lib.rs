@@ -259,13 +259,13 @@ pub fn template(data: &[u8]) {
     }
 }
 
-/// Session traces (`warden_core::trace`), read line by line as `warden replay` reads them:
+/// Session traces (`warden_trace`), read line by line as `warden replay` reads them:
 /// every bad line is an error naming its own line, and an event read back from how it is
 /// written is the same event.
 pub fn trace(data: &[u8]) {
     let lines = data.split(|&b| b == b'\n').count();
     let mut last = None;
-    for (line, result) in warden_core::trace::read_trace(data) {
+    for (line, result) in warden_trace::read_trace(data) {
         assert!(line < lines, "line {line} of a trace of {lines} lines");
         assert!(
             last.is_none_or(|l| line > l),

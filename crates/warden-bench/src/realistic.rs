@@ -18,11 +18,11 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use warden_core::trace::{parse_line, write_outcome_lines};
 use warden_core::{
     DEFAULT_ID, Event, Hook, Session, SessionFacts, SessionOptions, StateScope, Store, Warden,
 };
 use warden_store::StateWrite;
+use warden_trace::{parse_line, write_outcome_lines};
 
 use crate::long_session::long_session;
 use crate::measure::{median, with_dir};

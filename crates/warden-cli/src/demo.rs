@@ -4,8 +4,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-use warden_core::trace::{TraceError, TraceEvent, read_trace};
 use warden_core::{Config, SessionOptions};
+use warden_trace::{TraceError, TraceEvent, read_trace};
 
 use crate::narrate::Narrator;
 use crate::{DEMO_TRACE, load};

@@ -9,10 +9,10 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use serde_json::json;
-use warden_core::trace::{
+use warden_core::{Config, SessionOptions};
+use warden_trace::{
     read_trace, write_bad_line, write_explain_lines, write_node_lines, write_outcome_lines,
 };
-use warden_core::{Config, SessionOptions};
 
 use crate::narrate::Narrator;
 use crate::{load, load_status};

@@ -15,10 +15,10 @@ use serde::Serialize;
 use serde_json::Value as Json;
 use warden_store::{ALL_PROJECTS, RuleState, SettingOverride, StoreError};
 
-use crate::program::Program;
 use warden_input::closest;
 use warden_load::Hook;
 use warden_load::{SettingDef, SettingValue};
+use warden_program::program::Program;
 
 /// How often a running Warden looks for changes other processes made to the database (a
 /// cheap check: a SQLite pragma, or a counter PostgreSQL's listener keeps).
@@ -477,7 +477,7 @@ pub(crate) fn rule_info(
 }
 
 /// Whether a rule's file or script mentions `settings.NAME`.
-fn reads_setting(rule: &crate::rule::CompiledRule, name: &str) -> bool {
+fn reads_setting(rule: &warden_program::rule::CompiledRule, name: &str) -> bool {
     let needle = format!("settings.{name}");
     let mentions = |text: &str| {
         text.match_indices(&needle).any(|(at, _)| {
@@ -488,5 +488,5 @@ fn reads_setting(rule: &crate::rule::CompiledRule, name: &str) -> bool {
         })
     };
     mentions(rule.def.source.text())
-        || matches!(rule.body().map(|b| &b.condition), Some(crate::rule::RuleCondition::Script { script, .. }) if mentions(script.source()))
+        || matches!(rule.body().map(|b| &b.condition), Some(warden_program::rule::RuleCondition::Script { script, .. }) if mentions(script.source()))
 }

@@ -1,5 +1,10 @@
-//! Warden's engine: the context model, hooks, rule loading, the behavior-tree compiler,
-//! sessions and actions.
+//! Warden's engine: sessions that tick a compiled program at each hook, with their durable
+//! state, and the host services around them (the builder, hot reload, the operator's
+//! controls).
+//!
+//! It sits on two layers: `warden-context` (the events, facts and context rules read) and
+//! `warden-program` (rules, behaviors and modes compiled into per-hook trees, and the
+//! [`Outcome`]); this crate re-exports what its interface hands out, so a host needs only it.
 //!
 //! An agent loop builds a [`Warden`] from rule folders (and Warden's built-in rules), opens a
 //! [`Session`] per conversation, and calls [`Session::tick`] at each of the seven [`Hook`]s
@@ -26,6 +31,35 @@
 //! );
 //! ```
 //!
+//! After a tool call's tick, a host answers the one question [`Outcome::proceed`] asks: may
+//! the call run, and how.
+//!
+//! ```
+//! use serde_json::json;
+//! use warden_core::{Event, Hook, Proceed, Warden};
+//!
+//! let plugins = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/plugins");
+//! let warden = Warden::builder().plugins_dir(plugins).build()?;
+//! let mut session = warden.session();
+//! let outcome = session.tick(
+//!     Hook::OnToolCall,
+//!     Event::tool_call("Bash", json!({ "command": "rm -rf /" })),
+//! );
+//! match outcome.proceed() {
+//!     Proceed::Yes => { /* run the call as the agent wrote it */ }
+//!     Proceed::WithInput(arguments) => { /* run it with these arguments */ let _ = arguments; }
+//!     Proceed::Ask { reason, input } => { /* ask a person; run it only on yes */ let _ = (reason, input); }
+//!     Proceed::No { reason } => {
+//!         // Do not run it: the agent reads the reason as the call's result.
+//!         assert!(reason.contains("outside the project"));
+//!     }
+//!     Proceed::KeepWorking { reason } => { /* at a final turn: give the agent this instruction */ let _ = reason; }
+//!     Proceed::Stop { reason } => { /* end the session */ let _ = reason; }
+//! }
+//! # assert!(matches!(outcome.proceed(), Proceed::No { .. }));
+//! # Ok::<(), warden_core::Error>(())
+//! ```
+//!
 //! Invariants: a tick never panics on input and never fails as a whole; every rule of a tick
 //! reads the same frozen facts, and effects are applied after all rules ran, in priority
 //! order; a rule's effects apply together or not at all.
@@ -33,54 +67,40 @@
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
-mod actions;
 mod async_session;
-mod behavior;
-mod context;
 mod control;
 mod error;
-mod event;
-mod facts;
-mod hooks;
-mod index;
 mod knowledge;
-mod mode;
-mod notification;
-mod outcome;
-mod program;
 mod render;
-mod rule;
-mod schema;
 mod session;
 mod shared;
-mod slots;
-mod template;
-pub mod trace;
 mod warden;
 mod watch;
 
 pub use async_session::{AsyncSession, TickPanicked};
-pub use behavior::NodeStatus;
 pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem};
 pub use error::Error;
-pub use event::{Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate};
-pub use facts::{
-    Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
-};
-pub use outcome::{
-    Effect, Evaluation, Halted, Lost, ModeChange, Notification, Outcome, Overridden, Proceed,
-    RuleError, Ruling,
-};
-pub use program::{Compilation, Program};
-pub use schema::schema;
 pub use session::{
     PendingSave, Session, SessionOptions, Ticked, UnreadableSession, saved_snapshot,
 };
 pub use shared::{BusEvent, Reload};
-pub use template::{TemplateCheckError, check_template};
 pub use warden::{Warden, WardenBuilder};
+pub use warden_context::event::{
+    Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate,
+};
+pub use warden_context::facts::{
+    Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
+};
+pub use warden_context::schema::schema;
+pub use warden_context::template::{TemplateCheckError, check_template};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
+pub use warden_program::behavior::NodeStatus;
+pub use warden_program::outcome::{
+    Effect, Evaluation, Halted, Lost, ModeChange, Notification, Outcome, Overridden, Proceed,
+    RuleError, Ruling,
+};
+pub use warden_program::program::{Compilation, Program};
 // The definitions the engine's interface hands out or takes.
 pub use warden_load::{
     BUILTIN_PLUGIN, Capabilities, ClaudeCodeConfig, ConditionDef, Config, DEFAULT_ID, Decision,

@@ -12,7 +12,7 @@
 //! - vault_search returned 9 results. Summarize the key findings before going on.
 //! ```
 
-use crate::notification::{Notification, once_each, plain, plain_block};
+use warden_context::notification::{Notification, once_each, plain, plain_block};
 
 /// How notifications are written into the agent's context.
 #[derive(Clone)]

@@ -15,7 +15,7 @@ use warden_store::Store;
 
 use crate::control::{Controls, POLL_INTERVAL};
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
-use crate::program::Program;
+use warden_program::program::Program;
 
 /// An event a rule published with `emit_event`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -81,7 +81,7 @@ pub(crate) struct Shared {
     pub(crate) capabilities: Capabilities,
     pub(crate) modes: Option<ModeSource>,
     /// How a reload compiles the rules: as the first program was.
-    pub(crate) compilation: crate::program::Compilation,
+    pub(crate) compilation: warden_program::program::Compilation,
     pub(crate) next_session: AtomicU64,
     pub(crate) reload_lock: Mutex<()>,
     /// The users' choices (rules on or off, setting values), as last read from the store.
@@ -114,7 +114,7 @@ impl Shared {
     pub(crate) fn undeclared_shell_tool(
         &self,
         hook: Hook,
-        event: &crate::event::Event,
+        event: &warden_context::event::Event,
     ) -> Option<String> {
         if hook != Hook::OnToolCall {
             return None;

@@ -16,12 +16,12 @@ use crate::control::{
     ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
 };
 use crate::error::Error;
-use crate::facts::DEFAULT_HISTORY_LIMIT;
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
-use crate::program::Program;
 use crate::session::{Session, SessionOptions};
 use crate::shared::{BusEvent, Options, Reload, Shared};
 use crate::watch::{Watch, WatchError};
+use warden_context::facts::DEFAULT_HISTORY_LIMIT;
+use warden_program::program::Program;
 
 /// The supervisor. Cheap to clone (all clones share one program, store and bus); `Send` and
 /// `Sync`, so many sessions can run on many threads.
@@ -64,7 +64,7 @@ pub struct WardenBuilder {
     history_limit: Option<usize>,
     log_sample: f64,
     strict: bool,
-    compilation: crate::program::Compilation,
+    compilation: warden_program::program::Compilation,
     bus_capacity: Option<usize>,
     script_limits: Option<warden_lua::Limits>,
     journal_limit: Option<usize>,
@@ -281,9 +281,9 @@ impl WardenBuilder {
     /// demand too.
     pub fn compile_on_demand(mut self, on: bool) -> Self {
         self.compilation = if on {
-            crate::program::Compilation::OnDemand
+            warden_program::program::Compilation::OnDemand
         } else {
-            crate::program::Compilation::Eager
+            warden_program::program::Compilation::Eager
         };
         self
     }

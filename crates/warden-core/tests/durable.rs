@@ -12,8 +12,8 @@ use std::path::Path;
 
 use proptest::prelude::*;
 use serde_json::json;
-use warden_core::trace::outcome_lines;
 use warden_core::{Event, Hook, SessionOptions, Store, Warden};
+use warden_trace::outcome_lines;
 
 fn data() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/durable"))

@@ -6,8 +6,8 @@ use std::fs;
 use std::io::BufReader;
 use std::path::Path;
 
-use warden_core::trace::{MAX_TRACE_LINE_BYTES, parse_trace, read_trace};
 use warden_core::{Capabilities, Diagnostic, Hook, Program, RuleSource, SourceFile, Warden, load};
+use warden_trace::{MAX_TRACE_LINE_BYTES, parse_trace, read_trace};
 
 const HEAD: &str = "[rule]\nid = \"a\"\ntrigger = \"on_turn_start\"\ncondition = \"true\"\n";
 

@@ -86,13 +86,12 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
 fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
     // An ordinary line is read straight into its event; anything else the checked way below,
     // which names what is wrong.
-    if let Some((hook, event)) = warden_core::trace::parse_ordinary_line(text)
+    if let Some((hook, event)) = warden_trace::parse_ordinary_line(text)
         && hook.is_reported()
     {
         return Ok((hook, event));
     }
-    let value =
-        warden_core::trace::read_json_value(text).map_err(|e| (String::new(), e.to_string()))?;
+    let value = warden_trace::read_json_value(text).map_err(|e| (String::new(), e.to_string()))?;
     let serde_json::Value::Object(mut map) = value else {
         return Err((String::new(), "each event must be a JSON object".into()));
     };

@@ -15,10 +15,10 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 use warden_core::knowledge_pipeline::Enrichment;
-use warden_core::trace::parse_value;
 use warden_core::{
     Effect, Halted, Hook, Notification, Outcome, Overridden, Proceed, RuleError, Ruling,
 };
+use warden_trace::parse_value;
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams};
 use crate::guard::Scope;

@@ -183,7 +183,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             ));
         }
         // A key given twice is refused, as in a trace line: readers disagree on which counts.
-        warden_core::trace::read_json_unique(&bytes)
+        warden_trace::read_json_unique(&bytes)
             .map(JsonBody)
             .map_err(|e| {
                 let message = match e.classify() {

@@ -7,10 +7,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
-use warden_core::trace::{explain_lines, parse_value};
 use warden_core::{
     Effect, Hook, Notification, Outcome, RuleDef, RuleInfo, SessionOptions, SetBy, Store, Warden,
 };
+use warden_trace::{explain_lines, parse_value};
 
 use crate::error::ApiError;
 use crate::sessions::Owner;

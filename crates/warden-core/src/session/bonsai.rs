@@ -8,9 +8,9 @@ use std::collections::HashMap;
 use bonsai_bt::{BT, Behavior, Status};
 use warden_load::Hook;
 
-use crate::hooks::{Entry, Node};
 use crate::session::evaluate::Tick;
 use crate::session::keys::{HookSet, IndexMap};
+use warden_program::hooks::{Entry, Node};
 
 /// A tree left running, and the hook that wakes it.
 pub(crate) struct Running {

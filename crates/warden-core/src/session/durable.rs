@@ -20,20 +20,20 @@ use bonsai_bt::BT;
 use serde::{Deserialize, Serialize};
 use warden_load::Hook;
 
-use crate::behavior::run::TreeRun;
-use crate::facts::{
-    FactsPrivate, HistoryLog, MESSAGES, MessageRecord, SessionFacts, TOOLS, ToolRecord,
-};
-use crate::hooks::Node;
-use crate::mode::ModeState;
-use crate::outcome::{Halted, Notification};
-use crate::program::Program;
 use crate::session::bonsai::Running;
 use crate::session::evaluate::RuleMemory;
 use crate::session::keys::{HookSet, RuleId};
 use crate::session::scripts::SavedScripts;
 use crate::session::stop::Stopped;
 use crate::session::trees::Trees;
+use warden_context::facts::{
+    FactsPrivate, HistoryLog, MESSAGES, MessageRecord, SessionFacts, TOOLS, ToolRecord,
+};
+use warden_program::behavior::run::TreeRun;
+use warden_program::hooks::Node;
+use warden_program::mode::ModeState;
+use warden_program::outcome::{Halted, Notification};
+use warden_program::program::Program;
 use warden_store::SessionEntry;
 
 /// The version of the snapshot format a save writes: the history's entries beside it. Format

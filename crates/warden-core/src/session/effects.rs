@@ -7,10 +7,10 @@
 use warden_load::{Hook, LogLevel, Scope};
 use warden_store::{ExecutionRecord, StateScope, StateWrite, TickTransaction};
 
-use crate::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
-use crate::program::Program;
 use crate::session::evaluate::{Fired, RuleMemory};
 use crate::shared::{BusEvent, Shared};
+use warden_program::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
+use warden_program::program::Program;
 
 /// What a tick does once it has committed: nothing is published, and no rule's log line is
 /// written, for a tick whose effects were not saved.
@@ -200,7 +200,7 @@ fn write_state(
 /// Writes the session's own state that the applied `effects` set, in order (the frame is gone:
 /// no rule of the tick saw these writes).
 pub(crate) fn write_session_state(
-    facts: &mut std::sync::Arc<crate::facts::SessionFacts>,
+    facts: &mut std::sync::Arc<warden_context::facts::SessionFacts>,
     effects: &[Effect],
 ) {
     for e in effects {

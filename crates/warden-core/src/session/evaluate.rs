@@ -10,15 +10,15 @@ use bonsai_bt::Status;
 use warden_expr::{Frame as Eval, Verdict};
 use warden_load::{Decision, Hook, OnError};
 
-use crate::actions::CompiledAction;
-use crate::behavior::run::{self as tree_run, NodeStatus, TreeRun};
-use crate::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
-use crate::hooks::Node;
-use crate::outcome::{Effect, Evaluation, Halted, Notification, RuleError, TraceEntry};
-use crate::program::Program;
-use crate::rule::{Body, CompiledRule, RuleCondition};
 use crate::session::keys::HookSet;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
+use warden_context::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
+use warden_program::actions::CompiledAction;
+use warden_program::behavior::run::{self as tree_run, NodeStatus, TreeRun};
+use warden_program::hooks::Node;
+use warden_program::outcome::{Effect, Evaluation, Halted, Notification, RuleError, TraceEntry};
+use warden_program::program::Program;
+use warden_program::rule::{Body, CompiledRule, RuleCondition};
 
 /// What a session remembers about one rule (for its decorators).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -679,7 +679,7 @@ impl Tick<'_, '_> {
 struct TreeEnv<'t, 'a, 'f> {
     tick: &'t mut Tick<'a, 'f>,
     rule: u32,
-    tree: &'a crate::behavior::Tree,
+    tree: &'a warden_program::behavior::Tree,
 }
 
 impl TreeEnv<'_, '_, '_> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use warden_load::Hook;
 
-use crate::program::Program;
+use warden_program::program::Program;
 
 /// A hasher for the session's maps keyed by Warden's own small integers (rule, entry and node
 /// indices, hooks). They are never input, so SipHash's protection against chosen keys buys

@@ -31,19 +31,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use warden_load::{DEFAULT_ID, Hook};
 
-use crate::context::{Frame, StateSource, Unavailable};
 use crate::control::Resolved;
-use crate::event::Event;
-use crate::facts::SessionFacts;
-use crate::mode::ModeState;
-use crate::outcome::{Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError};
-use crate::program::Program;
 use crate::shared::Shared;
 use durable::{Parts, Snapshot};
 use effects::AfterCommit;
 use step::Step;
 use stop::Stopped;
 use trees::Trees;
+use warden_context::context::{Frame, StateSource, Unavailable};
+use warden_context::event::Event;
+use warden_context::facts::SessionFacts;
+use warden_program::mode::ModeState;
+use warden_program::outcome::{
+    Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,
+};
+use warden_program::program::Program;
 
 pub use durable::{UnreadableSession, saved_snapshot};
 pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value as Json};
 use warden_load::Decision;
 
-use crate::outcome::{Effect, Lost, Overridden, RuleError, Ruling};
+use warden_program::outcome::{Effect, Lost, Overridden, RuleError, Ruling};
 
 /// A step's ruling, and what it overrode.
 #[derive(Default)]

@@ -6,11 +6,11 @@ use std::sync::Arc;
 
 use warden_load::{Decision, DeliverAt, Hook, LogLevel, Priority, Scope};
 
-use crate::behavior::run::TreeRun;
-use crate::outcome::{Effect, Halted, Notification};
-use crate::program::Program;
-use crate::rule::CompiledRule;
 use crate::session::keys::{IndexMap, RuleId};
+use warden_program::behavior::run::TreeRun;
+use warden_program::outcome::{Effect, Halted, Notification};
+use warden_program::program::Program;
+use warden_program::rule::CompiledRule;
 
 /// The Lua side of a saved session: waiting scripts as replay journals, and scripts' globals.
 #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]

@@ -8,10 +8,7 @@ use std::sync::Arc;
 use warden_expr::Frame as Eval;
 use warden_load::Hook;
 
-use crate::context::Frame;
 use crate::control::Resolved;
-use crate::outcome::{Effect, Halted, Notification, Outcome, RuleError};
-use crate::program::Program;
 use crate::session::bonsai::tick_entry;
 use crate::session::effects::{self, Actor, AfterCommit};
 use crate::session::evaluate::Tick;
@@ -19,6 +16,9 @@ use crate::session::keys::HookSet;
 use crate::session::ruling;
 use crate::session::trees::Trees;
 use crate::shared::Shared;
+use warden_context::context::Frame;
+use warden_program::outcome::{Effect, Halted, Notification, Outcome, RuleError};
+use warden_program::program::Program;
 
 /// What a step reads and the parts of the session it changes.
 pub(crate) struct Step<'s, 'f, 't> {
@@ -110,7 +110,7 @@ impl Step<'_, '_, '_> {
         if !tick.scripts.lost.is_empty() {
             for (ix, why) in std::mem::take(&mut tick.scripts.lost) {
                 if !tick.halt_tree(ix, &why) {
-                    tick.halted.push(crate::outcome::Halted {
+                    tick.halted.push(warden_program::outcome::Halted {
                         rule: program.rules[ix as usize].key.clone(),
                         reason: why,
                     });

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use warden_load::{Decision, Hook};
 
-use crate::outcome::{Lost, Outcome, Overridden, Ruling};
+use warden_program::outcome::{Lost, Outcome, Overridden, Ruling};
 
 /// The rule that stopped the session, and why.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]

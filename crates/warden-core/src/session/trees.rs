@@ -8,13 +8,13 @@ use std::sync::Arc;
 use warden_load::Hook;
 
 use crate::control::Resolved;
-use crate::hooks::Entry;
-use crate::outcome::Halted;
-use crate::program::Program;
 use crate::session::bonsai::Running;
 use crate::session::evaluate::RuleMemory;
 use crate::session::keys::IndexMap;
 use crate::session::scripts::Scripts;
+use warden_program::hooks::Entry;
+use warden_program::outcome::Halted;
+use warden_program::program::Program;
 
 /// What a session's trees keep between ticks.
 pub(crate) struct Trees {

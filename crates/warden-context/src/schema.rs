@@ -42,19 +42,19 @@ pub(crate) mod id {
 }
 
 /// The name of the hidden root that carries the reading plugin's state.
-pub(crate) const STATE_ROOT: &str = "w_state";
+pub const STATE_ROOT: &str = "w_state";
 
 /// The name of the hidden root that carries the reading plugin's state of this session.
 pub(crate) const SESSION_STATE_ROOT: &str = "w_session_state";
 
 /// The name of the root that holds the rule's plugin settings.
-pub(crate) const SETTINGS_ROOT: &str = "settings";
+pub const SETTINGS_ROOT: &str = "settings";
 
 /// Why a rule outside a plugin cannot read `settings`.
-pub(crate) const NO_SETTINGS: &str = "this rule is not part of a plugin, so it has no settings; settings are declared in a plugin's manifest.toml ([settings.NAME])";
+pub const NO_SETTINGS: &str = "this rule is not part of a plugin, so it has no settings; settings are declared in a plugin's manifest.toml ([settings.NAME])";
 
 /// The first scalar id of settings: setting `i` of a program is `ScalarId(SETTINGS_BASE + i)`.
-pub(crate) const SETTINGS_BASE: u16 = 1024;
+pub const SETTINGS_BASE: u16 = 1024;
 
 /// What `settings` says about itself in the documented schema.
 const SETTINGS_DOC: &str = "The settings of the rule's plugin, as its manifest declares them (`settings.max_sources`): the manifest's default, or the value the user set. Rules outside a plugin have none.";
@@ -683,7 +683,7 @@ pub fn schema() -> &'static Schema {
 /// The schema the rules of one plugin are checked against: `settings` has exactly the
 /// plugin's settings, each a typed scalar (so `token_usage > settings.threshold` takes the
 /// fast path).
-pub(crate) fn plugin_schema(settings: &[(ScalarId, &SettingDef)]) -> Schema {
+pub fn plugin_schema(settings: &[(ScalarId, &SettingDef)]) -> Schema {
     static BASE: OnceLock<Schema> = OnceLock::new();
     let mut s = BASE.get_or_init(build_schema).clone();
     let fields = settings
@@ -773,7 +773,7 @@ pub(crate) fn field_names(record: &str) -> Vec<&'static str> {
 }
 
 /// Roots that rules of `hook` cannot read, each with the reason shown to the author.
-pub(crate) fn unavailable(hook: Hook) -> &'static [(&'static str, &'static str)] {
+pub fn unavailable(hook: Hook) -> &'static [(&'static str, &'static str)] {
     match hook {
         Hook::OnToolComplete => &[],
         Hook::OnToolCall => &[(

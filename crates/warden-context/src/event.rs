@@ -408,7 +408,7 @@ fn boolean(path: &str, v: &Value) -> Result<(), EventError> {
 }
 
 /// The largest size of an event's `time` (seconds): the OpenAPI document's bounds too.
-pub(crate) const MAX_TIME: f64 = 1e15;
+pub const MAX_TIME: f64 = 1e15;
 
 /// The largest share a usage may be: a million times its budget. Above 1.0 is a fact (the
 /// agent went over its budget, which is when a supervisor is needed most), not an error; past
@@ -440,7 +440,8 @@ fn share(path: &str, v: &Value) -> Result<(), EventError> {
     }
 }
 
-pub(crate) fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
+/// Checks one field of a reported event by its key: `Ok` when its value has the documented type.
+pub fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
     // `null` is an absent value, as serde reads it (an agent loop may write `None` so).
     if v.is_null() {
         return Ok(());

@@ -15,23 +15,28 @@ use crate::rule::{CompiledRule, RuleCondition};
 /// A leaf of a hook's trees. Small and `Copy`: bonsai clones leaves as it walks. Serializable,
 /// so that a tree left running can be saved with its session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub(crate) enum Node {
+pub enum Node {
     /// A rule: guard, then actions.
     Rule(u32),
 }
 
 /// One tree of a hook: a rule, or an exclusive group of rules.
-pub(crate) struct Entry {
+pub struct Entry {
+    /// How traces and reports name it: the rule's id, or the group's.
     pub name: Arc<str>,
+    /// The tree bonsai ticks: a leaf per rule, a `Select` of them for a group.
     pub behavior: Behavior<Node>,
+    /// The rules of its leaves, by number in the program, in priority order.
     pub rules: Vec<u32>,
 }
 
 #[derive(Default)]
-pub(crate) struct HookTree {
+/// The trees of one hook, in priority order, with what selects those that can fire.
+pub struct HookTree {
+    /// The trees, in priority order.
     pub entries: Vec<Entry>,
     /// Which entries can fire, by the thresholds their rules need (None: nothing to index).
-    pub index: Option<ThresholdIndex>,
+    pub(crate) index: Option<ThresholdIndex>,
     /// For tool hooks: the entries that apply to each named tool, in priority order.
     by_tool: HashMap<String, Vec<u32>>,
     /// The entries without a tool filter (all of them, for other hooks).
@@ -49,7 +54,7 @@ impl HookTree {
 
     /// The entries to tick, in priority order, into `out`: those for `tool`, less those the
     /// threshold index shows cannot fire (unless `every_rule`, which evaluates them all).
-    pub(crate) fn select(
+    pub fn select(
         &self,
         tool: Option<&str>,
         facts: &dyn warden_expr::Facts,

@@ -16,7 +16,7 @@ use warden_store::{StateScope, StoreError, TickTransaction};
 
 /// Where a tick reads plugin state from: its transaction, so that what it reads cannot change
 /// before what it writes is committed.
-pub(crate) trait StateSource {
+pub trait StateSource {
     /// One key of `scope`.
     fn get(&self, scope: &StateScope, key: &str) -> Result<Option<Value>, StoreError>;
     /// Every key of `scope`.
@@ -33,7 +33,7 @@ impl StateSource for TickTransaction<'_> {
 }
 
 /// The state of a Warden whose database could not be opened: every read fails with why.
-pub(crate) struct Unavailable<'a>(pub &'a str);
+pub struct Unavailable<'a>(pub &'a str);
 
 impl StateSource for Unavailable<'_> {
     fn get(&self, _: &StateScope, _: &str) -> Result<Option<Value>, StoreError> {
@@ -150,7 +150,7 @@ struct PluginState {
 }
 
 /// Plugin state as one tick reads it (see the module docs).
-pub(crate) struct StateReader<'a> {
+pub struct StateReader<'a> {
     source: Source<'a>,
     user: &'a str,
     project: &'a str,
@@ -272,7 +272,7 @@ impl<'a> StateReader<'a> {
     }
 
     /// Why the state of `plugin` could not be read (for the rule's error).
-    pub(crate) fn failure(&self, plugin: &Arc<str>) -> String {
+    pub fn failure(&self, plugin: &Arc<str>) -> String {
         self.with(plugin, |s| failure(&lock(&s.snapshot)).to_string())
     }
 

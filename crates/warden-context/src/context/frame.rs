@@ -27,12 +27,15 @@ use crate::slots::SettingSlots;
 /// one: the session's facts after the event, the mode, the plugin state read by key, the
 /// settings in force. The mode is set once detected; the hook and the event are those of the
 /// step that runs (Warden's own `on_mode_change`, then the hook reported).
-pub(crate) struct Frame<'a> {
+pub struct Frame<'a> {
+    /// The session's facts after the event.
     pub facts: &'a Arc<SessionFacts>,
     hook: Cell<Hook>,
     event: Cell<&'a Arc<Event>>,
     mode: Cell<&'a Arc<str>>,
+    /// The tick's time, in seconds.
     pub time: f64,
+    /// Plugin state, read by key when a rule reads it.
     pub state: StateReader<'a>,
     /// The plugin whose state `context.state` shows (set before each rule; none before the
     /// first, when a mode's condition has no plugin).
@@ -41,7 +44,7 @@ pub(crate) struct Frame<'a> {
     pub state_error: Cell<bool>,
     /// The program's setting slots, and their values for this session.
     pub slots: &'a SettingSlots,
-    pub settings: &'a [SettingValue],
+    pub(crate) settings: &'a [SettingValue],
     /// The values templates render with, for the plugin they were made for (made once per
     /// plugin per step: they are views, which read the frame when a template reads them).
     template: RefCell<Option<(Arc<str>, minijinja::Value)>>,
@@ -127,7 +130,7 @@ static NULL: Value = Value::Null;
 impl<'a> Frame<'a> {
     /// The frame of a tick at `hook`, on `event`, in `mode` until the mode is detected.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn new(
+    pub fn new(
         facts: &'a Arc<SessionFacts>,
         hook: Hook,
         event: &'a Arc<Event>,
@@ -156,28 +159,28 @@ impl<'a> Frame<'a> {
     }
 
     /// The hook of the step that runs.
-    pub(crate) fn hook(&self) -> Hook {
+    pub fn hook(&self) -> Hook {
         self.hook.get()
     }
 
     /// The event of the step that runs.
-    pub(crate) fn event(&self) -> &'a Event {
+    pub fn event(&self) -> &'a Event {
         self.event.get()
     }
 
     /// The active mode.
-    pub(crate) fn mode(&self) -> &'a Arc<str> {
+    pub fn mode(&self) -> &'a Arc<str> {
         self.mode.get()
     }
 
     /// The mode detected for this tick.
-    pub(crate) fn set_mode(&self, mode: &'a Arc<str>) {
+    pub fn set_mode(&self, mode: &'a Arc<str>) {
         self.mode.set(mode);
         self.template.take();
     }
 
     /// Runs what follows as the step of `hook` on `event` (Warden's own `on_mode_change`).
-    pub(crate) fn set_step(&self, hook: Hook, event: &'a Arc<Event>) {
+    pub fn set_step(&self, hook: Hook, event: &'a Arc<Event>) {
         self.hook.set(hook);
         self.event.set(event);
         self.template.take();
@@ -357,14 +360,14 @@ impl<'a> Frame<'a> {
     }
 
     /// What templates render with, in this frame (see [`crate::template::Values`]).
-    pub(crate) fn template_context(&self) -> TemplateContext<'_, 'a> {
+    pub fn template_context(&self) -> TemplateContext<'_, 'a> {
         TemplateContext { frame: self }
     }
 }
 
 /// What templates render with: the frame's views; after a render that read plugin state the
 /// tick had not read yet, that state is read and the template rendered again.
-pub(crate) struct TemplateContext<'f, 'a> {
+pub struct TemplateContext<'f, 'a> {
     frame: &'f Frame<'a>,
 }
 

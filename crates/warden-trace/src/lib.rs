@@ -8,12 +8,12 @@ use std::io::{BufRead, Read};
 
 use serde_json::{Map, Value};
 
-use crate::event::Event;
+use warden_context::event::Event;
 use warden_load::Hook;
 
 mod fast;
 mod output;
-pub(super) mod unique;
+mod unique;
 
 use unique::Unique;
 

@@ -20,9 +20,12 @@ use warden_load::Hook;
 
 /// What a node came to at a tick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Status {
+pub enum Status {
+    /// The node succeeded.
     Success,
+    /// The node failed.
     Failure,
+    /// The node goes on at a later tick.
     Running,
 }
 
@@ -71,9 +74,12 @@ impl From<Status> for NodeStatus {
 }
 
 /// What a tree needs from the tick it runs in.
-pub(crate) trait Env {
+pub trait Env {
+    /// The hook being ticked.
     fn hook(&self) -> Hook;
+    /// The session's turn number.
     fn turn(&self) -> u32;
+    /// The tick's time, in seconds.
     fn now(&self) -> f64;
     /// The tool of the event, for tool hooks.
     fn tool(&self) -> Option<&str>;
@@ -115,7 +121,7 @@ struct Memory {
 
 /// A session's state of one tree (plain data: it is saved with a durable session).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub(crate) struct TreeRun {
+pub struct TreeRun {
     nodes: Vec<NodeRun>,
     memory: Vec<Memory>,
     /// The behavior's display id (for reports when it is halted from outside a tick).
@@ -123,7 +129,8 @@ pub(crate) struct TreeRun {
 }
 
 impl TreeRun {
-    pub(crate) fn new(tree: &Tree, key: std::sync::Arc<str>) -> Self {
+    /// A run of `tree` that has not started, reported as `key`.
+    pub fn new(tree: &Tree, key: std::sync::Arc<str>) -> Self {
         TreeRun {
             nodes: vec![NodeRun::default(); tree.nodes.len()],
             memory: vec![Memory::default(); tree.nodes.len()],
@@ -133,12 +140,12 @@ impl TreeRun {
 
     /// Stops the run where it is, without a tick: nodes forget their progress (decorator
     /// memory stays). The caller closes the tree's scripts.
-    pub(crate) fn reset(&mut self) {
+    pub fn reset(&mut self) {
         self.nodes.fill(NodeRun::default());
     }
 
     /// Whether the tree is running (its root is).
-    pub(crate) fn is_running(&self) -> bool {
+    pub fn is_running(&self) -> bool {
         self.nodes.first().is_some_and(|n| n.running)
     }
 }
@@ -146,13 +153,13 @@ impl TreeRun {
 /// Halts a running tree from outside its own run (the session ends, its rule is switched off or
 /// left out by a mode) within a tick that applies what the halt renders: depth first, each
 /// running node's `on_halted` actions, as when a sibling wins.
-pub(crate) fn halt_tree(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env) {
+pub fn halt_tree(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env) {
     halt(tree, run, env, 0);
     run.reset();
 }
 
 /// Ticks the tree once.
-pub(crate) fn tick(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env) -> Status {
+pub fn tick(tree: &Tree, run: &mut TreeRun, env: &mut dyn Env) -> Status {
     node(tree, run, env, 0)
 }
 

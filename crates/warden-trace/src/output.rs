@@ -9,7 +9,7 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::outcome::{Effect, Evaluation, Outcome};
+use warden_program::outcome::{Effect, Evaluation, Outcome};
 
 /// What a replay line says of an enrichment: the mode, the budget and what went in (the
 /// section itself is for the agent; `warden enrich` shows it).

@@ -27,7 +27,8 @@
 //!   reference for the exact semantics).
 
 mod compile;
-pub(crate) mod run;
+pub mod run;
 
-pub(crate) use compile::{CKind, Tree, TreeContext, compile_tree, turns_label};
+pub use compile::Tree;
+pub(crate) use compile::{CKind, TreeContext, compile_tree, turns_label};
 pub use run::NodeStatus;

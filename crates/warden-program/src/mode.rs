@@ -31,22 +31,24 @@ use warden_input::{Diagnostic, SourceFile};
 use warden_load::{ModeDef, RuleSets, parse_modes};
 
 use crate::actions::expr_diagnostic;
-use crate::context::Frame;
 use crate::rule::CompiledRule;
+use warden_context::context::Frame;
 
 pub(crate) use warden_load::DEFAULT_MODE;
 
 /// A compiled mode.
-pub(crate) struct Mode {
+pub struct Mode {
+    /// Its id.
     pub id: Arc<str>,
-    pub when: Option<Condition>,
+    pub(crate) when: Option<Condition>,
     /// Per rule of the program: whether this mode activates it (core rules always).
     pub active: Vec<bool>,
-    pub def: ModeDef,
+    pub(crate) def: ModeDef,
 }
 
 /// A program's modes, in priority order.
-pub(crate) struct Modes {
+pub struct Modes {
+    /// The modes.
     pub modes: Vec<Mode>,
     /// The id of the default mode (none of the modes' conditions holds).
     pub default: Arc<str>,
@@ -123,7 +125,7 @@ pub(crate) fn compile_modes(
 
 /// What a session remembers of its mode.
 #[derive(Debug, Clone)]
-pub(crate) struct ModeState {
+pub struct ModeState {
     /// The active mode (an index into the program's modes), `None` for the default mode.
     pub current: Option<usize>,
     /// Its id.
@@ -143,7 +145,7 @@ impl Default for ModeState {
 }
 
 /// The mode a tick runs in, as [`ModeState::next`] detected it.
-pub(crate) struct NextMode<'p> {
+pub struct NextMode<'p> {
     /// The mode, as an index into the program's modes (`None`: the default mode).
     pub index: Option<usize>,
     /// When it is not the session's mode until now: from which mode, to which.
@@ -155,7 +157,7 @@ impl ModeState {
     /// The mode of this tick, detected on `frame`: the first mode whose condition holds,
     /// unless the current one must stay a while longer (`min_turns`). Without modes, the
     /// default mode.
-    pub(crate) fn next<'p>(&self, modes: Option<&'p Modes>, frame: &Frame<'_>) -> NextMode<'p> {
+    pub fn next<'p>(&self, modes: Option<&'p Modes>, frame: &Frame<'_>) -> NextMode<'p> {
         let turn = frame.facts.turn.number;
         let Some(modes) = modes else {
             return NextMode {
@@ -176,7 +178,7 @@ impl ModeState {
     }
 
     /// Makes `next` the session's mode.
-    pub(crate) fn enter(&mut self, next: &NextMode<'_>, session: &str) {
+    pub fn enter(&mut self, next: &NextMode<'_>, session: &str) {
         self.current = next.index;
         if let Some((from, to)) = &next.changed {
             tracing::info!(session, from = %from, to = %to, "mode changed");

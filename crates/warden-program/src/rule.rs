@@ -10,16 +10,18 @@ use warden_input::Diagnostic;
 use warden_load::{ConditionDef, Decision, LOCAL_PLUGIN, OnError, RuleDef, rule_key};
 
 use crate::actions::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
-use crate::context::{NO_SETTINGS, SETTINGS_ROOT, unavailable};
-use crate::template::Templates;
+use warden_context::context::{NO_SETTINGS, SETTINGS_ROOT, unavailable};
+use warden_context::template::Templates;
 
 /// A rule of a program: what a tick reads before the condition (its key, its guard, its
 /// definition) and its [`Body`], compiled with the program or, in a program compiled on demand,
 /// the first time something asks for it.
-pub(crate) struct CompiledRule {
+pub struct CompiledRule {
+    /// The rule's display id (`plugin/id`, or `id` outside plugins).
     pub key: Arc<str>,
     /// The decorators, copied out of `def` so a tick reads them without another pointer chase.
     pub gate: Gate,
+    /// The definition as loaded.
     pub def: Arc<RuleDef>,
     /// What its failing guard decides: the rule's `on_error`, else its plugin's, where a
     /// deny means something (its trigger).
@@ -31,11 +33,13 @@ pub(crate) struct CompiledRule {
 }
 
 /// What a rule does, compiled.
-pub(crate) struct Body {
+pub struct Body {
     /// Identifies what the rule is: its file's text and its script's. A reload keeps a
     /// running tree whose rules' fingerprints did not change.
     pub fingerprint: u64,
+    /// How it decides.
     pub condition: RuleCondition,
+    /// What it does when it fires.
     pub actions: Vec<CompiledAction>,
 }
 
@@ -79,7 +83,7 @@ impl CompiledRule {
 
     /// Its body, compiled now if it was not yet; `None` when it does not compile (a rule
     /// compiled on demand: its problems are added to the program's diagnostics).
-    pub(crate) fn body(&self) -> Option<&Body> {
+    pub fn body(&self) -> Option<&Body> {
         self.body
             .get_or_init(|| {
                 let (mut diagnostics, mut scripts) = (Vec::new(), Vec::new());
@@ -97,23 +101,24 @@ impl CompiledRule {
     }
 
     /// Its body if it was compiled already (nothing is compiled).
-    pub(crate) fn compiled_body(&self) -> Option<&Body> {
+    pub fn compiled_body(&self) -> Option<&Body> {
         self.body.get().and_then(Option::as_ref)
     }
 
     /// Its fingerprint (`None`: it does not compile).
-    pub(crate) fn fingerprint(&self) -> Option<u64> {
+    pub fn fingerprint(&self) -> Option<u64> {
         self.body().map(|b| b.fingerprint)
     }
 }
 
 /// What compiling a rule needs from its program: kept by the program for the rules it
 /// compiles on demand.
-pub(crate) struct RuleCompiler {
+pub struct RuleCompiler {
     /// The compiler of rules outside plugins (and of modes).
     pub base: Compiler,
     /// Each plugin's compiler, whose `settings` root has exactly its settings.
     pub plugins: HashMap<Arc<str>, Compiler>,
+    /// The template environment every rule renders with.
     pub templates: Templates,
     /// Behaviors by display id, for `subtree` references.
     behaviors: HashMap<Arc<str>, Arc<RuleDef>>,
@@ -197,12 +202,14 @@ impl RuleCompiler {
 }
 
 /// How a rule decides.
-pub(crate) enum RuleCondition {
+pub enum RuleCondition {
     /// A compiled expression.
     Expr(Condition),
     /// A Lua script, run as a coroutine, with the rule's own time limit if it sets one.
     Script {
+        /// The script.
         script: Arc<warden_lua::Script>,
+        /// Its own time limit, if it sets one.
         timeout: Option<std::time::Duration>,
     },
     /// A behavior's tree, run by the behavior executor.
@@ -211,7 +218,7 @@ pub(crate) enum RuleCondition {
 
 impl RuleCondition {
     /// The scripts it runs: its own, or those of its tree, in order.
-    pub(crate) fn scripts(&self) -> Vec<&Arc<warden_lua::Script>> {
+    pub fn scripts(&self) -> Vec<&Arc<warden_lua::Script>> {
         match self {
             RuleCondition::Script { script, .. } => vec![script],
             RuleCondition::Tree(t) => t.scripts.iter().map(|l| &l.script).collect(),
@@ -219,9 +226,9 @@ impl RuleCondition {
         }
     }
 
-    /// The script a task of this rule runs: `node` is [`crate::session`]'s `ROOT` for the
+    /// The script a task of this rule runs: `node` is the session's `ROOT` (in `warden-core`) for the
     /// rule's own script, or a node of its tree.
-    pub(crate) fn script_of(&self, node: u32) -> Option<&Arc<warden_lua::Script>> {
+    pub fn script_of(&self, node: u32) -> Option<&Arc<warden_lua::Script>> {
         match self {
             RuleCondition::Script { script, .. } if node == u32::MAX => Some(script),
             RuleCondition::Tree(t) => match t.nodes.get(node as usize)?.kind {
@@ -242,10 +249,14 @@ impl RuleCondition {
 
 /// A rule's decorators and tool filter, as a tick checks them before the condition.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Gate {
+pub struct Gate {
+    /// `once_per_session`.
     pub once_per_session: bool,
+    /// `max_fires`.
     pub max_fires: Option<u32>,
+    /// `cooldown_turns`.
     pub cooldown_turns: Option<u32>,
+    /// Whether the rule names tools it applies to (`tools`).
     pub tool_filter: bool,
 }
 

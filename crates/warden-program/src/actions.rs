@@ -12,36 +12,57 @@ use warden_load::{
     ActionDef, BUILTIN_PLUGIN, Decision, DeliverAt, LogLevel, Priority, RuleDef, Scope,
 };
 
-use crate::template::{TemplateError, Templates, Text, ValueTemplate};
+use warden_context::template::{TemplateError, Templates, Text, ValueTemplate};
 
 /// An action, compiled.
-pub(crate) enum CompiledAction {
+pub enum CompiledAction {
+    /// `notify_self`: a notification to the agent.
     Notify {
+        /// The text, rendered at the tick.
         message: Text,
+        /// Groups notifications (`category`).
         category: Arc<str>,
+        /// Orders notifications delivered together.
         priority: Priority,
+        /// When the agent reads it.
         deliver_at: DeliverAt,
     },
+    /// `log`: a line in the supervisor's log.
     Log {
+        /// The line, rendered at the tick.
         message: Text,
+        /// Its level.
         level: LogLevel,
     },
+    /// `set_state`: a write of plugin state.
     SetState {
+        /// The key, rendered at the tick.
         key: Text,
+        /// The value, rendered at the tick.
         value: ValueTemplate,
+        /// Session or global state.
         scope: Scope,
     },
+    /// `emit_event`: an event for the host.
     Emit {
+        /// The event's type.
         event_type: Arc<str>,
+        /// Its payload, rendered at the tick.
         payload: ValueTemplate,
     },
+    /// `enrich_context`: a knowledge lookup.
     Enrich {
+        /// The query, rendered at the tick (the event's own text when none).
         query: Option<Text>,
     },
+    /// `decide`: a ruling on the call or the session.
     Decide {
+        /// What it decides.
         decision: Decision,
+        /// Why, rendered at the tick.
         reason: Text,
     },
+    /// `rewrite`: new values for parts of a tool call's arguments.
     Rewrite {
         /// Paths below `arguments`, each with its value.
         set: Vec<(Vec<String>, ValueTemplate)>,
@@ -50,7 +71,7 @@ pub(crate) enum CompiledAction {
 
 impl CompiledAction {
     /// The action type's name as written in files.
-    pub(crate) fn type_name(&self) -> &'static str {
+    pub fn type_name(&self) -> &'static str {
         match self {
             CompiledAction::Notify { .. } => "notify_self",
             CompiledAction::Log { .. } => "log",

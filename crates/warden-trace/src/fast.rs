@@ -14,7 +14,7 @@ use serde_json::Value;
 use warden_load::Hook;
 
 use super::unique::Unique;
-use crate::event::{Event, ToolCall, TurnUpdate, check_field};
+use warden_context::event::{Event, ToolCall, TurnUpdate, check_field};
 
 /// The hook and event of `line`, when it is an ordinary line; `None` to read it the checked way.
 pub(crate) fn parse(line: &str) -> Option<(Hook, Event)> {
@@ -103,7 +103,7 @@ fn once<E: de::Error>(seen: &mut u32, key: u8) -> Result<(), E> {
 /// A time, as the checked way accepts it (finite, at most `MAX_TIME` in size).
 fn number<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
     match x {
-        Some(v) if !(v.is_finite() && v.abs() <= crate::event::MAX_TIME) => Err(give_up()),
+        Some(v) if !(v.is_finite() && v.abs() <= warden_context::event::MAX_TIME) => Err(give_up()),
         other => Ok(other),
     }
 }
@@ -111,7 +111,7 @@ fn number<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
 /// A share (the turn's usages), as the checked way accepts it: from 0 to `MAX_SHARE`.
 fn share<E: de::Error>(x: Option<f64>) -> Result<Option<f64>, E> {
     match x {
-        Some(v) if !(0.0..=crate::event::MAX_SHARE).contains(&v) => Err(give_up()),
+        Some(v) if !(0.0..=warden_context::event::MAX_SHARE).contains(&v) => Err(give_up()),
         other => Ok(other),
     }
 }
@@ -260,7 +260,7 @@ impl<'de> Deserialize<'de> for Tool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{parse_line, parse_line_checked};
+    use crate::{parse_line, parse_line_checked};
 
     /// Lines of every kind the checked way reads, and many it refuses or reads oddly.
     const LINES: &[&str] = &[

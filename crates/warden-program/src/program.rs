@@ -17,10 +17,10 @@ use warden_expr::Compiler;
 use warden_input::{Diagnostic, Severity};
 use warden_load::{ActionDef, Hook, Loaded, OnError, PluginInfo, RuleDef};
 
-use crate::context::{SETTINGS_BASE, plugin_schema};
 use crate::hooks::{HookTree, build_hook};
 use crate::rule::{CompiledRule, RuleCompiler, RuleCondition, compile_body};
-use crate::slots::{SettingSlots, Slot};
+use warden_context::context::{SETTINGS_BASE, plugin_schema};
+use warden_context::slots::{SettingSlots, Slot};
 
 /// How a program compiles its rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -39,16 +39,20 @@ pub enum Compilation {
 
 /// Everything loaded and compiled from rule files: immutable, shared by every session.
 pub struct Program {
-    pub(crate) generation: u64,
+    /// Which compilation of the rules this is; a reload makes a new one.
+    pub generation: u64,
     /// Every rule that takes part (a program compiled on demand also holds those whose body
     /// turns out not to compile: they never fire).
-    pub(crate) rules: Vec<CompiledRule>,
+    pub rules: Vec<CompiledRule>,
     /// The key of each rule, in order: shared by every session's decorator memory.
-    pub(crate) rule_keys: Arc<[Arc<str>]>,
+    pub rule_keys: Arc<[Arc<str>]>,
     hooks: Vec<OnceLock<HookTree>>,
-    pub(crate) compiler: Arc<RuleCompiler>,
-    pub(crate) settings: SettingSlots,
-    pub(crate) modes: Option<crate::mode::Modes>,
+    /// The compilers of conditions and templates, for rules compiled on demand and for modes.
+    pub compiler: Arc<RuleCompiler>,
+    /// Every setting of the program's plugins, numbered.
+    pub settings: SettingSlots,
+    /// The compiled modes, if the program has any.
+    pub modes: Option<crate::mode::Modes>,
     /// What loading found (compiled on demand: before any rule is compiled).
     found: Settled,
     /// What the program is once every rule is compiled.
@@ -214,7 +218,7 @@ impl Program {
 
     /// The trees of `hook`, built (and its rules compiled) at the first call in a program
     /// compiled on demand.
-    pub(crate) fn hook(&self, hook: Hook) -> &HookTree {
+    pub fn hook(&self, hook: Hook) -> &HookTree {
         self.hooks[hook.index()].get_or_init(|| {
             let mut diagnostics = Vec::new();
             let tree = build_hook(hook, &self.rules, &mut diagnostics);
@@ -357,12 +361,12 @@ impl Program {
     }
 
     /// The index of the rule whose display id is `key`.
-    pub(crate) fn rule_index(&self, key: &str) -> Option<usize> {
+    pub fn rule_index(&self, key: &str) -> Option<usize> {
         self.rules.iter().position(|r| &*r.key == key)
     }
 
     /// The display id of an active rule by index.
-    pub(crate) fn rule_key(&self, ix: u32) -> &str {
+    pub fn rule_key(&self, ix: u32) -> &str {
         self.rules.get(ix as usize).map_or("?", |r| &r.key)
     }
 
@@ -505,135 +509,5 @@ fn add_script_folders(folders: &mut Vec<std::path::PathBuf>, scripts: Vec<std::p
         {
             folders.push(dir.to_path_buf());
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::{Event, Hook, Warden};
-
-    /// A rule folder with a rule on each of three hooks; the one on `on_turn_end` does not
-    /// compile (its message reads a field that does not exist).
-    fn rules() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        let rule = |id: &str, trigger: &str, condition: &str, message: &str| {
-            let text = format!(
-                "[rule]\nid = \"{id}\"\ntrigger = \"{trigger}\"\n\n[condition]\nexpression = \"{condition}\"\n\n\
-                 [action]\ntype = \"notify_self\"\nmessage = \"{message}\"\ndeliver_at = \"immediate\"\n"
-            );
-            std::fs::write(dir.path().join(format!("{id}.toml")), text).unwrap();
-        };
-        rule(
-            "shell-call",
-            "on_tool_call",
-            "tool.name == 'shell'",
-            "shell at turn {{ context.turn.number }}",
-        );
-        rule("turn-start", "on_turn_start", "true", "a turn starts");
-        rule(
-            "turn-end",
-            "on_turn_end",
-            "true",
-            "{{ context.turn.nubmer }}",
-        );
-        dir
-    }
-
-    #[test]
-    fn a_program_compiled_on_demand_compiles_the_rules_of_the_hooks_it_ticks() {
-        let dir = rules();
-        let eager = Warden::builder().rules_dir(dir.path()).build().unwrap();
-        let lazy = Warden::builder()
-            .rules_dir(dir.path())
-            .compile_on_demand(true)
-            .build()
-            .unwrap();
-        let program = lazy.program();
-        let compiled = || {
-            program
-                .rules
-                .iter()
-                .filter(|r| r.compiled_body().is_some())
-                .map(|r| &*r.key)
-                .collect::<Vec<_>>()
-        };
-        assert!(compiled().is_empty(), "nothing is compiled at build");
-        let mut session = lazy.session();
-        let o = session.tick(
-            Hook::OnToolCall,
-            Event::tool_call("shell", serde_json::json!({"command": "ls"})),
-        );
-        assert_eq!(o.inject.len(), 1, "{:?}", o.errors);
-        assert_eq!(&*o.inject[0].message, "shell at turn 0");
-        assert_eq!(compiled(), ["shell-call"], "only the ticked hook's rule");
-        // The broken rule's problem is found when every rule is compiled to report them all,
-        // as a program compiled at once reports it.
-        let messages = |w: &Warden| {
-            w.diagnostics()
-                .iter()
-                .map(|d| (d.path().to_path_buf(), d.line(), d.message().to_string()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(messages(&lazy), messages(&eager));
-        assert!(
-            messages(&lazy)[0].2.contains("nubmer"),
-            "{:?}",
-            messages(&lazy)
-        );
-        assert_eq!(
-            program.rule_keys().collect::<Vec<_>>(),
-            eager.program().rule_keys().collect::<Vec<_>>()
-        );
-        // It never fires; the rules of other hooks do.
-        let o = session.tick(Hook::OnTurnEnd, Event::new());
-        assert!(o.inject.is_empty() && o.errors.is_empty(), "{o:?}");
-        let o = session.tick(Hook::OnTurnStart, Event::new());
-        assert_eq!(o.inject.len(), 1);
-    }
-
-    /// The same rules as a plugin: its listing names the rules that compile, and the folders
-    /// to watch are the same, whichever way the program compiles.
-    #[test]
-    fn a_plugin_is_listed_alike_whichever_way_its_rules_compile() {
-        let rules = rules();
-        let plugins = tempfile::tempdir().unwrap();
-        let dir = plugins.path().join("spread");
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::write(
-            dir.join("manifest.toml"),
-            "[plugin]\nid = \"spread\"\nname = \"Spread\"\nversion = \"0.1.0\"\ndescription = \"rules on three hooks\"\n\n[rules]\ninclude = [\"*.toml\"]\n",
-        )
-        .unwrap();
-        for f in std::fs::read_dir(rules.path()).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
-        }
-        let build = |on_demand: bool| {
-            Warden::builder()
-                .plugins_dir(plugins.path())
-                .compile_on_demand(on_demand)
-                .build()
-                .unwrap()
-        };
-        let (eager, lazy) = (build(false), build(true));
-        let listed = |w: &Warden| serde_json::to_value(w.program().plugins()).unwrap();
-        assert_eq!(listed(&lazy), listed(&eager));
-        assert_eq!(
-            listed(&lazy)[0]["rules"],
-            serde_json::json!(["shell-call", "turn-start"])
-        );
-        assert_eq!(lazy.program().folders(), eager.program().folders());
-    }
-
-    #[test]
-    fn a_strict_build_compiled_on_demand_fails_on_a_rule_that_does_not_compile() {
-        let dir = rules();
-        let err = Warden::builder()
-            .rules_dir(dir.path())
-            .compile_on_demand(true)
-            .strict(true)
-            .build()
-            .unwrap_err();
-        assert!(err.to_string().contains("nubmer"), "{err}");
     }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use warden_expr::{CompileOptions, Compiler, Condition};
 
 use crate::actions::{CompiledAction, compile_actions, compile_script, expr_diagnostic};
-use crate::template::Templates;
+use warden_context::template::Templates;
 use warden_input::Diagnostic;
 use warden_load::Hook;
 use warden_load::{Abort, NodeDef, NodeKind, Policy};
@@ -23,9 +23,9 @@ pub(super) const MAX_NODES: usize = 4096;
 pub(super) const MAX_INLINED_DEPTH: usize = 128;
 
 /// A compiled tree.
-pub(crate) struct Tree {
+pub struct Tree {
     /// The nodes; the root is node 0.
-    pub nodes: Vec<CNode>,
+    pub(crate) nodes: Vec<CNode>,
     /// Compiled expressions (conditions, guards, `skip_if`, `while`, wait filters).
     pub conditions: Vec<Condition>,
     /// Action groups: each applies together.
@@ -35,7 +35,7 @@ pub(crate) struct Tree {
 }
 
 /// A script a tree runs.
-pub(crate) struct ScriptLeaf {
+pub struct ScriptLeaf {
     pub script: Arc<warden_lua::Script>,
     pub timeout: Option<Duration>,
 }
@@ -215,8 +215,10 @@ fn short(text: &str) -> String {
 /// How a tree's expressions compile. A node may run at any hook (after a `wait_for`, at the
 /// awaited one), so no hook's roots are refused; `settings` is, outside a plugin.
 fn options(owner: &RuleDef) -> CompileOptions<'static> {
-    const OUTSIDE_A_PLUGIN: &[(&str, &str)] =
-        &[(crate::context::SETTINGS_ROOT, crate::context::NO_SETTINGS)];
+    const OUTSIDE_A_PLUGIN: &[(&str, &str)] = &[(
+        warden_context::context::SETTINGS_ROOT,
+        warden_context::context::NO_SETTINGS,
+    )];
     CompileOptions {
         unavailable: if &*owner.plugin == warden_load::LOCAL_PLUGIN {
             OUTSIDE_A_PLUGIN

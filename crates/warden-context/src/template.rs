@@ -52,7 +52,7 @@ const TEMPLATE_GLOBALS: &[&str] = &[
 ];
 
 /// What templates render with.
-pub(crate) trait Values {
+pub trait Values {
     /// The values (`context`, `event`, ...); asked for at every render, so they may be cached.
     fn values(&mut self) -> Value;
     /// Asked after each render: true when the render read something the values did not have
@@ -72,7 +72,7 @@ impl<F: FnMut() -> Value> Values for F {
 
 /// A string that may be a template.
 #[derive(Debug, Clone)]
-pub(crate) enum Text {
+pub enum Text {
     /// No template syntax: used as is (and shared, not copied).
     Static(Arc<str>),
     /// A compiled template, by name in the environment.
@@ -81,19 +81,21 @@ pub(crate) enum Text {
 
 /// A value whose strings may be templates (a set_state value, an event payload).
 #[derive(Debug, Clone)]
-pub(crate) enum ValueTemplate {
+pub enum ValueTemplate {
     /// Nothing to render.
     Literal(Json),
     /// A string rendered as a string.
     Text(Text),
     /// `"{{ expr }}"` alone: the expression's value, with its type.
     Typed(String),
+    /// A list whose items are templates.
     Array(Vec<ValueTemplate>),
+    /// A table whose values are templates.
     Object(Vec<(String, ValueTemplate)>),
 }
 
 /// Why a template did not compile.
-pub(crate) enum TemplateError {
+pub enum TemplateError {
     /// Bad syntax; the message, and the 1-based line within the template.
     Syntax(String, Option<usize>),
     /// A path the schema does not have.
@@ -101,10 +103,10 @@ pub(crate) enum TemplateError {
 }
 
 /// All the templates of a program, in one environment. Shared by the rules compiled on demand
-/// (see [`crate::Program`]), so it is added to through `&self`: a template's source is kept
-/// under its name, and the environment's loader compiles it at its first lookup, which `text`
+/// (see `Program`, in `warden-program`), so it is added to through `&self`: a template's
+/// source is kept under its name, and the environment's loader compiles it at its first lookup, which `text`
 /// makes at once, to check it.
-pub(crate) struct Templates {
+pub struct Templates {
     env: Environment<'static>,
     /// The source of template `t{n}` at `n`.
     sources: Arc<RwLock<Vec<Arc<str>>>>,
@@ -132,7 +134,8 @@ fn percent(v: f64, digits: Option<u32>) -> String {
 }
 
 impl Templates {
-    pub(crate) fn new() -> Self {
+    /// The template environment with Warden's filters and functions.
+    pub fn new() -> Self {
         let mut env = Environment::new();
         env.set_undefined_behavior(UndefinedBehavior::Strict);
         // minijinja names a missing value (`result.count` is undefined) only in debug mode,
@@ -176,7 +179,7 @@ impl Templates {
     }
 
     /// Compiles `src`, checking the paths it reads with `compiler` under `opts`.
-    pub(crate) fn text(
+    pub fn text(
         &self,
         src: &str,
         compiler: &Compiler,
@@ -265,7 +268,7 @@ impl Templates {
     }
 
     /// Compiles a value: strings become templates; `"{{ expr }}"` alone keeps the type.
-    pub(crate) fn value(
+    pub fn value(
         &self,
         v: &Json,
         compiler: &Compiler,
@@ -318,7 +321,7 @@ impl Templates {
     }
 
     /// Renders a text with `values` (asked for only when the text is a template).
-    pub(crate) fn render(&self, text: &Text, values: &mut dyn Values) -> Result<Arc<str>, String> {
+    pub fn render(&self, text: &Text, values: &mut dyn Values) -> Result<Arc<str>, String> {
         match text {
             Text::Static(s) => Ok(s.clone()),
             Text::Template(name) => self.render_named(name, values).map(Arc::from),
@@ -357,11 +360,7 @@ impl Templates {
     }
 
     /// Renders a value template.
-    pub(crate) fn render_value(
-        &self,
-        v: &ValueTemplate,
-        values: &mut dyn Values,
-    ) -> Result<Json, String> {
+    pub fn render_value(&self, v: &ValueTemplate, values: &mut dyn Values) -> Result<Json, String> {
         Ok(match v {
             ValueTemplate::Literal(j) => j.clone(),
             ValueTemplate::Text(t) => Json::String(self.render(t, values)?.to_string()),

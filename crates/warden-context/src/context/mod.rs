@@ -14,11 +14,11 @@ mod shell;
 mod state;
 mod views;
 
-pub(crate) use crate::schema::{
+pub use crate::schema::{
     NO_SETTINGS, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, plugin_schema, unavailable,
 };
-pub(crate) use frame::Frame;
-pub(crate) use state::{StateSource, Unavailable};
+pub use frame::Frame;
+pub use state::{StateSource, Unavailable};
 
 #[cfg(test)]
 mod tests;

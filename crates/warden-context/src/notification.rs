@@ -1,5 +1,5 @@
 //! A notification for the agent's context, and Warden's own block of the notifications due at
-//! a hook ([`crate::Outcome::rendered`]); an operator's template is `render.rs`'s.
+//! a hook (`Outcome::rendered`, in `warden-program`); an operator's template is `render.rs`'s.
 
 use std::sync::Arc;
 
@@ -24,7 +24,7 @@ pub struct Notification {
 }
 
 /// Warden's own block for `notifications`, or `None` when there is nothing to say.
-pub(crate) fn plain_block(notifications: &[Notification]) -> Option<String> {
+pub fn plain_block(notifications: &[Notification]) -> Option<String> {
     if notifications.is_empty() {
         return None;
     }
@@ -33,7 +33,7 @@ pub(crate) fn plain_block(notifications: &[Notification]) -> Option<String> {
 
 /// Each message of a rule once, most urgent first (stable: among equals, the order the rules
 /// fired in).
-pub(crate) fn once_each(notifications: &[Notification]) -> Vec<&Notification> {
+pub fn once_each(notifications: &[Notification]) -> Vec<&Notification> {
     let mut notes: Vec<&Notification> = Vec::with_capacity(notifications.len());
     for n in notifications {
         let same = |m: &&Notification| {
@@ -50,7 +50,7 @@ pub(crate) fn once_each(notifications: &[Notification]) -> Vec<&Notification> {
 
 /// Warden's own rendering: a header line, then one line per note, its priority written only
 /// when it is high or critical and its category only when it is not `info`.
-pub(crate) fn plain(notes: &[&Notification]) -> String {
+pub fn plain(notes: &[&Notification]) -> String {
     const HEADER: &str = "[warden]";
     // Made once at its size: growing it a line at a time cost more than the rest of a tick of
     // 100 rules.

@@ -12,8 +12,8 @@ fn is_shared(scope: &Scope) -> bool {
     *scope == Scope::Shared
 }
 
-pub use crate::notification::Notification;
 use crate::program::Program;
+pub use warden_context::notification::Notification;
 
 /// One applied effect of a fired rule.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -109,7 +109,7 @@ impl Effect {
 
     /// Why this effect means nothing at `hook`, if it does not: a decision or a rewrite made
     /// where the host cannot act on it.
-    pub(crate) fn misplaced_at(&self, hook: Hook) -> Option<String> {
+    pub fn misplaced_at(&self, hook: Hook) -> Option<String> {
         match self {
             Effect::Decide { decision, .. } => decision.misplaced_at(hook),
             Effect::Rewrite { .. } => warden_load::rewrite_misplaced_at(hook),
@@ -143,7 +143,7 @@ impl Ruling {
     }
 
     /// How restrictive it is (a rewrite alone lets the call run, as `allow` does).
-    pub(crate) fn rank(&self) -> u8 {
+    pub fn rank(&self) -> u8 {
         self.decision.map_or(0, Decision::rank)
     }
 }
@@ -306,8 +306,11 @@ pub struct ModeChange {
 }
 
 #[derive(Debug, Clone)]
-pub(crate) struct TraceEntry {
+/// What one rule's evaluation came to at a tick, for traces.
+pub struct TraceEntry {
+    /// The rule's number in the program.
     pub rule: u32,
+    /// What its evaluation came to.
     pub evaluation: Evaluation,
     /// The rule ran in shadow: its evaluation is recorded, nothing it decided applied.
     pub shadow: bool,
@@ -325,7 +328,7 @@ pub struct Outcome {
     pub inject: Vec<Notification>,
     /// The block of [`Outcome::rendered`]: written by the tick when an operator's template is
     /// set (its errors belong to the tick's), else on first asking (most hosts never ask).
-    pub(crate) rendered: OnceLock<Option<String>>,
+    pub rendered: OnceLock<Option<String>>,
     /// Failures isolated to a rule. The other rules ran.
     pub errors: Vec<RuleError>,
     /// Scripts stopped at this tick before they finished.
@@ -356,10 +359,12 @@ pub struct Outcome {
     /// Failures of rules in shadow. They are not in [`Outcome::errors`]: a rule in shadow
     /// changes nothing the host sees.
     pub shadow_errors: Vec<RuleError>,
-    pub(crate) trace: Vec<TraceEntry>,
+    /// Each rule evaluated, in order (kept when tracing).
+    pub trace: Vec<TraceEntry>,
     /// Behavior nodes that ran (explain mode): rule, node, what it came to.
-    pub(crate) nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,
-    pub(crate) program: Arc<Program>,
+    pub nodes: Vec<(u32, u32, crate::behavior::NodeStatus)>,
+    /// The program that ticked (names rules and nodes for traces).
+    pub program: Arc<Program>,
 }
 
 impl Outcome {
@@ -374,7 +379,7 @@ impl Outcome {
     /// errors.)
     pub fn rendered(&self) -> Option<&str> {
         self.rendered
-            .get_or_init(|| crate::notification::plain_block(&self.inject))
+            .get_or_init(|| warden_context::notification::plain_block(&self.inject))
             .as_deref()
     }
 
@@ -438,7 +443,7 @@ impl Outcome {
 
     /// The nodes of behaviors that ran at this hook, in the order they finished, with what
     /// each came to: `(behavior, node label, status)`. Recorded in explain mode only
-    /// ([`crate::SessionOptions::explain`]).
+    /// (`SessionOptions::explain` in `warden-core`).
     pub fn node_trace(&self) -> impl Iterator<Item = (&str, &str, crate::behavior::NodeStatus)> {
         self.nodes.iter().map(|(rule, node, status)| {
             let rule_body = self
@@ -456,33 +461,8 @@ impl Outcome {
 
     /// Whether the event may go on, and how: the one question a host must answer after every
     /// tick. A tool call runs only on [`Proceed::Yes`] or [`Proceed::WithInput`] (or on a
-    /// person's yes to [`Proceed::Ask`]).
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use warden_core::{Event, Hook, Proceed, Warden};
-    ///
-    /// let plugins = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/plugins");
-    /// let warden = Warden::builder().plugins_dir(plugins).build()?;
-    /// let mut session = warden.session();
-    /// let outcome = session.tick(
-    ///     Hook::OnToolCall,
-    ///     Event::tool_call("Bash", json!({ "command": "rm -rf /" })),
-    /// );
-    /// match outcome.proceed() {
-    ///     Proceed::Yes => { /* run the call as the agent wrote it */ }
-    ///     Proceed::WithInput(arguments) => { /* run it with these arguments */ let _ = arguments; }
-    ///     Proceed::Ask { reason, input } => { /* ask a person; run it only on yes */ let _ = (reason, input); }
-    ///     Proceed::No { reason } => {
-    ///         // Do not run it: the agent reads the reason as the call's result.
-    ///         assert!(reason.contains("outside the project"));
-    ///     }
-    ///     Proceed::KeepWorking { reason } => { /* at a final turn: give the agent this instruction */ let _ = reason; }
-    ///     Proceed::Stop { reason } => { /* end the session */ let _ = reason; }
-    /// }
-    /// # assert!(matches!(outcome.proceed(), Proceed::No { .. }));
-    /// # Ok::<(), warden_core::Error>(())
-    /// ```
+    /// person's yes to [`Proceed::Ask`]). `warden-core`'s crate documentation shows a host
+    /// answering each case.
     pub fn proceed(&self) -> Proceed<'_> {
         let Some(r) = &self.ruling else {
             return Proceed::Yes;

@@ -14,7 +14,7 @@ use crate::event::Event;
 use warden_load::Hook;
 
 /// How many recent messages and tool calls the history keeps, by default.
-pub(crate) const DEFAULT_HISTORY_LIMIT: usize = 50;
+pub const DEFAULT_HISTORY_LIMIT: usize = 50;
 
 /// Everything Warden knows about one session, as rules read it through `context`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -45,16 +45,16 @@ pub struct SessionFacts {
 }
 
 /// Which list of the history: the messages, or the tool calls.
-pub(crate) const MESSAGES: usize = 0;
+pub const MESSAGES: usize = 0;
 /// See [`MESSAGES`].
-pub(crate) const TOOLS: usize = 1;
+pub const TOOLS: usize = 1;
 
 /// Where the history's two lists stand against the session's last save, so that a save writes
 /// only the entries that changed ([`MESSAGES`], [`TOOLS`]). An entry's place counts every entry
 /// the list ever had: the first place grows as old entries are dropped from the front. Rules do
 /// not see it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct HistoryLog {
+pub struct HistoryLog {
     /// The place of each list's first entry.
     pub first: [u64; 2],
     /// The first place of each list changed (or added) since the last save.
@@ -72,7 +72,7 @@ impl HistoryLog {
 
 /// What the facts keep that rules do not read, for saving a session beside its facts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct FactsPrivate {
+pub struct FactsPrivate {
     /// Whether the agent loop reports turn numbers (then Warden stops counting them).
     pub turn_reported: bool,
 }
@@ -212,18 +212,18 @@ impl SessionFacts {
     }
 
     /// Where the history stands against the last save.
-    pub(crate) fn history_log(&self) -> &HistoryLog {
+    pub fn history_log(&self) -> &HistoryLog {
         &self.log
     }
 
     /// The session was saved with the history as it is.
-    pub(crate) fn history_saved(&mut self) {
+    pub fn history_saved(&mut self) {
         self.log.changed = [None; 2];
         self.log.saved_first = self.log.first;
     }
 
     /// Each list of the history's first place and length.
-    pub(crate) fn history_lists(&self) -> [(u64, u64); 2] {
+    pub fn history_lists(&self) -> [(u64, u64); 2] {
         [
             (self.log.first[MESSAGES], self.history.messages.len() as u64),
             (self.log.first[TOOLS], self.history.tools.len() as u64),
@@ -232,7 +232,7 @@ impl SessionFacts {
 
     /// The history's lists, taken out (to save the rest without them); put them back with
     /// [`SessionFacts::put_back_history`].
-    pub(crate) fn take_history(&mut self) -> (VecDeque<MessageRecord>, VecDeque<ToolRecord>) {
+    pub fn take_history(&mut self) -> (VecDeque<MessageRecord>, VecDeque<ToolRecord>) {
         (
             std::mem::take(&mut self.history.messages),
             std::mem::take(&mut self.history.tools),
@@ -240,7 +240,7 @@ impl SessionFacts {
     }
 
     /// Puts back what [`SessionFacts::take_history`] took.
-    pub(crate) fn put_back_history(
+    pub fn put_back_history(
         &mut self,
         (messages, tools): (VecDeque<MessageRecord>, VecDeque<ToolRecord>),
     ) {
@@ -249,7 +249,7 @@ impl SessionFacts {
     }
 
     /// The history's lists read back from a save, with their first places: as saved.
-    pub(crate) fn restore_history(
+    pub fn restore_history(
         &mut self,
         first: [u64; 2],
         messages: VecDeque<MessageRecord>,
@@ -266,7 +266,7 @@ impl SessionFacts {
 
     /// Facts read back from a save that kept the history inside them (an older format): every
     /// entry is yet to be saved on its own.
-    pub(crate) fn history_unsaved(&mut self) {
+    pub fn history_unsaved(&mut self) {
         self.log = HistoryLog {
             first: [0; 2],
             changed: [Some(0); 2],
@@ -275,7 +275,7 @@ impl SessionFacts {
     }
 
     /// What the facts keep that rules do not read.
-    pub(crate) fn private(&self) -> FactsPrivate {
+    pub fn private(&self) -> FactsPrivate {
         FactsPrivate {
             turn_reported: self.turn_reported,
         }
@@ -283,7 +283,7 @@ impl SessionFacts {
 
     /// Facts read back from a saved session, with what rules do not read and the history's
     /// bound (a setting of the host, not of the session).
-    pub(crate) fn restored(mut self, private: FactsPrivate, history_limit: usize) -> Self {
+    pub fn restored(mut self, private: FactsPrivate, history_limit: usize) -> Self {
         self.turn_reported = private.turn_reported;
         self.limit = history_limit.max(1);
         self

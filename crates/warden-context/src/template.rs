@@ -133,6 +133,12 @@ fn percent(v: f64, digits: Option<u32>) -> String {
     format!("{:.*}%", digits, v * 100.0)
 }
 
+impl Default for Templates {
+    fn default() -> Self {
+        Templates::new()
+    }
+}
+
 impl Templates {
     /// The template environment with Warden's filters and functions.
     pub fn new() -> Self {

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use tokio::sync::{Mutex, MutexGuard, OwnedMutexGuard, oneshot};
 use warden_load::Hook;
 
-use crate::session::{PendingSave, Session, Ticked};
 use warden_context::event::Event;
 use warden_program::outcome::Outcome;
+use warden_session::session::{PendingSave, Session, Ticked};
 
 /// How a batched save went, as the store tells it.
 type SaveResult = Result<i64, warden_store::StoreError>;

@@ -68,22 +68,10 @@
 #![warn(unreachable_pub)]
 
 mod async_session;
-mod control;
-mod error;
-mod knowledge;
-mod render;
-mod session;
-mod shared;
 mod warden;
 mod watch;
 
 pub use async_session::{AsyncSession, TickPanicked};
-pub use control::{ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem};
-pub use error::Error;
-pub use session::{
-    PendingSave, Session, SessionOptions, Ticked, UnreadableSession, saved_snapshot,
-};
-pub use shared::{BusEvent, Reload};
 pub use warden::{Warden, WardenBuilder};
 pub use warden_context::event::{
     Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate,
@@ -101,6 +89,14 @@ pub use warden_program::outcome::{
     RuleError, Ruling,
 };
 pub use warden_program::program::{Compilation, Program};
+pub use warden_session::control::{
+    ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem,
+};
+pub use warden_session::error::Error;
+pub use warden_session::session::{
+    PendingSave, Session, SessionOptions, Ticked, UnreadableSession, saved_snapshot,
+};
+pub use warden_session::shared::{BusEvent, Reload};
 // The definitions the engine's interface hands out or takes.
 pub use warden_load::{
     BUILTIN_PLUGIN, Capabilities, ClaudeCodeConfig, ConditionDef, Config, DEFAULT_ID, Decision,

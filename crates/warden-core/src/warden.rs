@@ -12,16 +12,16 @@ use warden_input::Diagnostic;
 use warden_load::{Capabilities, DEFAULT_ID, RuleSource, load};
 use warden_store::{ALL_PROJECTS, RuleState, Store};
 
-use crate::control::{
-    ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
-};
-use crate::error::Error;
-use crate::knowledge::{KnowledgeConfig, KnowledgeState};
-use crate::session::{Session, SessionOptions};
-use crate::shared::{BusEvent, Options, Reload, Shared};
 use crate::watch::{Watch, WatchError};
 use warden_context::facts::DEFAULT_HISTORY_LIMIT;
 use warden_program::program::Program;
+use warden_session::control::{
+    ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
+};
+use warden_session::error::Error;
+use warden_session::knowledge::{KnowledgeConfig, KnowledgeState};
+use warden_session::session::{Session, SessionOptions};
+use warden_session::shared::{BusEvent, Options, Reload, Shared};
 
 /// The supervisor. Cheap to clone (all clones share one program, store and bus); `Send` and
 /// `Sync`, so many sessions can run on many threads.
@@ -390,8 +390,8 @@ impl WardenBuilder {
                     .collect(),
             ));
         }
-        let renderer =
-            crate::render::Renderer::new(self.render_template.as_deref()).map_err(Error::Config)?;
+        let renderer = warden_session::render::Renderer::new(self.render_template.as_deref())
+            .map_err(Error::Config)?;
         if let Some(days) = self.retention_days {
             let before = now_secs() - days * 86_400.0;
             match store.prune_sessions(before) {
@@ -419,7 +419,7 @@ impl WardenBuilder {
                     script_limits: self.script_limits.unwrap_or_default(),
                     journal_limit: self
                         .journal_limit
-                        .unwrap_or(crate::session::DEFAULT_JOURNAL_LIMIT),
+                        .unwrap_or(warden_session::session::DEFAULT_JOURNAL_LIMIT),
                     shell_tools: self.shell_tools,
                 },
                 sources: self.sources,
@@ -855,7 +855,7 @@ impl Warden {
         let mut writes: Vec<(&str, Option<Json>)> = Vec::with_capacity(values.len());
         for (name, value) in values {
             let Some(slot) = program.settings.find(plugin, name) else {
-                problems.push(crate::control::SettingProblem {
+                problems.push(warden_session::control::SettingProblem {
                     setting: name.clone(),
                     message: format!(
                         "plugin `{plugin}` has no setting `{name}`; its settings are: {}",
@@ -876,7 +876,7 @@ impl Warden {
             }
             match def.check(value) {
                 Ok(checked) => writes.push((name, Some(checked.to_json()))),
-                Err(why) => problems.push(crate::control::SettingProblem {
+                Err(why) => problems.push(warden_session::control::SettingProblem {
                     setting: name.clone(),
                     message: why.0,
                     def: Some(def.clone()),

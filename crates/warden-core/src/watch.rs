@@ -21,7 +21,7 @@ use notify::{EventKind, RecursiveMode, Watcher as _};
 
 use std::sync::Arc;
 
-use crate::shared::{Reload, Shared};
+use warden_session::shared::{Reload, Shared};
 
 /// How long the files must be quiet before a reload.
 pub(crate) const SETTLE: Duration = Duration::from_millis(100);

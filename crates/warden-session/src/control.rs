@@ -207,14 +207,16 @@ pub struct RuleInfo {
 
 /// The users' choices, as last read from the store.
 #[derive(Debug, Default)]
-pub(crate) struct Controls {
+pub struct Controls {
+    /// Which read of the store this is; each read of changed choices makes a new one.
     pub generation: u64,
     toggles: HashMap<String, HashMap<String, RuleState>>,
     overrides: HashMap<String, Vec<SettingOverride>>,
 }
 
 impl Controls {
-    pub(crate) fn load(store: &warden_store::Store, generation: u64) -> Result<Self, StoreError> {
+    /// Reads every user's choices from `store`, as read number `generation`.
+    pub fn load(store: &warden_store::Store, generation: u64) -> Result<Self, StoreError> {
         let mut toggles: HashMap<String, HashMap<String, RuleState>> = HashMap::new();
         for t in store.toggles()? {
             toggles
@@ -355,7 +357,7 @@ fn resolve_setting(
 
 /// Finds a rule by `plugin/id`, or by bare id when only one rule has it.
 /// Only rules that compile are found (all of them, unless the program compiles on demand).
-pub(crate) fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
+pub fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlError> {
     let compiles = |i: usize| program.rules[i].body().is_some();
     if let Some(i) = program.rules.iter().position(|r| &*r.key == rule)
         && compiles(i)
@@ -393,7 +395,7 @@ pub(crate) fn find_rule(program: &Program, rule: &str) -> Result<usize, ControlE
 }
 
 /// Finds a setting by `plugin.name` (or by bare name when only one plugin declares it).
-pub(crate) fn find_setting(program: &Program, key: &str) -> Result<usize, ControlError> {
+pub fn find_setting(program: &Program, key: &str) -> Result<usize, ControlError> {
     let slots = &program.settings.slots;
     let full = |i: usize| format!("{}.{}", slots[i].plugin, slots[i].def.name);
     if let Some((plugin, name)) = key.split_once('.')
@@ -414,7 +416,8 @@ pub(crate) fn find_setting(program: &Program, key: &str) -> Result<usize, Contro
     })
 }
 
-pub(crate) fn setting_info(
+/// What `user` in `project` sees of setting `slot`: its value and who set it.
+pub fn setting_info(
     program: &Program,
     controls: &Controls,
     slot: usize,
@@ -432,7 +435,8 @@ pub(crate) fn setting_info(
     }
 }
 
-pub(crate) fn rule_info(
+/// What `user` in `project` sees of a rule: on, off or in shadow, and by whose choice.
+pub fn rule_info(
     program: &Program,
     controls: &Controls,
     i: usize,

@@ -16,7 +16,7 @@ use warden_context::notification::{Notification, once_each, plain, plain_block};
 
 /// How notifications are written into the agent's context.
 #[derive(Clone)]
-pub(crate) struct Renderer {
+pub struct Renderer {
     /// An operator's template; Warden's own rendering when absent.
     template: Option<minijinja::Environment<'static>>,
 }
@@ -35,7 +35,7 @@ const TEMPLATE: &str = "[render] template";
 impl Renderer {
     /// Warden's own rendering, or `template` (a minijinja template); an error says what is
     /// wrong with the template.
-    pub(crate) fn new(template: Option<&str>) -> Result<Renderer, String> {
+    pub fn new(template: Option<&str>) -> Result<Renderer, String> {
         let Some(text) = template else {
             return Ok(Renderer { template: None });
         };
@@ -57,10 +57,7 @@ impl Renderer {
     /// The block for `notifications` (most urgent first; a message a rule gave twice is
     /// written once), or `None` when there is nothing to say. An operator's template that
     /// fails falls back to Warden's own rendering, and the error is returned beside it.
-    pub(crate) fn render(
-        &self,
-        notifications: &[Notification],
-    ) -> (Option<String>, Option<String>) {
+    pub fn render(&self, notifications: &[Notification]) -> (Option<String>, Option<String>) {
         let Some(env) = &self.template else {
             return (plain_block(notifications), None);
         };

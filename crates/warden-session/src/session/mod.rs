@@ -48,7 +48,7 @@ use warden_program::outcome::{
 use warden_program::program::Program;
 
 pub use durable::{UnreadableSession, saved_snapshot};
-pub(crate) use scripts::DEFAULT_JOURNAL_LIMIT;
+pub use scripts::DEFAULT_JOURNAL_LIMIT;
 
 /// How many times a tick runs again on a session another process saved meanwhile, before it
 /// gives up and says its writes were not saved.
@@ -70,7 +70,7 @@ pub struct SessionOptions {
 }
 
 /// One agent conversation supervised by Warden. Not shared: an agent loop owns its session
-/// (use [`crate::AsyncSession`] from async code).
+/// (use `AsyncSession` from async code).
 pub struct Session {
     shared: Arc<Shared>,
     id: String,
@@ -192,7 +192,8 @@ fn now() -> f64 {
 }
 
 impl Session {
-    pub(crate) fn new(shared: Arc<Shared>, id: String, opts: &SessionOptions) -> Self {
+    /// A new session of `id` under the program `shared` holds now.
+    pub fn new(shared: Arc<Shared>, id: String, opts: &SessionOptions) -> Self {
         let facts = Arc::new(SessionFacts::new(
             opts.user.as_deref().unwrap_or(DEFAULT_ID),
             opts.project.as_deref().unwrap_or(DEFAULT_ID),
@@ -222,7 +223,7 @@ impl Session {
 
     /// The session `id`, saved in the store after every tick: read back from the store when
     /// it was saved there, new otherwise.
-    pub(crate) fn open(
+    pub fn open(
         shared: Arc<Shared>,
         id: String,
         opts: &SessionOptions,
@@ -255,7 +256,7 @@ impl Session {
 
     /// Saves a durable session now, without a tick: after the host changed its data
     /// ([`Session::host_data_mut`]) once the last tick of an event was over. Does nothing for
-    /// a session that is not saved ([`Warden::session`](crate::Warden::session)).
+    /// a session that is not saved (`Warden::session`).
     pub fn save(&mut self) -> Result<(), crate::error::Error> {
         let Some((save, touched)) = self.session_save() else {
             return Ok(());
@@ -473,7 +474,7 @@ impl Session {
     }
 
     /// The rule that stopped the session and why, while the stop holds (until the next
-    /// prompt; see [`crate::Proceed::Stop`]).
+    /// prompt; see `Proceed::Stop`).
     pub fn stopped(&self) -> Option<(&str, &str)> {
         self.stopped.as_ref().map(|s| (&*s.rule, &*s.reason))
     }

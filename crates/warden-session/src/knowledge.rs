@@ -12,7 +12,7 @@ use warden_input::Diagnostic;
 
 /// Where the knowledge sources are.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct KnowledgeConfig {
+pub struct KnowledgeConfig {
     /// The sources file.
     pub sources: PathBuf,
     /// The project root every source path is relative to.
@@ -23,7 +23,7 @@ pub(crate) struct KnowledgeConfig {
 
 /// The knowledge in force, and what was said about it when it loaded.
 #[derive(Default)]
-pub(crate) struct KnowledgeState {
+pub struct KnowledgeState {
     /// The loaded pipeline (also when it did not register, for `warden enrich` to explain).
     pub knowledge: Option<Arc<Knowledge>>,
     /// Whether it passed the health gate.
@@ -41,7 +41,7 @@ impl KnowledgeState {
     }
 
     /// Loads `config` afresh.
-    pub(crate) fn load(config: &KnowledgeConfig) -> KnowledgeState {
+    pub fn load(config: &KnowledgeConfig) -> KnowledgeState {
         Self::from_result(Knowledge::load(&config.sources, &config.root))
     }
 

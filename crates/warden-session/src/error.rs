@@ -1,10 +1,10 @@
-//! The engine's own error: what stops a [`Warden`](crate::Warden) from being built or a saved
+//! The engine's own error: what stops a `Warden` from being built or a saved
 //! session from being read back. Problems in rule files are diagnostics, not errors; a rule
 //! that fails at run time is reported in its tick's outcome.
 
 use warden_input::Diagnostic;
 
-/// Why a [`Warden`](crate::Warden) could not be built, or a saved session read back. Problems in rule files are not errors here: they are
+/// Why a `Warden` could not be built, or a saved session read back. Problems in rule files are not errors here: they are
 /// [`Diagnostic`]s, and the rules without problems load.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

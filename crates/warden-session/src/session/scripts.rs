@@ -23,7 +23,7 @@ pub(crate) struct SavedScripts {
 
 /// Most values a waiting script's replay record holds, by default (`[sessions]
 /// journal_limit` in `warden.toml`).
-pub(crate) const DEFAULT_JOURNAL_LIMIT: usize = 100_000;
+pub const DEFAULT_JOURNAL_LIMIT: usize = 100_000;
 
 /// The node of a rule's own script (not a behavior node) in the table of waiting scripts.
 pub(crate) const ROOT: u32 = u32::MAX;

@@ -34,7 +34,7 @@ pub struct BusEvent {
     pub hook: Hook,
 }
 
-/// What [`Warden::reload`] did.
+/// What `Warden::reload` did.
 #[derive(Debug, Clone)]
 pub struct Reload {
     /// Whether the files as they are now are in force. False when the change introduced an
@@ -48,12 +48,14 @@ pub struct Reload {
     pub introduced: Vec<Diagnostic>,
 }
 
-/// Settings of a [`Warden`].
+/// Settings of a `Warden`.
 #[derive(Debug, Clone)]
-pub(crate) struct Options {
+pub struct Options {
+    /// How many events a session's history keeps of each list.
     pub history_limit: usize,
     /// Share of ticks recorded in the execution log (0: off).
     pub log_sample: f64,
+    /// The limits of every Lua script.
     pub script_limits: warden_lua::Limits,
     /// Most values a waiting script's replay record may hold (durable sessions).
     pub journal_limit: usize,
@@ -66,51 +68,63 @@ pub(crate) fn current<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
     lock.read().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
-/// What every clone of a [`Warden`](crate::Warden) shares: the program in force, the store, the
+/// What every clone of a `Warden` shares: the program in force, the store, the
 /// bus, the users' choices, knowledge enrichment, and how to load the files again.
-pub(crate) struct Shared {
-    pub(crate) program: RwLock<Arc<Program>>,
-    pub(crate) store: Store,
+pub struct Shared {
+    /// The program in force, swapped whole by a reload.
+    pub program: RwLock<Arc<Program>>,
+    /// The store: plugin state, the execution log, users' choices, saved sessions.
+    pub store: Store,
     /// The events rules emit, made with the first subscriber (until then an event has no one
     /// to reach, and the channel's buffer, some hundred kilobytes, is not worth making for a
     /// process that ticks once).
-    pub(crate) bus: std::sync::OnceLock<broadcast::Sender<BusEvent>>,
-    pub(crate) bus_capacity: usize,
-    pub(crate) config: Options,
-    pub(crate) sources: Vec<RuleSource>,
-    pub(crate) capabilities: Capabilities,
-    pub(crate) modes: Option<ModeSource>,
+    pub bus: std::sync::OnceLock<broadcast::Sender<BusEvent>>,
+    /// How many events the bus holds for a slow subscriber.
+    pub bus_capacity: usize,
+    /// The settings the Warden was built with.
+    pub config: Options,
+    /// Where the rules are loaded from.
+    pub sources: Vec<RuleSource>,
+    /// What the rules may do (for example, whether scripts may make decisions).
+    pub capabilities: Capabilities,
+    /// Where the modes are loaded from, if any.
+    pub modes: Option<ModeSource>,
     /// How a reload compiles the rules: as the first program was.
-    pub(crate) compilation: warden_program::program::Compilation,
-    pub(crate) next_session: AtomicU64,
-    pub(crate) reload_lock: Mutex<()>,
+    pub compilation: warden_program::program::Compilation,
+    /// The number of the next session opened without an id.
+    pub next_session: AtomicU64,
+    /// Held by a reload, so that two reloads do not interleave.
+    pub reload_lock: Mutex<()>,
     /// The users' choices (rules on or off, setting values), as last read from the store.
-    pub(crate) controls: RwLock<Arc<Controls>>,
+    pub controls: RwLock<Arc<Controls>>,
     /// When the store was last polled for changes by other processes (ms since `started`).
-    pub(crate) polled_at: AtomicU64,
+    pub polled_at: AtomicU64,
     /// The store's `data_version` at that poll (SQLite: other connections' commits;
     /// PostgreSQL: notifications of changed choices heard by its listener).
-    pub(crate) data_version: AtomicI64,
-    pub(crate) started: Instant,
+    pub data_version: AtomicI64,
+    /// When the Warden was built.
+    pub started: Instant,
     /// How notifications are written into the agent's context.
-    pub(crate) renderer: crate::render::Renderer,
+    pub renderer: crate::render::Renderer,
     /// Knowledge enrichment, when configured.
-    pub(crate) knowledge_config: Option<KnowledgeConfig>,
-    pub(crate) knowledge: RwLock<Arc<KnowledgeState>>,
+    pub knowledge_config: Option<KnowledgeConfig>,
+    /// Knowledge enrichment's sources and index, as last loaded.
+    pub knowledge: RwLock<Arc<KnowledgeState>>,
     /// Why the database could not be opened, when the Warden runs without it.
-    pub(crate) store_unavailable: Option<String>,
+    pub store_unavailable: Option<String>,
     /// The tools not declared shells whose input held a `command` string, each warned of once.
-    pub(crate) undeclared_shells: Mutex<std::collections::BTreeSet<String>>,
+    pub undeclared_shells: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Shared {
-    pub(crate) fn program(&self) -> Arc<Program> {
+    /// The program in force.
+    pub fn program(&self) -> Arc<Program> {
         current(&self.program)
     }
 
     /// At a tool call, the warning for a tool that is not declared a shell but whose input
     /// holds a `command` string: once per tool name, the first time (see
-    /// [`crate::Session::undeclared_shell_tool`]).
+    /// [`Session::undeclared_shell_tool`](crate::session::Session::undeclared_shell_tool)).
     pub(crate) fn undeclared_shell_tool(
         &self,
         hook: Hook,
@@ -141,7 +155,7 @@ impl Shared {
     /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
     /// process changed them, and reads them again if so (on PostgreSQL the question costs no
     /// round trip: a listener connection counts the changes announced).
-    pub(crate) fn controls(&self) -> Arc<Controls> {
+    pub fn controls(&self) -> Arc<Controls> {
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let last = self.polled_at.load(Ordering::Relaxed);
         let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;
@@ -163,12 +177,12 @@ impl Shared {
     }
 
     /// The knowledge enrichment in force (loaded or not, registered or not).
-    pub(crate) fn knowledge(&self) -> Arc<KnowledgeState> {
+    pub fn knowledge(&self) -> Arc<KnowledgeState> {
         current(&self.knowledge)
     }
 
     /// Reads the users' choices again. On a store error the previous ones stay in force.
-    pub(crate) fn refresh_controls(&self) {
+    pub fn refresh_controls(&self) {
         let mut slot = self.controls.write().unwrap_or_else(|p| p.into_inner());
         match Controls::load(&self.store, slot.generation + 1) {
             Ok(c) => *slot = Arc::new(c),
@@ -180,7 +194,7 @@ impl Shared {
 
     /// Every folder to watch for changes: those of the rules, plugins and scripts, and of the
     /// knowledge sources.
-    pub(crate) fn watched_folders(&self) -> Vec<std::path::PathBuf> {
+    pub fn watched_folders(&self) -> Vec<std::path::PathBuf> {
         let mut folders = self.program().folders().to_vec();
         if let Some(config) = &self.knowledge_config {
             for f in self.knowledge().folders(config) {
@@ -200,7 +214,7 @@ impl Shared {
     /// applied: the last good program stays in force, and [`Reload::introduced`] says what
     /// is wrong, with file and line. Errors that were already there (a file broken since
     /// startup, skipped then too) do not block other changes.
-    pub(crate) fn reload(&self) -> Reload {
+    pub fn reload(&self) -> Reload {
         let _guard = self.reload_lock.lock().unwrap_or_else(|p| p.into_inner());
         let current = self.program();
         let knowledge_before = self.knowledge();

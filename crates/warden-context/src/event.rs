@@ -269,16 +269,109 @@ impl Event {
 const EVENT_FIELDS: &[&str] = &[
     "turn", "query", "tool", "result", "error", "message", "user", "project", "data", "time",
 ];
-/// The fields of a turn, in the order the script API's `context.turn` lists them.
-pub(crate) const TURN_FIELDS: &[&str] = &[
-    "number",
-    "token_usage",
-    "context_usage",
-    "iteration_count",
-    "max_iterations",
-    "context_window",
-    "final",
-];
+/// A field of a turn: of `turn` in an event, and of `context.turn`. This enum is the one list
+/// of their names; events, traces, templates, Lua and the documented schema read by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnField {
+    /// `number`: the turn's number.
+    Number,
+    /// `token_usage`: the share of the token budget used.
+    TokenUsage,
+    /// `context_usage`: the share of the context window used.
+    ContextUsage,
+    /// `iteration_count`: model calls so far in this query.
+    IterationCount,
+    /// `max_iterations`: the iteration budget.
+    MaxIterations,
+    /// `context_window`: the model's context window, in tokens.
+    ContextWindow,
+    /// `final`: the agent is about to stop.
+    Final,
+}
+
+impl TurnField {
+    /// Every field, in the order the script API's `context.turn` lists them.
+    pub const ALL: [TurnField; 7] = [
+        TurnField::Number,
+        TurnField::TokenUsage,
+        TurnField::ContextUsage,
+        TurnField::IterationCount,
+        TurnField::MaxIterations,
+        TurnField::ContextWindow,
+        TurnField::Final,
+    ];
+
+    /// The field's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            TurnField::Number => "number",
+            TurnField::TokenUsage => "token_usage",
+            TurnField::ContextUsage => "context_usage",
+            TurnField::IterationCount => "iteration_count",
+            TurnField::MaxIterations => "max_iterations",
+            TurnField::ContextWindow => "context_window",
+            TurnField::Final => "final",
+        }
+    }
+
+    /// The field called `name`.
+    pub fn named(name: &str) -> Option<TurnField> {
+        TurnField::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// Whether its value is a whole number (the others are a share, or a flag).
+    pub const fn is_whole(self) -> bool {
+        matches!(
+            self,
+            TurnField::Number
+                | TurnField::IterationCount
+                | TurnField::MaxIterations
+                | TurnField::ContextWindow
+        )
+    }
+}
+
+/// The names of a turn's fields, in [`TurnField::ALL`]'s order.
+pub const TURN_FIELDS: [&str; 7] = {
+    let mut names = [""; 7];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = TurnField::ALL[i].name();
+        i += 1;
+    }
+    names
+};
+
+/// A field of `tool` in an event: the tool a call is for. This enum is the one list of their
+/// names (the context's `tool` adds `shell`, Warden's own analysis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolField {
+    /// `name`: the tool's name.
+    Name,
+    /// `arguments`: its input, free-form.
+    Arguments,
+}
+
+impl ToolField {
+    /// Every field.
+    pub const ALL: [ToolField; 2] = [ToolField::Name, ToolField::Arguments];
+
+    /// The field's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ToolField::Name => "name",
+            ToolField::Arguments => "arguments",
+        }
+    }
+
+    /// The field called `name`.
+    pub fn named(name: &str) -> Option<ToolField> {
+        ToolField::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// The names of a tool's fields, in [`ToolField::ALL`]'s order.
+pub const TOOL_FIELDS: [&str; 2] = [ToolField::Name.name(), ToolField::Arguments.name()];
 
 /// A field of an event that is not what it must be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -307,13 +400,8 @@ impl Event {
         // A whole number written with a point (`3.0`) is that number, as JSON Schema (and the
         // service's OpenAPI document) counts it.
         if let Some(Value::Object(turn)) = map.get_mut("turn") {
-            for key in [
-                "number",
-                "iteration_count",
-                "max_iterations",
-                "context_window",
-            ] {
-                if let Some(v) = turn.get_mut(key)
+            for field in TurnField::ALL.into_iter().filter(|f| f.is_whole()) {
+                if let Some(v) = turn.get_mut(field.name())
                     && v.is_f64()
                     && let Some(x) = v.as_f64()
                     && x.fract() == 0.0
@@ -450,17 +538,17 @@ pub fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
         "turn" => {
             for (k, x) in object("turn", v, r#"{"number": 3, "token_usage": 0.42}"#)? {
                 let path = format!("turn.{k}");
-                if x.is_null() && TURN_FIELDS.contains(&k.as_str()) {
+                let Some(field) = TurnField::named(k) else {
+                    return Err(unknown("turn", k, &TURN_FIELDS));
+                };
+                if x.is_null() {
                     continue;
                 }
-                match k.as_str() {
-                    "number" | "iteration_count" | "max_iterations" => {
-                        whole(&path, x, u64::from(u32::MAX))?
-                    }
-                    "context_window" => whole(&path, x, u64::MAX)?,
-                    "token_usage" | "context_usage" => share(&path, x)?,
-                    "final" => boolean(&path, x)?,
-                    _ => return Err(unknown("turn", k, TURN_FIELDS)),
+                match field {
+                    TurnField::ContextWindow => whole(&path, x, u64::MAX)?,
+                    f if f.is_whole() => whole(&path, x, u64::from(u32::MAX))?,
+                    TurnField::TokenUsage | TurnField::ContextUsage => share(&path, x)?,
+                    _ => boolean(&path, x)?,
                 }
             }
             Ok(())
@@ -497,11 +585,8 @@ pub fn check_field(key: &str, v: &Value) -> Result<(), EventError> {
                 }
                 None => return Err(bad("tool.name", "`tool` has no `name`".into())),
             }
-            match m
-                .keys()
-                .find(|k| !matches!(k.as_str(), "name" | "arguments"))
-            {
-                Some(k) => Err(unknown("tool", k, &["name", "arguments"])),
+            match m.keys().find(|k| ToolField::named(k).is_none()) {
+                Some(k) => Err(unknown("tool", k, &TOOL_FIELDS)),
                 None => Ok(()),
             }
         }
@@ -675,6 +760,40 @@ mod tests {
             (q.text.as_str(), q.extra["lang"].as_str()),
             ("hi", Some("en"))
         );
+    }
+
+    #[test]
+    fn events_read_and_write_a_turn_and_a_tool_by_the_one_list_of_their_fields() {
+        let turn = json!({"number": 3, "token_usage": 0.5, "context_usage": 0.25,
+            "iteration_count": 2, "max_iterations": 9, "context_window": 1000, "final": true});
+        let read: TurnUpdate = serde_json::from_value(turn.clone()).unwrap();
+        let written = serde_json::to_value(&read).unwrap();
+        let keys: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, TURN_FIELDS);
+        for field in TurnField::ALL {
+            assert_eq!(TurnField::named(field.name()), Some(field));
+            assert!(check_field("turn", &json!({ field.name(): turn[field.name()] })).is_ok());
+        }
+        let tool = serde_json::to_value(ToolCall {
+            name: "search".into(),
+            arguments: json!({"q": 1}),
+        })
+        .unwrap();
+        let keys: Vec<&str> = tool
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, TOOL_FIELDS);
+        assert!(check_field("tool", &tool).is_ok());
+        let err = check_field("turn", &json!({"tokne_usage": 0.1})).unwrap_err();
+        assert!(err.message.contains("did you mean `token_usage`"), "{err}");
     }
 
     #[test]

@@ -7,6 +7,8 @@ use std::sync::OnceLock;
 use warden_expr::{FieldDef, MapId, ScalarId, Schema, Type};
 use warden_load::{Hook, SettingDef, SettingKind};
 
+use crate::event::TurnField;
+
 /// The scalar ids the native path reads facts by (see `Frame`'s `Facts` implementation).
 pub(crate) mod id {
     use warden_expr::{MapId, ScalarId};
@@ -134,43 +136,43 @@ const RECORDS: &[(&str, &[F])] = &[
         "context.turn",
         &[
             scalar(
-                "number",
+                TurnField::Number.name(),
                 Ty::Int,
                 id::TURN_NUMBER,
                 "Turn number, from 1 (0 before the first turn). Reported by the agent loop, or counted by Warden at each on_turn_start when it is not.",
             ),
             scalar(
-                "token_usage",
+                TurnField::TokenUsage.name(),
                 Ty::Float,
                 id::TOKEN_USAGE,
                 "Share of the token budget used, 0.0 to 1.0.",
             ),
             scalar(
-                "context_usage",
+                TurnField::ContextUsage.name(),
                 Ty::Float,
                 id::CONTEXT_USAGE,
                 "Share of the context window used, 0.0 to 1.0.",
             ),
             scalar(
-                "iteration_count",
+                TurnField::IterationCount.name(),
                 Ty::Int,
                 id::ITERATION_COUNT,
                 "Iterations (model calls) so far in this query.",
             ),
             scalar(
-                "max_iterations",
+                TurnField::MaxIterations.name(),
                 Ty::Int,
                 id::MAX_ITERATIONS,
                 "The iteration budget; 0 when the agent loop has not reported one.",
             ),
             scalar(
-                "context_window",
+                TurnField::ContextWindow.name(),
                 Ty::Int,
                 id::CONTEXT_WINDOW,
                 "The model's context window in tokens, as the agent loop reported it; 0 when it has not.",
             ),
             scalar(
-                "final",
+                TurnField::Final.name(),
                 Ty::Bool,
                 id::TURN_FINAL,
                 "True when the agent is about to stop: this turn gave its final answer (reported by the agent loop as `\"turn\": {\"final\": true}`; false again at the next turn or query).",
@@ -798,6 +800,16 @@ pub fn unavailable(hook: Hook) -> &'static [(&'static str, &'static str)] {
 mod tests {
     use super::*;
     use warden_expr::{CompileOptions, Compiler};
+
+    #[test]
+    fn a_turn_is_documented_with_the_one_list_of_its_fields() {
+        let (_, fields) = RECORDS
+            .iter()
+            .find(|(name, _)| *name == "context.turn")
+            .unwrap();
+        let documented: Vec<&str> = fields.iter().map(|f| f.name).collect();
+        assert_eq!(documented, crate::event::TURN_FIELDS);
+    }
 
     #[test]
     fn the_schema_is_consistent() {

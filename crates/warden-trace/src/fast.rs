@@ -14,7 +14,7 @@ use serde_json::Value;
 use warden_load::Hook;
 
 use super::unique::Unique;
-use warden_context::event::{Event, ToolCall, TurnUpdate, check_field};
+use warden_context::event::{Event, ToolCall, ToolField, TurnField, TurnUpdate, check_field};
 
 /// The hook and event of `line`, when it is an ordinary line; `None` to read it the checked way.
 pub(crate) fn parse(line: &str) -> Option<(Hook, Event)> {
@@ -75,20 +75,32 @@ keys!(LineKey {
     Time = "time",
 });
 
-keys!(TurnKey {
-    Number = "number",
-    TokenUsage = "token_usage",
-    ContextUsage = "context_usage",
-    IterationCount = "iteration_count",
-    MaxIterations = "max_iterations",
-    ContextWindow = "context_window",
-    Final = "final",
-});
+/// Declares a key read by the one list of its names (`warden_context::event`), without
+/// allocating; an unknown key gives up.
+macro_rules! named_key {
+    ($name:ident($field:ty)) => {
+        struct $name($field);
 
-keys!(ToolKey {
-    Name = "name",
-    Arguments = "arguments",
-});
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct V;
+                impl Visitor<'_> for V {
+                    type Value = $name;
+                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                        f.write_str("a known key")
+                    }
+                    fn visit_str<E: de::Error>(self, v: &str) -> Result<$name, E> {
+                        <$field>::named(v).map($name).ok_or_else(give_up)
+                    }
+                }
+                d.deserialize_identifier(V)
+            }
+        }
+    };
+}
+
+named_key!(TurnKey(TurnField));
+named_key!(ToolKey(ToolField));
 
 /// Marks `key` seen; a key seen twice gives up (the checked way keeps the last one).
 fn once<E: de::Error>(seen: &mut u32, key: u8) -> Result<(), E> {
@@ -206,16 +218,16 @@ impl<'de> Deserialize<'de> for Turn {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Turn, A::Error> {
                 let mut t = TurnUpdate::default();
                 let mut seen = 0;
-                while let Some(key) = map.next_key::<TurnKey>()? {
+                while let Some(TurnKey(key)) = map.next_key()? {
                     once(&mut seen, key as u8)?;
                     match key {
-                        TurnKey::Number => t.number = map.next_value()?,
-                        TurnKey::TokenUsage => t.token_usage = share(map.next_value()?)?,
-                        TurnKey::ContextUsage => t.context_usage = share(map.next_value()?)?,
-                        TurnKey::IterationCount => t.iteration_count = map.next_value()?,
-                        TurnKey::MaxIterations => t.max_iterations = map.next_value()?,
-                        TurnKey::ContextWindow => t.context_window = map.next_value()?,
-                        TurnKey::Final => t.is_final = map.next_value()?,
+                        TurnField::Number => t.number = map.next_value()?,
+                        TurnField::TokenUsage => t.token_usage = share(map.next_value()?)?,
+                        TurnField::ContextUsage => t.context_usage = share(map.next_value()?)?,
+                        TurnField::IterationCount => t.iteration_count = map.next_value()?,
+                        TurnField::MaxIterations => t.max_iterations = map.next_value()?,
+                        TurnField::ContextWindow => t.context_window = map.next_value()?,
+                        TurnField::Final => t.is_final = map.next_value()?,
                     }
                 }
                 Ok(Turn(t))
@@ -240,11 +252,11 @@ impl<'de> Deserialize<'de> for Tool {
                 let mut name: Option<String> = None;
                 let mut arguments = Value::Null;
                 let mut seen = 0;
-                while let Some(key) = map.next_key::<ToolKey>()? {
+                while let Some(ToolKey(key)) = map.next_key()? {
                     once(&mut seen, key as u8)?;
                     match key {
-                        ToolKey::Name => name = Some(map.next_value()?),
-                        ToolKey::Arguments => arguments = free(&mut map)?,
+                        ToolField::Name => name = Some(map.next_value()?),
+                        ToolField::Arguments => arguments = free(&mut map)?,
                     }
                 }
                 match name {

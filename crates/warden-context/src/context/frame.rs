@@ -16,7 +16,7 @@ use warden_load::{Hook, SettingValue};
 use crate::context::shell::{self, LazyShell, ShellView};
 use crate::context::state::{Snapshot, StateReader, StateSource};
 use crate::context::views;
-use crate::event::Event;
+use crate::event::{Event, TURN_FIELDS, ToolField, TurnField};
 use crate::facts::{SessionFacts, ToolRecord};
 use crate::schema::{
     SESSION_STATE_ROOT, SETTINGS_BASE, SETTINGS_ROOT, STATE_ROOT, field_names, id,
@@ -474,15 +474,15 @@ impl warden_expr::Facts for Frame<'_> {
         match path {
             ["context", "turn", field] => {
                 let t = &f.turn;
-                match *field {
-                    "number" => dynamic(&t.number),
-                    "token_usage" => dynamic(&t.token_usage),
-                    "context_usage" => dynamic(&t.context_usage),
-                    "iteration_count" => dynamic(&t.iteration_count),
-                    "max_iterations" => dynamic(&t.max_iterations),
-                    "context_window" => dynamic(&t.context_window),
-                    "final" => dynamic(&t.is_final),
-                    _ => self.walk(path),
+                match TurnField::named(field) {
+                    Some(TurnField::Number) => dynamic(&t.number),
+                    Some(TurnField::TokenUsage) => dynamic(&t.token_usage),
+                    Some(TurnField::ContextUsage) => dynamic(&t.context_usage),
+                    Some(TurnField::IterationCount) => dynamic(&t.iteration_count),
+                    Some(TurnField::MaxIterations) => dynamic(&t.max_iterations),
+                    Some(TurnField::ContextWindow) => dynamic(&t.context_window),
+                    Some(TurnField::Final) => dynamic(&t.is_final),
+                    None => self.walk(path),
                 }
             }
             ["context", "turn"] => dynamic(&f.turn),
@@ -739,16 +739,18 @@ impl warden_lua::Host for Frame<'_> {
         match root {
             "context" => match key {
                 "turn" => out.record(
-                    crate::event::TURN_FIELDS,
-                    &[
-                        Value::Integer(f.turn.number.into()),
-                        Value::Number(f.turn.token_usage),
-                        Value::Number(f.turn.context_usage),
-                        Value::Integer(f.turn.iteration_count.into()),
-                        Value::Integer(f.turn.max_iterations.into()),
-                        Value::Integer(i64::try_from(f.turn.context_window).unwrap_or(i64::MAX)),
-                        Value::Boolean(f.turn.is_final),
-                    ],
+                    &TURN_FIELDS,
+                    &TurnField::ALL.map(|field| match field {
+                        TurnField::Number => Value::Integer(f.turn.number.into()),
+                        TurnField::TokenUsage => Value::Number(f.turn.token_usage),
+                        TurnField::ContextUsage => Value::Number(f.turn.context_usage),
+                        TurnField::IterationCount => Value::Integer(f.turn.iteration_count.into()),
+                        TurnField::MaxIterations => Value::Integer(f.turn.max_iterations.into()),
+                        TurnField::ContextWindow => {
+                            Value::Integer(i64::try_from(f.turn.context_window).unwrap_or(i64::MAX))
+                        }
+                        TurnField::Final => Value::Boolean(f.turn.is_final),
+                    }),
                 ),
                 "history" => out.serialize(&self.history_view()),
                 "user" => out.serialize(&f.user),
@@ -773,11 +775,13 @@ impl warden_lua::Host for Frame<'_> {
                     _ => unknown(&field_names("event")),
                 }
             }
-            "tool" => match key {
-                "name" => out.value(self.tool_name()),
-                "arguments" => out.serialize(views::tool_arguments(self.facts, self.event())),
-                "shell" => out.serialize(&ShellView::of(self.shell().get())),
-                _ => unknown(&field_names("tool")),
+            "tool" => match ToolField::named(key) {
+                Some(ToolField::Name) => out.value(self.tool_name()),
+                Some(ToolField::Arguments) => {
+                    out.serialize(views::tool_arguments(self.facts, self.event()))
+                }
+                None if key == "shell" => out.serialize(&ShellView::of(self.shell().get())),
+                None => unknown(&field_names("tool")),
             },
             "result" => match self.event().result.as_ref().and_then(|r| r.get(key)) {
                 Some(v) => out.serialize(v),

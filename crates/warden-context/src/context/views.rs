@@ -17,7 +17,7 @@ use warden_load::{Hook, SettingDef, SettingValue};
 
 use crate::context::shell::{LazyShell, ShellView};
 use crate::context::state::{Known, Snapshot, lock};
-use crate::event::Event;
+use crate::event::{Event, TOOL_FIELDS, TURN_FIELDS, ToolField, TurnField};
 use crate::facts::SessionFacts;
 
 /// The fields of a record view, and how it reads one.
@@ -209,28 +209,19 @@ impl Fields for Context {
 struct Turn(Arc<SessionFacts>);
 
 impl Fields for Turn {
-    const KEYS: &'static [&'static str] = &[
-        "number",
-        "token_usage",
-        "context_usage",
-        "iteration_count",
-        "max_iterations",
-        "context_window",
-        "final",
-    ];
+    const KEYS: &'static [&'static str] = &TURN_FIELDS;
     const NAME: &'static str = "context.turn";
 
     fn field(&self, key: &str) -> Option<Value> {
         let t = &self.0.turn;
-        Some(match key {
-            "number" => uint(t.number),
-            "token_usage" => Value::from(t.token_usage),
-            "context_usage" => Value::from(t.context_usage),
-            "iteration_count" => uint(t.iteration_count),
-            "max_iterations" => uint(t.max_iterations),
-            "context_window" => uint(t.context_window),
-            "final" => Value::from(t.is_final),
-            _ => return None,
+        Some(match TurnField::named(key)? {
+            TurnField::Number => uint(t.number),
+            TurnField::TokenUsage => Value::from(t.token_usage),
+            TurnField::ContextUsage => Value::from(t.context_usage),
+            TurnField::IterationCount => uint(t.iteration_count),
+            TurnField::MaxIterations => uint(t.max_iterations),
+            TurnField::ContextWindow => uint(t.context_window),
+            TurnField::Final => Value::from(t.is_final),
         })
     }
 }
@@ -490,17 +481,16 @@ impl Fields for EventView {
 struct ToolView(Arc<Root>);
 
 impl Fields for ToolView {
-    const KEYS: &'static [&'static str] = &["name", "arguments", "shell"];
+    const KEYS: &'static [&'static str] = &[TOOL_FIELDS[0], TOOL_FIELDS[1], "shell"];
     const NAME: &'static str = "tool";
 
     fn field(&self, key: &str) -> Option<Value> {
         let root = &self.0;
-        let name = root.tool_name();
-        Some(match key {
-            "name" => Value::from(name),
-            "arguments" => json(tool_arguments(&root.facts, &root.event)),
-            "shell" => ser(ShellView::of(root.shell.get())),
-            _ => return None,
+        Some(match ToolField::named(key) {
+            Some(ToolField::Name) => Value::from(root.tool_name()),
+            Some(ToolField::Arguments) => json(tool_arguments(&root.facts, &root.event)),
+            None if key == "shell" => ser(ShellView::of(root.shell.get())),
+            None => return None,
         })
     }
 }

@@ -40,7 +40,7 @@ const HISTORY: usize = 4;
 /// What happens to a session before it is saved.
 #[derive(Clone)]
 enum Step {
-    Tick(Hook, Event),
+    Tick(Hook, Box<Event>),
     /// The rules folder gains the files of `reload/`, and the Warden reloads.
     Reload,
     /// The host keeps data with the session, and saves it.
@@ -77,7 +77,7 @@ fn at(i: u32, hook: Hook, event: Event) -> (Hook, Event) {
 
 fn tick(i: u32, hook: Hook, event: Event) -> Step {
     let (hook, event) = at(i, hook, event);
-    Step::Tick(hook, event)
+    Step::Tick(hook, Box::new(event))
 }
 
 /// The first case: everything a session keeps between events, left mid-way.
@@ -306,7 +306,7 @@ fn run_prefix(case: &Case) -> (Warden, Session, tempfile::TempDir) {
     for step in &case.prefix {
         match step {
             Step::Tick(hook, event) => {
-                let o = s.tick(*hook, event.clone());
+                let o = s.tick(*hook, Event::clone(event));
                 assert_eq!(o.unsaved, None, "{}: {:?}", case.name, o.errors);
             }
             Step::Reload => {
@@ -461,11 +461,45 @@ fn go_on(s: &mut Session, events: &[(Hook, Event)]) -> Vec<String> {
     out
 }
 
+/// The format this release saves in.
+const FORMAT: u64 = 3;
+
+/// Reads `fixture`, a save of `case`, and checks it is the session the case leaves and goes on
+/// as that session does, in each of the case's continuations; and that what it saves then is
+/// in this release's format, read back as the same session.
+fn check(case: &Case, fixture: &Fixture, name: &str) {
+    for cont in &case.continuations {
+        let what = format!("{name} ({})", cont.name);
+        let (_w, mut straight, _f) = run_prefix(case);
+        let folder = rules_folder(case.prefix.iter().any(|s| matches!(s, Step::Reload)));
+        let store = Store::in_memory().unwrap();
+        fixture.store_in(&store);
+        let w = warden(folder.path(), store);
+        let mut restored = w.open_session(ID, SessionOptions::default()).unwrap();
+        assert_eq!(state(&restored), state(&straight), "{what}");
+        let expected = go_on(&mut straight, &cont.events);
+        let got = go_on(&mut restored, &cont.events);
+        assert_eq!(got, expected, "{what}");
+        let all = got.join("\n");
+        for needle in cont.says {
+            assert!(all.contains(needle), "{what}: missing {needle:?}:\n{all}");
+        }
+        for needle in cont.never {
+            assert!(!all.contains(needle), "{what}: {needle:?} said:\n{all}");
+        }
+        let saved = w.store().load_session(ID).unwrap().unwrap();
+        assert_eq!(format_of(&saved.snapshot), FORMAT, "{what}");
+        assert!(!saved.snapshot.contains("\"bt\""), "{what}");
+        let again = w.open_session(ID, SessionOptions::default()).unwrap();
+        assert_eq!(state(&again), state(&straight), "{what}");
+    }
+}
+
 /// Every fixture of every format: read, it is the session its case leaves, and goes on as
-/// that session does.
+/// that session does; the next save is in this release's format.
 #[test]
 fn saved_sessions_of_every_format_go_on_where_they_stood() {
-    let mut read = 0;
+    let mut read = Vec::new();
     let mut formats: Vec<_> = fs::read_dir(data())
         .unwrap()
         .map(|d| d.unwrap().path())
@@ -479,35 +513,202 @@ fn saved_sessions_of_every_format_go_on_where_they_stood() {
     for dir in formats {
         for case in cases() {
             let path = dir.join(format!("{}.json", case.name));
-            if !path.exists() {
-                continue;
-            }
-            let fixture = Fixture::read(&path);
-            for cont in &case.continuations {
-                let what = format!("{} ({})", path.display(), cont.name);
-                let (_w, mut straight, _f) = run_prefix(&case);
-                let folder = rules_folder(case.prefix.iter().any(|s| matches!(s, Step::Reload)));
-                let store = Store::in_memory().unwrap();
-                fixture.store_in(&store);
-                let w = warden(folder.path(), store);
-                let mut restored = w.open_session(ID, SessionOptions::default()).unwrap();
-                assert_eq!(state(&restored), state(&straight), "{what}");
-                let expected = go_on(&mut straight, &cont.events);
-                let got = go_on(&mut restored, &cont.events);
-                assert_eq!(got, expected, "{what}");
-                let all = got.join("\n");
-                for needle in cont.says {
-                    assert!(all.contains(needle), "{what}: missing {needle:?}:\n{all}");
-                }
-                for needle in cont.never {
-                    assert!(!all.contains(needle), "{what}: {needle:?} said:\n{all}");
-                }
-                // Read back as this release saved it, the session is still the same.
-                let again = w.open_session(ID, SessionOptions::default()).unwrap();
-                assert_eq!(state(&again), state(&straight), "{what}");
-                read += 1;
+            if path.exists() {
+                check(&case, &Fixture::read(&path), &path.display().to_string());
+                read.push(format!("{}", path.display()));
             }
         }
     }
-    assert!(read > 0, "no fixture found");
+    for format in [
+        "format-1/whole",
+        "format-2/running",
+        "format-2/stopped",
+        "format-2/reloaded",
+    ] {
+        assert!(
+            read.iter().any(|p| p.ends_with(&format!("{format}.json"))),
+            "{format} not read: {read:?}"
+        );
+    }
+}
+
+/// A save of this release, of every case (whatever fixtures are kept), round trip.
+#[test]
+fn a_save_of_this_release_goes_on_where_it_stood() {
+    for case in cases() {
+        let fixture = save_of(&case);
+        assert_eq!(format_of(&fixture.snapshot), FORMAT);
+        check(&case, &fixture, case.name);
+    }
+}
+
+/// The save of the `running` case, changed by `change`, stored and opened.
+fn opened_after(
+    fixture: &Fixture,
+    change: impl FnOnce(&mut Value),
+) -> Result<(Session, Warden, tempfile::TempDir), String> {
+    let mut snapshot: Value = serde_json::from_str(&fixture.snapshot).unwrap();
+    change(&mut snapshot);
+    opened(&Fixture {
+        snapshot: snapshot.to_string(),
+        entries: fixture.entries.clone(),
+        events: fixture.events,
+        ended: fixture.ended,
+    })
+}
+
+/// `fixture`, stored and opened.
+fn opened(fixture: &Fixture) -> Result<(Session, Warden, tempfile::TempDir), String> {
+    let folder = rules_folder(false);
+    let store = Store::in_memory().unwrap();
+    fixture.store_in(&store);
+    let w = warden(folder.path(), store);
+    let s = w
+        .open_session(ID, SessionOptions::default())
+        .map_err(|e| e.to_string())?;
+    Ok((s, w, folder))
+}
+
+/// The running tree of `entry` in a snapshot.
+fn tree<'a>(snapshot: &'a mut Value, entry: &str) -> &'a mut Value {
+    snapshot["running"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["entry"] == entry)
+        .unwrap()
+}
+
+/// What the first tick after reading reports halted, as (rule, reason).
+fn halted_at_next_tick(s: &mut Session) -> Vec<(String, String)> {
+    let o = s.tick(Hook::OnToolFailure, Event::tool_failure("web", "timeout"));
+    o.halted
+        .iter()
+        .map(|h| (h.rule.to_string(), h.reason.clone()))
+        .collect()
+}
+
+/// A save written by hand, damaged or hostile: a tree's place past its rules, a rule that is no
+/// longer there, bonsai's value of an older save in a shape it never had, a save cut short or
+/// of the wrong shape. Each is a clear error when the session is opened, or the tree halted
+/// (with its waiting script) and said why at the next tick; never a panic, and the rest of the
+/// session is read as saved.
+#[test]
+fn a_damaged_save_is_refused_or_its_tree_halted_with_a_reason() {
+    let running = &cases()[0];
+    let fixture = save_of(running);
+    let holds_the_rest = |s: &Session| {
+        assert_eq!(s.pending().len(), 5);
+        assert_eq!(s.host_data()["adapter"]["sent_back"], 1);
+    };
+
+    // A place past the tree's leaves: the tree and its waiting script are halted.
+    let (mut s, _w, _f) = opened_after(&fixture, |v| tree(v, "triage")["at"] = json!(7)).unwrap();
+    holds_the_rest(&s);
+    assert!(!s.running().contains(&"triage-wait"));
+    let halted = halted_at_next_tick(&mut s);
+    assert_eq!(halted.len(), 1, "{halted:?}");
+    assert_eq!(halted[0].0, "triage-wait");
+    assert!(
+        halted[0].1.contains("(leaf 7) is not one of its 3 rules"),
+        "{halted:?}"
+    );
+    assert!(!s.running().contains(&"triage-wait"));
+    // The other trees go on.
+    assert!(s.running().contains(&"watch-wait"));
+
+    // A rule that is no longer there: the tree is halted as a reload halts it.
+    let (mut s, _w, _f) = opened_after(&fixture, |v| {
+        tree(v, "triage")["rules"][0]["key"] = json!("gone");
+    })
+    .unwrap();
+    let halted = halted_at_next_tick(&mut s);
+    assert!(
+        halted.contains(&(
+            "gone".into(),
+            "its rule changed while the session was saved".into()
+        )),
+        "{halted:?}"
+    );
+
+    // No hooks to wake it: its own.
+    let (mut s, _w, _f) =
+        opened_after(&fixture, |v| tree(v, "triage")["wake"] = json!([])).unwrap();
+    let o = s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.95));
+    assert!(o.halted.is_empty(), "{:?}", o.halted);
+    let said: Vec<_> = o.inject.iter().map(|n| n.message.to_string()).collect();
+    assert!(
+        said.contains(&"triage: held at turn 2".to_string()),
+        "{said:?}"
+    );
+
+    // Refused with a reason.
+    for (change, why) in [
+        (
+            Box::new(|v: &mut Value| tree(v, "triage")["at"] = json!(-1))
+                as Box<dyn Fn(&mut Value)>,
+            "not readable",
+        ),
+        (
+            Box::new(|v: &mut Value| tree(v, "triage")["wake"] = json!(["on_nothing"])),
+            "not readable",
+        ),
+        (
+            Box::new(|v: &mut Value| tree(v, "triage")["hook"] = json!(3)),
+            "not readable",
+        ),
+        (
+            Box::new(|v: &mut Value| v["running"] = json!("many")),
+            "not readable",
+        ),
+        (
+            Box::new(|v: &mut Value| v["format"] = json!(9)),
+            "in format 9, which this Warden does not read",
+        ),
+        (Box::new(|v: &mut Value| *v = json!([1, 2])), "not readable"),
+    ] {
+        let err = opened_after(&fixture, change).map(|_| ()).unwrap_err();
+        assert!(err.contains(why), "{why}: {err}");
+    }
+    for mut cut in [
+        Fixture::read(&data().join("format-2/running.json")),
+        save_of(running),
+    ] {
+        let mut half = cut.snapshot.len() / 2;
+        while !cut.snapshot.is_char_boundary(half) {
+            half -= 1;
+        }
+        cut.snapshot.truncate(half);
+        let err = opened(&cut).map(|_| ()).unwrap_err();
+        assert!(err.contains("not readable"), "{err}");
+    }
+    let err = opened_after(&fixture, |v| *v = json!("not a session"))
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.contains("not readable"), "{err}");
+}
+
+/// An older save whose bonsai value has a shape bonsai never gave a hook's tree: that tree is
+/// halted (with its waiting script), said why; the rest is read as saved.
+#[test]
+fn an_older_save_whose_tree_cannot_be_read_halts_that_tree() {
+    for file in ["format-2/running.json", "format-1/whole.json"] {
+        let fixture = Fixture::read(&data().join(file));
+        let (mut s, _w, _f) = opened_after(&fixture, |v| {
+            tree(v, "triage")["bt"]["state"] = json!({"Sequence": {"current_index": 0}});
+        })
+        .unwrap();
+        assert_eq!(s.pending().len(), 5, "{file}");
+        let halted = halted_at_next_tick(&mut s);
+        assert_eq!(halted.len(), 1, "{file}: {halted:?}");
+        assert_eq!(halted[0].0, "triage-wait");
+        assert!(
+            halted[0]
+                .1
+                .contains("could not be read from the older save"),
+            "{file}: {halted:?}"
+        );
+        assert!(s.running().contains(&"watch-wait"), "{file}");
+        assert!(!s.running().contains(&"triage-wait"), "{file}");
+    }
 }

@@ -11,7 +11,10 @@
 //! release, with no save in between; the two must then hold the same session and decide the
 //! same on every event that follows (each case's continuations), and say what the case expects
 //! (a group resumed at its running leaf, not at its first; falling through to its next rule
-//! when that leaf fails).
+//! when that leaf fails). Its next save is in this release's format, and reads back the same.
+//! A save of this release goes through the same checks whatever fixtures are kept; damaged
+//! saves (a place past the tree's rules, a rule gone, a value of the wrong shape, a save cut
+//! short) are refused or their tree halted, with a reason, never a panic.
 //!
 //! Writing the fixtures: `write_fixtures` (ignored) runs every case and writes what the store
 //! holds after it into `tests/saved-sessions/format-N/` (N: the format the save is in):
@@ -524,6 +527,10 @@ fn saved_sessions_of_every_format_go_on_where_they_stood() {
         "format-2/running",
         "format-2/stopped",
         "format-2/reloaded",
+        "format-3/running",
+        "format-3/whole",
+        "format-3/stopped",
+        "format-3/reloaded",
     ] {
         assert!(
             read.iter().any(|p| p.ends_with(&format!("{format}.json"))),

@@ -288,7 +288,7 @@ fn a_damaged_session_is_still_shown_as_stored() {
         serde_json::from_str(&project.warden(&["sessions", "show", "damaged"])).unwrap();
     let reason = shown["unreadable"].as_str().unwrap();
     assert!(reason.contains("history is incomplete"), "{reason}");
-    assert_eq!(shown["saved"]["format"], 2);
+    assert_eq!(shown["saved"]["format"], 3);
     assert_eq!(shown["entries"], json!([]));
 }
 

@@ -331,10 +331,10 @@ fn ticks_of_one_session_from_many_connections_lose_nothing() {
     );
 }
 
-/// A session saved whole (format 1: the history inside the snapshot, as Warden saved it before
-/// the history was kept entry by entry, and as `Session::snapshot` writes it) is read back as
-/// it was; its next save keeps the history entry by entry, and `saved_snapshot` puts the
-/// entries back inside for a reader. A save whose entries are missing is refused with a reason.
+/// A session saved whole (the history inside the snapshot, as `Session::snapshot` writes it,
+/// and as Warden saved it before the history was kept entry by entry: format 1, read in
+/// `tests/saved_sessions.rs`) is read back as it was; its next save keeps the history entry by
+/// entry, and `saved_snapshot` puts the entries back inside for a reader. A save whose entries are missing is refused with a reason.
 #[test]
 fn a_whole_snapshot_is_read_and_the_history_is_then_saved_entry_by_entry() {
     let trace = [
@@ -355,7 +355,8 @@ fn a_whole_snapshot_is_read_and_the_history_is_then_saved_entry_by_entry() {
         s.tick(hook, e);
     }
     let whole = s.snapshot();
-    assert!(whole.contains("\"format\":1"), "{whole}");
+    assert!(whole.contains("\"format\":3"), "{whole}");
+    assert!(!whole.contains("\"lists\""), "{whole}");
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("w.db");
     let store = Store::open(&db).unwrap();
@@ -391,7 +392,7 @@ fn a_whole_snapshot_is_read_and_the_history_is_then_saved_entry_by_entry() {
     );
     let stored = store.load_session("old").unwrap().unwrap();
     assert!(
-        stored.snapshot.contains("\"format\":2"),
+        stored.snapshot.contains("\"format\":3") && stored.snapshot.contains("\"lists\""),
         "{}",
         stored.snapshot
     );

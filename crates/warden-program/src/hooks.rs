@@ -12,9 +12,9 @@ use warden_load::Hook;
 use crate::index::ThresholdIndex;
 use crate::rule::{CompiledRule, RuleCondition};
 
-/// A leaf of a hook's trees. Small and `Copy`: bonsai clones leaves as it walks. Serializable,
-/// so that a tree left running can be saved with its session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+/// A leaf of a hook's trees. Small and `Copy`: bonsai clones leaves as it walks. (A saved
+/// session does not hold it: a tree left running is saved as its running leaf's position.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Node {
     /// A rule: guard, then actions.
     Rule(u32),

@@ -8,53 +8,61 @@
 //!
 //! The history's two lists are saved entry by entry, beside the snapshot ([`history_entries`]):
 //! a save writes the entries that changed since the last one, and the snapshot keeps only each
-//! list's first place and length, so a save's cost does not grow with the history. (Format 1
-//! kept the history inside the snapshot; it is still read, and `Session::snapshot` still writes
-//! it, whole, for a host that wants one text.)
+//! list's first place and length, so a save's cost does not grow with the history
+//! (`Session::snapshot` keeps the history inside, whole, for a host that wants one text).
+//!
+//! Format 3 holds Warden's own data only: a tree left running is its entry, its rules and the
+//! position of its running leaf (built back into bonsai's state by `bonsai::standing_at`), the
+//! hooks that wake it by name. Formats 1 (the history inside) and 2 (entries beside) held
+//! bonsai-bt's own value for each running tree; they are read and upgraded (`upgrade.rs`), and
+//! the session's next save writes format 3.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use bonsai_bt::BT;
 use serde::{Deserialize, Serialize};
 use warden_load::Hook;
 
-use crate::session::bonsai::Running;
+use crate::session::bonsai::{Running, standing_at};
 use crate::session::evaluate::RuleMemory;
 use crate::session::keys::{HookSet, RuleId};
 use crate::session::scripts::SavedScripts;
 use crate::session::stop::Stopped;
 use crate::session::trees::Trees;
+use crate::session::upgrade;
 use warden_context::facts::{
     FactsPrivate, HistoryLog, MESSAGES, MessageRecord, SessionFacts, TOOLS, ToolRecord,
 };
 use warden_program::behavior::run::TreeRun;
-use warden_program::hooks::Node;
 use warden_program::mode::ModeState;
 use warden_program::outcome::{Halted, Notification};
 use warden_program::program::Program;
 use warden_store::SessionEntry;
 
-/// The version of the snapshot format a save writes: the history's entries beside it. Format
-/// 1 (the history inside, whole) is read too; a snapshot of another format is not (the session
-/// starts afresh, and says so).
-pub(crate) const FORMAT: u32 = 2;
+/// The version of the snapshot format a save writes. Formats 1 and 2 are read too (and
+/// upgraded); a snapshot of another format is not (the session starts afresh, and says so).
+pub(crate) const FORMAT: u32 = 3;
 
-/// The format of a whole snapshot, history inside ([`Snapshot::take`] without lists).
-const WHOLE: u32 = 1;
-
-/// A tree of a hook left running: the bonsai state, and the rules its leaves stand for.
+/// A tree of a hook left running, as Warden's own cursor: the entry, its rules, and where in
+/// them the tree stands.
 #[derive(Serialize, Deserialize)]
 struct SavedTree {
     hook: Hook,
     entry: Arc<str>,
     /// The entry's rules, in order.
     rules: Vec<RuleId>,
-    /// Each leaf index the bonsai state holds, and the position of its rule in `rules`.
-    leaves: Vec<(u32, u32)>,
-    bt: BT<Node, ()>,
-    wake: HookSet,
+    /// The position in `rules` of the leaf that is running.
+    at: u32,
+    /// The hooks that wake it (none: its own hook).
+    wake: Vec<Hook>,
+}
+
+/// A tree an older save left running whose place could not be read: halted when the session
+/// is read back.
+struct UnreadableTree {
+    rules: Vec<RuleId>,
+    reason: String,
 }
 
 /// A behavior's run state.
@@ -81,14 +89,17 @@ pub(crate) struct Snapshot<'a> {
     /// Decorator memory, by rule id (only rules that have fired).
     memory: Vec<(Arc<str>, RuleMemory)>,
     running: Vec<SavedTree>,
+    /// Read from an older format: its running trees that could not be read.
+    #[serde(skip)]
+    unreadable: Vec<UnreadableTree>,
     behaviors: Vec<SavedBehavior>,
     #[serde(default)]
-    pub scripts: SavedScripts,
+    scripts: SavedScripts,
     /// What the embedding host keeps with the session.
     #[serde(default)]
     pub host: Cow<'a, serde_json::Map<String, serde_json::Value>>,
-    /// Format 2: each list of the history's first place and length (its entries are saved
-    /// beside the snapshot).
+    /// Each list of the history's first place and length, its entries saved beside the
+    /// snapshot; none when the history is inside (`Session::snapshot`; format 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     lists: Option<[(u64, u64); 2]>,
     /// The stop that holds until the next prompt, when a rule stopped the session.
@@ -111,8 +122,8 @@ pub(crate) struct Parts<'a> {
 }
 
 impl<'a> Snapshot<'a> {
-    /// The snapshot of a session that last ran `program`: whole (format 1), or, given where
-    /// the history's lists stand (their entries taken out of `parts.facts`), format 2.
+    /// The snapshot of a session that last ran `program`: whole, or, given where the history's
+    /// lists stand (their entries taken out of `parts.facts`), without the history.
     pub(crate) fn take(
         program: Option<&Program>,
         parts: Parts<'a>,
@@ -148,7 +159,7 @@ impl<'a> Snapshot<'a> {
             }
         }
         Snapshot {
-            format: if lists.is_some() { FORMAT } else { WHOLE },
+            format: FORMAT,
             facts: Cow::Borrowed(parts.facts),
             private: parts.facts.private(),
             mode: parts.mode.id.clone(),
@@ -159,6 +170,7 @@ impl<'a> Snapshot<'a> {
             events: parts.events,
             memory,
             running,
+            unreadable: Vec::new(),
             behaviors,
             scripts: parts.scripts,
             host: Cow::Borrowed(parts.host),
@@ -167,38 +179,58 @@ impl<'a> Snapshot<'a> {
         }
     }
 
-    /// Reads a snapshot; an error says what is wrong with it.
+    /// Reads a snapshot, of this format or an older one (upgraded); an error says what is
+    /// wrong with it.
     pub(crate) fn parse(text: &str) -> Result<Snapshot<'static>, String> {
         #[derive(Deserialize)]
         struct Head {
             format: u32,
         }
-        let head: Head = serde_json::from_str(text)
-            .map_err(|e| format!("the saved session is not readable: {e}"))?;
-        if head.format != FORMAT && head.format != WHOLE {
-            return Err(format!(
-                "the saved session is in format {}, which this Warden does not read (it reads {WHOLE} and {FORMAT})",
-                head.format
-            ));
-        }
-        let snapshot: Snapshot<'static> = serde_json::from_str(text)
-            .map_err(|e| format!("the saved session is not readable: {e}"))?;
-        match (snapshot.format, snapshot.lists) {
-            (FORMAT, None) => {
-                return Err(
-                    "the saved session does not say where its history's entries are".into(),
-                );
+        let unreadable = |e: serde_json::Error| format!("the saved session is not readable: {e}");
+        let head: Head = serde_json::from_str(text).map_err(unreadable)?;
+        let snapshot: Snapshot<'static> = match head.format {
+            FORMAT => serde_json::from_str(text).map_err(unreadable)?,
+            upgrade::WHOLE | upgrade::BESIDE => {
+                let mut old: serde_json::Value = serde_json::from_str(text).map_err(unreadable)?;
+                let trees = upgrade::running_trees(&mut old)?;
+                let mut snapshot: Snapshot<'static> =
+                    serde_json::from_value(old).map_err(unreadable)?;
+                for tree in trees {
+                    match tree.place {
+                        Ok((at, wake)) => snapshot.running.push(SavedTree {
+                            hook: tree.hook,
+                            entry: tree.entry,
+                            rules: tree.rules,
+                            at,
+                            wake,
+                        }),
+                        Err(reason) => snapshot.unreadable.push(UnreadableTree {
+                            rules: tree.rules,
+                            reason,
+                        }),
+                    }
+                }
+                if head.format == upgrade::BESIDE && snapshot.lists.is_none() {
+                    return Err(
+                        "the saved session does not say where its history's entries are".into(),
+                    );
+                }
+                snapshot
             }
-            (FORMAT, Some(lists))
-                if lists
-                    .iter()
-                    .any(|(first, _)| i64::try_from(*first).is_err()) =>
-            {
-                return Err(
-                    "the saved session's history starts past the places a store keeps".into(),
-                );
+            other => {
+                return Err(format!(
+                    "the saved session is in format {other}, which this Warden does not read (it reads {}, {} and {FORMAT})",
+                    upgrade::WHOLE,
+                    upgrade::BESIDE
+                ));
             }
-            _ => {}
+        };
+        if let Some(lists) = snapshot.lists
+            && lists
+                .iter()
+                .any(|(first, _)| i64::try_from(*first).is_err())
+        {
+            return Err("the saved session's history starts past the places a store keeps".into());
         }
         Ok(snapshot)
     }
@@ -239,24 +271,31 @@ impl<'a> Snapshot<'a> {
         }
     }
 
-    /// Puts the saved trees into `trees` under `program`: decorator memory by rule id; running
-    /// trees and behavior runs whose rules are unchanged. What cannot be put back is halted,
-    /// and returned.
+    /// Puts the saved trees into `trees` under `program`: decorator memory by rule id; behavior
+    /// runs, waiting scripts (see `Scripts::restore`) and running trees whose rules are
+    /// unchanged. What cannot be put back is halted, and returned: a tree whose rules changed,
+    /// and a tree whose saved place cannot be read (with its waiting scripts and behaviors,
+    /// which would otherwise be left without their tree).
     pub(crate) fn restore_trees(&mut self, program: &Program, trees: &mut Trees) -> Vec<Halted> {
         let mut halted = Vec::new();
         let memory: HashMap<Arc<str>, RuleMemory> =
             std::mem::take(&mut self.memory).into_iter().collect();
         trees.set_memory(program, &memory);
+        let mut unreadable = std::mem::take(&mut self.unreadable);
         for saved in std::mem::take(&mut self.running) {
             match restore_tree(program, &saved) {
-                Some((key, running)) => {
+                Ok((key, running)) => {
                     trees.running.insert(key, running);
                 }
-                None => {
+                Err(None) => {
                     if let Some(first) = saved.rules.first() {
                         halted.push(changed(&first.key));
                     }
                 }
+                Err(Some(reason)) => unreadable.push(UnreadableTree {
+                    rules: saved.rules,
+                    reason,
+                }),
             }
         }
         for saved in std::mem::take(&mut self.behaviors) {
@@ -266,6 +305,27 @@ impl<'a> Snapshot<'a> {
                 }
                 None if saved.run.is_running() => halted.push(changed(&saved.rule.key)),
                 None => {}
+            }
+        }
+        trees
+            .scripts
+            .restore(std::mem::take(&mut self.scripts), program);
+        // After the scripts are back: a tree that cannot be put back takes its waiting
+        // scripts and behaviors with it.
+        for tree in unreadable {
+            let before = halted.len();
+            for rule in &tree.rules {
+                if let Some(ix) = rule.find(program) {
+                    halted.extend(trees.scripts.halt(ix, &tree.reason));
+                }
+            }
+            if halted.len() == before
+                && let Some(first) = tree.rules.first()
+            {
+                halted.push(Halted {
+                    rule: first.key.clone(),
+                    reason: tree.reason,
+                });
             }
         }
         halted
@@ -392,54 +452,55 @@ fn save_tree(program: &Program, (hook, e): (Hook, u32), r: &Running) -> Option<S
         .iter()
         .map(|&ix| RuleId::of(program, ix))
         .collect::<Option<Vec<_>>>()?;
-    let position = |ix: u32| entry.rules.iter().position(|&r| r == ix);
-    // The bonsai state's leaves hold the indices the tree was built with; `remap` (after a
-    // reload) says which rule each now stands for.
-    let leaves = match &r.remap {
-        Some(m) => m
-            .iter()
-            .map(|(&leaf, &now)| Some((leaf, u32::try_from(position(now)?).ok()?)))
-            .collect::<Option<Vec<_>>>()?,
-        None => entry
-            .rules
-            .iter()
-            .enumerate()
-            .map(|(at, &ix)| Some((ix, u32::try_from(at).ok()?)))
-            .collect::<Option<Vec<_>>>()?,
-    };
     Some(SavedTree {
         hook,
         entry: entry.name.clone(),
         rules,
-        leaves,
-        bt: r.bt.clone(),
-        wake: r.wake,
+        at: r.at,
+        wake: r.wake.hooks().collect(),
     })
 }
 
-fn restore_tree(program: &Program, saved: &SavedTree) -> Option<((Hook, u32), Running)> {
+/// The running tree `saved` under `program`: `Err(None)` when its rules changed (it is halted
+/// as a reload halts it), `Err(Some(why))` when its saved place is not one of its leaves.
+fn restore_tree(
+    program: &Program,
+    saved: &SavedTree,
+) -> Result<((Hook, u32), Running), Option<String>> {
     let tree = program.hook(saved.hook);
-    let at = tree.entries.iter().position(|e| {
-        e.name == saved.entry
-            && e.rules.len() == saved.rules.len()
-            && e.rules.iter().zip(&saved.rules).all(|(&ix, id)| {
-                let r = &program.rules[ix as usize];
-                r.key == id.key && r.fingerprint() == Some(id.fingerprint)
-            })
-    })?;
-    let entry = &tree.entries[at];
-    let remap: HashMap<u32, u32> = saved
-        .leaves
+    let at = tree
+        .entries
         .iter()
-        .map(|&(leaf, pos)| Some((leaf, *entry.rules.get(pos as usize)?)))
-        .collect::<Option<_>>()?;
-    let identity = remap.iter().all(|(a, b)| a == b);
-    Some((
-        (saved.hook, u32::try_from(at).ok()?),
+        .position(|e| {
+            e.name == saved.entry
+                && e.rules.len() == saved.rules.len()
+                && e.rules.iter().zip(&saved.rules).all(|(&ix, id)| {
+                    let r = &program.rules[ix as usize];
+                    r.key == id.key && r.fingerprint() == Some(id.fingerprint)
+                })
+        })
+        .ok_or(None)?;
+    let entry = &tree.entries[at];
+    let bt = standing_at(entry, saved.at).ok_or_else(|| {
+        Some(format!(
+            "its saved place in its tree (leaf {}) is not one of its {} rules",
+            saved.at,
+            entry.rules.len()
+        ))
+    })?;
+    let mut wake = HookSet::default();
+    for &hook in &saved.wake {
+        wake.insert(hook);
+    }
+    if wake.is_empty() {
+        wake = HookSet::of(saved.hook);
+    }
+    Ok((
+        (saved.hook, u32::try_from(at).map_err(|_| None)?),
         Running {
-            bt: saved.bt.clone(),
-            wake: saved.wake,
-            remap: (!identity).then_some(remap),
+            bt,
+            at: saved.at,
+            wake,
         },
     ))
 }

@@ -51,8 +51,9 @@ impl Hasher for IndexHasher {
 /// A map keyed by Warden's own indices.
 pub(crate) type IndexMap<K, V> = HashMap<K, V, BuildHasherDefault<IndexHasher>>;
 
-/// A set of hooks (what a running tree waits for).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A set of hooks (what a running tree waits for). Its bits follow `Hook::index`; a saved
+/// session names the hooks instead ([`HookSet::hooks`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct HookSet(u8);
 
 impl HookSet {
@@ -72,6 +73,11 @@ impl HookSet {
         let mut s = HookSet::default();
         s.insert(hook);
         s
+    }
+
+    /// The hooks in the set, in lifecycle order.
+    pub(crate) fn hooks(self) -> impl Iterator<Item = Hook> {
+        Hook::ALL.into_iter().filter(move |&h| self.contains(h))
     }
 }
 

@@ -5,13 +5,15 @@
 //! - `mod.rs`: the session and its tick, step by step.
 //! - `step.rs`: one step: a hook's trees ticked on the frame, their effects applied.
 //! - `evaluate.rs`: a rule's leaf: gates, condition, script or behavior, rendering.
-//! - `bonsai.rs`: the bridge to bonsai-bt; trees left running, resumed where they stand.
+//! - `bonsai.rs`: the bridge to bonsai-bt; trees left running, resumed where they stand (kept
+//!   as Warden's own cursor too, from which bonsai's state is built back).
 //! - `effects.rs`: state writes, events, log lines, delivery, the execution log.
 //! - `ruling.rs`: the decisions and rewrites of a step, merged into one ruling.
 //! - `trees.rs`: what the trees keep between ticks, and how it moves to a new program.
 //! - `scripts.rs`: the Lua side: the runtime, waiting scripts, behavior runs.
 //! - `keys.rs`: small keys and sets for the tables above.
-//! - `durable.rs`: the session saved as plain data, and read back under any program.
+//! - `durable.rs`: the session saved as plain data (format 3), and read back under any program.
+//! - `upgrade.rs`: reading the saves of formats 1 and 2 (bonsai-bt's own value in them).
 //! - `stop.rs`: a stop that holds until the next prompt.
 
 mod bonsai;
@@ -24,6 +26,7 @@ mod scripts;
 mod step;
 mod stop;
 mod trees;
+mod upgrade;
 
 use std::cell::OnceCell;
 use std::sync::Arc;
@@ -304,8 +307,8 @@ impl Session {
         self.snapshot_with(None)
     }
 
-    /// The snapshot as a save writes it (format 2): without the history's entries, which are
-    /// saved beside it.
+    /// The snapshot as a save writes it: without the history's entries, which are saved beside
+    /// it.
     fn head(&mut self) -> String {
         let facts = Arc::make_mut(&mut self.facts);
         let lists = facts.history_lists();
@@ -353,9 +356,6 @@ impl Session {
         trees.scripts.recording = true;
         trees.scripts.journal_limit = config.journal_limit;
         let halted = snapshot.restore_trees(&program, &mut trees);
-        trees
-            .scripts
-            .restore(std::mem::take(&mut snapshot.scripts), &program);
         // A tree of a hook left running on a script that could not be brought back would start
         // it again from scratch: it is dropped, and the rule halted at the next tick.
         let lost: Vec<u32> = trees.scripts.lost.iter().map(|(ix, _)| *ix).collect();

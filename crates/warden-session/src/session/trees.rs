@@ -8,7 +8,7 @@ use std::sync::Arc;
 use warden_load::Hook;
 
 use crate::control::Resolved;
-use crate::session::bonsai::Running;
+use crate::session::bonsai::{Running, standing_at};
 use crate::session::evaluate::RuleMemory;
 use crate::session::keys::IndexMap;
 use crate::session::scripts::Scripts;
@@ -105,24 +105,24 @@ impl Trees {
                 continue;
             };
             let new_entry = &new.hook(hook).entries[at];
-            let pairs: HashMap<u32, u32> = old_entry
-                .rules
-                .iter()
-                .copied()
-                .zip(new_entry.rules.iter().copied())
-                .collect();
-            // The tree's leaves keep the indices they were built with; map them onward.
-            let remap = match r.remap {
-                Some(m) => m.into_iter().map(|(leaf, o)| (leaf, pairs[&o])).collect(),
-                None => pairs.clone(),
+            // The same rules in the same order: the tree stands at the same leaf, built anew
+            // over the rules' new indices.
+            let Some(bt) = standing_at(new_entry, r.at) else {
+                continue;
             };
-            moved.extend(pairs);
+            moved.extend(
+                old_entry
+                    .rules
+                    .iter()
+                    .copied()
+                    .zip(new_entry.rules.iter().copied()),
+            );
             self.running.insert(
                 (hook, at as u32),
                 Running {
-                    bt: r.bt,
+                    bt,
+                    at: r.at,
                     wake: r.wake,
-                    remap: Some(remap),
                 },
             );
         }

@@ -40,6 +40,7 @@
 mod copy;
 mod error;
 mod pg;
+mod sql;
 mod sqlite;
 #[cfg(test)]
 mod testdb;

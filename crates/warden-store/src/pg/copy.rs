@@ -1,11 +1,10 @@
 //! Every row of a PostgreSQL store, out and in, as stored: what `warden migrate` copies.
 
 use super::conn::Conn;
-use super::{PgStore, execution_row, session_size, stored_session};
+use super::{PgStore, session_size};
 use crate::error::StoreError;
-use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleState, RuleToggle, SessionEntry, StateRow, StateScope,
-};
+use crate::sql;
+use crate::types::{CopyReport, Dump, ExecutionRow};
 
 /// The tables a copy fills (in the order of a [`CopyReport`]).
 const TABLES: [&str; 5] = [
@@ -40,79 +39,51 @@ impl PgStore {
             let mut dump = Dump::default();
             // One snapshot for all four tables.
             c.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-            dump.state = c
-                .client
-                .query(
-                    "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
-                     FROM plugin_state ORDER BY id",
-                    &[],
-                )?
+            let rows = c.client.query(
+                "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
+                 FROM plugin_state ORDER BY id",
+                &[],
+            )?;
+            dump.state = rows.iter().map(sql::state_row).collect::<Result<_, _>>()?;
+            let rows = c.client.query(
+                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
+                 ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
+                &[],
+            )?;
+            dump.toggles = rows
                 .iter()
-                .map(|r| StateRow {
-                    scope: StateScope::new(
-                        r.get::<_, String>(0),
-                        r.get::<_, String>(1),
-                        r.get::<_, String>(2),
-                    ),
-                    key: r.get(3),
-                    value_json: r.get(4),
-                    created_at: r.get(5),
-                    updated_at: r.get(6),
-                })
-                .collect();
-            dump.toggles = c
-                .client
-                .query(
-                    "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
-                     ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
-                    &[],
-                )?
+                .map(sql::rule_toggle)
+                .collect::<Result<_, _>>()?;
+            let rows = c.client.query(
+                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+                 FROM setting_override ORDER BY user_id COLLATE \"C\",
+                 project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
+                &[],
+            )?;
+            dump.overrides = rows
                 .iter()
-                .map(|r| RuleToggle {
-                    user_id: r.get(0),
-                    rule_id: r.get(1),
-                    state: RuleState::from_columns(r.get(2), r.get(3)),
-                    updated_at: r.get(4),
-                })
-                .collect();
-            dump.overrides = c
-                .client
-                .query(
-                    "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
-                     FROM setting_override ORDER BY user_id COLLATE \"C\",
-                     project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
-                    &[],
-                )?
+                .map(sql::override_row)
+                .collect::<Result<_, _>>()?;
+            let rows = c.client.query(
+                concat!(
+                    "SELECT id, user_id, project_id, version, events, ended, created_at,
+                            updated_at, ",
+                    session_size!(),
+                    ", snapshot FROM session ORDER BY id COLLATE \"C\""
+                ),
+                &[],
+            )?;
+            dump.sessions = rows
                 .iter()
-                .map(|r| [r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)])
-                .collect();
-            dump.sessions = c
-                .client
-                .query(
-                    concat!(
-                        "SELECT id, user_id, project_id, version, events, ended, created_at,
-                                updated_at, ",
-                        session_size!(),
-                        ", snapshot FROM session ORDER BY id COLLATE \"C\""
-                    ),
-                    &[],
-                )?
-                .iter()
-                .map(stored_session)
-                .collect();
-            let mut by_id: std::collections::HashMap<String, Vec<SessionEntry>> =
-                std::collections::HashMap::new();
-            for r in c.client.query(
-                "SELECT session_id, list, n, entry FROM session_entry
+                .map(sql::stored_session)
+                .collect::<Result<_, _>>()?;
+            // `list` widened to the integer SQLite's is read as.
+            let rows = c.client.query(
+                "SELECT session_id, list::bigint, n, entry FROM session_entry
                  ORDER BY session_id COLLATE \"C\", list, n",
                 &[],
-            )? {
-                by_id.entry(r.get(0)).or_default().push(SessionEntry {
-                    list: u8::try_from(r.get::<_, i16>(1)).unwrap_or(u8::MAX),
-                    n: r.get(2),
-                    text: r.get(3),
-                });
-            }
+            )?;
+            let mut by_id = sql::entries_by_session(rows.iter().map(sql::session_entry_of))?;
             for s in &mut dump.sessions {
                 s.entries = by_id.remove(&s.summary.id).unwrap_or_default();
             }
@@ -128,16 +99,17 @@ impl PgStore {
         limit: usize,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.run(|c| {
-            c.query(
-                "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
-                        condition_result, action_executed, execution_time_ms, error_message,
-                        decision, shadow, live_decision
-                 FROM rule_execution_log WHERE id > $1 ORDER BY id LIMIT $2",
+        self.run(|c| {
+            let rows = c.query(
+                concat!(
+                    "SELECT ",
+                    sql::execution_columns!(),
+                    " FROM rule_execution_log WHERE id > $1 ORDER BY id LIMIT $2"
+                ),
                 &[&after, &limit],
-            )
-        })?;
-        Ok(rows.iter().map(execution_row).collect())
+            )?;
+            rows.iter().map(sql::execution_row).collect()
+        })
     }
 
     /// Writes `dump` and every page `log` gives (until an empty one) in one transaction: the
@@ -290,12 +262,13 @@ fn insert_page(c: &mut Conn, page: &[ExecutionRow]) -> Result<(), postgres::Erro
     let shadows: Vec<bool> = page.iter().map(|r| r.record.shadow).collect();
     let lives = opt(|r| r.record.live_decision.as_deref());
     c.execute(
-        "INSERT INTO rule_execution_log (id, created_at, user_id, project_id, session_id,
-             rule_id, trigger, condition_result, action_executed, execution_time_ms,
-             error_message, decision, shadow, live_decision)
-         SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
+        concat!(
+            "INSERT INTO rule_execution_log (",
+            sql::execution_columns!(),
+            ") SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::text[], $7::text[], $8::bool[], $9::bool[], $10::float8[], $11::text[],
-             $12::text[], $13::bool[], $14::text[])",
+             $12::text[], $13::bool[], $14::text[])"
+        ),
         &[
             &ids,
             &created,

@@ -28,6 +28,7 @@ use postgres::error::SqlState;
 use r2d2::PooledConnection;
 
 use crate::error::{DbError, StoreError};
+use crate::sql;
 use crate::types::{
     DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle,
     SessionEntry, SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
@@ -272,7 +273,7 @@ impl PgStore {
                 &[&scope.user, &scope.project, &scope.plugin, &key],
             )
         })?;
-        row.map(|r| decode(&self.label, scope, key, &r.get::<_, String>(0)))
+        row.map(|r| sql::decode(&self.label, scope, key, &r.get::<_, String>(0)))
             .transpose()
     }
 
@@ -290,7 +291,7 @@ impl PgStore {
         rows.iter()
             .map(|r| {
                 let key: String = r.get(0);
-                let value = decode(&self.label, scope, &key, &r.get::<_, String>(1))?;
+                let value = sql::decode(&self.label, scope, &key, &r.get::<_, String>(1))?;
                 Ok((key, value))
             })
             .collect()
@@ -358,27 +359,21 @@ impl PgStore {
             " ORDER BY created_at DESC, id DESC LIMIT ${}",
             args.len()
         ));
-        let rows = self.run(|c| c.client.query(sql.as_str(), &args))?;
-        Ok(rows.iter().map(execution_row).collect())
+        self.run(|c| {
+            let rows = c.client.query(sql.as_str(), &args)?;
+            rows.iter().map(sql::execution_row).collect()
+        })
     }
 
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
-        let rows = self.run(|c| {
-            c.query(
+        self.run(|c| {
+            let rows = c.query(
                 "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
                  ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
                 &[],
-            )
-        })?;
-        Ok(rows
-            .iter()
-            .map(|r| RuleToggle {
-                user_id: r.get(0),
-                rule_id: r.get(1),
-                state: RuleState::from_columns(r.get(2), r.get(3)),
-                updated_at: r.get(4),
-            })
-            .collect())
+            )?;
+            rows.iter().map(sql::rule_toggle).collect()
+        })
     }
 
     pub(crate) fn set_toggle(
@@ -410,34 +405,18 @@ impl PgStore {
 
     pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
         let rows = self.run(|c| {
-            c.query(
+            let rows = c.query(
                 "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
                  FROM setting_override ORDER BY user_id COLLATE \"C\",
                  project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
                 &[],
-            )
+            )?;
+            rows.iter()
+                .map(sql::override_row)
+                .collect::<Result<Vec<_>, _>>()
         })?;
-        rows.iter()
-            .map(|r| {
-                let (user_id, plugin_id, name): (String, String, String) =
-                    (r.get(0), r.get(2), r.get(3));
-                let raw: String = r.get(4);
-                let value = serde_json::from_str(&raw).map_err(|e| StoreError::CorruptSetting {
-                    db: self.label.clone(),
-                    setting: format!(
-                        "setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"
-                    ),
-                    reason: e.to_string(),
-                })?;
-                Ok(SettingOverride {
-                    user_id,
-                    project_id: r.get(1),
-                    plugin_id,
-                    name,
-                    value,
-                    updated_at: r.get(5),
-                })
-            })
+        rows.into_iter()
+            .map(|row| sql::setting_override(&self.label, row))
             .collect()
     }
 
@@ -494,8 +473,10 @@ impl PgStore {
     }
 
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let row = self.run(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
-        Ok(row.as_ref().map(stored_session_with_entries))
+        self.run(|c| {
+            let row = c.query_opt(SELECT_SESSION, &[&id])?;
+            row.as_ref().map(stored_session_with_entries).transpose()
+        })
     }
 
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
@@ -505,8 +486,8 @@ impl PgStore {
 
     pub(crate) fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.run(|c| {
-            c.query(
+        self.run(|c| {
+            let rows = c.query(
                 concat!(
                     "SELECT id, user_id, project_id, version, events, ended, created_at,
                             updated_at, ",
@@ -514,9 +495,9 @@ impl PgStore {
                     " FROM session ORDER BY updated_at DESC, id COLLATE \"C\" LIMIT $1"
                 ),
                 &[&limit],
-            )
-        })?;
-        Ok(rows.iter().map(session_summary).collect())
+            )?;
+            rows.iter().map(sql::session_summary).collect()
+        })
     }
 
     pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
@@ -582,7 +563,7 @@ macro_rules! session_size {
 pub(crate) use session_size;
 
 /// A stored session, with its snapshot and its entries, in one statement (so of one save):
-/// columns of [`stored_session`], then the entries' lists, places and texts as arrays.
+/// columns of [`sql::stored_session`], then the entries' lists, places and texts as arrays.
 pub(crate) const SELECT_SESSION: &str = concat!(
     "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at, ",
     session_size!(),
@@ -596,34 +577,11 @@ pub(crate) const SELECT_SESSION: &str = concat!(
      FROM session WHERE id = $1"
 );
 
-pub(crate) fn session_summary(r: &Row) -> SessionSummary {
-    SessionSummary {
-        id: r.get(0),
-        user: r.get(1),
-        project: r.get(2),
-        version: r.get(3),
-        events: u64::try_from(r.get::<_, i64>(4)).unwrap_or(0),
-        ended: r.get(5),
-        created_at: r.get(6),
-        updated_at: r.get(7),
-        size: u64::try_from(r.get::<_, i64>(8)).unwrap_or(0),
-    }
-}
-
-/// A stored session without its entries (the copy reads them apart).
-pub(crate) fn stored_session(r: &Row) -> StoredSession {
-    StoredSession {
-        summary: session_summary(r),
-        snapshot: r.get(9),
-        entries: Vec::new(),
-    }
-}
-
 /// A stored session read by [`SELECT_SESSION`], with its entries.
-pub(crate) fn stored_session_with_entries(r: &Row) -> StoredSession {
-    let lists: Vec<i16> = r.get(10);
-    let places: Vec<i64> = r.get(11);
-    let texts: Vec<String> = r.get(12);
+pub(crate) fn stored_session_with_entries(r: &Row) -> Result<StoredSession, postgres::Error> {
+    let lists: Vec<i16> = r.try_get(10)?;
+    let places: Vec<i64> = r.try_get(11)?;
+    let texts: Vec<String> = r.try_get(12)?;
     let entries = lists
         .into_iter()
         .zip(places)
@@ -636,46 +594,9 @@ pub(crate) fn stored_session_with_entries(r: &Row) -> StoredSession {
             text,
         })
         .collect();
-    StoredSession {
+    Ok(StoredSession {
         entries,
-        ..stored_session(r)
-    }
-}
-
-/// An execution-log row, selected in the order of [`PgStore::executions`].
-pub(crate) fn execution_row(r: &Row) -> ExecutionRow {
-    ExecutionRow {
-        id: r.get(0),
-        created_at: r.get(1),
-        record: ExecutionRecord {
-            user_id: r.get(2),
-            project_id: r.get(3),
-            session_id: r.get(4),
-            rule_id: r.get(5),
-            trigger: r.get(6),
-            condition_result: r.get(7),
-            action_executed: r.get(8),
-            execution_time_ms: r.get(9),
-            error_message: r.get(10),
-            decision: r.get(11),
-            shadow: r.get(12),
-            live_decision: r.get(13),
-        },
-    }
-}
-
-/// Turns a stored `value_json` into a JSON value.
-pub(crate) fn decode(
-    label: &str,
-    scope: &StateScope,
-    key: &str,
-    text: &str,
-) -> Result<serde_json::Value, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::CorruptValue {
-        db: label.to_owned(),
-        scope: Box::new(scope.clone()),
-        key: key.to_owned(),
-        reason: format!("invalid JSON: {e}"),
+        ..sql::stored_session(r)?
     })
 }
 

@@ -22,10 +22,11 @@ use std::collections::BTreeMap;
 
 use super::conn::{Conn, blocking};
 use super::{
-    PgStore, Pooled, SELECT_SESSION, decode, group_results, insert_executions,
-    stored_session_with_entries, write_groups,
+    PgStore, Pooled, SELECT_SESSION, group_results, insert_executions, stored_session_with_entries,
+    write_groups,
 };
 use crate::error::StoreError;
+use crate::sql::decode;
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
 /// Why a tick's transaction cannot go on: kept so that what follows fails at once, alike.
@@ -179,8 +180,10 @@ impl<'s> PgTick<'s> {
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
         // The lock is taken here too, for a tick that reads the session before its version.
         self.session_version(id)?;
-        let row = self.with(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
-        Ok(row.as_ref().map(stored_session_with_entries))
+        self.with(|c| {
+            let row = c.query_opt(SELECT_SESSION, &[&id])?;
+            row.as_ref().map(stored_session_with_entries).transpose()
+        })
     }
 
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {

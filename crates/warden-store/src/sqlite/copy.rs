@@ -2,13 +2,11 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
+use super::SqliteStore;
 use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
-use super::{SqliteStore, execution_row};
 use crate::error::StoreError;
-use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleState, RuleToggle, SessionEntry, SessionSummary, StateRow,
-    StateScope, StoredSession,
-};
+use crate::sql;
+use crate::types::{CopyReport, Dump, ExecutionRow};
 
 /// The tables a copy fills, children of nothing: emptied in this order by `--replace`.
 const TABLES: [&str; 5] = [
@@ -44,93 +42,40 @@ impl SqliteStore {
                  FROM plugin_state ORDER BY id",
             )?;
             dump.state = stmt
-                .query_map([], |r| {
-                    Ok(StateRow {
-                        scope: StateScope::new(
-                            r.get::<_, String>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
-                        ),
-                        key: r.get(3)?,
-                        value_json: r.get(4)?,
-                        created_at: r.get(5)?,
-                        updated_at: r.get(6)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+                .query_map([], |r| sql::state_row(r))?
+                .collect::<Result<_, _>>()?;
             let mut stmt = conn.prepare(
                 "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
                  ORDER BY user_id, rule_id",
             )?;
             dump.toggles = stmt
-                .query_map([], |r| {
-                    Ok(RuleToggle {
-                        user_id: r.get(0)?,
-                        rule_id: r.get(1)?,
-                        state: RuleState::from_columns(
-                            r.get::<_, i64>(2)? != 0,
-                            r.get::<_, i64>(3)? != 0,
-                        ),
-                        updated_at: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+                .query_map([], |r| sql::rule_toggle(r))?
+                .collect::<Result<_, _>>()?;
             let mut stmt = conn.prepare(
                 "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
                  FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
             )?;
             dump.overrides = stmt
-                .query_map([], |r| {
-                    Ok([
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ])
-                })?
-                .collect::<rusqlite::Result<_>>()?;
+                .query_map([], |r| sql::override_row(r))?
+                .collect::<Result<_, _>>()?;
             let mut stmt = conn.prepare(&format!(
                 "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id"
             ))?;
             let mut recent = std::collections::HashMap::new();
             dump.sessions = stmt
                 .query_map([], |r| {
-                    let id: String = r.get(0)?;
+                    let session = sql::stored_session(r)?;
                     let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
-                        .map_err(|e| damaged_recent(10, &id, e))?;
-                    recent.insert(id, newest);
-                    Ok(StoredSession {
-                        summary: SessionSummary {
-                            id: r.get(0)?,
-                            user: r.get(1)?,
-                            project: r.get(2)?,
-                            version: r.get(3)?,
-                            events: u64::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
-                            ended: r.get::<_, i64>(5)? != 0,
-                            created_at: r.get(6)?,
-                            updated_at: r.get(7)?,
-                            size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
-                        },
-                        snapshot: r.get(9)?,
-                        entries: Vec::new(),
-                    })
+                        .map_err(|e| damaged_recent(10, &session.summary.id, e))?;
+                    recent.insert(session.summary.id.clone(), newest);
+                    Ok(session)
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             let mut stmt = conn.prepare(
                 "SELECT session_id, list, n, entry FROM session_entry ORDER BY session_id, list, n",
             )?;
-            let mut rows = stmt.query([])?;
-            let mut by_id: std::collections::HashMap<String, Vec<SessionEntry>> =
-                std::collections::HashMap::new();
-            while let Some(r) = rows.next()? {
-                by_id.entry(r.get(0)?).or_default().push(SessionEntry {
-                    list: u8::try_from(r.get::<_, i64>(1)?).unwrap_or(u8::MAX),
-                    n: r.get(2)?,
-                    text: r.get(3)?,
-                });
-            }
+            let mut by_id =
+                sql::entries_by_session(stmt.query_map([], |r| sql::session_entry_of(r))?)?;
             for s in &mut dump.sessions {
                 let table = by_id.remove(&s.summary.id).unwrap_or_default();
                 s.entries = recent.remove(&s.summary.id).unwrap_or_default().over(table);
@@ -149,13 +94,12 @@ impl SqliteStore {
         let conn = self.lock();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         (|| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
-                        condition_result, action_executed, execution_time_ms, error_message, decision,
-                        shadow, live_decision
-                 FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![after, limit], execution_row)?;
+            let mut stmt = conn.prepare_cached(concat!(
+                "SELECT ",
+                sql::execution_columns!(),
+                " FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2"
+            ))?;
+            let rows = stmt.query_map(params![after, limit], |r| sql::execution_row(r))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
         .map_err(|e| self.sql_err(e))
@@ -264,12 +208,11 @@ impl SqliteStore {
                 report.sessions += 1;
             }
             let mut stmt = tx
-                .prepare(
-                    "INSERT INTO rule_execution_log (id, created_at, user_id, project_id,
-                     session_id, rule_id, trigger, condition_result, action_executed,
-                     execution_time_ms, error_message, decision, shadow, live_decision)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                )
+                .prepare(concat!(
+                    "INSERT INTO rule_execution_log (",
+                    sql::execution_columns!(),
+                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                ))
                 .map_err(sql)?;
             loop {
                 let page = log()?;

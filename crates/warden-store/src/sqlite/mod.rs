@@ -26,6 +26,7 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{DbError, StoreError};
+use crate::sql::{self, execution_row};
 use crate::types::{
     DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite,
 };
@@ -300,27 +301,19 @@ pub(crate) fn insert_executions(
     Ok(())
 }
 
-/// Turns a stored `value_json` cell into a JSON value.
+/// Turns a stored `value_json` cell into a JSON value (SQLite's cell may hold another type).
 pub(crate) fn decode(
     label: &str,
     scope: &StateScope,
     key: &str,
     raw: SqlValue,
 ) -> Result<serde_json::Value, StoreError> {
-    let corrupt = |reason: String| StoreError::CorruptValue {
-        db: label.to_owned(),
-        scope: Box::new(scope.clone()),
-        key: key.to_owned(),
-        reason,
-    };
     match raw {
-        SqlValue::Text(text) => {
-            serde_json::from_str(&text).map_err(|e| corrupt(format!("invalid JSON: {e}")))
+        SqlValue::Text(text) => sql::decode(label, scope, key, &text),
+        other => {
+            let found = format!("expected JSON text, found {}", other.data_type());
+            Err(sql::corrupt_value(label, scope, key, found))
         }
-        other => Err(corrupt(format!(
-            "expected JSON text, found {}",
-            other.data_type()
-        ))),
     }
 }
 
@@ -672,7 +665,7 @@ impl SqliteStore {
         let conn = self.reader();
         (|| {
             let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(args.as_slice(), execution_row)?;
+            let rows = stmt.query_map(args.as_slice(), |r| execution_row(r))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
         .map_err(|e| self.sql_err(e))
@@ -724,28 +717,6 @@ impl SqliteStore {
     pub(crate) fn exec(&self, sql: &str) -> Result<(), StoreError> {
         self.lock().execute_batch(sql).map_err(|e| self.sql_err(e))
     }
-}
-
-/// An execution-log row, selected in the order of [`SqliteStore::executions`].
-pub(crate) fn execution_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRow> {
-    Ok(ExecutionRow {
-        id: row.get(0)?,
-        created_at: row.get(1)?,
-        record: ExecutionRecord {
-            user_id: row.get(2)?,
-            project_id: row.get(3)?,
-            session_id: row.get(4)?,
-            rule_id: row.get(5)?,
-            trigger: row.get(6)?,
-            condition_result: row.get::<_, i64>(7)? != 0,
-            action_executed: row.get::<_, i64>(8)? != 0,
-            execution_time_ms: row.get(9)?,
-            error_message: row.get(10)?,
-            decision: row.get(11)?,
-            shadow: row.get::<_, i64>(12)? != 0,
-            live_decision: row.get(13)?,
-        },
-    })
 }
 
 #[cfg(test)]

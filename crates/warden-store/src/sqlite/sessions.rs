@@ -8,6 +8,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Named, SqliteStore};
 use crate::error::StoreError;
+use crate::sql;
 use crate::types::{SessionEntry, SessionSummary, SessionWrite, StoredSession};
 
 /// A session's summary; its size is the bytes of its snapshot and of its entries' text, where
@@ -34,20 +35,6 @@ pub(crate) const SUMMARY_COLUMNS: &str =
              WHERE r.type = 'array' AND NOT EXISTS (SELECT 1 FROM json_each(recent, '$.f') f
                  WHERE f.type = 'array' AND f.value ->> 0 = t.list AND t.n < f.value ->> 1))
        ELSE 0 END";
-
-fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
-    Ok(SessionSummary {
-        id: row.get(0)?,
-        user: row.get(1)?,
-        project: row.get(2)?,
-        version: row.get(3)?,
-        events: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
-        ended: row.get::<_, i64>(5)? != 0,
-        created_at: row.get(6)?,
-        updated_at: row.get(7)?,
-        size: u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0),
-    })
-}
 
 /// How many bytes of entries (their JSON) a session's row holds (`session.recent`) before they
 /// move to `session_entry`. A save then writes the row's page alone; every few saves, the
@@ -303,15 +290,7 @@ fn entries(conn: &Connection, id: &str) -> rusqlite::Result<Vec<SessionEntry>> {
     let mut stmt = conn.prepare_cached(
         "SELECT list, n, entry FROM session_entry WHERE session_id = ?1 ORDER BY list, n",
     )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok(SessionEntry {
-            // A list the engine does not know (past 255, written by hand) is read as 255, which
-            // it ignores, as PostgreSQL's reading does.
-            list: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
-            n: r.get(1)?,
-            text: r.get(2)?,
-        })
-    })?;
+    let rows = stmt.query_map([id], |r| sql::session_entry(r, 0))?;
     rows.collect()
 }
 
@@ -330,12 +309,7 @@ pub(crate) fn load_session(
             .query_row([id], |row| {
                 let recent = Recent::read(row.get_ref(10)?.as_str_or_null()?)
                     .map_err(|e| damaged_recent(10, id, e))?;
-                let session = StoredSession {
-                    summary: summary(row)?,
-                    snapshot: row.get(9)?,
-                    entries: Vec::new(),
-                };
-                Ok((session, recent))
+                Ok((sql::stored_session(row)?, recent))
             })
             .optional()?;
         found
@@ -384,7 +358,7 @@ impl SqliteStore {
             let mut stmt = conn.prepare_cached(&format!(
                 "SELECT {SUMMARY_COLUMNS} FROM session ORDER BY updated_at DESC, id LIMIT ?1"
             ))?;
-            let rows = stmt.query_map([limit], summary)?;
+            let rows = stmt.query_map([limit], |r| sql::session_summary(r))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()
         .map_err(|e| self.sql_err(e))

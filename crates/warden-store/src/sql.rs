@@ -1,14 +1,15 @@
 //! What the two back ends' SQL has in common: reading a row into this crate's types (both read
-//! the same columns, in the same order), and stored JSON text back into values. What is each
-//! one's own stays in its module: how it numbers parameters (`?1`, `$1`), its types (SQLite's
-//! integers for booleans), its locks.
+//! the same columns, in the same order), stored JSON text back into values, and the execution
+//! log's query. What is each one's own stays in its module: how it numbers parameters (`?1`,
+//! `$1`) and writes what the query needs ([`Dialect`]), its types (SQLite's integers for
+//! booleans), its locks.
 
 use std::collections::HashMap;
 
 use crate::error::StoreError;
 use crate::types::{
-    ExecutionRecord, ExecutionRow, RuleState, RuleToggle, SessionEntry, SessionSummary,
-    SettingOverride, StateRow, StateScope, StoredSession,
+    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle,
+    SessionEntry, SessionSummary, SettingOverride, StateRow, StateScope, StoredSession,
 };
 
 /// A value both drivers read from a column: text, integers, floats, booleans (which SQLite
@@ -71,6 +72,64 @@ pub(crate) fn execution_row<R: Row>(r: &R) -> Result<ExecutionRow, R::Error> {
             live_decision: r.col(13)?,
         },
     })
+}
+
+/// How a back end's SQL writes what the execution log's query needs.
+pub(crate) struct Dialect {
+    /// What comes before a parameter's number: `?` (SQLite) or `$` (PostgreSQL).
+    pub param: char,
+    /// Whether `rule_id` ends with `/` and the text of the parameter `{p}`.
+    pub ends_with: &'static str,
+    /// Whether the row is of a rule that ran in shadow.
+    pub shadow: &'static str,
+}
+
+/// The query that reads the execution log through `filter`, newest first, and its parameters
+/// in order: the texts it compares, then how many rows it reads at most.
+pub(crate) fn executions_query<'f>(
+    filter: &'f ExecutionFilter,
+    d: &Dialect,
+) -> (String, Vec<&'f str>, i64) {
+    let mut texts: Vec<&str> = Vec::new();
+    let mut conditions: Vec<String> = Vec::new();
+    let mut param = |text: &'f str| {
+        texts.push(text);
+        format!("{}{}", d.param, texts.len())
+    };
+    if let Some(rule_id) = &filter.rule_id {
+        let p = param(rule_id);
+        conditions.push(if rule_id.contains('/') {
+            format!("rule_id = {p}")
+        } else {
+            // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
+            format!("(rule_id = {p} OR {})", d.ends_with.replace("{p}", &p))
+        });
+    }
+    for (column, value) in [
+        ("session_id", &filter.session_id),
+        ("user_id", &filter.user_id),
+    ] {
+        if let Some(value) = value {
+            conditions.push(format!("{column} = {}", param(value)));
+        }
+    }
+    if filter.failures_only {
+        conditions.push("error_message IS NOT NULL".to_string());
+    }
+    if filter.shadow_only {
+        conditions.push(d.shadow.to_string());
+    }
+    let mut query =
+        concat!("SELECT ", execution_columns!(), " FROM rule_execution_log").to_string();
+    if !conditions.is_empty() {
+        query.push_str(" WHERE ");
+        query.push_str(&conditions.join(" AND "));
+    }
+    // created_at has one-second resolution; id breaks ties in insertion order.
+    let limit = format!("{}{}", d.param, texts.len() + 1);
+    query.push_str(&format!(" ORDER BY created_at DESC, id DESC LIMIT {limit}"));
+    let most = filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT);
+    (query, texts, i64::try_from(most).unwrap_or(i64::MAX))
 }
 
 /// A session's summary, from `id, user_id, project_id, version, events, ended, created_at,

@@ -25,13 +25,14 @@ use std::time::{Duration, Instant};
 
 use postgres::Row;
 use postgres::error::SqlState;
+use postgres::types::ToSql;
 use r2d2::PooledConnection;
 
 use crate::error::{DbError, StoreError};
 use crate::sql;
 use crate::types::{
-    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle,
-    SessionEntry, SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
+    ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle, SessionEntry,
+    SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
 };
 use conn::{Conn, Manager, blocking};
 use url::PgUrl;
@@ -39,6 +40,13 @@ use url::PgUrl;
 /// After the database could not be reached, what needs it fails at once for this long instead
 /// of each waiting out the connection timeout again.
 const DOWN_FOR: Duration = Duration::from_secs(1);
+
+/// How PostgreSQL writes what the execution log's query needs.
+const DIALECT: sql::Dialect = sql::Dialect {
+    param: '$',
+    ends_with: "right(rule_id, length({p}) + 1) = '/' || {p}",
+    shadow: "shadow",
+};
 
 /// A pooled connection.
 pub(crate) type Pooled = PooledConnection<Manager>;
@@ -314,53 +322,11 @@ impl PgStore {
         &self,
         filter: &ExecutionFilter,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
-        let mut sql = String::from(
-            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message, decision, \
-             shadow, live_decision FROM rule_execution_log",
-        );
-        let mut conditions: Vec<String> = Vec::new();
-        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = Vec::new();
-        let limit =
-            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
-        if let Some(rule_id) = &filter.rule_id {
-            args.push(rule_id);
-            let n = args.len();
-            if rule_id.contains('/') {
-                conditions.push(format!("rule_id = ${n}"));
-            } else {
-                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
-                conditions.push(format!(
-                    "(rule_id = ${n} OR right(rule_id, length(${n}) + 1) = '/' || ${n})"
-                ));
-            }
-        }
-        if let Some(session_id) = &filter.session_id {
-            args.push(session_id);
-            conditions.push(format!("session_id = ${}", args.len()));
-        }
-        if let Some(user_id) = &filter.user_id {
-            args.push(user_id);
-            conditions.push(format!("user_id = ${}", args.len()));
-        }
-        if filter.failures_only {
-            conditions.push("error_message IS NOT NULL".to_string());
-        }
-        if filter.shadow_only {
-            conditions.push("shadow".to_string());
-        }
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
+        let (query, texts, limit) = sql::executions_query(filter, &DIALECT);
+        let mut args: Vec<&(dyn ToSql + Sync)> = texts.iter().map(|t| t as _).collect();
         args.push(&limit);
-        // created_at has one-second resolution; id breaks ties in insertion order.
-        sql.push_str(&format!(
-            " ORDER BY created_at DESC, id DESC LIMIT ${}",
-            args.len()
-        ));
         self.run(|c| {
-            let rows = c.client.query(sql.as_str(), &args)?;
+            let rows = c.client.query(query.as_str(), &args)?;
             rows.iter().map(sql::execution_row).collect()
         })
     }

@@ -27,9 +27,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::error::{DbError, StoreError};
 use crate::sql::{self, execution_row};
-use crate::types::{
-    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite,
-};
+use crate::types::{ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite};
 
 /// How a SQLite database is named in errors, and how long it waits for a lock.
 #[derive(Debug, Clone)]
@@ -207,6 +205,13 @@ fn restart_log(main: &Mutex<Connection>, label: &str, waited: Duration) {
 /// How long a store that closes waits for other processes to checkpoint the write-ahead log
 /// ([`crate::Store::checkpoint_past`]).
 const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
+
+/// How SQLite writes what the execution log's query needs.
+const DIALECT: sql::Dialect = sql::Dialect {
+    param: '?',
+    ends_with: "substr(rule_id, -length({p}) - 1) = '/' || {p}",
+    shadow: "shadow <> 0",
+};
 
 pub(crate) const UPSERT_STATE: &str = "
 INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json)
@@ -619,52 +624,12 @@ impl SqliteStore {
         &self,
         filter: &ExecutionFilter,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
-        let mut sql = String::from(
-            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message, decision, \
-             shadow, live_decision FROM rule_execution_log",
-        );
-        let mut conditions: Vec<&str> = Vec::new();
-        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::new();
-        if let Some(rule_id) = &filter.rule_id {
-            if rule_id.contains('/') {
-                conditions.push("rule_id = ?");
-                args.push(rule_id);
-            } else {
-                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
-                conditions.push("(rule_id = ? OR substr(rule_id, -length(?) - 1) = '/' || ?)");
-                args.push(rule_id);
-                args.push(rule_id);
-                args.push(rule_id);
-            }
-        }
-        if let Some(session_id) = &filter.session_id {
-            conditions.push("session_id = ?");
-            args.push(session_id);
-        }
-        if let Some(user_id) = &filter.user_id {
-            conditions.push("user_id = ?");
-            args.push(user_id);
-        }
-        if filter.failures_only {
-            conditions.push("error_message IS NOT NULL");
-        }
-        if filter.shadow_only {
-            conditions.push("shadow <> 0");
-        }
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
-        // created_at has one-second resolution; id breaks ties in insertion order.
-        sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?");
-        let limit =
-            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
+        let (query, texts, limit) = sql::executions_query(filter, &DIALECT);
+        let mut args: Vec<&dyn rusqlite::ToSql> = texts.iter().map(|t| t as _).collect();
         args.push(&limit);
-
         let conn = self.reader();
         (|| {
-            let mut stmt = conn.prepare_cached(&sql)?;
+            let mut stmt = conn.prepare_cached(&query)?;
             let rows = stmt.query_map(args.as_slice(), |r| execution_row(r))?;
             rows.collect::<rusqlite::Result<Vec<_>>>()
         })()

@@ -2,29 +2,14 @@
 
 use super::conn::Conn;
 use super::{PgStore, session_size};
+use crate::copy::{self, Pages};
 use crate::error::StoreError;
 use crate::sql;
-use crate::types::{CopyReport, Dump, ExecutionRow};
+use crate::types::{Dump, ExecutionRow};
 
-/// The tables a copy fills (in the order of a [`CopyReport`]).
-const TABLES: [&str; 5] = [
-    "plugin_state",
-    "rule_toggle",
-    "setting_override",
-    "session",
-    "rule_execution_log",
-];
-
+/// How many rows each table holds.
 fn counts(c: &mut Conn) -> Result<[usize; 5], postgres::Error> {
-    let mut out = [0; 5];
-    for (n, table) in out.iter_mut().zip(TABLES) {
-        let count: i64 = c
-            .client
-            .query_one(&format!("SELECT count(*) FROM {table}"), &[])?
-            .get(0);
-        *n = usize::try_from(count).unwrap_or(0);
-    }
-    Ok(out)
+    copy::counts(|sql| Ok(c.client.query_one(sql, &[])?.get(0)))
 }
 
 impl PgStore {
@@ -112,14 +97,14 @@ impl PgStore {
         })
     }
 
-    /// Writes `dump` and every page `log` gives (until an empty one) in one transaction: the
-    /// store must be empty, or is emptied first with `replace`.
+    /// Writes `dump` and every page `log` gives in one transaction: the store must be empty,
+    /// or is emptied first with `replace`.
     pub(crate) fn import(
         &self,
         dump: &Dump,
         replace: bool,
-        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
-    ) -> Result<CopyReport, StoreError> {
+        log: Pages<'_>,
+    ) -> Result<(), StoreError> {
         super::conn::blocking(|| {
             let mut conn = self.checkout()?;
             let result = self.import_on(&mut conn, dump, replace, log);
@@ -135,23 +120,19 @@ impl PgStore {
         c: &mut Conn,
         dump: &Dump,
         replace: bool,
-        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
-    ) -> Result<CopyReport, StoreError> {
+        log: Pages<'_>,
+    ) -> Result<(), StoreError> {
         let pg = |e| self.err(e);
         c.batch("BEGIN").map_err(pg)?;
         if replace {
-            c.batch(&format!("TRUNCATE session_entry, {}", TABLES.join(", ")))
-                .map_err(pg)?;
+            c.batch(&format!(
+                "TRUNCATE session_entry, {}",
+                copy::TABLES.join(", ")
+            ))
+            .map_err(pg)?;
         } else {
-            let held = counts(c).map_err(pg)?;
-            if held.iter().any(|n| *n > 0) {
-                return Err(StoreError::NotEmpty {
-                    db: self.label.clone(),
-                    what: crate::types::describe(held),
-                });
-            }
+            copy::refuse_held(&self.label, counts(c).map_err(pg)?)?;
         }
-        let mut report = CopyReport::default();
         for r in &dump.state {
             c.execute(
                 "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
@@ -167,7 +148,6 @@ impl PgStore {
                 ],
             )
             .map_err(pg)?;
-            report.state += 1;
         }
         for t in &dump.toggles {
             c.execute(
@@ -182,7 +162,6 @@ impl PgStore {
                 ],
             )
             .map_err(pg)?;
-            report.toggles += 1;
         }
         for o in &dump.overrides {
             c.execute(
@@ -191,7 +170,6 @@ impl PgStore {
                 &[&o[0], &o[1], &o[2], &o[3], &o[4], &o[5]],
             )
             .map_err(pg)?;
-            report.overrides += 1;
         }
         for s in &dump.sessions {
             let m = &s.summary;
@@ -220,15 +198,9 @@ impl PgStore {
                 )
                 .map_err(pg)?;
             }
-            report.sessions += 1;
         }
-        loop {
-            let page = log()?;
-            if page.is_empty() {
-                break;
-            }
+        while let Some(page) = log()? {
             insert_page(c, &page).map_err(pg)?;
-            report.executions += page.len();
         }
         // Rows recorded from now on continue after the ids copied.
         c.batch(
@@ -238,8 +210,7 @@ impl PgStore {
                  coalesce((SELECT max(id) FROM plugin_state), 0) + 1, false);
              COMMIT",
         )
-        .map_err(pg)?;
-        Ok(report)
+        .map_err(pg)
     }
 }
 

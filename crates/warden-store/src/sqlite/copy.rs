@@ -4,26 +4,14 @@ use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::SqliteStore;
 use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
+use crate::copy::{self, Pages};
 use crate::error::StoreError;
 use crate::sql;
-use crate::types::{CopyReport, Dump, ExecutionRow};
+use crate::types::{Dump, ExecutionRow};
 
-/// The tables a copy fills, children of nothing: emptied in this order by `--replace`.
-const TABLES: [&str; 5] = [
-    "plugin_state",
-    "rule_toggle",
-    "setting_override",
-    "session",
-    "rule_execution_log",
-];
-
+/// How many rows each table holds.
 fn counts(conn: &Connection) -> rusqlite::Result<[usize; 5]> {
-    let mut out = [0; 5];
-    for (n, table) in out.iter_mut().zip(TABLES) {
-        let c: i64 = conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
-        *n = usize::try_from(c).unwrap_or(0);
-    }
-    Ok(out)
+    copy::counts(|sql| conn.query_row(sql, [], |r| r.get(0)))
 }
 
 impl SqliteStore {
@@ -105,35 +93,28 @@ impl SqliteStore {
         .map_err(|e| self.sql_err(e))
     }
 
-    /// Writes `dump` and every page `log` gives (until an empty one) in one transaction: the
-    /// store must be empty, or is emptied first with `replace`.
+    /// Writes `dump` and every page `log` gives in one transaction: the store must be empty,
+    /// or is emptied first with `replace`.
     pub(crate) fn import(
         &self,
         dump: &Dump,
         replace: bool,
-        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
-    ) -> Result<CopyReport, StoreError> {
+        log: Pages<'_>,
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.sql_err(e))?;
         let sql = |e| self.sql_err(e);
         if replace {
-            for table in TABLES {
+            for table in copy::TABLES {
                 tx.execute(&format!("DELETE FROM {table}"), [])
                     .map_err(sql)?;
             }
             tx.execute("DELETE FROM session_entry", []).map_err(sql)?;
         } else {
-            let held = counts(&tx).map_err(sql)?;
-            if held.iter().any(|n| *n > 0) {
-                return Err(StoreError::NotEmpty {
-                    db: self.db.label.clone(),
-                    what: crate::types::describe(held),
-                });
-            }
+            copy::refuse_held(&self.db.label, counts(&tx).map_err(sql)?)?;
         }
-        let mut report = CopyReport::default();
         {
             let mut stmt = tx
                 .prepare(
@@ -152,7 +133,6 @@ impl SqliteStore {
                     r.updated_at
                 ])
                 .map_err(sql)?;
-                report.state += 1;
             }
             let mut stmt = tx
                 .prepare(
@@ -164,7 +144,6 @@ impl SqliteStore {
                 let (enabled, shadow) = t.state.columns();
                 stmt.execute(params![t.user_id, t.rule_id, enabled, shadow, t.updated_at])
                     .map_err(sql)?;
-                report.toggles += 1;
             }
             let mut stmt = tx
                 .prepare(
@@ -175,7 +154,6 @@ impl SqliteStore {
             for o in &dump.overrides {
                 stmt.execute(params![o[0], o[1], o[2], o[3], o[4], o[5]])
                     .map_err(sql)?;
-                report.overrides += 1;
             }
             let mut stmt = tx
                 .prepare(
@@ -205,7 +183,6 @@ impl SqliteStore {
                         .execute(params![m.id, e.list, e.n, e.text])
                         .map_err(sql)?;
                 }
-                report.sessions += 1;
             }
             let mut stmt = tx
                 .prepare(concat!(
@@ -214,11 +191,7 @@ impl SqliteStore {
                     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 ))
                 .map_err(sql)?;
-            loop {
-                let page = log()?;
-                if page.is_empty() {
-                    break;
-                }
+            while let Some(page) = log()? {
                 for row in &page {
                     let r = &row.record;
                     stmt.execute(params![
@@ -239,10 +212,8 @@ impl SqliteStore {
                     ])
                     .map_err(sql)?;
                 }
-                report.executions += page.len();
             }
         }
-        tx.commit().map_err(sql)?;
-        Ok(report)
+        tx.commit().map_err(sql)
     }
 }

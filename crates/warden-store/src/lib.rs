@@ -227,7 +227,7 @@ impl Store {
     pub fn label(&self) -> &str {
         match &self.backend {
             Inner::Sqlite(s) => &s.db.label,
-            Inner::Postgres(s) => &s.label,
+            Inner::Postgres(s) => &s.db.label,
         }
     }
 

@@ -131,7 +131,7 @@ impl PgStore {
             ))
             .map_err(pg)?;
         } else {
-            copy::refuse_held(&self.label, counts(c).map_err(pg)?)?;
+            copy::refuse_held(&self.db.label, counts(c).map_err(pg)?)?;
         }
         for r in &dump.state {
             c.execute(

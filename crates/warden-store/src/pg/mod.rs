@@ -28,7 +28,7 @@ use postgres::error::SqlState;
 use postgres::types::ToSql;
 use r2d2::PooledConnection;
 
-use crate::error::{DbError, StoreError};
+use crate::error::{DbError, Named, StoreError};
 use crate::sql;
 use crate::types::{
     ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle, SessionEntry,
@@ -56,9 +56,9 @@ pub(crate) struct PgStore {
     /// Always there but while the store is dropped (see `Drop`).
     pool: Option<r2d2::Pool<Manager>>,
     url: PgUrl,
-    /// How the database is named in messages (never with its password).
-    pub(crate) label: String,
-    lock_timeout: Duration,
+    /// How the database is named in messages (never with its password), and how long a
+    /// statement waits for a lock.
+    pub(crate) db: Named,
     /// The schema the tables are in (the payload of this installation's notifications).
     schema: String,
     /// Notifications of changed choices heard, and connections of the listener made.
@@ -89,26 +89,6 @@ fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreErro
         })
 }
 
-/// What a failed statement means for the caller.
-pub(crate) fn classify(label: &str, waited: Duration, e: postgres::Error) -> StoreError {
-    if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
-        return StoreError::Busy {
-            db: label.to_string(),
-            waited,
-        };
-    }
-    if e.is_closed() || (e.as_db_error().is_none() && is_io(&e)) {
-        return StoreError::Unreachable {
-            db: label.to_string(),
-            reason: crate::error::describe_pg(&e),
-        };
-    }
-    StoreError::Database {
-        db: label.to_string(),
-        cause: DbError::Postgres(e),
-    }
-}
-
 /// Whether the driver failed on the connection itself (not on what the server said).
 fn is_io(e: &postgres::Error) -> bool {
     let mut source = std::error::Error::source(e);
@@ -125,12 +105,13 @@ impl PgStore {
     /// Connects to the database `url` names and brings its schema up to date.
     pub(crate) fn open(url: &str) -> Result<PgStore, StoreError> {
         let url = PgUrl::parse(url)?;
-        let label = url.label.clone();
         let pool = pool(&url, crate::DEFAULT_LOCK_TIMEOUT)?;
         let mut store = PgStore {
             pool: Some(pool),
-            label,
-            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+            db: Named {
+                label: url.label.clone(),
+                lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+            },
             schema: String::new(),
             changes: Arc::new(AtomicI64::new(0)),
             listener: OnceLock::new(),
@@ -140,7 +121,7 @@ impl PgStore {
         };
         store.schema = blocking(|| {
             let mut conn = store.checkout()?;
-            migrations::migrate(&mut conn.client, &store.label, store.url.schema.as_deref())?;
+            migrations::migrate(&mut conn.client, &store.db, store.url.schema.as_deref())?;
             let schema: String = conn
                 .client
                 .query_one("SELECT current_schema()", &[])
@@ -156,20 +137,14 @@ impl PgStore {
         let now = self.opened.elapsed().as_millis() as u64;
         let until = self.down_until.load(Ordering::Relaxed);
         if now < until {
-            return Err(StoreError::Unreachable {
-                db: self.label.clone(),
-                reason: format!(
-                    "it could not be reached {} ms ago; trying again in {} ms",
-                    (DOWN_FOR.as_millis() as u64).saturating_sub(until - now),
-                    until - now
-                ),
-            });
+            return Err(self.db.unreachable(format!(
+                "it could not be reached {} ms ago; trying again in {} ms",
+                (DOWN_FOR.as_millis() as u64).saturating_sub(until - now),
+                until - now
+            )));
         }
         let Some(pool) = &self.pool else {
-            return Err(StoreError::Unreachable {
-                db: self.label.clone(),
-                reason: "the store is closing".into(),
-            });
+            return Err(self.db.unreachable("the store is closing".into()));
         };
         match pool.get() {
             Ok(mut c) => {
@@ -180,10 +155,7 @@ impl PgStore {
                 let later = self.opened.elapsed() + DOWN_FOR;
                 self.down_until
                     .store(later.as_millis() as u64, Ordering::Relaxed);
-                Err(StoreError::Unreachable {
-                    db: self.label.clone(),
-                    reason: e.to_string(),
-                })
+                Err(self.db.unreachable(e.to_string()))
             }
         }
     }
@@ -202,7 +174,7 @@ impl PgStore {
                 match f(&mut conn) {
                     Ok(r) => return Ok(r),
                     Err(e) if self.stale(&mut conn, tries) => {
-                        tracing::debug!(db = %self.label, error = %e, "a pooled connection had gone stale; trying another");
+                        tracing::debug!(db = %self.db.label, error = %e, "a pooled connection had gone stale; trying another");
                         tries += 1;
                     }
                     Err(e) => {
@@ -220,24 +192,22 @@ impl PgStore {
         conn.completed == 0 && conn.client.is_closed() && tries <= self.url.pool_size
     }
 
-    /// A failed statement, as this store reports it.
+    /// A failed statement, as this store reports it: what it means for the caller.
     pub(crate) fn err(&self, e: postgres::Error) -> StoreError {
-        classify(&self.label, self.lock_timeout, e)
-    }
-
-    /// What this store reports when a lock was held elsewhere too long.
-    pub(crate) fn busy(&self) -> StoreError {
-        StoreError::Busy {
-            db: self.label.clone(),
-            waited: self.lock_timeout,
+        if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+            return self.db.busy();
         }
+        if e.is_closed() || (e.as_db_error().is_none() && is_io(&e)) {
+            return self.db.unreachable(crate::error::describe_pg(&e));
+        }
+        self.db.database(e)
     }
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
         self.url.set_lock_timeout(timeout);
         let old = self.pool.replace(pool(&self.url, timeout)?);
         blocking(move || drop(old));
-        self.lock_timeout = timeout;
+        self.db.lock_timeout = timeout;
         Ok(())
     }
 
@@ -255,12 +225,9 @@ impl PgStore {
     /// cut, this says so when the server has `synchronous_commit` off.
     pub(crate) fn set_synchronous_full(&self, full: bool) -> Result<(), StoreError> {
         if full && !self.is_synchronous_full()? {
-            return Err(StoreError::Database {
-                db: self.label.clone(),
-                cause: crate::error::DbError::Server(
-                    "[database] synchronous = \"full\" asks every commit to survive a power cut, but this server has synchronous_commit = off: turn it on (postgresql.conf or ALTER SYSTEM), or leave synchronous at \"normal\"".into(),
-                ),
-            });
+            return Err(self.db.database(DbError::Server(
+                "[database] synchronous = \"full\" asks every commit to survive a power cut, but this server has synchronous_commit = off: turn it on (postgresql.conf or ALTER SYSTEM), or leave synchronous at \"normal\"".into(),
+            )));
         }
         Ok(())
     }
@@ -281,7 +248,7 @@ impl PgStore {
                 &[&scope.user, &scope.project, &scope.plugin, &key],
             )
         })?;
-        row.map(|r| sql::decode(&self.label, scope, key, &r.get::<_, String>(0)))
+        row.map(|r| sql::decode(&self.db.label, scope, key, &r.get::<_, String>(0)))
             .transpose()
     }
 
@@ -299,7 +266,7 @@ impl PgStore {
         rows.iter()
             .map(|r| {
                 let key: String = r.get(0);
-                let value = sql::decode(&self.label, scope, &key, &r.get::<_, String>(1))?;
+                let value = sql::decode(&self.db.label, scope, &key, &r.get::<_, String>(1))?;
                 Ok((key, value))
             })
             .collect()
@@ -315,7 +282,7 @@ impl PgStore {
             c.batch("COMMIT")?;
             Ok(failed)
         })?;
-        Ok(group_results(&self.label, groups, failed))
+        Ok(group_results(&self.db.label, groups, failed))
     }
 
     pub(crate) fn executions(
@@ -382,7 +349,7 @@ impl PgStore {
                 .collect::<Result<Vec<_>, _>>()
         })?;
         rows.into_iter()
-            .map(|row| sql::setting_override(&self.label, row))
+            .map(|row| sql::setting_override(&self.db.label, row))
             .collect()
     }
 
@@ -431,7 +398,7 @@ impl PgStore {
                 self.url.config.clone(),
                 migrations::CHANNEL,
                 self.schema.clone(),
-                self.label.clone(),
+                self.db.label.clone(),
                 self.changes.clone(),
             )
         });

@@ -25,7 +25,7 @@ use super::{
     PgStore, Pooled, SELECT_SESSION, group_results, insert_executions, stored_session_with_entries,
     write_groups,
 };
-use crate::error::StoreError;
+use crate::error::{DbError, StoreError};
 use crate::sql::decode;
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
@@ -67,17 +67,11 @@ impl<'s> PgTick<'s> {
 
     fn failure_error(&self, f: &Failure) -> StoreError {
         match f {
-            Failure::Busy => self.store.busy(),
-            Failure::Unreachable(reason) => StoreError::Unreachable {
-                db: self.store.label.clone(),
-                reason: reason.clone(),
-            },
-            Failure::Other(reason) => StoreError::Database {
-                db: self.store.label.clone(),
-                cause: crate::error::DbError::Server(format!(
-                    "an earlier statement of this tick failed, so nothing of it is written: {reason}"
-                )),
-            },
+            Failure::Busy => self.store.db.busy(),
+            Failure::Unreachable(reason) => self.store.db.unreachable(reason.clone()),
+            Failure::Other(reason) => self.store.db.database(DbError::Server(format!(
+                "an earlier statement of this tick failed, so nothing of it is written: {reason}"
+            ))),
         }
     }
 
@@ -136,7 +130,7 @@ impl<'s> PgTick<'s> {
                 &[&scope.user, &scope.project, &scope.plugin, &key],
             )
         })?;
-        row.map(|r| decode(&self.store.label, scope, key, &r.get::<_, String>(0)))
+        row.map(|r| decode(&self.store.db.label, scope, key, &r.get::<_, String>(0)))
             .transpose()
     }
 
@@ -153,7 +147,7 @@ impl<'s> PgTick<'s> {
         rows.iter()
             .map(|r| {
                 let key: String = r.get(0);
-                let value = decode(&self.store.label, scope, &key, &r.get::<_, String>(1))?;
+                let value = decode(&self.store.db.label, scope, &key, &r.get::<_, String>(1))?;
                 Ok((key, value))
             })
             .collect()
@@ -167,7 +161,7 @@ impl<'s> PgTick<'s> {
             return Ok(groups.iter().map(|_| Ok(())).collect());
         }
         let failed = self.with(|c| write_groups(c, groups))?;
-        Ok(group_results(&self.store.label, groups, failed))
+        Ok(group_results(&self.store.db.label, groups, failed))
     }
 
     pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
@@ -223,10 +217,7 @@ impl<'s> PgTick<'s> {
         })?;
         if let Some(s) = session.as_ref().filter(|_| conflict) {
             // Drop rolls back.
-            return Err(StoreError::SessionConflict {
-                db: store.label.clone(),
-                id: s.id.to_string(),
-            });
+            return Err(store.db.conflict(s.id));
         }
         // The transaction is over; `Drop` has nothing to roll back.
         let conn = self.open.borrow_mut().take();

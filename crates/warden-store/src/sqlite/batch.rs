@@ -21,9 +21,8 @@ use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 
-use super::Named;
 use super::sessions::save_session;
-use crate::error::StoreError;
+use crate::error::{Named, StoreError};
 use crate::types::SessionSave;
 
 /// The most saves one transaction takes; the rest make the next one.

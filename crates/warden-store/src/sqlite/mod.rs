@@ -25,42 +25,17 @@ use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::error::{DbError, StoreError};
+use crate::error::{DbError, Named, StoreError};
 use crate::sql::{self, execution_row};
 use crate::types::{ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite};
 
-/// How a SQLite database is named in errors, and how long it waits for a lock.
-#[derive(Debug, Clone)]
-pub(crate) struct Named {
-    pub(crate) label: String,
-    pub(crate) lock_timeout: Duration,
-}
-
 impl Named {
+    /// A failed SQLite call, as this store reports it.
     pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
         if is_busy(&cause) {
             return self.busy();
         }
-        StoreError::Database {
-            db: self.label.clone(),
-            cause: DbError::Sqlite(cause),
-        }
-    }
-
-    /// A transaction ended by a write the database refused.
-    pub(crate) fn refused(&self, reason: String) -> StoreError {
-        StoreError::Refused {
-            db: self.label.clone(),
-            reason,
-        }
-    }
-
-    /// The lock is held elsewhere for longer than this store waits.
-    pub(crate) fn busy(&self) -> StoreError {
-        StoreError::Busy {
-            db: self.label.clone(),
-            waited: self.lock_timeout,
-        }
+        self.database(cause)
     }
 }
 
@@ -326,40 +301,37 @@ impl SqliteStore {
     /// Opens (creating it and its parent directories if missing) the database at `path`,
     /// waiting at most `timeout` for other connections that hold it meanwhile.
     pub(crate) fn open(path: &Path, timeout: Duration) -> Result<SqliteStore, StoreError> {
-        let label = path.display().to_string();
+        let db = Named {
+            label: path.display().to_string(),
+            lock_timeout: timeout,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|cause| StoreError::CreateDir {
-                db: label.clone(),
+                db: db.label.clone(),
                 cause,
             })?;
         }
-        let conn = Connection::open(path).map_err(|cause| StoreError::Open {
-            db: label.clone(),
-            cause: cause.into(),
-        })?;
-        Self::setup(conn, Some(path.to_path_buf()), label, timeout)
+        let conn = Connection::open(path).map_err(|e| db.open(e))?;
+        Self::setup(conn, Some(path.to_path_buf()), db)
     }
 
     /// Opens a private in-memory database with the same schema.
     pub(crate) fn in_memory() -> Result<SqliteStore, StoreError> {
-        let label = "in-memory database".to_owned();
-        let conn = Connection::open_in_memory().map_err(|cause| StoreError::Open {
-            db: label.clone(),
-            cause: cause.into(),
-        })?;
-        Self::setup(conn, None, label, crate::DEFAULT_LOCK_TIMEOUT)
+        let db = Named {
+            label: "in-memory database".to_owned(),
+            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+        };
+        let conn = Connection::open_in_memory().map_err(|e| db.open(e))?;
+        Self::setup(conn, None, db)
     }
 
     fn setup(
         mut conn: Connection,
         path: Option<PathBuf>,
-        label: String,
-        timeout: Duration,
+        db: Named,
     ) -> Result<SqliteStore, StoreError> {
-        let open_err = |cause: rusqlite::Error| StoreError::Open {
-            db: label.clone(),
-            cause: cause.into(),
-        };
+        let timeout = db.lock_timeout;
+        let open_err = |e: rusqlite::Error| db.open(e);
         conn.busy_timeout(timeout).map_err(open_err)?;
         // NORMAL is the recommended pairing for WAL: no corruption on power loss,
         // at worst the last commits are lost; FULL would fsync on every commit.
@@ -376,15 +348,12 @@ impl SqliteStore {
         loop {
             let setup = wal(&conn)
                 .map_err(open_err)
-                .and_then(|()| migrations::migrate(&mut conn, &label));
+                .and_then(|()| migrations::migrate(&mut conn, &db));
             match setup {
                 Ok(()) => break,
                 Err(e) if busy_opening(&e) => {
                     if std::time::Instant::now() >= deadline {
-                        return Err(StoreError::Busy {
-                            db: label.clone(),
-                            waited: timeout,
-                        });
+                        return Err(db.busy());
                     }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
@@ -402,10 +371,7 @@ impl SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             reader: std::sync::OnceLock::new(),
             path,
-            db: Named {
-                label,
-                lock_timeout: timeout,
-            },
+            db,
             checkpoint_past: None,
             checkpointer: Mutex::new(None),
             timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
@@ -429,10 +395,7 @@ impl SqliteStore {
         if checkpointer.is_some() {
             return Ok(());
         }
-        let own = Connection::open(&path).map_err(|cause| StoreError::Open {
-            db: self.db.label.clone(),
-            cause: cause.into(),
-        })?;
+        let own = Connection::open(&path).map_err(|e| self.db.open(e))?;
         // Briefly: a checkpoint that finds the log busy copies what it can, and the next one
         // goes on.
         own.busy_timeout(CHECKPOINT_WAIT)
@@ -470,9 +433,8 @@ impl SqliteStore {
                     }
                 }
             })
-            .map_err(|e| StoreError::Open {
-                db: self.db.label.clone(),
-                cause: DbError::Server(format!("cannot start the checkpoint thread: {e}")),
+            .map_err(|e| {
+                self.db.open(DbError::Server(format!("cannot start the checkpoint thread: {e}")))
             })?;
         *checkpointer = Some((stop, thread));
         Ok(())
@@ -505,10 +467,7 @@ impl SqliteStore {
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
         self.lock()
             .busy_timeout(timeout)
-            .map_err(|cause| StoreError::Database {
-                db: self.db.label.clone(),
-                cause: cause.into(),
-            })?;
+            .map_err(|e| self.db.database(e))?;
         self.db.lock_timeout = timeout;
         self.timeout_ms.store(
             u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
@@ -665,16 +624,6 @@ impl SqliteStore {
 
     pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
         self.db.sql_err(cause)
-    }
-
-    /// A tick's transaction ended by a write the database refused.
-    pub(crate) fn refused(&self, reason: String) -> StoreError {
-        self.db.refused(reason)
-    }
-
-    /// The lock is held elsewhere for longer than this store waits.
-    pub(crate) fn busy(&self) -> StoreError {
-        self.db.busy()
     }
 
     /// Runs `sql` (tests: install triggers, poke at rows).

@@ -6,7 +6,8 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Named, SqliteStore};
+use super::SqliteStore;
+use crate::error::Named;
 use crate::error::StoreError;
 use crate::sql;
 use crate::types::{SessionEntry, SessionSummary, SessionWrite, StoredSession};
@@ -233,10 +234,7 @@ fn write_row(
     }
     .map_err(|e| db.sql_err(e))?;
     if changed == 0 {
-        return Err(StoreError::SessionConflict {
-            db: db.label.clone(),
-            id: s.id.to_string(),
-        });
+        return Err(db.conflict(s.id));
     }
     Ok(s.loaded.map_or(1, |v| v + 1))
 }

@@ -58,12 +58,12 @@ impl<'s> SqliteTick<'s> {
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         if let Some(reason) = self.failed.borrow().clone() {
-            return Err(self.store.refused(reason));
+            return Err(self.store.db.refused(reason));
         }
         let mut open = self.open.borrow_mut();
         let conn = match &mut *open {
             Some(conn) => conn,
-            None if self.refused.get() => return Err(self.store.busy()),
+            None if self.refused.get() => return Err(self.store.db.busy()),
             None => {
                 let conn = self.store.lock();
                 if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
@@ -214,10 +214,10 @@ impl<'s> SqliteTick<'s> {
     ) -> Result<Option<i64>, StoreError> {
         // A tick whose transaction could not begin read or wrote nothing it needed.
         if self.refused.get() {
-            return Err(self.store.busy());
+            return Err(self.store.db.busy());
         }
         if let Some(reason) = self.failed.borrow_mut().take() {
-            return Err(self.store.refused(reason));
+            return Err(self.store.db.refused(reason));
         }
         if session.is_none() && !self.is_begun() {
             return Ok(None);

@@ -170,15 +170,14 @@ pub(crate) fn session_entry<R: Row>(r: &R, at: usize) -> Result<SessionEntry, R:
 
 /// Sessions' entries by session, from rows of `session_id, list, n, entry` read by
 /// [`session_entry_of`].
-pub(crate) fn entries_by_session<E>(
-    rows: impl IntoIterator<Item = Result<(String, SessionEntry), E>>,
-) -> Result<HashMap<String, Vec<SessionEntry>>, E> {
+pub(crate) fn entries_by_session(
+    rows: Vec<(String, SessionEntry)>,
+) -> HashMap<String, Vec<SessionEntry>> {
     let mut by_id: HashMap<String, Vec<SessionEntry>> = HashMap::new();
-    for row in rows {
-        let (id, entry) = row?;
+    for (id, entry) in rows {
         by_id.entry(id).or_default().push(entry);
     }
-    Ok(by_id)
+    by_id
 }
 
 /// A session's id and one of its entries, from `session_id, list, n, entry`.

@@ -68,7 +68,11 @@ impl PgStore {
                  ORDER BY session_id COLLATE \"C\", list, n",
                 &[],
             )?;
-            let mut by_id = sql::entries_by_session(rows.iter().map(sql::session_entry_of))?;
+            let entries = rows
+                .iter()
+                .map(sql::session_entry_of)
+                .collect::<Result<_, _>>()?;
+            let mut by_id = sql::entries_by_session(entries);
             for s in &mut dump.sessions {
                 s.entries = by_id.remove(&s.summary.id).unwrap_or_default();
             }

@@ -3,7 +3,7 @@
 
 use rusqlite::params;
 
-use super::SqliteStore;
+use super::{SqliteStore, select};
 use crate::error::StoreError;
 use crate::sql;
 use crate::types::{RuleState, RuleToggle, SettingOverride};
@@ -11,14 +11,12 @@ use crate::types::{RuleState, RuleToggle, SettingOverride};
 impl SqliteStore {
     /// Every rule toggle, ordered by user and rule.
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
-        let conn = self.reader();
-        (|| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
-            )?;
-            let rows = stmt.query_map([], |r| sql::rule_toggle(r))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        select(
+            &self.reader(),
+            "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
+            [],
+            |r| sql::rule_toggle(r),
+        )
         .map_err(|e| self.sql_err(e))
     }
 
@@ -53,17 +51,14 @@ impl SqliteStore {
     /// Every setting override, ordered by user, project, plugin and name. A stored value that
     /// is not valid JSON is an error naming it.
     pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
-        let conn = self.reader();
-        let rows = (|| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
-                 FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
-            )?;
-            let rows = stmt.query_map([], |r| sql::override_row(r))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        let rows = select(
+            &self.reader(),
+            "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+             FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
+            [],
+            |r| sql::override_row(r),
+        )
         .map_err(|e| self.sql_err(e))?;
-        drop(conn);
         rows.into_iter()
             .map(|row| sql::setting_override(&self.db.label, row))
             .collect()

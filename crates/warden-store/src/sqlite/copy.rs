@@ -2,8 +2,8 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::SqliteStore;
 use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
+use super::{SqliteStore, select};
 use crate::copy::{self, Pages};
 use crate::error::StoreError;
 use crate::sql;
@@ -24,46 +24,44 @@ impl SqliteStore {
     pub(crate) fn dump(&self) -> Result<Dump, StoreError> {
         let conn = self.lock();
         (|| {
-            let mut dump = Dump::default();
-            let mut stmt = conn.prepare(
-                "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
-                 FROM plugin_state ORDER BY id",
-            )?;
-            dump.state = stmt
-                .query_map([], |r| sql::state_row(r))?
-                .collect::<Result<_, _>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
-                 ORDER BY user_id, rule_id",
-            )?;
-            dump.toggles = stmt
-                .query_map([], |r| sql::rule_toggle(r))?
-                .collect::<Result<_, _>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
-                 FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
-            )?;
-            dump.overrides = stmt
-                .query_map([], |r| sql::override_row(r))?
-                .collect::<Result<_, _>>()?;
-            let mut stmt = conn.prepare(&format!(
-                "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id"
-            ))?;
+            let mut dump = Dump {
+                state: select(
+                    &conn,
+                    "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
+                     FROM plugin_state ORDER BY id",
+                    [],
+                    |r| sql::state_row(r),
+                )?,
+                toggles: select(
+                    &conn,
+                    "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
+                     ORDER BY user_id, rule_id",
+                    [],
+                    |r| sql::rule_toggle(r),
+                )?,
+                overrides: select(
+                    &conn,
+                    "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+                     FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
+                    [],
+                    |r| sql::override_row(r),
+                )?,
+                sessions: Vec::new(),
+            };
             let mut recent = std::collections::HashMap::new();
-            dump.sessions = stmt
-                .query_map([], |r| {
-                    let session = sql::stored_session(r)?;
-                    let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
-                        .map_err(|e| damaged_recent(10, &session.summary.id, e))?;
-                    recent.insert(session.summary.id.clone(), newest);
-                    Ok(session)
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT session_id, list, n, entry FROM session_entry ORDER BY session_id, list, n",
-            )?;
-            let mut by_id =
-                sql::entries_by_session(stmt.query_map([], |r| sql::session_entry_of(r))?)?;
+            let query =
+                format!("SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id");
+            dump.sessions = select(&conn, &query, [], |r| {
+                let session = sql::stored_session(r)?;
+                let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
+                    .map_err(|e| damaged_recent(10, &session.summary.id, e))?;
+                recent.insert(session.summary.id.clone(), newest);
+                Ok(session)
+            })?;
+            let query =
+                "SELECT session_id, list, n, entry FROM session_entry ORDER BY session_id, list, n";
+            let entries = select(&conn, query, [], |r| sql::session_entry_of(r))?;
+            let mut by_id = sql::entries_by_session(entries);
             for s in &mut dump.sessions {
                 let table = by_id.remove(&s.summary.id).unwrap_or_default();
                 s.entries = recent.remove(&s.summary.id).unwrap_or_default().over(table);
@@ -79,17 +77,15 @@ impl SqliteStore {
         after: i64,
         limit: usize,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
-        let conn = self.lock();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        (|| {
-            let mut stmt = conn.prepare_cached(concat!(
-                "SELECT ",
-                sql::execution_columns!(),
-                " FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2"
-            ))?;
-            let rows = stmt.query_map(params![after, limit], |r| sql::execution_row(r))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        let query = concat!(
+            "SELECT ",
+            sql::execution_columns!(),
+            " FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2"
+        );
+        select(&self.lock(), query, params![after, limit], |r| {
+            sql::execution_row(r)
+        })
         .map_err(|e| self.sql_err(e))
     }
 

@@ -198,7 +198,7 @@ pub(crate) const DELETE_STATE: &str = "
 DELETE FROM plugin_state
 WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
 
-pub(crate) const SELECT_STATE: &str = "
+const SELECT_STATE: &str = "
 SELECT value_json FROM plugin_state
 WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
 
@@ -212,16 +212,54 @@ INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigge
     live_decision)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
-/// Every key of `scope`, as stored.
-pub(crate) fn select_state_all(
+/// Every row `sql` selects with `params`, each read by `f` (the statement is kept prepared).
+pub(crate) fn select<T>(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+    f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, f)?;
+    rows.collect()
+}
+
+/// The value of `key` in `scope`, read on `conn` (the store's, or a tick's).
+pub(crate) fn read_state(
+    db: &Named,
     conn: &Connection,
     scope: &StateScope,
-) -> rusqlite::Result<Vec<(String, SqlValue)>> {
-    let mut stmt = conn.prepare_cached(SELECT_STATE_ALL)?;
-    let rows = stmt.query_map(params![scope.user, scope.project, scope.plugin], |row| {
+    key: &str,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let raw = conn
+        .prepare_cached(SELECT_STATE)
+        .and_then(|mut stmt| {
+            let args = params![scope.user, scope.project, scope.plugin, key];
+            stmt.query_row(args, |row| row.get::<_, SqlValue>(0))
+                .optional()
+        })
+        .map_err(|e| db.sql_err(e))?;
+    raw.map(|raw| decode(&db.label, scope, key, raw))
+        .transpose()
+}
+
+/// Every key of `scope` and its value, read on `conn` (the store's, or a tick's).
+pub(crate) fn read_scope(
+    db: &Named,
+    conn: &Connection,
+    scope: &StateScope,
+) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+    let args = params![scope.user, scope.project, scope.plugin];
+    let rows = select(conn, SELECT_STATE_ALL, args, |row| {
         Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
-    })?;
-    rows.collect()
+    })
+    .map_err(|e| db.sql_err(e))?;
+    rows.into_iter()
+        .map(|(key, raw)| {
+            let value = decode(&db.label, scope, &key, raw)?;
+            Ok((key, value))
+        })
+        .collect()
 }
 
 /// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
@@ -500,14 +538,9 @@ impl SqliteStore {
     }
 
     pub(crate) fn check_integrity(&self) -> Result<Vec<String>, StoreError> {
-        let conn = self.lock();
-        let rows = (|| {
-            let mut stmt = conn.prepare("PRAGMA integrity_check")?;
-            let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
-        .map_err(|e| self.sql_err(e))?;
-        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+        let rows = select(&self.lock(), "PRAGMA integrity_check", [], |row| row.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(rows.into_iter().filter(|r: &String| r != "ok").collect())
     }
 
     pub(crate) fn state_get(
@@ -515,34 +548,14 @@ impl SqliteStore {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let conn = self.reader();
-        let raw = (|| {
-            conn.prepare_cached(SELECT_STATE)?
-                .query_row(
-                    params![scope.user, scope.project, scope.plugin, key],
-                    |row| row.get::<_, SqlValue>(0),
-                )
-                .optional()
-        })()
-        .map_err(|e| self.sql_err(e))?;
-        drop(conn);
-        raw.map(|raw| decode(&self.db.label, scope, key, raw))
-            .transpose()
+        read_state(&self.db, &self.reader(), scope, key)
     }
 
     pub(crate) fn state_all(
         &self,
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
-        let conn = self.reader();
-        let rows = select_state_all(&conn, scope).map_err(|e| self.sql_err(e))?;
-        drop(conn);
-        rows.into_iter()
-            .map(|(key, raw)| {
-                let value = decode(&self.db.label, scope, &key, raw)?;
-                Ok((key, value))
-            })
-            .collect()
+        read_scope(&self.db, &self.reader(), scope)
     }
 
     pub(crate) fn apply_writes(
@@ -586,12 +599,9 @@ impl SqliteStore {
         let (query, texts, limit) = sql::executions_query(filter, &DIALECT);
         let mut args: Vec<&dyn rusqlite::ToSql> = texts.iter().map(|t| t as _).collect();
         args.push(&limit);
-        let conn = self.reader();
-        (|| {
-            let mut stmt = conn.prepare_cached(&query)?;
-            let rows = stmt.query_map(args.as_slice(), |r| execution_row(r))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        select(&self.reader(), &query, args.as_slice(), |r| {
+            execution_row(r)
+        })
         .map_err(|e| self.sql_err(e))
     }
 

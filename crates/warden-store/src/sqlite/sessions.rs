@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::SqliteStore;
+use super::{SqliteStore, select};
 use crate::error::Named;
 use crate::error::StoreError;
 use crate::sql;
@@ -285,11 +285,8 @@ pub(crate) fn in_savepoint<R>(
 
 /// The entries of session `id`, by list and place.
 fn entries(conn: &Connection, id: &str) -> rusqlite::Result<Vec<SessionEntry>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT list, n, entry FROM session_entry WHERE session_id = ?1 ORDER BY list, n",
-    )?;
-    let rows = stmt.query_map([id], |r| sql::session_entry(r, 0))?;
-    rows.collect()
+    let query = "SELECT list, n, entry FROM session_entry WHERE session_id = ?1 ORDER BY list, n";
+    select(conn, query, [id], |r| sql::session_entry(r, 0))
 }
 
 /// The session `id` with its entries, read on `conn` (inside a transaction, so that the row
@@ -350,16 +347,11 @@ impl SqliteStore {
 
     /// Saved sessions, most recently touched first, at most `limit`.
     pub(crate) fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
-        let conn = self.reader();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        (|| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM session ORDER BY updated_at DESC, id LIMIT ?1"
-            ))?;
-            let rows = stmt.query_map([limit], |r| sql::session_summary(r))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
-        .map_err(|e| self.sql_err(e))
+        let query =
+            format!("SELECT {SUMMARY_COLUMNS} FROM session ORDER BY updated_at DESC, id LIMIT ?1");
+        select(&self.reader(), &query, [limit], |r| sql::session_summary(r))
+            .map_err(|e| self.sql_err(e))
     }
 
     /// Deletes the saved session `id`; whether there was one.

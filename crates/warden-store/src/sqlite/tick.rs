@@ -8,10 +8,10 @@
 use std::cell::RefCell;
 use std::sync::MutexGuard;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 
 use super::sessions::{load_session, save_session, session_version};
-use super::{SELECT_STATE, SqliteStore, decode, insert_executions, select_state_all, write_group};
+use super::{SqliteStore, insert_executions, read_scope, read_state, write_group};
 use crate::error::{DbError, StoreError};
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
@@ -100,19 +100,7 @@ impl<'s> SqliteTick<'s> {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let raw = self.with(|conn| {
-            conn.prepare_cached(SELECT_STATE)
-                .and_then(|mut stmt| {
-                    stmt.query_row(
-                        params![scope.user, scope.project, scope.plugin, key],
-                        |row| row.get::<_, rusqlite::types::Value>(0),
-                    )
-                    .optional()
-                })
-                .map_err(|e| self.store.sql_err(e))
-        })?;
-        raw.map(|raw| decode(&self.store.db.label, scope, key, raw))
-            .transpose()
+        self.with(|conn| read_state(&self.store.db, conn, scope, key))
     }
 
     /// Reads every key of plugin state in `scope` inside the transaction.
@@ -120,14 +108,7 @@ impl<'s> SqliteTick<'s> {
         &self,
         scope: &StateScope,
     ) -> Result<std::collections::BTreeMap<String, serde_json::Value>, StoreError> {
-        let rows =
-            self.with(|conn| select_state_all(conn, scope).map_err(|e| self.store.sql_err(e)))?;
-        rows.into_iter()
-            .map(|(key, raw)| {
-                let value = decode(&self.store.db.label, scope, &key, raw)?;
-                Ok((key, value))
-            })
-            .collect()
+        self.with(|conn| read_scope(&self.store.db, conn, scope))
     }
 
     /// Begins the transaction now (taking the write lock), if it has not begun.

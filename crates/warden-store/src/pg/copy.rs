@@ -1,7 +1,9 @@
 //! Every row of a PostgreSQL store, out and in, as stored: what `warden migrate` copies.
 
+use postgres::types::ToSql;
+
 use super::conn::Conn;
-use super::{PgStore, session_size};
+use super::{PgStore, record_columns, session_size};
 use crate::copy::{self, Pages};
 use crate::error::StoreError;
 use crate::sql;
@@ -222,20 +224,9 @@ impl PgStore {
 fn insert_page(c: &mut Conn, page: &[ExecutionRow]) -> Result<(), postgres::Error> {
     let ids: Vec<i64> = page.iter().map(|r| r.id).collect();
     let created: Vec<&str> = page.iter().map(|r| r.created_at.as_str()).collect();
-    let text = |f: fn(&ExecutionRow) -> &str| page.iter().map(f).collect::<Vec<&str>>();
-    let opt = |f: fn(&ExecutionRow) -> Option<&str>| page.iter().map(f).collect::<Vec<_>>();
-    let users = text(|r| &r.record.user_id);
-    let projects = text(|r| &r.record.project_id);
-    let rules = text(|r| &r.record.rule_id);
-    let triggers = text(|r| &r.record.trigger);
-    let sessions = opt(|r| r.record.session_id.as_deref());
-    let errors = opt(|r| r.record.error_message.as_deref());
-    let decisions = opt(|r| r.record.decision.as_deref());
-    let conditions: Vec<bool> = page.iter().map(|r| r.record.condition_result).collect();
-    let actions: Vec<bool> = page.iter().map(|r| r.record.action_executed).collect();
-    let times: Vec<f64> = page.iter().map(|r| r.record.execution_time_ms).collect();
-    let shadows: Vec<bool> = page.iter().map(|r| r.record.shadow).collect();
-    let lives = opt(|r| r.record.live_decision.as_deref());
+    let columns = record_columns(&page.iter().map(|r| &r.record).collect::<Vec<_>>());
+    let mut args: Vec<&(dyn ToSql + Sync)> = vec![&ids, &created];
+    args.extend(columns.iter().map(|c| &**c as &(dyn ToSql + Sync)));
     c.execute(
         concat!(
             "INSERT INTO rule_execution_log (",
@@ -244,22 +235,7 @@ fn insert_page(c: &mut Conn, page: &[ExecutionRow]) -> Result<(), postgres::Erro
              $6::text[], $7::text[], $8::bool[], $9::bool[], $10::float8[], $11::text[],
              $12::text[], $13::bool[], $14::text[])"
         ),
-        &[
-            &ids,
-            &created,
-            &users,
-            &projects,
-            &sessions,
-            &rules,
-            &triggers,
-            &conditions,
-            &actions,
-            &times,
-            &errors,
-            &decisions,
-            &shadows,
-            &lives,
-        ],
+        &args,
     )
     .map(|_| ())
 }

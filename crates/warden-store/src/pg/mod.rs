@@ -608,25 +608,40 @@ pub(crate) fn group_results(
     results
 }
 
+/// The columns of execution-log `records` from `user_id` on (in the log's order, after `id`
+/// and `created_at`), as the arrays `unnest` takes: one round trip inserts them all.
+pub(crate) fn record_columns<'a>(
+    records: &[&'a ExecutionRecord],
+) -> Vec<Box<dyn ToSql + Sync + 'a>> {
+    fn column<'a, T: ToSql + Sync + 'a>(
+        records: &[&'a ExecutionRecord],
+        f: impl Fn(&'a ExecutionRecord) -> T,
+    ) -> Box<dyn ToSql + Sync + 'a> {
+        Box::new(records.iter().map(|r| f(r)).collect::<Vec<T>>())
+    }
+    vec![
+        column(records, |r| r.user_id.as_str()),
+        column(records, |r| r.project_id.as_str()),
+        column(records, |r| r.session_id.as_deref()),
+        column(records, |r| r.rule_id.as_str()),
+        column(records, |r| r.trigger.as_str()),
+        column(records, |r| r.condition_result),
+        column(records, |r| r.action_executed),
+        column(records, |r| r.execution_time_ms),
+        column(records, |r| r.error_message.as_deref()),
+        column(records, |r| r.decision.as_deref()),
+        column(records, |r| r.shadow),
+        column(records, |r| r.live_decision.as_deref()),
+    ]
+}
+
 /// Appends execution-log rows in one round trip (inside the caller's transaction).
 pub(crate) fn insert_executions(
     c: &mut Conn,
     records: &[ExecutionRecord],
 ) -> Result<(), postgres::Error> {
-    let col = |f: fn(&ExecutionRecord) -> &str| records.iter().map(f).collect::<Vec<&str>>();
-    let opt = |f: fn(&ExecutionRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
-    let users = col(|r| &r.user_id);
-    let projects = col(|r| &r.project_id);
-    let rules = col(|r| &r.rule_id);
-    let triggers = col(|r| &r.trigger);
-    let sessions = opt(|r| r.session_id.as_deref());
-    let errors = opt(|r| r.error_message.as_deref());
-    let decisions = opt(|r| r.decision.as_deref());
-    let conditions: Vec<bool> = records.iter().map(|r| r.condition_result).collect();
-    let actions: Vec<bool> = records.iter().map(|r| r.action_executed).collect();
-    let times: Vec<f64> = records.iter().map(|r| r.execution_time_ms).collect();
-    let shadows: Vec<bool> = records.iter().map(|r| r.shadow).collect();
-    let lives = opt(|r| r.live_decision.as_deref());
+    let columns = record_columns(&records.iter().collect::<Vec<_>>());
+    let args: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| &**c as _).collect();
     c.execute(
         "INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
              condition_result, action_executed, execution_time_ms, error_message, decision,
@@ -634,20 +649,7 @@ pub(crate) fn insert_executions(
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::bool[], $7::bool[], $8::float8[], $9::text[], $10::text[], $11::bool[],
              $12::text[])",
-        &[
-            &users,
-            &projects,
-            &sessions,
-            &rules,
-            &triggers,
-            &conditions,
-            &actions,
-            &times,
-            &errors,
-            &decisions,
-            &shadows,
-            &lives,
-        ],
+        &args,
     )
     .map(|_| ())
 }

@@ -54,6 +54,21 @@ impl Named {
         }
     }
 
+    /// Writing `key` of `scope` failed (its group is rolled back).
+    pub(crate) fn write(
+        &self,
+        scope: &StateScope,
+        key: &str,
+        cause: impl Into<DbError>,
+    ) -> StoreError {
+        StoreError::Write {
+            db: self.label.clone(),
+            scope: Box::new(scope.clone()),
+            key: key.to_string(),
+            cause: cause.into(),
+        }
+    }
+
     /// The lock is held elsewhere for longer than this store waits.
     pub(crate) fn busy(&self) -> StoreError {
         StoreError::Busy {

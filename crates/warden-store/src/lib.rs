@@ -173,10 +173,14 @@ impl Store {
                 }
                 Ok(store)
             }
-            _ => Ok(Store {
-                backend: Inner::Sqlite(SqliteStore::open(db, timeout)?),
-                batcher: Mutex::new(None),
-            }),
+            _ => Ok(Store::of(Inner::Sqlite(SqliteStore::open(db, timeout)?))),
+        }
+    }
+
+    fn of(backend: Inner) -> Store {
+        Store {
+            backend,
+            batcher: Mutex::new(None),
         }
     }
 
@@ -184,10 +188,8 @@ impl Store {
     /// `path`, switches it to WAL, sets a busy timeout of [`DEFAULT_LOCK_TIMEOUT`], turns
     /// foreign keys on and runs pending migrations (`PRAGMA user_version`).
     pub fn open_sqlite(path: impl AsRef<Path>) -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Inner::Sqlite(SqliteStore::open(path.as_ref(), DEFAULT_LOCK_TIMEOUT)?),
-            batcher: Mutex::new(None),
-        })
+        let store = SqliteStore::open(path.as_ref(), DEFAULT_LOCK_TIMEOUT)?;
+        Ok(Store::of(Inner::Sqlite(store)))
     }
 
     /// Connects to the PostgreSQL database `url` names and runs pending migrations (a
@@ -200,18 +202,12 @@ impl Store {
     /// Needs PostgreSQL 11 or newer. An unreachable server is [`StoreError::Unreachable`]
     /// after the connection timeout; messages never show the password.
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Inner::Postgres(PgStore::open(url)?),
-            batcher: Mutex::new(None),
-        })
+        Ok(Store::of(Inner::Postgres(PgStore::open(url)?)))
     }
 
     /// Opens a private in-memory SQLite database with the same schema (for tests and dry runs).
     pub fn in_memory() -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Inner::Sqlite(SqliteStore::in_memory()?),
-            batcher: Mutex::new(None),
-        })
+        Ok(Store::of(Inner::Sqlite(SqliteStore::in_memory()?)))
     }
 
     /// Which back end this store uses.
@@ -379,9 +375,6 @@ impl Store {
     /// Appends records to the execution log, all in one transaction (a tick's, which commits
     /// nothing else).
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
         let tx = self.tick();
         tx.record_executions(records)?;
         tx.commit(None).map(|_| ())

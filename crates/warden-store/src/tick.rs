@@ -132,6 +132,9 @@ impl<'s> TickTransaction<'s> {
 
     /// Adds rows to the execution log inside the transaction.
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
         db!(self, t => t.record_executions(records))
     }
 
@@ -151,6 +154,9 @@ impl<'s> TickTransaction<'s> {
     /// session's new version. A session saved by another process since `session.loaded` is
     /// [`StoreError::SessionConflict`], and then nothing is written.
     pub fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
+        if session.is_none() && self.is_untouched() {
+            return Ok(None);
+        }
         match self.inner {
             // A tick that used the database for nothing has nothing to commit: no hand-over.
             Tick::Sqlite(t) if session.is_none() && !t.is_begun() => t.commit(None),

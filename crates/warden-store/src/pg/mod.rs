@@ -282,7 +282,7 @@ impl PgStore {
             c.batch("COMMIT")?;
             Ok(failed)
         })?;
-        Ok(group_results(&self.db.label, groups, failed))
+        Ok(group_results(&self.db, groups, failed))
     }
 
     pub(crate) fn executions(
@@ -583,7 +583,7 @@ pub(crate) fn write_groups(
 
 /// One result per group, from the failures `write_groups` returned.
 pub(crate) fn group_results(
-    label: &str,
+    db: &Named,
     groups: &[Vec<StateWrite>],
     failed: Vec<GroupFailure>,
 ) -> Vec<Result<(), StoreError>> {
@@ -598,12 +598,7 @@ pub(crate) fn group_results(
             .or(writes.first())
             .map(|w| w.scope.clone())
             .unwrap_or_else(|| StateScope::new("", "", ""));
-        results[g] = Err(StoreError::Write {
-            db: label.to_string(),
-            scope: Box::new(scope),
-            key,
-            cause: DbError::Server(why),
-        });
+        results[g] = Err(db.write(&scope, &key, DbError::Server(why)));
     }
     results
 }

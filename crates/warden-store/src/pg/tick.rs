@@ -161,13 +161,10 @@ impl<'s> PgTick<'s> {
             return Ok(groups.iter().map(|_| Ok(())).collect());
         }
         let failed = self.with(|c| write_groups(c, groups))?;
-        Ok(group_results(&self.store.db.label, groups, failed))
+        Ok(group_results(&self.store.db, groups, failed))
     }
 
     pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
         self.with(|c| insert_executions(c, records))
     }
 
@@ -191,9 +188,6 @@ impl<'s> PgTick<'s> {
     ) -> Result<Option<i64>, StoreError> {
         if let Some(failure) = &*self.failed.borrow() {
             return Err(self.failure_error(failure));
-        }
-        if session.is_none() && !self.is_begun() {
-            return Ok(None);
         }
         if !self.is_begun() {
             // Only the session's save is left: its `UPDATE` locks the row, and nothing after.

@@ -262,12 +262,40 @@ pub(crate) fn read_scope(
         .collect()
 }
 
-/// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
-pub(crate) fn write_group(
-    store: &SqliteStore,
+/// Applies groups of writes on `conn`, inside the caller's transaction, each in a savepoint:
+/// whole or not at all. One result per group; the failure of a group that rolled the whole
+/// transaction back (a full disk), or that `ends` says ends it, is the outer error instead.
+pub(crate) fn write_groups(
+    db: &Named,
     conn: &Connection,
-    group: &[StateWrite],
-) -> Result<(), StoreError> {
+    groups: &[Vec<StateWrite>],
+    ends: impl Fn(&StoreError) -> bool,
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let step = |sql: &str| conn.execute_batch(sql).map_err(|e| db.sql_err(e));
+    let mut results = Vec::with_capacity(groups.len());
+    for group in groups {
+        if group.is_empty() {
+            results.push(Ok(()));
+            continue;
+        }
+        step("SAVEPOINT write_group")?;
+        match write_group(db, conn, group) {
+            Ok(()) => {
+                step("RELEASE write_group")?;
+                results.push(Ok(()));
+            }
+            Err(err) if conn.is_autocommit() || ends(&err) => return Err(err),
+            Err(err) => {
+                step("ROLLBACK TO write_group; RELEASE write_group")?;
+                results.push(Err(err));
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
+fn write_group(db: &Named, conn: &Connection, group: &[StateWrite]) -> Result<(), StoreError> {
     for write in group {
         let StateWrite { scope, key, value } = write;
         let result = match value {
@@ -284,12 +312,7 @@ pub(crate) fn write_group(
                 stmt.execute(params![scope.user, scope.project, scope.plugin, key])
             }),
         };
-        result.map_err(|cause| StoreError::Write {
-            db: store.db.label.clone(),
-            scope: Box::new(scope.clone()),
-            key: key.clone(),
-            cause: cause.into(),
-        })?;
+        result.map_err(|e| db.write(scope, key, e))?;
     }
     Ok(())
 }
@@ -565,29 +588,10 @@ impl SqliteStore {
         let mut conn = self.lock();
         // IMMEDIATE takes the write lock up front, so the busy timeout applies here
         // instead of failing later when a read transaction tries to upgrade.
-        let mut tx = conn
+        let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.sql_err(e))?;
-        let mut results = Vec::with_capacity(groups.len());
-        for group in groups {
-            let sp = tx.savepoint().map_err(|e| self.sql_err(e))?;
-            match write_group(self, &sp, group) {
-                Ok(()) => {
-                    sp.commit().map_err(|e| self.sql_err(e))?;
-                    results.push(Ok(()));
-                }
-                Err(err) => {
-                    if sp.is_autocommit() {
-                        // The failure rolled back the whole transaction (e.g. disk full):
-                        // nothing was written, so report it as the outer error.
-                        return Err(err);
-                    }
-                    // Drop behavior is Rollback: ROLLBACK TO + RELEASE.
-                    sp.finish().map_err(|e| self.sql_err(e))?;
-                    results.push(Err(err));
-                }
-            }
-        }
+        let results = write_groups(&self.db, &tx, groups, |_| false)?;
         tx.commit().map_err(|e| self.sql_err(e))?;
         Ok(results)
     }

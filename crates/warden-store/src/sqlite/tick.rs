@@ -11,7 +11,7 @@ use std::sync::MutexGuard;
 use rusqlite::Connection;
 
 use super::sessions::{load_session, save_session, session_version};
-use super::{SqliteStore, insert_executions, read_scope, read_state, write_group};
+use super::{SqliteStore, insert_executions, read_scope, read_state, write_groups};
 use crate::error::{DbError, StoreError};
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
@@ -123,54 +123,28 @@ impl<'s> SqliteTick<'s> {
         &self,
         groups: &[Vec<StateWrite>],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        let store = self.store;
         self.with(|conn| {
-            let mut results = Vec::with_capacity(groups.len());
-            for group in groups {
-                if group.is_empty() {
-                    results.push(Ok(()));
-                    continue;
-                }
-                conn.execute_batch("SAVEPOINT tick_group")
-                    .map_err(|e| store.sql_err(e))?;
-                match write_group(store, conn, group) {
-                    Ok(()) => {
-                        conn.execute_batch("RELEASE tick_group")
-                            .map_err(|e| store.sql_err(e))?;
-                        results.push(Ok(()));
+            write_groups(&self.store.db, conn, groups, ends_the_tick).inspect_err(|err| {
+                if let StoreError::Write {
+                    scope, key, cause, ..
+                } = err
+                    && (conn.is_autocommit() || ends_the_tick(err))
+                {
+                    // The failure ended the whole transaction (a full disk), or the database
+                    // takes no writes now (read-only, damaged): nothing of the tick is
+                    // written, and its commit fails visibly.
+                    if !conn.is_autocommit() {
+                        let _ = conn.execute_batch("ROLLBACK");
                     }
-                    Err(err) => {
-                        if conn.is_autocommit() || ends_the_tick(&err) {
-                            // The failure ended the whole transaction (a full disk), or the
-                            // database takes no writes now (read-only, damaged): nothing of
-                            // the tick is written, and its commit fails visibly.
-                            if !conn.is_autocommit() {
-                                let _ = conn.execute_batch("ROLLBACK");
-                            }
-                            let reason = match &err {
-                                StoreError::Write {
-                                    scope, key, cause, ..
-                                } => format!("writing key {key:?} of {scope}: {cause}"),
-                                other => other.to_string(),
-                            };
-                            self.failed.replace(Some(reason));
-                            return Err(err);
-                        }
-                        conn.execute_batch("ROLLBACK TO tick_group; RELEASE tick_group")
-                            .map_err(|e| store.sql_err(e))?;
-                        results.push(Err(err));
-                    }
+                    let reason = format!("writing key {key:?} of {scope}: {cause}");
+                    self.failed.replace(Some(reason));
                 }
-            }
-            Ok(results)
+            })
         })
     }
 
     /// Adds rows to the execution log inside the transaction.
     pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
         let store = self.store;
         self.with(|conn| insert_executions(conn, records).map_err(|e| store.sql_err(e)))
     }
@@ -199,9 +173,6 @@ impl<'s> SqliteTick<'s> {
         }
         if let Some(reason) = self.failed.borrow_mut().take() {
             return Err(self.store.db.refused(reason));
-        }
-        if session.is_none() && !self.is_begun() {
-            return Ok(None);
         }
         let store = self.store;
         let version = self.with(|conn| {

@@ -131,12 +131,17 @@ pub(crate) fn describe_pg(e: &postgres::Error) -> String {
         return out;
     }
     let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
+    for s in causes(e) {
         out.push_str(&format!(": {s}"));
-        source = s.source();
     }
     out
+}
+
+/// What caused `e`, and what caused that, in turn.
+pub(crate) fn causes<'e>(
+    e: &'e (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'e (dyn std::error::Error + 'static)> {
+    std::iter::successors(e.source(), |s| s.source())
 }
 
 impl DbError {

@@ -3,7 +3,7 @@
 use postgres::types::ToSql;
 
 use super::conn::Conn;
-use super::{PgStore, record_columns, session_size};
+use super::{PgStore, record_columns, summary_columns};
 use crate::copy::{self, Pages};
 use crate::error::StoreError;
 use crate::sql;
@@ -53,9 +53,8 @@ impl PgStore {
                 .collect::<Result<_, _>>()?;
             let rows = c.client.query(
                 concat!(
-                    "SELECT id, user_id, project_id, version, events, ended, created_at,
-                            updated_at, ",
-                    session_size!(),
+                    "SELECT ",
+                    summary_columns!(),
                     ", snapshot FROM session ORDER BY id COLLATE \"C\""
                 ),
                 &[],

@@ -91,14 +91,7 @@ fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreErro
 
 /// Whether the driver failed on the connection itself (not on what the server said).
 fn is_io(e: &postgres::Error) -> bool {
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if s.is::<std::io::Error>() {
-            return true;
-        }
-        source = s.source();
-    }
-    false
+    crate::error::causes(e).any(|s| s.is::<std::io::Error>())
 }
 
 impl PgStore {
@@ -160,36 +153,41 @@ impl PgStore {
         }
     }
 
-    /// Runs `f` on a pooled connection. A connection that went stale in the pool (the server
-    /// restarted, a proxy dropped it) fails its first statement without running it: `f` is
-    /// then run again on another, as many times as the pool holds connections.
+    /// Runs `f` on a pooled connection (where blocking is allowed), and returns it.
     pub(crate) fn run<R: Send>(
         &self,
-        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error> + Send,
+        f: impl FnMut(&mut Conn) -> Result<R, postgres::Error> + Send,
     ) -> Result<R, StoreError> {
-        blocking(|| {
-            let mut tries = 0;
-            loop {
-                let mut conn = self.checkout()?;
-                match f(&mut conn) {
-                    Ok(r) => return Ok(r),
-                    Err(e) if self.stale(&mut conn, tries) => {
-                        tracing::debug!(db = %self.db.label, error = %e, "a pooled connection had gone stale; trying another");
-                        tries += 1;
-                    }
-                    Err(e) => {
-                        conn.rollback();
-                        return Err(self.err(e));
-                    }
-                }
-            }
-        })
+        blocking(|| self.run_on(f).map(|(_, r)| r))
     }
 
-    /// Whether `conn` failed on its first statement because it had gone stale, and another
-    /// may be tried.
-    pub(crate) fn stale(&self, conn: &mut Pooled, tries: u32) -> bool {
-        conn.completed == 0 && conn.client.is_closed() && tries <= self.url.pool_size
+    /// Runs `f` on a pooled connection, and returns both. A connection that went stale in the
+    /// pool (the server restarted, a proxy dropped it) fails its first statement without
+    /// running it: `f` is then run again on another, as many times as the pool holds
+    /// connections.
+    pub(crate) fn run_on<R>(
+        &self,
+        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error>,
+    ) -> Result<(Pooled, R), StoreError> {
+        let mut tries = 0;
+        loop {
+            let mut conn = self.checkout()?;
+            match f(&mut conn) {
+                Ok(r) => return Ok((conn, r)),
+                Err(e)
+                    if conn.completed == 0
+                        && conn.client.is_closed()
+                        && tries <= self.url.pool_size =>
+                {
+                    tracing::debug!(db = %self.db.label, error = %e, "a pooled connection had gone stale; trying another");
+                    tries += 1;
+                }
+                Err(e) => {
+                    conn.rollback();
+                    return Err(self.err(e));
+                }
+            }
+        }
     }
 
     /// A failed statement, as this store reports it: what it means for the caller.
@@ -422,9 +420,8 @@ impl PgStore {
         self.run(|c| {
             let rows = c.query(
                 concat!(
-                    "SELECT id, user_id, project_id, version, events, ended, created_at,
-                            updated_at, ",
-                    session_size!(),
+                    "SELECT ",
+                    summary_columns!(),
                     " FROM session ORDER BY updated_at DESC, id COLLATE \"C\" LIMIT $1"
                 ),
                 &[&limit],
@@ -486,20 +483,22 @@ impl Drop for PgStore {
     }
 }
 
-/// The size of a session row's snapshot and entries, in bytes (a column of the summary).
-macro_rules! session_size {
+/// A session's summary, in the order [`sql::session_summary`] reads it: its size is the
+/// bytes of its snapshot and entries.
+macro_rules! summary_columns {
     () => {
-        "(octet_length(snapshot) + coalesce((SELECT sum(octet_length(entry))
-            FROM session_entry e WHERE e.session_id = session.id), 0))::bigint"
+        "id, user_id, project_id, version, events, ended, created_at, updated_at,
+         (octet_length(snapshot) + coalesce((SELECT sum(octet_length(entry))
+             FROM session_entry e WHERE e.session_id = session.id), 0))::bigint"
     };
 }
-pub(crate) use session_size;
+pub(crate) use summary_columns;
 
 /// A stored session, with its snapshot and its entries, in one statement (so of one save):
 /// columns of [`sql::stored_session`], then the entries' lists, places and texts as arrays.
 pub(crate) const SELECT_SESSION: &str = concat!(
-    "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at, ",
-    session_size!(),
+    "SELECT ",
+    summary_columns!(),
     ", snapshot,
             ARRAY(SELECT list FROM session_entry e WHERE e.session_id = session.id
                   ORDER BY list, n),

@@ -222,15 +222,7 @@ impl<'s> PgTick<'s> {
 
 /// A pooled connection with a transaction begun on it, holding `session`'s lock if given.
 fn begin_on(store: &PgStore, session: Option<&str>) -> Result<Pooled, StoreError> {
-    let mut tries = 0;
-    let mut conn = loop {
-        let mut conn = store.checkout()?;
-        match conn.batch("BEGIN") {
-            Ok(()) => break conn,
-            Err(_) if store.stale(&mut conn, tries) => tries += 1,
-            Err(e) => return Err(store.err(e)),
-        }
-    };
+    let (mut conn, ()) = store.run_on(|c| c.batch("BEGIN"))?;
     if let Some(id) = session
         && let Err(e) = conn.query_opt("SELECT warden_session_lock($1)", &[&id])
     {

@@ -358,22 +358,16 @@ impl StoreError {
             // SQLite's own messages for these codes (sqlite3_errstr), as a refused tick carries
             // them in words.
             [
-                ("database or disk is full", "the disk is full"),
-                ("readonly database", "the database is read-only"),
-                ("disk I/O error", "the disk failed (I/O error)"),
-                (
-                    "database is locked",
-                    "the database is locked by another process",
-                ),
-                ("malformed", "the database file is damaged"),
-                (
-                    "unable to open database file",
-                    "the database file cannot be opened",
-                ),
+                ("database or disk is full", C::DiskFull),
+                ("readonly database", C::ReadOnly),
+                ("disk I/O error", C::SystemIoFailure),
+                ("database is locked", C::DatabaseLocked),
+                ("malformed", C::DatabaseCorrupt),
+                ("unable to open database file", C::CannotOpen),
             ]
-            .iter()
+            .into_iter()
             .find(|(said, _)| text.contains(said))
-            .map(|(_, words)| *words)
+            .and_then(|(_, code)| by_code(Some(code)))
         };
         match self {
             StoreError::Busy { .. } => Some("the database is locked by another process"),

@@ -3,7 +3,7 @@
 use rusqlite::{Connection, TransactionBehavior, params};
 
 use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
-use super::{SqliteStore, select};
+use super::{SqliteStore, record_values, select};
 use crate::copy::{self, Pages};
 use crate::error::StoreError;
 use crate::sql;
@@ -189,24 +189,9 @@ impl SqliteStore {
                 .map_err(sql)?;
             while let Some(page) = log()? {
                 for row in &page {
-                    let r = &row.record;
-                    stmt.execute(params![
-                        row.id,
-                        row.created_at,
-                        r.user_id,
-                        r.project_id,
-                        r.session_id,
-                        r.rule_id,
-                        r.trigger,
-                        r.condition_result,
-                        r.action_executed,
-                        r.execution_time_ms,
-                        r.error_message,
-                        r.decision,
-                        r.shadow,
-                        r.live_decision
-                    ])
-                    .map_err(sql)?;
+                    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&row.id, &row.created_at];
+                    values.extend(record_values(&row.record));
+                    stmt.execute(values.as_slice()).map_err(sql)?;
                 }
             }
         }

@@ -324,22 +324,27 @@ pub(crate) fn insert_executions(
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(INSERT_EXECUTION)?;
     for r in records {
-        stmt.execute(params![
-            r.user_id,
-            r.project_id,
-            r.session_id,
-            r.rule_id,
-            r.trigger,
-            r.condition_result,
-            r.action_executed,
-            r.execution_time_ms,
-            r.error_message,
-            r.decision,
-            r.shadow,
-            r.live_decision,
-        ])?;
+        stmt.execute(record_values(r).as_slice())?;
     }
     Ok(())
+}
+
+/// A record's values, in the log's column order from `user_id` on (after `id`, `created_at`).
+pub(crate) fn record_values(r: &ExecutionRecord) -> [&dyn rusqlite::ToSql; 12] {
+    [
+        &r.user_id,
+        &r.project_id,
+        &r.session_id,
+        &r.rule_id,
+        &r.trigger,
+        &r.condition_result,
+        &r.action_executed,
+        &r.execution_time_ms,
+        &r.error_message,
+        &r.decision,
+        &r.shadow,
+        &r.live_decision,
+    ]
 }
 
 /// Turns a stored `value_json` cell into a JSON value (SQLite's cell may hold another type).

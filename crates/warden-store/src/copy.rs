@@ -55,16 +55,10 @@ impl Store {
                 reason: "the source and the target are the same database".into(),
             });
         }
-        let dump = match &self.backend {
-            Inner::Sqlite(s) => s.dump()?,
-            Inner::Postgres(s) => s.dump()?,
-        };
+        let dump = read!(self, s => s.dump())?;
         let (mut after, mut executions) = (0, 0);
         let mut next = || -> Result<_, StoreError> {
-            let page = match &self.backend {
-                Inner::Sqlite(s) => s.log_page(after, LOG_PAGE)?,
-                Inner::Postgres(s) => s.log_page(after, LOG_PAGE)?,
-            };
+            let page = read!(self, s => s.log_page(after, LOG_PAGE))?;
             let Some(last) = page.last() else {
                 return Ok(None);
             };
@@ -88,11 +82,7 @@ impl Store {
     /// What this store holds, in words (`12 keys of plugin state, 3 saved sessions`), or
     /// `nothing`.
     pub fn contents(&self) -> Result<String, StoreError> {
-        let counts = match &self.backend {
-            Inner::Sqlite(s) => s.counts()?,
-            Inner::Postgres(s) => s.counts()?,
-        };
-        Ok(describe(counts))
+        Ok(describe(read!(self, s => s.counts())?))
     }
 }
 
@@ -100,10 +90,6 @@ impl Store {
 impl Store {
     /// Every row but the execution log's (tests: compare two stores).
     pub(crate) fn dump(&self) -> crate::types::Dump {
-        match &self.backend {
-            Inner::Sqlite(s) => s.dump(),
-            Inner::Postgres(s) => s.dump(),
-        }
-        .expect("dump")
+        read!(self, s => s.dump()).expect("dump")
     }
 }

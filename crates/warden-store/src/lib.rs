@@ -37,6 +37,18 @@
 
 #![warn(missing_docs)]
 
+/// Runs the same expression on whichever back end `$store` holds, with no hand-over: for a read
+/// that SQLite makes on its reading connection when on a runtime worker (`SqliteStore::reader`),
+/// or a copy's.
+macro_rules! read {
+    ($store:expr, $s:ident => $e:expr) => {
+        match &$store.backend {
+            $crate::Inner::Sqlite($s) => $e,
+            $crate::Inner::Postgres($s) => $e,
+        }
+    };
+}
+
 mod copy;
 mod error;
 mod pg;
@@ -122,17 +134,6 @@ impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store").field("db", &self.label()).finish()
     }
-}
-
-/// Runs the same expression on whichever back end `$store` holds, for a read that SQLite makes
-/// on its reading connection when on a runtime worker (`SqliteStore::reader`): no hand-over.
-macro_rules! read {
-    ($store:expr, $s:ident => $e:expr) => {
-        match &$store.backend {
-            Inner::Sqlite($s) => $e,
-            Inner::Postgres($s) => $e,
-        }
-    };
 }
 
 /// Runs the same expression on whichever back end `$store` holds.
@@ -477,14 +478,6 @@ impl Store {
     /// epoch); how many.
     pub fn prune_sessions(&self, before: f64) -> Result<usize, StoreError> {
         each!(self, s => s.prune_sessions(before))
-    }
-
-    /// Starts a tick's transaction (nothing is locked until it first reads or commits).
-    pub fn tick(&self) -> TickTransaction<'_> {
-        match &self.backend {
-            Inner::Sqlite(s) => TickTransaction::sqlite(sqlite::tick::SqliteTick::new(s)),
-            Inner::Postgres(s) => TickTransaction::postgres(pg::tick::PgTick::new(s)),
-        }
     }
 
     /// Saves a session in the store's next batch, and calls `done` with its new version or

@@ -2,7 +2,7 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
+use super::sessions::{Recent, SUMMARY_COLUMNS};
 use super::{SqliteStore, record_values, select};
 use crate::copy::{self, Pages};
 use crate::error::StoreError;
@@ -53,8 +53,7 @@ impl SqliteStore {
                 format!("SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id");
             dump.sessions = select(&conn, &query, [], |r| {
                 let session = sql::stored_session(r)?;
-                let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
-                    .map_err(|e| damaged_recent(10, &session.summary.id, e))?;
+                let newest = Recent::in_row(r, 10, &session.summary.id)?;
                 recent.insert(session.summary.id.clone(), newest);
                 Ok(session)
             })?;

@@ -56,9 +56,27 @@ pub(crate) struct Recent {
 }
 
 impl Recent {
-    /// The entries a row's `recent` column holds (none for NULL).
-    pub(crate) fn read(column: Option<&str>) -> Result<Recent, serde_json::Error> {
-        column.map_or_else(|| Ok(Recent::default()), serde_json::from_str)
+    /// The entries column `column` of `row` holds, session `id`'s `recent` (none for NULL).
+    /// A column that is not what Warden writes is the error of reading the row, naming it.
+    pub(crate) fn in_row(
+        row: &rusqlite::Row<'_>,
+        column: usize,
+        id: &str,
+    ) -> rusqlite::Result<Recent> {
+        let Some(text) = row.get_ref(column)?.as_str_or_null()? else {
+            return Ok(Recent::default());
+        };
+        serde_json::from_str(text).map_err(|e| {
+            let why = format!(
+                "session {id:?}: its newest entries (column `recent` of table `session`) are not \
+                 what Warden writes ({e}); `warden sessions delete {id}` removes the session"
+            );
+            rusqlite::Error::FromSqlConversionFailure(
+                column,
+                rusqlite::types::Type::Text,
+                why.into(),
+            )
+        })
     }
 
     /// Adds a save's entries (each replacing what is at its place), then drops what is before
@@ -106,33 +124,6 @@ impl Recent {
     }
 }
 
-/// The `recent` column of session `id`'s row, not what Warden writes, as the error of reading
-/// the row.
-pub(crate) fn damaged_recent(column: usize, id: &str, e: serde_json::Error) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        column,
-        rusqlite::types::Type::Text,
-        Box::new(DamagedRecent(id.to_string(), e)),
-    )
-}
-
-/// Why a row's newest entries could not be read: the session, and what is wrong.
-#[derive(Debug)]
-struct DamagedRecent(String, serde_json::Error);
-
-impl std::fmt::Display for DamagedRecent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "session {:?}: its newest entries (column `recent` of table `session`) are not what \
-             Warden writes ({}); `warden sessions delete {}` removes the session",
-            self.0, self.1, self.0
-        )
-    }
-}
-
-impl std::error::Error for DamagedRecent {}
-
 /// Saves `s` inside the caller's transaction; the new version.
 pub(crate) fn save_session(
     db: &Named,
@@ -148,11 +139,8 @@ pub(crate) fn save_session(
         Some(_) => conn
             .prepare_cached("SELECT recent FROM session WHERE id = ?1")
             .and_then(|mut stmt| {
-                stmt.query_row([s.id], |r| {
-                    Recent::read(r.get_ref(0)?.as_str_or_null()?)
-                        .map_err(|e| damaged_recent(0, s.id, e))
-                })
-                .optional()
+                stmt.query_row([s.id], |r| Recent::in_row(r, 0, s.id))
+                    .optional()
             })
             .map_err(|e| db.sql_err(e))?
             // No row: the versioned write below finds the conflict.
@@ -302,8 +290,7 @@ pub(crate) fn load_session(
                 "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session WHERE id = ?1"
             ))?
             .query_row([id], |row| {
-                let recent = Recent::read(row.get_ref(10)?.as_str_or_null()?)
-                    .map_err(|e| damaged_recent(10, id, e))?;
+                let recent = Recent::in_row(row, 10, id)?;
                 Ok((sql::stored_session(row)?, recent))
             })
             .optional()?;

@@ -69,7 +69,8 @@ pub(crate) struct PgStore {
     opened: Instant,
 }
 
-fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreError> {
+/// The pool of `db`'s connections, which waits `db`'s lock timeout for one.
+fn pool(url: &PgUrl, db: &Named) -> Result<r2d2::Pool<Manager>, StoreError> {
     r2d2::Pool::builder()
         .max_size(url.pool_size)
         // Connections are opened as ticks need them: a hook process opens one.
@@ -77,16 +78,13 @@ fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreErro
         // A connection that went stale in the pool is found by its first statement, which is
         // then run again on a fresh one (see `PgStore::run`), instead of a test per checkout.
         .test_on_check_out(false)
-        .connection_timeout(timeout.max(Duration::from_millis(100)))
+        .connection_timeout(db.lock_timeout.max(Duration::from_millis(100)))
         .error_handler(Box::new(r2d2::NopErrorHandler))
         .thread_pool(Arc::new(scheduled_thread_pool::ScheduledThreadPool::new(2)))
         .build(Manager {
             config: url.config.clone(),
         })
-        .map_err(|e| StoreError::Unreachable {
-            db: url.label.clone(),
-            reason: e.to_string(),
-        })
+        .map_err(|e| db.unreachable(e.to_string()))
 }
 
 /// Whether the driver failed on the connection itself (not on what the server said).
@@ -98,13 +96,13 @@ impl PgStore {
     /// Connects to the database `url` names and brings its schema up to date.
     pub(crate) fn open(url: &str) -> Result<PgStore, StoreError> {
         let url = PgUrl::parse(url)?;
-        let pool = pool(&url, crate::DEFAULT_LOCK_TIMEOUT)?;
+        let db = Named {
+            label: url.label.clone(),
+            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+        };
         let mut store = PgStore {
-            pool: Some(pool),
-            db: Named {
-                label: url.label.clone(),
-                lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
-            },
+            pool: Some(pool(&url, &db)?),
+            db,
             schema: String::new(),
             changes: Arc::new(AtomicI64::new(0)),
             listener: OnceLock::new(),
@@ -203,9 +201,13 @@ impl PgStore {
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
         self.url.set_lock_timeout(timeout);
-        let old = self.pool.replace(pool(&self.url, timeout)?);
+        let db = Named {
+            lock_timeout: timeout,
+            ..self.db.clone()
+        };
+        let old = self.pool.replace(pool(&self.url, &db)?);
         blocking(move || drop(old));
-        self.db.lock_timeout = timeout;
+        self.db = db;
         Ok(())
     }
 

@@ -193,30 +193,22 @@ impl<'s> PgTick<'s> {
             // Only the session's save is left: its `UPDATE` locks the row, and nothing after.
             self.session.borrow_mut().take();
         }
-        let store = self.store;
-        let mut conflict = false;
-        let version = self.with(|c| {
-            let version = match &session {
-                Some(s) => {
-                    let saved = save_session(c, s)?;
-                    conflict = saved.is_none();
-                    saved
-                }
-                None => None,
-            };
-            if !conflict {
+        // The session's new version; `Some(None)`: another node saved it meanwhile.
+        let saved = self.with(|c| {
+            let saved = session.as_ref().map(|s| save_session(c, s)).transpose()?;
+            if saved != Some(None) {
                 c.batch("COMMIT")?;
             }
-            Ok(version)
+            Ok(saved)
         })?;
-        if let Some(s) = session.as_ref().filter(|_| conflict) {
+        if let (Some(None), Some(s)) = (saved, &session) {
             // Drop rolls back.
-            return Err(store.db.conflict(s.id));
+            return Err(self.store.db.conflict(s.id));
         }
         // The transaction is over; `Drop` has nothing to roll back.
         let conn = self.open.borrow_mut().take();
         blocking(move || drop(conn));
-        Ok(version)
+        Ok(saved.flatten())
     }
 }
 

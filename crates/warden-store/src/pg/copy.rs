@@ -138,72 +138,7 @@ impl PgStore {
         } else {
             copy::refuse_held(&self.db.label, counts(c).map_err(pg)?)?;
         }
-        for r in &dump.state {
-            c.execute(
-                "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
-                     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[
-                    &r.scope.user,
-                    &r.scope.project,
-                    &r.scope.plugin,
-                    &r.key,
-                    &r.value_json,
-                    &r.created_at,
-                    &r.updated_at,
-                ],
-            )
-            .map_err(pg)?;
-        }
-        for t in &dump.toggles {
-            c.execute(
-                "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[
-                    &t.user_id,
-                    &t.rule_id,
-                    &t.state.columns().0,
-                    &t.state.columns().1,
-                    &t.updated_at,
-                ],
-            )
-            .map_err(pg)?;
-        }
-        for o in &dump.overrides {
-            c.execute(
-                "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
-                     value_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                &[&o[0], &o[1], &o[2], &o[3], &o[4], &o[5]],
-            )
-            .map_err(pg)?;
-        }
-        for s in &dump.sessions {
-            let m = &s.summary;
-            let events = i64::try_from(m.events).unwrap_or(i64::MAX);
-            c.execute(
-                "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
-                     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                &[
-                    &m.id,
-                    &m.user,
-                    &m.project,
-                    &m.version,
-                    &s.snapshot,
-                    &events,
-                    &m.ended,
-                    &m.created_at,
-                    &m.updated_at,
-                ],
-            )
-            .map_err(pg)?;
-            for e in &s.entries {
-                c.execute(
-                    "INSERT INTO session_entry (session_id, list, n, entry)
-                     VALUES ($1, $2, $3, $4)",
-                    &[&m.id, &i16::from(e.list), &e.n, &e.text],
-                )
-                .map_err(pg)?;
-            }
-        }
+        write_dump(c, dump).map_err(pg)?;
         while let Some(page) = log()? {
             insert_page(c, &page).map_err(pg)?;
         }
@@ -217,6 +152,67 @@ impl PgStore {
         )
         .map_err(pg)
     }
+}
+
+/// Writes every row of `dump` as it was stored (inside the caller's transaction).
+fn write_dump(c: &mut Conn, dump: &Dump) -> Result<(), postgres::Error> {
+    for r in &dump.state {
+        c.execute(
+            "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &r.scope.user,
+                &r.scope.project,
+                &r.scope.plugin,
+                &r.key,
+                &r.value_json,
+                &r.created_at,
+                &r.updated_at,
+            ],
+        )?;
+    }
+    for t in &dump.toggles {
+        let (enabled, shadow) = t.state.columns();
+        c.execute(
+            "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
+             VALUES ($1, $2, $3, $4, $5)",
+            &[&t.user_id, &t.rule_id, &enabled, &shadow, &t.updated_at],
+        )?;
+    }
+    for o in &dump.overrides {
+        c.execute(
+            "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
+                 value_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&o[0], &o[1], &o[2], &o[3], &o[4], &o[5]],
+        )?;
+    }
+    for s in &dump.sessions {
+        let m = &s.summary;
+        let events = i64::try_from(m.events).unwrap_or(i64::MAX);
+        c.execute(
+            "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                &m.id,
+                &m.user,
+                &m.project,
+                &m.version,
+                &s.snapshot,
+                &events,
+                &m.ended,
+                &m.created_at,
+                &m.updated_at,
+            ],
+        )?;
+        for e in &s.entries {
+            c.execute(
+                "INSERT INTO session_entry (session_id, list, n, entry)
+                 VALUES ($1, $2, $3, $4)",
+                &[&m.id, &i16::from(e.list), &e.n, &e.text],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Inserts a page of execution-log rows, ids and times kept, in one round trip.

@@ -110,90 +110,82 @@ impl SqliteStore {
         } else {
             copy::refuse_held(&self.db.label, counts(&tx).map_err(sql)?)?;
         }
-        {
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
-                     created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(sql)?;
-            for r in &dump.state {
-                stmt.execute(params![
-                    r.scope.user,
-                    r.scope.project,
-                    r.scope.plugin,
-                    r.key,
-                    r.value_json,
-                    r.created_at,
-                    r.updated_at
-                ])
-                .map_err(sql)?;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(sql)?;
-            for t in &dump.toggles {
-                let (enabled, shadow) = t.state.columns();
-                stmt.execute(params![t.user_id, t.rule_id, enabled, shadow, t.updated_at])
-                    .map_err(sql)?;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
-                     value_json, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(sql)?;
-            for o in &dump.overrides {
-                stmt.execute(params![o[0], o[1], o[2], o[3], o[4], o[5]])
-                    .map_err(sql)?;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO session (id, user_id, project_id, version, snapshot, events,
-                     ended, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(sql)?;
-            let mut entry = tx
-                .prepare("INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(sql)?;
-            for s in &dump.sessions {
-                let m = &s.summary;
-                stmt.execute(params![
-                    m.id,
-                    m.user,
-                    m.project,
-                    m.version,
-                    s.snapshot,
-                    i64::try_from(m.events).unwrap_or(i64::MAX),
-                    m.ended,
-                    m.created_at,
-                    m.updated_at
-                ])
-                .map_err(sql)?;
-                for e in &s.entries {
-                    entry
-                        .execute(params![m.id, e.list, e.n, e.text])
-                        .map_err(sql)?;
-                }
-            }
-            let mut stmt = tx
-                .prepare(concat!(
-                    "INSERT INTO rule_execution_log (",
-                    sql::execution_columns!(),
-                    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                ))
-                .map_err(sql)?;
-            while let Some(page) = log()? {
-                for row in &page {
-                    let mut values: Vec<&dyn rusqlite::ToSql> = vec![&row.id, &row.created_at];
-                    values.extend(record_values(&row.record));
-                    stmt.execute(values.as_slice()).map_err(sql)?;
-                }
+        write_dump(&tx, dump).map_err(sql)?;
+        let mut stmt = tx
+            .prepare(concat!(
+                "INSERT INTO rule_execution_log (",
+                sql::execution_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            ))
+            .map_err(sql)?;
+        while let Some(page) = log()? {
+            for row in &page {
+                let mut values: Vec<&dyn rusqlite::ToSql> = vec![&row.id, &row.created_at];
+                values.extend(record_values(&row.record));
+                stmt.execute(values.as_slice()).map_err(sql)?;
             }
         }
+        drop(stmt);
         tx.commit().map_err(sql)
     }
+}
+
+/// Writes every row of `dump` as it was stored (inside the caller's transaction).
+fn write_dump(tx: &Connection, dump: &Dump) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare(
+        "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json, created_at,
+         updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for r in &dump.state {
+        stmt.execute(params![
+            r.scope.user,
+            r.scope.project,
+            r.scope.plugin,
+            r.key,
+            r.value_json,
+            r.created_at,
+            r.updated_at
+        ])?;
+    }
+    let mut stmt = tx.prepare(
+        "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for t in &dump.toggles {
+        let (enabled, shadow) = t.state.columns();
+        stmt.execute(params![t.user_id, t.rule_id, enabled, shadow, t.updated_at])?;
+    }
+    let mut stmt = tx.prepare(
+        "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json,
+         updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for o in &dump.overrides {
+        stmt.execute(params![o[0], o[1], o[2], o[3], o[4], o[5]])?;
+    }
+    let mut stmt = tx.prepare(
+        "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
+         created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut entry = tx.prepare(
+        "INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for s in &dump.sessions {
+        let m = &s.summary;
+        let events = i64::try_from(m.events).unwrap_or(i64::MAX);
+        stmt.execute(params![
+            m.id,
+            m.user,
+            m.project,
+            m.version,
+            s.snapshot,
+            events,
+            m.ended,
+            m.created_at,
+            m.updated_at
+        ])?;
+        for e in &s.entries {
+            entry.execute(params![m.id, e.list, e.n, e.text])?;
+        }
+    }
+    Ok(())
 }

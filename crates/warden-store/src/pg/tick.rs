@@ -186,9 +186,7 @@ impl<'s> PgTick<'s> {
         self,
         session: Option<SessionWrite<'_>>,
     ) -> Result<Option<i64>, StoreError> {
-        if let Some(failure) = &*self.failed.borrow() {
-            return Err(self.failure_error(failure));
-        }
+        // A tick whose transaction could not begin, or failed, fails here (`with`).
         if !self.is_begun() {
             // Only the session's save is left: its `UPDATE` locks the row, and nothing after.
             self.session.borrow_mut().take();

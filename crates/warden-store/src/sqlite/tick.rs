@@ -167,13 +167,7 @@ impl<'s> SqliteTick<'s> {
         self,
         session: Option<SessionWrite<'_>>,
     ) -> Result<Option<i64>, StoreError> {
-        // A tick whose transaction could not begin read or wrote nothing it needed.
-        if self.refused.get() {
-            return Err(self.store.db.busy());
-        }
-        if let Some(reason) = self.failed.borrow_mut().take() {
-            return Err(self.store.db.refused(reason));
-        }
+        // A tick whose transaction could not begin, or was ended, fails here (`with`).
         let store = self.store;
         let version = self.with(|conn| {
             let version = match &session {

@@ -209,7 +209,7 @@ fn commit(conn: &Connection, db: &Named, batch: &[Job]) -> Vec<Result<i64, Store
     let all_fail = |why: &dyn Fn() -> StoreError| batch.iter().map(|_| Err(why())).collect();
     // Prepared once and kept, as the saves' statements are: a batch is committed every few
     // hundred microseconds under load, and parsing these two each time showed in profiles.
-    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
+    let step = |sql: &str| super::execute(conn, sql, []);
     if let Err(e) = step("BEGIN IMMEDIATE") {
         return if super::is_busy(&e) {
             all_fail(&|| db.busy())

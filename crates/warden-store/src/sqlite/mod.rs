@@ -229,6 +229,15 @@ pub(crate) fn select<T>(
     rows.collect()
 }
 
+/// Runs `sql` with `params` (the statement is kept prepared); how many rows it changed.
+pub(crate) fn execute(
+    conn: &Connection,
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
 /// The value of `key` in `scope`, read on `conn` (the store's, or a tick's).
 pub(crate) fn read_state(
     db: &Named,
@@ -304,18 +313,15 @@ fn write_group(db: &Named, conn: &Connection, group: &[StateWrite]) -> Result<()
     for write in group {
         let StateWrite { scope, key, value } = write;
         let result = match value {
-            Some(value) => conn.prepare_cached(UPSERT_STATE).and_then(|mut stmt| {
-                stmt.execute(params![
-                    scope.user,
-                    scope.project,
-                    scope.plugin,
-                    key,
-                    value.to_string()
-                ])
-            }),
-            None => conn.prepare_cached(DELETE_STATE).and_then(|mut stmt| {
-                stmt.execute(params![scope.user, scope.project, scope.plugin, key])
-            }),
+            Some(value) => {
+                let value = value.to_string();
+                let args = params![scope.user, scope.project, scope.plugin, key, value];
+                execute(conn, UPSERT_STATE, args)
+            }
+            None => {
+                let args = params![scope.user, scope.project, scope.plugin, key];
+                execute(conn, DELETE_STATE, args)
+            }
         };
         result.map_err(|e| db.write(scope, key, e))?;
     }

@@ -6,7 +6,7 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{SqliteStore, select};
+use super::{SqliteStore, execute, select};
 use crate::error::Named;
 use crate::error::StoreError;
 use crate::sql;
@@ -185,40 +185,33 @@ fn write_row(
         Newest::Set(json) => (true, Some(json)),
     };
     let changed = match s.loaded {
-        None => conn.prepare_cached(
+        None => execute(
+            conn,
             "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended, updated_at, recent)
              VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO NOTHING",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, recent])
-        }),
-        Some(v) if s.touch => conn
-            .prepare_cached(
-                "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
-                 snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7,
-                 recent = CASE WHEN ?9 THEN ?10 ELSE recent END
-                 WHERE id = ?1 AND version = ?8",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v,
-                    set_recent, recent
-                ])
-            }),
+            params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, recent],
+        ),
+        Some(v) if s.touch => execute(
+            conn,
+            "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
+             snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7,
+             recent = CASE WHEN ?9 THEN ?10 ELSE recent END
+             WHERE id = ?1 AND version = ?8",
+            params![
+                s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v,
+                set_recent, recent
+            ],
+        ),
         // Without `updated_at` in the statement: SQLite rewrites an index whose column is
         // set, even to the value it holds. (`recent` has no index.)
-        Some(v) => conn
-            .prepare_cached(
-                "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
-                 snapshot = ?4, events = ?5, ended = ?6,
-                 recent = CASE WHEN ?8 THEN ?9 ELSE recent END
-                 WHERE id = ?1 AND version = ?7",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    s.id, s.user, s.project, s.snapshot, events, s.ended, v, set_recent, recent
-                ])
-            }),
+        Some(v) => execute(
+            conn,
+            "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
+             snapshot = ?4, events = ?5, ended = ?6,
+             recent = CASE WHEN ?8 THEN ?9 ELSE recent END
+             WHERE id = ?1 AND version = ?7",
+            params![s.id, s.user, s.project, s.snapshot, events, s.ended, v, set_recent, recent],
+        ),
     }
     .map_err(|e| db.sql_err(e))?;
     if changed == 0 {
@@ -253,7 +246,7 @@ pub(crate) fn in_savepoint<R>(
     db: &Named,
     f: impl FnOnce() -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
+    let step = |sql: &str| execute(conn, sql, []);
     if let Err(e) = step("SAVEPOINT save") {
         return Err(db.sql_err(e));
     }

@@ -362,21 +362,17 @@ impl PgStore {
         plugin_id: &str,
         values: &[(&str, Option<&serde_json::Value>)],
     ) -> Result<usize, StoreError> {
-        let texts: Vec<(&str, Option<String>)> = values
-            .iter()
-            .map(|(name, v)| (*name, v.map(serde_json::Value::to_string)))
-            .collect();
         self.run(|c| {
             let mut tx = c.client.transaction()?;
             let mut changed = 0;
-            for (name, text) in &texts {
-                changed += match text {
+            for (name, value) in values {
+                changed += match value {
                     Some(v) => tx.execute(
                         "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
                          VALUES ($1, $2, $3, $4, $5)
                          ON CONFLICT (user_id, project_id, plugin_id, name)
                          DO UPDATE SET value_json = excluded.value_json, updated_at = warden_now()",
-                        &[&user_id, &project_id, &plugin_id, name, v],
+                        &[&user_id, &project_id, &plugin_id, name, &v.to_string()],
                     )?,
                     None => tx.execute(
                         "DELETE FROM setting_override

@@ -1,6 +1,106 @@
-//! The one error type of this crate, and the database errors it carries.
+//! The one error type of this crate, the database errors it carries, and how both back ends
+//! make them ([`Named`]).
+
+use std::time::Duration;
 
 use crate::types::StateScope;
+
+/// A database as its errors name it, and how long it waits for a lock: what both back ends make
+/// their errors from.
+#[derive(Debug, Clone)]
+pub(crate) struct Named {
+    /// Its path, `in-memory database`, or its URL without the password.
+    pub(crate) label: String,
+    /// How long a statement waits for another process's lock.
+    pub(crate) lock_timeout: Duration,
+}
+
+impl Named {
+    /// It could not be opened, configured or read as it opened.
+    pub(crate) fn open(&self, cause: impl Into<DbError>) -> StoreError {
+        StoreError::Open {
+            db: self.label.clone(),
+            cause: cause.into(),
+        }
+    }
+
+    /// Migrating it to schema `version` failed.
+    pub(crate) fn migration(&self, version: u32, cause: impl Into<DbError>) -> StoreError {
+        StoreError::Migration {
+            db: self.label.clone(),
+            version,
+            cause: cause.into(),
+        }
+    }
+
+    /// Whether its schema, at version `found`, is to be migrated to `known` (the newest this
+    /// build knows); one a newer build wrote is refused.
+    pub(crate) fn to_migrate(&self, found: u32, known: u32) -> Result<bool, StoreError> {
+        if found > known {
+            return Err(StoreError::SchemaTooNew {
+                db: self.label.clone(),
+                found,
+                known,
+            });
+        }
+        Ok(found < known)
+    }
+
+    /// Any other failure of the open database.
+    pub(crate) fn database(&self, cause: impl Into<DbError>) -> StoreError {
+        StoreError::Database {
+            db: self.label.clone(),
+            cause: cause.into(),
+        }
+    }
+
+    /// Writing `key` of `scope` failed (its group is rolled back).
+    pub(crate) fn write(
+        &self,
+        scope: &StateScope,
+        key: &str,
+        cause: impl Into<DbError>,
+    ) -> StoreError {
+        StoreError::Write {
+            db: self.label.clone(),
+            scope: Box::new(scope.clone()),
+            key: key.to_string(),
+            cause: cause.into(),
+        }
+    }
+
+    /// The lock is held elsewhere for longer than this store waits.
+    pub(crate) fn busy(&self) -> StoreError {
+        StoreError::Busy {
+            db: self.label.clone(),
+            waited: self.lock_timeout,
+        }
+    }
+
+    /// A transaction ended by a write the database refused.
+    pub(crate) fn refused(&self, reason: String) -> StoreError {
+        StoreError::Refused {
+            db: self.label.clone(),
+            reason,
+        }
+    }
+
+    /// The server cannot be reached (nothing was written).
+    pub(crate) fn unreachable(&self, reason: String) -> StoreError {
+        StoreError::Unreachable {
+            db: self.label.clone(),
+            reason,
+        }
+    }
+
+    /// Another process saved session `id` since it was loaded.
+    pub(crate) fn conflict(&self, id: &str) -> StoreError {
+        StoreError::SessionConflict {
+            db: self.label.clone(),
+            id: id.to_string(),
+        }
+    }
+}
 
 /// What the database driver said: SQLite's, PostgreSQL's, or the connection pool's.
 #[derive(Debug, thiserror::Error)]
@@ -31,12 +131,17 @@ pub(crate) fn describe_pg(e: &postgres::Error) -> String {
         return out;
     }
     let mut out = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
+    for s in causes(e) {
         out.push_str(&format!(": {s}"));
-        source = s.source();
     }
     out
+}
+
+/// What caused `e`, and what caused that, in turn.
+pub(crate) fn causes<'e>(
+    e: &'e (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'e (dyn std::error::Error + 'static)> {
+    std::iter::successors(e.source(), |s| s.source())
 }
 
 impl DbError {
@@ -253,22 +358,16 @@ impl StoreError {
             // SQLite's own messages for these codes (sqlite3_errstr), as a refused tick carries
             // them in words.
             [
-                ("database or disk is full", "the disk is full"),
-                ("readonly database", "the database is read-only"),
-                ("disk I/O error", "the disk failed (I/O error)"),
-                (
-                    "database is locked",
-                    "the database is locked by another process",
-                ),
-                ("malformed", "the database file is damaged"),
-                (
-                    "unable to open database file",
-                    "the database file cannot be opened",
-                ),
+                ("database or disk is full", C::DiskFull),
+                ("readonly database", C::ReadOnly),
+                ("disk I/O error", C::SystemIoFailure),
+                ("database is locked", C::DatabaseLocked),
+                ("malformed", C::DatabaseCorrupt),
+                ("unable to open database file", C::CannotOpen),
             ]
-            .iter()
+            .into_iter()
             .find(|(said, _)| text.contains(said))
-            .map(|(_, words)| *words)
+            .and_then(|(_, code)| by_code(Some(code)))
         };
         match self {
             StoreError::Busy { .. } => Some("the database is locked by another process"),

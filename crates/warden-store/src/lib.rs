@@ -37,9 +37,22 @@
 
 #![warn(missing_docs)]
 
+/// Runs the same expression on whichever back end `$store` holds, with no hand-over: for a read
+/// that SQLite makes on its reading connection when on a runtime worker (`SqliteStore::reader`),
+/// or a copy's.
+macro_rules! read {
+    ($store:expr, $s:ident => $e:expr) => {
+        match &$store.backend {
+            $crate::Inner::Sqlite($s) => $e,
+            $crate::Inner::Postgres($s) => $e,
+        }
+    };
+}
+
 mod copy;
 mod error;
 mod pg;
+mod sql;
 mod sqlite;
 #[cfg(test)]
 mod testdb;
@@ -49,7 +62,6 @@ mod types;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub use error::{DbError, StoreError};
@@ -62,7 +74,6 @@ pub use types::{
 
 use pg::PgStore;
 use sqlite::SqliteStore;
-use sqlite::batch::Batcher;
 
 /// How long a tick waits for another process's lock before failing (SQLite's busy timeout;
 /// PostgreSQL's `lock_timeout`, and how long it waits for a pooled connection). A tick takes
@@ -90,9 +101,6 @@ pub enum Backend {
 /// runtime first (`block_in_place`), on both back ends.
 pub struct Store {
     backend: Inner,
-    /// SQLite: the thread that saves sessions in batches ([`Store::save_in_batch`]), started
-    /// at the first such save.
-    batcher: Mutex<Option<Batcher>>,
 }
 
 /// The back ends. A closed set, matched in each method: adding a method to one back end
@@ -110,28 +118,10 @@ const _: () = {
     assert_send_sync::<Store>();
 };
 
-impl Drop for Store {
-    fn drop(&mut self) {
-        // The saves still queued are committed before the database closes.
-        self.stop_batcher();
-    }
-}
-
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Store").field("db", &self.label()).finish()
     }
-}
-
-/// Runs the same expression on whichever back end `$store` holds, for a read that SQLite makes
-/// on its reading connection when on a runtime worker (`SqliteStore::reader`): no hand-over.
-macro_rules! read {
-    ($store:expr, $s:ident => $e:expr) => {
-        match &$store.backend {
-            Inner::Sqlite($s) => $e,
-            Inner::Postgres($s) => $e,
-        }
-    };
 }
 
 /// Runs the same expression on whichever back end `$store` holds.
@@ -174,7 +164,6 @@ impl Store {
             }
             _ => Ok(Store {
                 backend: Inner::Sqlite(SqliteStore::open(db, timeout)?),
-                batcher: Mutex::new(None),
             }),
         }
     }
@@ -183,9 +172,9 @@ impl Store {
     /// `path`, switches it to WAL, sets a busy timeout of [`DEFAULT_LOCK_TIMEOUT`], turns
     /// foreign keys on and runs pending migrations (`PRAGMA user_version`).
     pub fn open_sqlite(path: impl AsRef<Path>) -> Result<Store, StoreError> {
+        let store = SqliteStore::open(path.as_ref(), DEFAULT_LOCK_TIMEOUT)?;
         Ok(Store {
-            backend: Inner::Sqlite(SqliteStore::open(path.as_ref(), DEFAULT_LOCK_TIMEOUT)?),
-            batcher: Mutex::new(None),
+            backend: Inner::Sqlite(store),
         })
     }
 
@@ -201,7 +190,6 @@ impl Store {
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
         Ok(Store {
             backend: Inner::Postgres(PgStore::open(url)?),
-            batcher: Mutex::new(None),
         })
     }
 
@@ -209,7 +197,6 @@ impl Store {
     pub fn in_memory() -> Result<Store, StoreError> {
         Ok(Store {
             backend: Inner::Sqlite(SqliteStore::in_memory()?),
-            batcher: Mutex::new(None),
         })
     }
 
@@ -226,7 +213,7 @@ impl Store {
     pub fn label(&self) -> &str {
         match &self.backend {
             Inner::Sqlite(s) => &s.db.label,
-            Inner::Postgres(s) => &s.label,
+            Inner::Postgres(s) => &s.db.label,
         }
     }
 
@@ -234,8 +221,6 @@ impl Store {
     /// fails with [`StoreError::Busy`] (default [`DEFAULT_LOCK_TIMEOUT`]). On PostgreSQL it
     /// also bounds the wait for a pooled connection, and the pool is opened anew.
     pub fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
-        // The batching thread names the old timeout in its errors: the next save starts another.
-        self.stop_batcher();
         match &mut self.backend {
             Inner::Sqlite(s) => s.set_lock_timeout(timeout),
             Inner::Postgres(s) => s.set_lock_timeout(timeout),
@@ -378,9 +363,6 @@ impl Store {
     /// Appends records to the execution log, all in one transaction (a tick's, which commits
     /// nothing else).
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
         let tx = self.tick();
         tx.record_executions(records)?;
         tx.commit(None).map(|_| ())
@@ -485,14 +467,6 @@ impl Store {
         each!(self, s => s.prune_sessions(before))
     }
 
-    /// Starts a tick's transaction (nothing is locked until it first reads or commits).
-    pub fn tick(&self) -> TickTransaction<'_> {
-        match &self.backend {
-            Inner::Sqlite(s) => TickTransaction::sqlite(sqlite::tick::SqliteTick::new(s)),
-            Inner::Postgres(s) => TickTransaction::postgres(pg::tick::PgTick::new(s)),
-        }
-    }
-
     /// Saves a session in the store's next batch, and calls `done` with its new version or
     /// why it was not saved (a session saved by another process since `save.loaded` is
     /// [`StoreError::SessionConflict`], and then nothing is written), exactly once.
@@ -513,51 +487,12 @@ impl Store {
         done: impl FnOnce(Result<i64, StoreError>) + Send + 'static,
     ) {
         match &self.backend {
-            Inner::Sqlite(s) => {
-                let done: sqlite::batch::Done = Box::new(done);
-                let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
-                if batcher.is_none() {
-                    match Batcher::start(s.conn.clone(), s.db.clone()) {
-                        Ok(started) => *batcher = Some(started),
-                        Err(e) => {
-                            tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one")
-                        }
-                    }
-                }
-                let back = match batcher.as_ref() {
-                    Some(b) => b.submit(save, done).err(),
-                    None => Some(Box::new((save, done))),
-                };
-                if let Some(back) = back {
-                    // No thread (it could not start, or is gone: the next save starts one
-                    // again): this save is made here, outside the lock, `done` called here.
-                    let gone = batcher.take();
-                    drop(batcher);
-                    if let Some(gone) = gone {
-                        tracing::error!(db = %s.db.label, "the thread that saves sessions had stopped");
-                        gone.stop();
-                    }
-                    let (save, done) = *back;
-                    sqlite::batch::save_now(&s.conn, &s.db, save, done);
-                }
-            }
+            Inner::Sqlite(s) => s.save_in_batch(save, Box::new(done)),
             Inner::Postgres(_) => {
                 let next = save.loaded.map_or(1, |v| v + 1);
                 let saved = self.tick().commit(Some(save.as_write()));
                 done(saved.map(|v| v.unwrap_or(next)));
             }
-        }
-    }
-
-    /// Commits the saves still queued and stops the batching thread, if it runs.
-    fn stop_batcher(&mut self) {
-        let batcher = self
-            .batcher
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(b) = batcher {
-            b.stop();
         }
     }
 

@@ -17,6 +17,7 @@ use crate::error::StoreError;
 use crate::pg::tick::PgTick;
 use crate::sqlite::tick::SqliteTick;
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
+use crate::{Inner, Store};
 
 /// One tick's transaction on a [`Store`](crate::Store) (see the module docs). It begins
 /// lazily: at the tick's first read of plugin state, at [`TickTransaction::begin`], or at its
@@ -61,19 +62,18 @@ impl std::fmt::Debug for TickTransaction<'_> {
     }
 }
 
-impl<'s> TickTransaction<'s> {
-    pub(crate) fn sqlite(t: SqliteTick<'s>) -> Self {
-        TickTransaction {
-            inner: Tick::Sqlite(t),
-        }
+impl Store {
+    /// Starts a tick's transaction (nothing is locked until it first reads or commits).
+    pub fn tick(&self) -> TickTransaction<'_> {
+        let inner = match &self.backend {
+            Inner::Sqlite(s) => Tick::Sqlite(SqliteTick::new(s)),
+            Inner::Postgres(s) => Tick::Postgres(PgTick::new(s)),
+        };
+        TickTransaction { inner }
     }
+}
 
-    pub(crate) fn postgres(t: PgTick<'s>) -> Self {
-        TickTransaction {
-            inner: Tick::Postgres(t),
-        }
-    }
-
+impl TickTransaction<'_> {
     /// The tick is of the durable session `id`. PostgreSQL takes the session's lock as the
     /// transaction begins, before any plugin state's: ticks of one session on two nodes then
     /// take their locks in one order and never wait for each other in a circle. (SQLite's one
@@ -132,6 +132,9 @@ impl<'s> TickTransaction<'s> {
 
     /// Adds rows to the execution log inside the transaction.
     pub fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
+        if records.is_empty() {
+            return Ok(());
+        }
         db!(self, t => t.record_executions(records))
     }
 
@@ -151,6 +154,9 @@ impl<'s> TickTransaction<'s> {
     /// session's new version. A session saved by another process since `session.loaded` is
     /// [`StoreError::SessionConflict`], and then nothing is written.
     pub fn commit(self, session: Option<SessionWrite<'_>>) -> Result<Option<i64>, StoreError> {
+        if session.is_none() && self.is_untouched() {
+            return Ok(None);
+        }
         match self.inner {
             // A tick that used the database for nothing has nothing to commit: no hand-over.
             Tick::Sqlite(t) if session.is_none() && !t.is_begun() => t.commit(None),

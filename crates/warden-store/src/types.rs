@@ -222,14 +222,10 @@ impl std::str::FromStr for RuleState {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "on" => Ok(RuleState::On),
-            "off" => Ok(RuleState::Off),
-            "shadow" => Ok(RuleState::Shadow),
-            other => Err(format!(
-                "`{other}` is not a rule state: say `on`, `off` or `shadow`"
-            )),
-        }
+        RuleState::ALL
+            .into_iter()
+            .find(|state| state.name() == s)
+            .ok_or_else(|| format!("`{s}` is not a rule state: say `on`, `off` or `shadow`"))
     }
 }
 

@@ -1,31 +1,17 @@
 //! Every row of a PostgreSQL store, out and in, as stored: what `warden migrate` copies.
 
+use postgres::types::ToSql;
+
 use super::conn::Conn;
-use super::{PgStore, execution_row, session_size, stored_session};
+use super::{PgStore, record_columns, summary_columns};
+use crate::copy::{self, Pages};
 use crate::error::StoreError;
-use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleState, RuleToggle, SessionEntry, StateRow, StateScope,
-};
+use crate::sql;
+use crate::types::{Dump, ExecutionRow};
 
-/// The tables a copy fills (in the order of a [`CopyReport`]).
-const TABLES: [&str; 5] = [
-    "plugin_state",
-    "rule_toggle",
-    "setting_override",
-    "session",
-    "rule_execution_log",
-];
-
+/// How many rows each table holds.
 fn counts(c: &mut Conn) -> Result<[usize; 5], postgres::Error> {
-    let mut out = [0; 5];
-    for (n, table) in out.iter_mut().zip(TABLES) {
-        let count: i64 = c
-            .client
-            .query_one(&format!("SELECT count(*) FROM {table}"), &[])?
-            .get(0);
-        *n = usize::try_from(count).unwrap_or(0);
-    }
-    Ok(out)
+    copy::counts(|sql| Ok(c.client.query_one(sql, &[])?.get(0)))
 }
 
 impl PgStore {
@@ -40,79 +26,54 @@ impl PgStore {
             let mut dump = Dump::default();
             // One snapshot for all four tables.
             c.batch("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
-            dump.state = c
-                .client
-                .query(
-                    "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
-                     FROM plugin_state ORDER BY id",
-                    &[],
-                )?
+            let rows = c.client.query(
+                "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
+                 FROM plugin_state ORDER BY id",
+                &[],
+            )?;
+            dump.state = rows.iter().map(sql::state_row).collect::<Result<_, _>>()?;
+            let rows = c.client.query(
+                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
+                 ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
+                &[],
+            )?;
+            dump.toggles = rows
                 .iter()
-                .map(|r| StateRow {
-                    scope: StateScope::new(
-                        r.get::<_, String>(0),
-                        r.get::<_, String>(1),
-                        r.get::<_, String>(2),
-                    ),
-                    key: r.get(3),
-                    value_json: r.get(4),
-                    created_at: r.get(5),
-                    updated_at: r.get(6),
-                })
-                .collect();
-            dump.toggles = c
-                .client
-                .query(
-                    "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
-                     ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
-                    &[],
-                )?
+                .map(sql::rule_toggle)
+                .collect::<Result<_, _>>()?;
+            let rows = c.client.query(
+                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+                 FROM setting_override ORDER BY user_id COLLATE \"C\",
+                 project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
+                &[],
+            )?;
+            dump.overrides = rows
                 .iter()
-                .map(|r| RuleToggle {
-                    user_id: r.get(0),
-                    rule_id: r.get(1),
-                    state: RuleState::from_columns(r.get(2), r.get(3)),
-                    updated_at: r.get(4),
-                })
-                .collect();
-            dump.overrides = c
-                .client
-                .query(
-                    "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
-                     FROM setting_override ORDER BY user_id COLLATE \"C\",
-                     project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
-                    &[],
-                )?
+                .map(sql::override_row)
+                .collect::<Result<_, _>>()?;
+            let rows = c.client.query(
+                concat!(
+                    "SELECT ",
+                    summary_columns!(),
+                    ", snapshot FROM session ORDER BY id COLLATE \"C\""
+                ),
+                &[],
+            )?;
+            dump.sessions = rows
                 .iter()
-                .map(|r| [r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)])
-                .collect();
-            dump.sessions = c
-                .client
-                .query(
-                    concat!(
-                        "SELECT id, user_id, project_id, version, events, ended, created_at,
-                                updated_at, ",
-                        session_size!(),
-                        ", snapshot FROM session ORDER BY id COLLATE \"C\""
-                    ),
-                    &[],
-                )?
-                .iter()
-                .map(stored_session)
-                .collect();
-            let mut by_id: std::collections::HashMap<String, Vec<SessionEntry>> =
-                std::collections::HashMap::new();
-            for r in c.client.query(
-                "SELECT session_id, list, n, entry FROM session_entry
+                .map(sql::stored_session)
+                .collect::<Result<_, _>>()?;
+            // `list` widened to the integer SQLite's is read as.
+            let rows = c.client.query(
+                "SELECT session_id, list::bigint, n, entry FROM session_entry
                  ORDER BY session_id COLLATE \"C\", list, n",
                 &[],
-            )? {
-                by_id.entry(r.get(0)).or_default().push(SessionEntry {
-                    list: u8::try_from(r.get::<_, i16>(1)).unwrap_or(u8::MAX),
-                    n: r.get(2),
-                    text: r.get(3),
-                });
-            }
+            )?;
+            let entries = rows
+                .iter()
+                .map(sql::session_entry_of)
+                .collect::<Result<_, _>>()?;
+            let mut by_id = sql::entries_by_session(entries);
             for s in &mut dump.sessions {
                 s.entries = by_id.remove(&s.summary.id).unwrap_or_default();
             }
@@ -128,26 +89,27 @@ impl PgStore {
         limit: usize,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.run(|c| {
-            c.query(
-                "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
-                        condition_result, action_executed, execution_time_ms, error_message,
-                        decision, shadow, live_decision
-                 FROM rule_execution_log WHERE id > $1 ORDER BY id LIMIT $2",
+        self.run(|c| {
+            let rows = c.query(
+                concat!(
+                    "SELECT ",
+                    sql::execution_columns!(),
+                    " FROM rule_execution_log WHERE id > $1 ORDER BY id LIMIT $2"
+                ),
                 &[&after, &limit],
-            )
-        })?;
-        Ok(rows.iter().map(execution_row).collect())
+            )?;
+            rows.iter().map(sql::execution_row).collect()
+        })
     }
 
-    /// Writes `dump` and every page `log` gives (until an empty one) in one transaction: the
-    /// store must be empty, or is emptied first with `replace`.
+    /// Writes `dump` and every page `log` gives in one transaction: the store must be empty,
+    /// or is emptied first with `replace`.
     pub(crate) fn import(
         &self,
         dump: &Dump,
         replace: bool,
-        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
-    ) -> Result<CopyReport, StoreError> {
+        log: Pages<'_>,
+    ) -> Result<(), StoreError> {
         super::conn::blocking(|| {
             let mut conn = self.checkout()?;
             let result = self.import_on(&mut conn, dump, replace, log);
@@ -163,100 +125,22 @@ impl PgStore {
         c: &mut Conn,
         dump: &Dump,
         replace: bool,
-        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
-    ) -> Result<CopyReport, StoreError> {
+        log: Pages<'_>,
+    ) -> Result<(), StoreError> {
         let pg = |e| self.err(e);
         c.batch("BEGIN").map_err(pg)?;
         if replace {
-            c.batch(&format!("TRUNCATE session_entry, {}", TABLES.join(", ")))
-                .map_err(pg)?;
+            c.batch(&format!(
+                "TRUNCATE session_entry, {}",
+                copy::TABLES.join(", ")
+            ))
+            .map_err(pg)?;
         } else {
-            let held = counts(c).map_err(pg)?;
-            if held.iter().any(|n| *n > 0) {
-                return Err(StoreError::NotEmpty {
-                    db: self.label.clone(),
-                    what: crate::types::describe(held),
-                });
-            }
+            copy::refuse_held(&self.db.label, counts(c).map_err(pg)?)?;
         }
-        let mut report = CopyReport::default();
-        for r in &dump.state {
-            c.execute(
-                "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
-                     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[
-                    &r.scope.user,
-                    &r.scope.project,
-                    &r.scope.plugin,
-                    &r.key,
-                    &r.value_json,
-                    &r.created_at,
-                    &r.updated_at,
-                ],
-            )
-            .map_err(pg)?;
-            report.state += 1;
-        }
-        for t in &dump.toggles {
-            c.execute(
-                "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
-                 VALUES ($1, $2, $3, $4, $5)",
-                &[
-                    &t.user_id,
-                    &t.rule_id,
-                    &t.state.columns().0,
-                    &t.state.columns().1,
-                    &t.updated_at,
-                ],
-            )
-            .map_err(pg)?;
-            report.toggles += 1;
-        }
-        for o in &dump.overrides {
-            c.execute(
-                "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
-                     value_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
-                &[&o[0], &o[1], &o[2], &o[3], &o[4], &o[5]],
-            )
-            .map_err(pg)?;
-            report.overrides += 1;
-        }
-        for s in &dump.sessions {
-            let m = &s.summary;
-            let events = i64::try_from(m.events).unwrap_or(i64::MAX);
-            c.execute(
-                "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
-                     created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                &[
-                    &m.id,
-                    &m.user,
-                    &m.project,
-                    &m.version,
-                    &s.snapshot,
-                    &events,
-                    &m.ended,
-                    &m.created_at,
-                    &m.updated_at,
-                ],
-            )
-            .map_err(pg)?;
-            for e in &s.entries {
-                c.execute(
-                    "INSERT INTO session_entry (session_id, list, n, entry)
-                     VALUES ($1, $2, $3, $4)",
-                    &[&m.id, &i16::from(e.list), &e.n, &e.text],
-                )
-                .map_err(pg)?;
-            }
-            report.sessions += 1;
-        }
-        loop {
-            let page = log()?;
-            if page.is_empty() {
-                break;
-            }
+        write_dump(c, dump).map_err(pg)?;
+        while let Some(page) = log()? {
             insert_page(c, &page).map_err(pg)?;
-            report.executions += page.len();
         }
         // Rows recorded from now on continue after the ids copied.
         c.batch(
@@ -266,52 +150,87 @@ impl PgStore {
                  coalesce((SELECT max(id) FROM plugin_state), 0) + 1, false);
              COMMIT",
         )
-        .map_err(pg)?;
-        Ok(report)
+        .map_err(pg)
     }
+}
+
+/// Writes every row of `dump` as it was stored (inside the caller's transaction).
+fn write_dump(c: &mut Conn, dump: &Dump) -> Result<(), postgres::Error> {
+    for r in &dump.state {
+        c.execute(
+            "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            &[
+                &r.scope.user,
+                &r.scope.project,
+                &r.scope.plugin,
+                &r.key,
+                &r.value_json,
+                &r.created_at,
+                &r.updated_at,
+            ],
+        )?;
+    }
+    for t in &dump.toggles {
+        let (enabled, shadow) = t.state.columns();
+        c.execute(
+            "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
+             VALUES ($1, $2, $3, $4, $5)",
+            &[&t.user_id, &t.rule_id, &enabled, &shadow, &t.updated_at],
+        )?;
+    }
+    for o in &dump.overrides {
+        c.execute(
+            "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
+                 value_json, updated_at) VALUES ($1, $2, $3, $4, $5, $6)",
+            &[&o[0], &o[1], &o[2], &o[3], &o[4], &o[5]],
+        )?;
+    }
+    for s in &dump.sessions {
+        let m = &s.summary;
+        let events = i64::try_from(m.events).unwrap_or(i64::MAX);
+        c.execute(
+            "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
+                 created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            &[
+                &m.id,
+                &m.user,
+                &m.project,
+                &m.version,
+                &s.snapshot,
+                &events,
+                &m.ended,
+                &m.created_at,
+                &m.updated_at,
+            ],
+        )?;
+        for e in &s.entries {
+            c.execute(
+                "INSERT INTO session_entry (session_id, list, n, entry)
+                 VALUES ($1, $2, $3, $4)",
+                &[&m.id, &i16::from(e.list), &e.n, &e.text],
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Inserts a page of execution-log rows, ids and times kept, in one round trip.
 fn insert_page(c: &mut Conn, page: &[ExecutionRow]) -> Result<(), postgres::Error> {
     let ids: Vec<i64> = page.iter().map(|r| r.id).collect();
     let created: Vec<&str> = page.iter().map(|r| r.created_at.as_str()).collect();
-    let text = |f: fn(&ExecutionRow) -> &str| page.iter().map(f).collect::<Vec<&str>>();
-    let opt = |f: fn(&ExecutionRow) -> Option<&str>| page.iter().map(f).collect::<Vec<_>>();
-    let users = text(|r| &r.record.user_id);
-    let projects = text(|r| &r.record.project_id);
-    let rules = text(|r| &r.record.rule_id);
-    let triggers = text(|r| &r.record.trigger);
-    let sessions = opt(|r| r.record.session_id.as_deref());
-    let errors = opt(|r| r.record.error_message.as_deref());
-    let decisions = opt(|r| r.record.decision.as_deref());
-    let conditions: Vec<bool> = page.iter().map(|r| r.record.condition_result).collect();
-    let actions: Vec<bool> = page.iter().map(|r| r.record.action_executed).collect();
-    let times: Vec<f64> = page.iter().map(|r| r.record.execution_time_ms).collect();
-    let shadows: Vec<bool> = page.iter().map(|r| r.record.shadow).collect();
-    let lives = opt(|r| r.record.live_decision.as_deref());
+    let columns = record_columns(&page.iter().map(|r| &r.record).collect::<Vec<_>>());
+    let mut args: Vec<&(dyn ToSql + Sync)> = vec![&ids, &created];
+    args.extend(columns.iter().map(|c| &**c as &(dyn ToSql + Sync)));
     c.execute(
-        "INSERT INTO rule_execution_log (id, created_at, user_id, project_id, session_id,
-             rule_id, trigger, condition_result, action_executed, execution_time_ms,
-             error_message, decision, shadow, live_decision)
-         SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
+        concat!(
+            "INSERT INTO rule_execution_log (",
+            sql::execution_columns!(),
+            ") SELECT * FROM unnest($1::int8[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::text[], $7::text[], $8::bool[], $9::bool[], $10::float8[], $11::text[],
-             $12::text[], $13::bool[], $14::text[])",
-        &[
-            &ids,
-            &created,
-            &users,
-            &projects,
-            &sessions,
-            &rules,
-            &triggers,
-            &conditions,
-            &actions,
-            &times,
-            &errors,
-            &decisions,
-            &shadows,
-            &lives,
-        ],
+             $12::text[], $13::bool[], $14::text[])"
+        ),
+        &args,
     )
     .map(|_| ())
 }

@@ -9,7 +9,7 @@
 
 use postgres::{Client, GenericClient};
 
-use crate::error::StoreError;
+use crate::error::{Named, StoreError};
 
 /// The advisory lock two nodes opening one fresh database take, so that one migrates it.
 const MIGRATION_LOCK: i64 = 0x5741_5244_454e_0001;
@@ -218,25 +218,13 @@ pub(crate) fn current(client: &mut impl GenericClient) -> Result<u32, postgres::
 /// migrate it once.
 pub(crate) fn migrate(
     client: &mut Client,
-    db: &str,
+    db: &Named,
     schema: Option<&str>,
 ) -> Result<(), StoreError> {
     let known = latest_version();
-    let open_err = |cause: postgres::Error| StoreError::Open {
-        db: db.to_owned(),
-        cause: cause.into(),
-    };
-    let too_new = |found| StoreError::SchemaTooNew {
-        db: db.to_owned(),
-        found,
-        known,
-    };
+    let open_err = |e: postgres::Error| db.open(e);
     // The common case, without a lock: already current.
-    let found = current(client).map_err(open_err)?;
-    if found > known {
-        return Err(too_new(found));
-    }
-    if found == known {
+    if !db.to_migrate(current(client).map_err(open_err)?, known)? {
         return Ok(());
     }
     let mut tx = client.transaction().map_err(open_err)?;
@@ -255,24 +243,14 @@ pub(crate) fn migrate(
     .map_err(open_err)?;
     // Read again under the lock: another node may have migrated meanwhile.
     let found = current(&mut tx).map_err(open_err)?;
-    if found > known {
-        return Err(too_new(found));
-    }
+    db.to_migrate(found, known)?;
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let version = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        let mig_err = |cause: postgres::Error| StoreError::Migration {
-            db: db.to_owned(),
-            version,
-            cause: cause.into(),
-        };
+        let mig_err = |e: postgres::Error| db.migration(version, e);
         tx.batch_execute(sql).map_err(mig_err)?;
         let v = i32::try_from(version).unwrap_or(i32::MAX);
         tx.execute("INSERT INTO schema_version (version) VALUES ($1)", &[&v])
             .map_err(mig_err)?;
     }
-    tx.commit().map_err(|cause| StoreError::Migration {
-        db: db.to_owned(),
-        version: known,
-        cause: cause.into(),
-    })
+    tx.commit().map_err(|e| db.migration(known, e))
 }

@@ -25,12 +25,14 @@ use std::time::{Duration, Instant};
 
 use postgres::Row;
 use postgres::error::SqlState;
+use postgres::types::ToSql;
 use r2d2::PooledConnection;
 
-use crate::error::{DbError, StoreError};
+use crate::error::{DbError, Named, StoreError};
+use crate::sql;
 use crate::types::{
-    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle,
-    SessionEntry, SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
+    ExecutionFilter, ExecutionRecord, ExecutionRow, RuleState, RuleToggle, SessionEntry,
+    SessionSummary, SettingOverride, StateScope, StateWrite, StoredSession,
 };
 use conn::{Conn, Manager, blocking};
 use url::PgUrl;
@@ -38,6 +40,13 @@ use url::PgUrl;
 /// After the database could not be reached, what needs it fails at once for this long instead
 /// of each waiting out the connection timeout again.
 const DOWN_FOR: Duration = Duration::from_secs(1);
+
+/// How PostgreSQL writes what the execution log's query needs.
+const DIALECT: sql::Dialect = sql::Dialect {
+    param: '$',
+    ends_with: "right(rule_id, length({p}) + 1) = '/' || {p}",
+    shadow: "shadow",
+};
 
 /// A pooled connection.
 pub(crate) type Pooled = PooledConnection<Manager>;
@@ -47,9 +56,9 @@ pub(crate) struct PgStore {
     /// Always there but while the store is dropped (see `Drop`).
     pool: Option<r2d2::Pool<Manager>>,
     url: PgUrl,
-    /// How the database is named in messages (never with its password).
-    pub(crate) label: String,
-    lock_timeout: Duration,
+    /// How the database is named in messages (never with its password), and how long a
+    /// statement waits for a lock.
+    pub(crate) db: Named,
     /// The schema the tables are in (the payload of this installation's notifications).
     schema: String,
     /// Notifications of changed choices heard, and connections of the listener made.
@@ -60,7 +69,8 @@ pub(crate) struct PgStore {
     opened: Instant,
 }
 
-fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreError> {
+/// The pool of `db`'s connections, which waits `db`'s lock timeout for one.
+fn pool(url: &PgUrl, db: &Named) -> Result<r2d2::Pool<Manager>, StoreError> {
     r2d2::Pool::builder()
         .max_size(url.pool_size)
         // Connections are opened as ticks need them: a hook process opens one.
@@ -68,60 +78,31 @@ fn pool(url: &PgUrl, timeout: Duration) -> Result<r2d2::Pool<Manager>, StoreErro
         // A connection that went stale in the pool is found by its first statement, which is
         // then run again on a fresh one (see `PgStore::run`), instead of a test per checkout.
         .test_on_check_out(false)
-        .connection_timeout(timeout.max(Duration::from_millis(100)))
+        .connection_timeout(db.lock_timeout.max(Duration::from_millis(100)))
         .error_handler(Box::new(r2d2::NopErrorHandler))
         .thread_pool(Arc::new(scheduled_thread_pool::ScheduledThreadPool::new(2)))
         .build(Manager {
             config: url.config.clone(),
         })
-        .map_err(|e| StoreError::Unreachable {
-            db: url.label.clone(),
-            reason: e.to_string(),
-        })
-}
-
-/// What a failed statement means for the caller.
-pub(crate) fn classify(label: &str, waited: Duration, e: postgres::Error) -> StoreError {
-    if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
-        return StoreError::Busy {
-            db: label.to_string(),
-            waited,
-        };
-    }
-    if e.is_closed() || (e.as_db_error().is_none() && is_io(&e)) {
-        return StoreError::Unreachable {
-            db: label.to_string(),
-            reason: crate::error::describe_pg(&e),
-        };
-    }
-    StoreError::Database {
-        db: label.to_string(),
-        cause: DbError::Postgres(e),
-    }
+        .map_err(|e| db.unreachable(e.to_string()))
 }
 
 /// Whether the driver failed on the connection itself (not on what the server said).
 fn is_io(e: &postgres::Error) -> bool {
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if s.is::<std::io::Error>() {
-            return true;
-        }
-        source = s.source();
-    }
-    false
+    crate::error::causes(e).any(|s| s.is::<std::io::Error>())
 }
 
 impl PgStore {
     /// Connects to the database `url` names and brings its schema up to date.
     pub(crate) fn open(url: &str) -> Result<PgStore, StoreError> {
         let url = PgUrl::parse(url)?;
-        let label = url.label.clone();
-        let pool = pool(&url, crate::DEFAULT_LOCK_TIMEOUT)?;
-        let mut store = PgStore {
-            pool: Some(pool),
-            label,
+        let db = Named {
+            label: url.label.clone(),
             lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+        };
+        let mut store = PgStore {
+            pool: Some(pool(&url, &db)?),
+            db,
             schema: String::new(),
             changes: Arc::new(AtomicI64::new(0)),
             listener: OnceLock::new(),
@@ -131,7 +112,7 @@ impl PgStore {
         };
         store.schema = blocking(|| {
             let mut conn = store.checkout()?;
-            migrations::migrate(&mut conn.client, &store.label, store.url.schema.as_deref())?;
+            migrations::migrate(&mut conn.client, &store.db, store.url.schema.as_deref())?;
             let schema: String = conn
                 .client
                 .query_one("SELECT current_schema()", &[])
@@ -147,20 +128,14 @@ impl PgStore {
         let now = self.opened.elapsed().as_millis() as u64;
         let until = self.down_until.load(Ordering::Relaxed);
         if now < until {
-            return Err(StoreError::Unreachable {
-                db: self.label.clone(),
-                reason: format!(
-                    "it could not be reached {} ms ago; trying again in {} ms",
-                    (DOWN_FOR.as_millis() as u64).saturating_sub(until - now),
-                    until - now
-                ),
-            });
+            return Err(self.db.unreachable(format!(
+                "it could not be reached {} ms ago; trying again in {} ms",
+                (DOWN_FOR.as_millis() as u64).saturating_sub(until - now),
+                until - now
+            )));
         }
         let Some(pool) = &self.pool else {
-            return Err(StoreError::Unreachable {
-                db: self.label.clone(),
-                reason: "the store is closing".into(),
-            });
+            return Err(self.db.unreachable("the store is closing".into()));
         };
         match pool.get() {
             Ok(mut c) => {
@@ -171,64 +146,68 @@ impl PgStore {
                 let later = self.opened.elapsed() + DOWN_FOR;
                 self.down_until
                     .store(later.as_millis() as u64, Ordering::Relaxed);
-                Err(StoreError::Unreachable {
-                    db: self.label.clone(),
-                    reason: e.to_string(),
-                })
+                Err(self.db.unreachable(e.to_string()))
             }
         }
     }
 
-    /// Runs `f` on a pooled connection. A connection that went stale in the pool (the server
-    /// restarted, a proxy dropped it) fails its first statement without running it: `f` is
-    /// then run again on another, as many times as the pool holds connections.
+    /// Runs `f` on a pooled connection (where blocking is allowed), and returns it.
     pub(crate) fn run<R: Send>(
         &self,
-        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error> + Send,
+        f: impl FnMut(&mut Conn) -> Result<R, postgres::Error> + Send,
     ) -> Result<R, StoreError> {
-        blocking(|| {
-            let mut tries = 0;
-            loop {
-                let mut conn = self.checkout()?;
-                match f(&mut conn) {
-                    Ok(r) => return Ok(r),
-                    Err(e) if self.stale(&mut conn, tries) => {
-                        tracing::debug!(db = %self.label, error = %e, "a pooled connection had gone stale; trying another");
-                        tries += 1;
-                    }
-                    Err(e) => {
-                        conn.rollback();
-                        return Err(self.err(e));
-                    }
+        blocking(|| self.run_on(f).map(|(_, r)| r))
+    }
+
+    /// Runs `f` on a pooled connection, and returns both. A connection that went stale in the
+    /// pool (the server restarted, a proxy dropped it) fails its first statement without
+    /// running it: `f` is then run again on another, as many times as the pool holds
+    /// connections.
+    pub(crate) fn run_on<R>(
+        &self,
+        mut f: impl FnMut(&mut Conn) -> Result<R, postgres::Error>,
+    ) -> Result<(Pooled, R), StoreError> {
+        let mut tries = 0;
+        loop {
+            let mut conn = self.checkout()?;
+            match f(&mut conn) {
+                Ok(r) => return Ok((conn, r)),
+                Err(e)
+                    if conn.completed == 0
+                        && conn.client.is_closed()
+                        && tries <= self.url.pool_size =>
+                {
+                    tracing::debug!(db = %self.db.label, error = %e, "a pooled connection had gone stale; trying another");
+                    tries += 1;
+                }
+                Err(e) => {
+                    conn.rollback();
+                    return Err(self.err(e));
                 }
             }
-        })
-    }
-
-    /// Whether `conn` failed on its first statement because it had gone stale, and another
-    /// may be tried.
-    pub(crate) fn stale(&self, conn: &mut Pooled, tries: u32) -> bool {
-        conn.completed == 0 && conn.client.is_closed() && tries <= self.url.pool_size
-    }
-
-    /// A failed statement, as this store reports it.
-    pub(crate) fn err(&self, e: postgres::Error) -> StoreError {
-        classify(&self.label, self.lock_timeout, e)
-    }
-
-    /// What this store reports when a lock was held elsewhere too long.
-    pub(crate) fn busy(&self) -> StoreError {
-        StoreError::Busy {
-            db: self.label.clone(),
-            waited: self.lock_timeout,
         }
+    }
+
+    /// A failed statement, as this store reports it: what it means for the caller.
+    pub(crate) fn err(&self, e: postgres::Error) -> StoreError {
+        if e.code() == Some(&SqlState::LOCK_NOT_AVAILABLE) {
+            return self.db.busy();
+        }
+        if e.is_closed() || (e.as_db_error().is_none() && is_io(&e)) {
+            return self.db.unreachable(crate::error::describe_pg(&e));
+        }
+        self.db.database(e)
     }
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
         self.url.set_lock_timeout(timeout);
-        let old = self.pool.replace(pool(&self.url, timeout)?);
+        let db = Named {
+            lock_timeout: timeout,
+            ..self.db.clone()
+        };
+        let old = self.pool.replace(pool(&self.url, &db)?);
         blocking(move || drop(old));
-        self.lock_timeout = timeout;
+        self.db = db;
         Ok(())
     }
 
@@ -246,12 +225,9 @@ impl PgStore {
     /// cut, this says so when the server has `synchronous_commit` off.
     pub(crate) fn set_synchronous_full(&self, full: bool) -> Result<(), StoreError> {
         if full && !self.is_synchronous_full()? {
-            return Err(StoreError::Database {
-                db: self.label.clone(),
-                cause: crate::error::DbError::Server(
-                    "[database] synchronous = \"full\" asks every commit to survive a power cut, but this server has synchronous_commit = off: turn it on (postgresql.conf or ALTER SYSTEM), or leave synchronous at \"normal\"".into(),
-                ),
-            });
+            return Err(self.db.database(DbError::Server(
+                "[database] synchronous = \"full\" asks every commit to survive a power cut, but this server has synchronous_commit = off: turn it on (postgresql.conf or ALTER SYSTEM), or leave synchronous at \"normal\"".into(),
+            )));
         }
         Ok(())
     }
@@ -272,7 +248,7 @@ impl PgStore {
                 &[&scope.user, &scope.project, &scope.plugin, &key],
             )
         })?;
-        row.map(|r| decode(&self.label, scope, key, &r.get::<_, String>(0)))
+        row.map(|r| sql::decode(&self.db.label, scope, key, &r.get::<_, String>(0)))
             .transpose()
     }
 
@@ -290,7 +266,7 @@ impl PgStore {
         rows.iter()
             .map(|r| {
                 let key: String = r.get(0);
-                let value = decode(&self.label, scope, &key, &r.get::<_, String>(1))?;
+                let value = sql::decode(&self.db.label, scope, &key, &r.get::<_, String>(1))?;
                 Ok((key, value))
             })
             .collect()
@@ -306,79 +282,31 @@ impl PgStore {
             c.batch("COMMIT")?;
             Ok(failed)
         })?;
-        Ok(group_results(&self.label, groups, failed))
+        Ok(group_results(&self.db, groups, failed))
     }
 
     pub(crate) fn executions(
         &self,
         filter: &ExecutionFilter,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
-        let mut sql = String::from(
-            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message, decision, \
-             shadow, live_decision FROM rule_execution_log",
-        );
-        let mut conditions: Vec<String> = Vec::new();
-        let mut args: Vec<&(dyn postgres::types::ToSql + Sync)> = Vec::new();
-        let limit =
-            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
-        if let Some(rule_id) = &filter.rule_id {
-            args.push(rule_id);
-            let n = args.len();
-            if rule_id.contains('/') {
-                conditions.push(format!("rule_id = ${n}"));
-            } else {
-                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
-                conditions.push(format!(
-                    "(rule_id = ${n} OR right(rule_id, length(${n}) + 1) = '/' || ${n})"
-                ));
-            }
-        }
-        if let Some(session_id) = &filter.session_id {
-            args.push(session_id);
-            conditions.push(format!("session_id = ${}", args.len()));
-        }
-        if let Some(user_id) = &filter.user_id {
-            args.push(user_id);
-            conditions.push(format!("user_id = ${}", args.len()));
-        }
-        if filter.failures_only {
-            conditions.push("error_message IS NOT NULL".to_string());
-        }
-        if filter.shadow_only {
-            conditions.push("shadow".to_string());
-        }
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
+        let (query, texts, limit) = sql::executions_query(filter, &DIALECT);
+        let mut args: Vec<&(dyn ToSql + Sync)> = texts.iter().map(|t| t as _).collect();
         args.push(&limit);
-        // created_at has one-second resolution; id breaks ties in insertion order.
-        sql.push_str(&format!(
-            " ORDER BY created_at DESC, id DESC LIMIT ${}",
-            args.len()
-        ));
-        let rows = self.run(|c| c.client.query(sql.as_str(), &args))?;
-        Ok(rows.iter().map(execution_row).collect())
+        self.run(|c| {
+            let rows = c.client.query(query.as_str(), &args)?;
+            rows.iter().map(sql::execution_row).collect()
+        })
     }
 
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
-        let rows = self.run(|c| {
-            c.query(
+        self.run(|c| {
+            let rows = c.query(
                 "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
                  ORDER BY user_id COLLATE \"C\", rule_id COLLATE \"C\"",
                 &[],
-            )
-        })?;
-        Ok(rows
-            .iter()
-            .map(|r| RuleToggle {
-                user_id: r.get(0),
-                rule_id: r.get(1),
-                state: RuleState::from_columns(r.get(2), r.get(3)),
-                updated_at: r.get(4),
-            })
-            .collect())
+            )?;
+            rows.iter().map(sql::rule_toggle).collect()
+        })
     }
 
     pub(crate) fn set_toggle(
@@ -410,34 +338,18 @@ impl PgStore {
 
     pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
         let rows = self.run(|c| {
-            c.query(
+            let rows = c.query(
                 "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
                  FROM setting_override ORDER BY user_id COLLATE \"C\",
                  project_id COLLATE \"C\", plugin_id COLLATE \"C\", name COLLATE \"C\"",
                 &[],
-            )
+            )?;
+            rows.iter()
+                .map(sql::override_row)
+                .collect::<Result<Vec<_>, _>>()
         })?;
-        rows.iter()
-            .map(|r| {
-                let (user_id, plugin_id, name): (String, String, String) =
-                    (r.get(0), r.get(2), r.get(3));
-                let raw: String = r.get(4);
-                let value = serde_json::from_str(&raw).map_err(|e| StoreError::CorruptSetting {
-                    db: self.label.clone(),
-                    setting: format!(
-                        "setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"
-                    ),
-                    reason: e.to_string(),
-                })?;
-                Ok(SettingOverride {
-                    user_id,
-                    project_id: r.get(1),
-                    plugin_id,
-                    name,
-                    value,
-                    updated_at: r.get(5),
-                })
-            })
+        rows.into_iter()
+            .map(|row| sql::setting_override(&self.db.label, row))
             .collect()
     }
 
@@ -450,21 +362,17 @@ impl PgStore {
         plugin_id: &str,
         values: &[(&str, Option<&serde_json::Value>)],
     ) -> Result<usize, StoreError> {
-        let texts: Vec<(&str, Option<String>)> = values
-            .iter()
-            .map(|(name, v)| (*name, v.map(serde_json::Value::to_string)))
-            .collect();
         self.run(|c| {
             let mut tx = c.client.transaction()?;
             let mut changed = 0;
-            for (name, text) in &texts {
-                changed += match text {
+            for (name, value) in values {
+                changed += match value {
                     Some(v) => tx.execute(
                         "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json)
                          VALUES ($1, $2, $3, $4, $5)
                          ON CONFLICT (user_id, project_id, plugin_id, name)
                          DO UPDATE SET value_json = excluded.value_json, updated_at = warden_now()",
-                        &[&user_id, &project_id, &plugin_id, name, v],
+                        &[&user_id, &project_id, &plugin_id, name, &v.to_string()],
                     )?,
                     None => tx.execute(
                         "DELETE FROM setting_override
@@ -486,7 +394,7 @@ impl PgStore {
                 self.url.config.clone(),
                 migrations::CHANNEL,
                 self.schema.clone(),
-                self.label.clone(),
+                self.db.label.clone(),
                 self.changes.clone(),
             )
         });
@@ -494,8 +402,10 @@ impl PgStore {
     }
 
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let row = self.run(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
-        Ok(row.as_ref().map(stored_session_with_entries))
+        self.run(|c| {
+            let row = c.query_opt(SELECT_SESSION, &[&id])?;
+            row.as_ref().map(stored_session_with_entries).transpose()
+        })
     }
 
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
@@ -505,18 +415,17 @@ impl PgStore {
 
     pub(crate) fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let rows = self.run(|c| {
-            c.query(
+        self.run(|c| {
+            let rows = c.query(
                 concat!(
-                    "SELECT id, user_id, project_id, version, events, ended, created_at,
-                            updated_at, ",
-                    session_size!(),
+                    "SELECT ",
+                    summary_columns!(),
                     " FROM session ORDER BY updated_at DESC, id COLLATE \"C\" LIMIT $1"
                 ),
                 &[&limit],
-            )
-        })?;
-        Ok(rows.iter().map(session_summary).collect())
+            )?;
+            rows.iter().map(sql::session_summary).collect()
+        })
     }
 
     pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
@@ -572,20 +481,22 @@ impl Drop for PgStore {
     }
 }
 
-/// The size of a session row's snapshot and entries, in bytes (a column of the summary).
-macro_rules! session_size {
+/// A session's summary, in the order [`sql::session_summary`] reads it: its size is the
+/// bytes of its snapshot and entries.
+macro_rules! summary_columns {
     () => {
-        "(octet_length(snapshot) + coalesce((SELECT sum(octet_length(entry))
-            FROM session_entry e WHERE e.session_id = session.id), 0))::bigint"
+        "id, user_id, project_id, version, events, ended, created_at, updated_at,
+         (octet_length(snapshot) + coalesce((SELECT sum(octet_length(entry))
+             FROM session_entry e WHERE e.session_id = session.id), 0))::bigint"
     };
 }
-pub(crate) use session_size;
+pub(crate) use summary_columns;
 
 /// A stored session, with its snapshot and its entries, in one statement (so of one save):
-/// columns of [`stored_session`], then the entries' lists, places and texts as arrays.
+/// columns of [`sql::stored_session`], then the entries' lists, places and texts as arrays.
 pub(crate) const SELECT_SESSION: &str = concat!(
-    "SELECT id, user_id, project_id, version, events, ended, created_at, updated_at, ",
-    session_size!(),
+    "SELECT ",
+    summary_columns!(),
     ", snapshot,
             ARRAY(SELECT list FROM session_entry e WHERE e.session_id = session.id
                   ORDER BY list, n),
@@ -596,34 +507,11 @@ pub(crate) const SELECT_SESSION: &str = concat!(
      FROM session WHERE id = $1"
 );
 
-pub(crate) fn session_summary(r: &Row) -> SessionSummary {
-    SessionSummary {
-        id: r.get(0),
-        user: r.get(1),
-        project: r.get(2),
-        version: r.get(3),
-        events: u64::try_from(r.get::<_, i64>(4)).unwrap_or(0),
-        ended: r.get(5),
-        created_at: r.get(6),
-        updated_at: r.get(7),
-        size: u64::try_from(r.get::<_, i64>(8)).unwrap_or(0),
-    }
-}
-
-/// A stored session without its entries (the copy reads them apart).
-pub(crate) fn stored_session(r: &Row) -> StoredSession {
-    StoredSession {
-        summary: session_summary(r),
-        snapshot: r.get(9),
-        entries: Vec::new(),
-    }
-}
-
 /// A stored session read by [`SELECT_SESSION`], with its entries.
-pub(crate) fn stored_session_with_entries(r: &Row) -> StoredSession {
-    let lists: Vec<i16> = r.get(10);
-    let places: Vec<i64> = r.get(11);
-    let texts: Vec<String> = r.get(12);
+pub(crate) fn stored_session_with_entries(r: &Row) -> Result<StoredSession, postgres::Error> {
+    let lists: Vec<i16> = r.try_get(10)?;
+    let places: Vec<i64> = r.try_get(11)?;
+    let texts: Vec<String> = r.try_get(12)?;
     let entries = lists
         .into_iter()
         .zip(places)
@@ -636,46 +524,9 @@ pub(crate) fn stored_session_with_entries(r: &Row) -> StoredSession {
             text,
         })
         .collect();
-    StoredSession {
+    Ok(StoredSession {
         entries,
-        ..stored_session(r)
-    }
-}
-
-/// An execution-log row, selected in the order of [`PgStore::executions`].
-pub(crate) fn execution_row(r: &Row) -> ExecutionRow {
-    ExecutionRow {
-        id: r.get(0),
-        created_at: r.get(1),
-        record: ExecutionRecord {
-            user_id: r.get(2),
-            project_id: r.get(3),
-            session_id: r.get(4),
-            rule_id: r.get(5),
-            trigger: r.get(6),
-            condition_result: r.get(7),
-            action_executed: r.get(8),
-            execution_time_ms: r.get(9),
-            error_message: r.get(10),
-            decision: r.get(11),
-            shadow: r.get(12),
-            live_decision: r.get(13),
-        },
-    }
-}
-
-/// Turns a stored `value_json` into a JSON value.
-pub(crate) fn decode(
-    label: &str,
-    scope: &StateScope,
-    key: &str,
-    text: &str,
-) -> Result<serde_json::Value, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::CorruptValue {
-        db: label.to_owned(),
-        scope: Box::new(scope.clone()),
-        key: key.to_owned(),
-        reason: format!("invalid JSON: {e}"),
+        ..sql::stored_session(r)?
     })
 }
 
@@ -729,7 +580,7 @@ pub(crate) fn write_groups(
 
 /// One result per group, from the failures `write_groups` returned.
 pub(crate) fn group_results(
-    label: &str,
+    db: &Named,
     groups: &[Vec<StateWrite>],
     failed: Vec<GroupFailure>,
 ) -> Vec<Result<(), StoreError>> {
@@ -744,14 +595,36 @@ pub(crate) fn group_results(
             .or(writes.first())
             .map(|w| w.scope.clone())
             .unwrap_or_else(|| StateScope::new("", "", ""));
-        results[g] = Err(StoreError::Write {
-            db: label.to_string(),
-            scope: Box::new(scope),
-            key,
-            cause: DbError::Server(why),
-        });
+        results[g] = Err(db.write(&scope, &key, DbError::Server(why)));
     }
     results
+}
+
+/// The columns of execution-log `records` from `user_id` on (in the log's order, after `id`
+/// and `created_at`), as the arrays `unnest` takes: one round trip inserts them all.
+pub(crate) fn record_columns<'a>(
+    records: &[&'a ExecutionRecord],
+) -> Vec<Box<dyn ToSql + Sync + 'a>> {
+    fn column<'a, T: ToSql + Sync + 'a>(
+        records: &[&'a ExecutionRecord],
+        f: impl Fn(&'a ExecutionRecord) -> T,
+    ) -> Box<dyn ToSql + Sync + 'a> {
+        Box::new(records.iter().map(|r| f(r)).collect::<Vec<T>>())
+    }
+    vec![
+        column(records, |r| r.user_id.as_str()),
+        column(records, |r| r.project_id.as_str()),
+        column(records, |r| r.session_id.as_deref()),
+        column(records, |r| r.rule_id.as_str()),
+        column(records, |r| r.trigger.as_str()),
+        column(records, |r| r.condition_result),
+        column(records, |r| r.action_executed),
+        column(records, |r| r.execution_time_ms),
+        column(records, |r| r.error_message.as_deref()),
+        column(records, |r| r.decision.as_deref()),
+        column(records, |r| r.shadow),
+        column(records, |r| r.live_decision.as_deref()),
+    ]
 }
 
 /// Appends execution-log rows in one round trip (inside the caller's transaction).
@@ -759,20 +632,8 @@ pub(crate) fn insert_executions(
     c: &mut Conn,
     records: &[ExecutionRecord],
 ) -> Result<(), postgres::Error> {
-    let col = |f: fn(&ExecutionRecord) -> &str| records.iter().map(f).collect::<Vec<&str>>();
-    let opt = |f: fn(&ExecutionRecord) -> Option<&str>| records.iter().map(f).collect::<Vec<_>>();
-    let users = col(|r| &r.user_id);
-    let projects = col(|r| &r.project_id);
-    let rules = col(|r| &r.rule_id);
-    let triggers = col(|r| &r.trigger);
-    let sessions = opt(|r| r.session_id.as_deref());
-    let errors = opt(|r| r.error_message.as_deref());
-    let decisions = opt(|r| r.decision.as_deref());
-    let conditions: Vec<bool> = records.iter().map(|r| r.condition_result).collect();
-    let actions: Vec<bool> = records.iter().map(|r| r.action_executed).collect();
-    let times: Vec<f64> = records.iter().map(|r| r.execution_time_ms).collect();
-    let shadows: Vec<bool> = records.iter().map(|r| r.shadow).collect();
-    let lives = opt(|r| r.live_decision.as_deref());
+    let columns = record_columns(&records.iter().collect::<Vec<_>>());
+    let args: Vec<&(dyn ToSql + Sync)> = columns.iter().map(|c| &**c as _).collect();
     c.execute(
         "INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigger,
              condition_result, action_executed, execution_time_ms, error_message, decision,
@@ -780,20 +641,7 @@ pub(crate) fn insert_executions(
          SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
              $6::bool[], $7::bool[], $8::float8[], $9::text[], $10::text[], $11::bool[],
              $12::text[])",
-        &[
-            &users,
-            &projects,
-            &sessions,
-            &rules,
-            &triggers,
-            &conditions,
-            &actions,
-            &times,
-            &errors,
-            &decisions,
-            &shadows,
-            &lives,
-        ],
+        &args,
     )
     .map(|_| ())
 }

@@ -22,10 +22,11 @@ use std::collections::BTreeMap;
 
 use super::conn::{Conn, blocking};
 use super::{
-    PgStore, Pooled, SELECT_SESSION, decode, group_results, insert_executions,
-    stored_session_with_entries, write_groups,
+    PgStore, Pooled, SELECT_SESSION, group_results, insert_executions, stored_session_with_entries,
+    write_groups,
 };
-use crate::error::StoreError;
+use crate::error::{DbError, StoreError};
+use crate::sql::decode;
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
 /// Why a tick's transaction cannot go on: kept so that what follows fails at once, alike.
@@ -66,17 +67,11 @@ impl<'s> PgTick<'s> {
 
     fn failure_error(&self, f: &Failure) -> StoreError {
         match f {
-            Failure::Busy => self.store.busy(),
-            Failure::Unreachable(reason) => StoreError::Unreachable {
-                db: self.store.label.clone(),
-                reason: reason.clone(),
-            },
-            Failure::Other(reason) => StoreError::Database {
-                db: self.store.label.clone(),
-                cause: crate::error::DbError::Server(format!(
-                    "an earlier statement of this tick failed, so nothing of it is written: {reason}"
-                )),
-            },
+            Failure::Busy => self.store.db.busy(),
+            Failure::Unreachable(reason) => self.store.db.unreachable(reason.clone()),
+            Failure::Other(reason) => self.store.db.database(DbError::Server(format!(
+                "an earlier statement of this tick failed, so nothing of it is written: {reason}"
+            ))),
         }
     }
 
@@ -135,7 +130,7 @@ impl<'s> PgTick<'s> {
                 &[&scope.user, &scope.project, &scope.plugin, &key],
             )
         })?;
-        row.map(|r| decode(&self.store.label, scope, key, &r.get::<_, String>(0)))
+        row.map(|r| decode(&self.store.db.label, scope, key, &r.get::<_, String>(0)))
             .transpose()
     }
 
@@ -152,7 +147,7 @@ impl<'s> PgTick<'s> {
         rows.iter()
             .map(|r| {
                 let key: String = r.get(0);
-                let value = decode(&self.store.label, scope, &key, &r.get::<_, String>(1))?;
+                let value = decode(&self.store.db.label, scope, &key, &r.get::<_, String>(1))?;
                 Ok((key, value))
             })
             .collect()
@@ -166,21 +161,20 @@ impl<'s> PgTick<'s> {
             return Ok(groups.iter().map(|_| Ok(())).collect());
         }
         let failed = self.with(|c| write_groups(c, groups))?;
-        Ok(group_results(&self.store.label, groups, failed))
+        Ok(group_results(&self.store.db, groups, failed))
     }
 
     pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
         self.with(|c| insert_executions(c, records))
     }
 
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
         // The lock is taken here too, for a tick that reads the session before its version.
         self.session_version(id)?;
-        let row = self.with(|c| c.query_opt(SELECT_SESSION, &[&id]))?;
-        Ok(row.as_ref().map(stored_session_with_entries))
+        self.with(|c| {
+            let row = c.query_opt(SELECT_SESSION, &[&id])?;
+            row.as_ref().map(stored_session_with_entries).transpose()
+        })
     }
 
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
@@ -192,57 +186,33 @@ impl<'s> PgTick<'s> {
         self,
         session: Option<SessionWrite<'_>>,
     ) -> Result<Option<i64>, StoreError> {
-        if let Some(failure) = &*self.failed.borrow() {
-            return Err(self.failure_error(failure));
-        }
-        if session.is_none() && !self.is_begun() {
-            return Ok(None);
-        }
+        // A tick whose transaction could not begin, or failed, fails here (`with`).
         if !self.is_begun() {
             // Only the session's save is left: its `UPDATE` locks the row, and nothing after.
             self.session.borrow_mut().take();
         }
-        let store = self.store;
-        let mut conflict = false;
-        let version = self.with(|c| {
-            let version = match &session {
-                Some(s) => {
-                    let saved = save_session(c, s)?;
-                    conflict = saved.is_none();
-                    saved
-                }
-                None => None,
-            };
-            if !conflict {
+        // The session's new version; `Some(None)`: another node saved it meanwhile.
+        let saved = self.with(|c| {
+            let saved = session.as_ref().map(|s| save_session(c, s)).transpose()?;
+            if saved != Some(None) {
                 c.batch("COMMIT")?;
             }
-            Ok(version)
+            Ok(saved)
         })?;
-        if let Some(s) = session.as_ref().filter(|_| conflict) {
+        if let (Some(None), Some(s)) = (saved, &session) {
             // Drop rolls back.
-            return Err(StoreError::SessionConflict {
-                db: store.label.clone(),
-                id: s.id.to_string(),
-            });
+            return Err(self.store.db.conflict(s.id));
         }
         // The transaction is over; `Drop` has nothing to roll back.
         let conn = self.open.borrow_mut().take();
         blocking(move || drop(conn));
-        Ok(version)
+        Ok(saved.flatten())
     }
 }
 
 /// A pooled connection with a transaction begun on it, holding `session`'s lock if given.
 fn begin_on(store: &PgStore, session: Option<&str>) -> Result<Pooled, StoreError> {
-    let mut tries = 0;
-    let mut conn = loop {
-        let mut conn = store.checkout()?;
-        match conn.batch("BEGIN") {
-            Ok(()) => break conn,
-            Err(_) if store.stale(&mut conn, tries) => tries += 1,
-            Err(e) => return Err(store.err(e)),
-        }
-    };
+    let (mut conn, ()) = store.run_on(|c| c.batch("BEGIN"))?;
     if let Some(id) = session
         && let Err(e) = conn.query_opt("SELECT warden_session_lock($1)", &[&id])
     {

@@ -52,10 +52,7 @@ impl std::fmt::Debug for PgUrl {
 impl PgUrl {
     /// Reads `url`. Errors never repeat the password.
     pub(crate) fn parse(url: &str) -> Result<PgUrl, StoreError> {
-        let (base, query) = match url.split_once('?') {
-            Some((b, q)) => (b, q),
-            None => (url, ""),
-        };
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
         let mut pool_size = DEFAULT_POOL_SIZE;
         let mut schema = None;
         let mut rest = Vec::new();
@@ -147,10 +144,7 @@ pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let (authority, tail) = match rest.find(['/', '?']) {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
     let mut out = format!("{scheme}://");
     match authority.rsplit_once('@') {
         Some((userinfo, host)) => {
@@ -188,10 +182,9 @@ fn label(config: &postgres::Config, schema: Option<&str>) -> String {
                 #[cfg(unix)]
                 Host::Unix(path) => path.display().to_string(),
             };
-            match config.get_ports().get(i).or(config.get_ports().first()) {
-                Some(port) => format!("{host}:{port}"),
-                None => format!("{host}:5432"),
-            }
+            let ports = config.get_ports();
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{host}:{port}")
         })
         .collect();
     let mut out = String::from("postgres://");

@@ -3,31 +3,20 @@
 
 use rusqlite::params;
 
-use super::SqliteStore;
+use super::{SqliteStore, select};
 use crate::error::StoreError;
+use crate::sql;
 use crate::types::{RuleState, RuleToggle, SettingOverride};
 
 impl SqliteStore {
     /// Every rule toggle, ordered by user and rule.
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
-        let conn = self.reader();
-        (|| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
-            )?;
-            let rows = stmt.query_map([], |row| {
-                Ok(RuleToggle {
-                    user_id: row.get(0)?,
-                    rule_id: row.get(1)?,
-                    state: RuleState::from_columns(
-                        row.get::<_, i64>(2)? != 0,
-                        row.get::<_, i64>(3)? != 0,
-                    ),
-                    updated_at: row.get(4)?,
-                })
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        select(
+            &self.reader(),
+            "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
+            [],
+            |r| sql::rule_toggle(r),
+        )
         .map_err(|e| self.sql_err(e))
     }
 
@@ -62,44 +51,16 @@ impl SqliteStore {
     /// Every setting override, ordered by user, project, plugin and name. A stored value that
     /// is not valid JSON is an error naming it.
     pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
-        let conn = self.reader();
-        let rows = (|| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
-                 FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
-            )?;
-            let rows = stmt.query_map([], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                    row.get::<_, String>(3)?,
-                    row.get::<_, String>(4)?,
-                    row.get::<_, String>(5)?,
-                ))
-            })?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        let rows = select(
+            &self.reader(),
+            "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+             FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
+            [],
+            |r| sql::override_row(r),
+        )
         .map_err(|e| self.sql_err(e))?;
-        drop(conn);
         rows.into_iter()
-            .map(|(user_id, project_id, plugin_id, name, raw, updated_at)| {
-                let value = serde_json::from_str(&raw).map_err(|e| StoreError::CorruptSetting {
-                    db: self.db.label.clone(),
-                    setting: format!(
-                        "setting `{name}` of plugin `{plugin_id}` for user `{user_id}`"
-                    ),
-                    reason: e.to_string(),
-                })?;
-                Ok(SettingOverride {
-                    user_id,
-                    project_id,
-                    plugin_id,
-                    name,
-                    value,
-                    updated_at,
-                })
-            })
+            .map(|row| sql::setting_override(&self.db.label, row))
             .collect()
     }
 

@@ -2,30 +2,16 @@
 
 use rusqlite::{Connection, TransactionBehavior, params};
 
-use super::sessions::{Recent, SUMMARY_COLUMNS, damaged_recent};
-use super::{SqliteStore, execution_row};
+use super::sessions::{Recent, SUMMARY_COLUMNS};
+use super::{SqliteStore, record_values, select};
+use crate::copy::{self, Pages};
 use crate::error::StoreError;
-use crate::types::{
-    CopyReport, Dump, ExecutionRow, RuleState, RuleToggle, SessionEntry, SessionSummary, StateRow,
-    StateScope, StoredSession,
-};
+use crate::sql;
+use crate::types::{Dump, ExecutionRow};
 
-/// The tables a copy fills, children of nothing: emptied in this order by `--replace`.
-const TABLES: [&str; 5] = [
-    "plugin_state",
-    "rule_toggle",
-    "setting_override",
-    "session",
-    "rule_execution_log",
-];
-
+/// How many rows each table holds.
 fn counts(conn: &Connection) -> rusqlite::Result<[usize; 5]> {
-    let mut out = [0; 5];
-    for (n, table) in out.iter_mut().zip(TABLES) {
-        let c: i64 = conn.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))?;
-        *n = usize::try_from(c).unwrap_or(0);
-    }
-    Ok(out)
+    copy::counts(|sql| conn.query_row(sql, [], |r| r.get(0)))
 }
 
 impl SqliteStore {
@@ -38,99 +24,43 @@ impl SqliteStore {
     pub(crate) fn dump(&self) -> Result<Dump, StoreError> {
         let conn = self.lock();
         (|| {
-            let mut dump = Dump::default();
-            let mut stmt = conn.prepare(
-                "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
-                 FROM plugin_state ORDER BY id",
-            )?;
-            dump.state = stmt
-                .query_map([], |r| {
-                    Ok(StateRow {
-                        scope: StateScope::new(
-                            r.get::<_, String>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
-                        ),
-                        key: r.get(3)?,
-                        value_json: r.get(4)?,
-                        created_at: r.get(5)?,
-                        updated_at: r.get(6)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
-                 ORDER BY user_id, rule_id",
-            )?;
-            dump.toggles = stmt
-                .query_map([], |r| {
-                    Ok(RuleToggle {
-                        user_id: r.get(0)?,
-                        rule_id: r.get(1)?,
-                        state: RuleState::from_columns(
-                            r.get::<_, i64>(2)? != 0,
-                            r.get::<_, i64>(3)? != 0,
-                        ),
-                        updated_at: r.get(4)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
-                 FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
-            )?;
-            dump.overrides = stmt
-                .query_map([], |r| {
-                    Ok([
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ])
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut stmt = conn.prepare(&format!(
-                "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id"
-            ))?;
+            let mut dump = Dump {
+                state: select(
+                    &conn,
+                    "SELECT user_id, project_id, plugin_id, key, value_json, created_at, updated_at
+                     FROM plugin_state ORDER BY id",
+                    [],
+                    |r| sql::state_row(r),
+                )?,
+                toggles: select(
+                    &conn,
+                    "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle
+                     ORDER BY user_id, rule_id",
+                    [],
+                    |r| sql::rule_toggle(r),
+                )?,
+                overrides: select(
+                    &conn,
+                    "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
+                     FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
+                    [],
+                    |r| sql::override_row(r),
+                )?,
+                sessions: Vec::new(),
+            };
             let mut recent = std::collections::HashMap::new();
-            dump.sessions = stmt
-                .query_map([], |r| {
-                    let id: String = r.get(0)?;
-                    let newest = Recent::read(r.get_ref(10)?.as_str_or_null()?)
-                        .map_err(|e| damaged_recent(10, &id, e))?;
-                    recent.insert(id, newest);
-                    Ok(StoredSession {
-                        summary: SessionSummary {
-                            id: r.get(0)?,
-                            user: r.get(1)?,
-                            project: r.get(2)?,
-                            version: r.get(3)?,
-                            events: u64::try_from(r.get::<_, i64>(4)?).unwrap_or(0),
-                            ended: r.get::<_, i64>(5)? != 0,
-                            created_at: r.get(6)?,
-                            updated_at: r.get(7)?,
-                            size: u64::try_from(r.get::<_, i64>(8)?).unwrap_or(0),
-                        },
-                        snapshot: r.get(9)?,
-                        entries: Vec::new(),
-                    })
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            let mut stmt = conn.prepare(
-                "SELECT session_id, list, n, entry FROM session_entry ORDER BY session_id, list, n",
-            )?;
-            let mut rows = stmt.query([])?;
-            let mut by_id: std::collections::HashMap<String, Vec<SessionEntry>> =
-                std::collections::HashMap::new();
-            while let Some(r) = rows.next()? {
-                by_id.entry(r.get(0)?).or_default().push(SessionEntry {
-                    list: u8::try_from(r.get::<_, i64>(1)?).unwrap_or(u8::MAX),
-                    n: r.get(2)?,
-                    text: r.get(3)?,
-                });
-            }
+            let query =
+                format!("SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session ORDER BY id");
+            dump.sessions = select(&conn, &query, [], |r| {
+                let session = sql::stored_session(r)?;
+                let newest = Recent::in_row(r, 10, &session.summary.id)?;
+                recent.insert(session.summary.id.clone(), newest);
+                Ok(session)
+            })?;
+            let query =
+                "SELECT session_id, list, n, entry FROM session_entry ORDER BY session_id, list, n";
+            let entries = select(&conn, query, [], |r| sql::session_entry_of(r))?;
+            let mut by_id = sql::entries_by_session(entries);
             for s in &mut dump.sessions {
                 let table = by_id.remove(&s.summary.id).unwrap_or_default();
                 s.entries = recent.remove(&s.summary.id).unwrap_or_default().over(table);
@@ -146,160 +76,116 @@ impl SqliteStore {
         after: i64,
         limit: usize,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
-        let conn = self.lock();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        (|| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger,
-                        condition_result, action_executed, execution_time_ms, error_message, decision,
-                        shadow, live_decision
-                 FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2",
-            )?;
-            let rows = stmt.query_map(params![after, limit], execution_row)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        let query = concat!(
+            "SELECT ",
+            sql::execution_columns!(),
+            " FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2"
+        );
+        select(&self.lock(), query, params![after, limit], |r| {
+            sql::execution_row(r)
+        })
         .map_err(|e| self.sql_err(e))
     }
 
-    /// Writes `dump` and every page `log` gives (until an empty one) in one transaction: the
-    /// store must be empty, or is emptied first with `replace`.
+    /// Writes `dump` and every page `log` gives in one transaction: the store must be empty,
+    /// or is emptied first with `replace`.
     pub(crate) fn import(
         &self,
         dump: &Dump,
         replace: bool,
-        log: &mut (dyn FnMut() -> Result<Vec<ExecutionRow>, StoreError> + Send),
-    ) -> Result<CopyReport, StoreError> {
+        log: Pages<'_>,
+    ) -> Result<(), StoreError> {
         let mut conn = self.lock();
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.sql_err(e))?;
         let sql = |e| self.sql_err(e);
         if replace {
-            for table in TABLES {
+            for table in copy::TABLES {
                 tx.execute(&format!("DELETE FROM {table}"), [])
                     .map_err(sql)?;
             }
             tx.execute("DELETE FROM session_entry", []).map_err(sql)?;
         } else {
-            let held = counts(&tx).map_err(sql)?;
-            if held.iter().any(|n| *n > 0) {
-                return Err(StoreError::NotEmpty {
-                    db: self.db.label.clone(),
-                    what: crate::types::describe(held),
-                });
+            copy::refuse_held(&self.db.label, counts(&tx).map_err(sql)?)?;
+        }
+        write_dump(&tx, dump).map_err(sql)?;
+        let mut stmt = tx
+            .prepare(concat!(
+                "INSERT INTO rule_execution_log (",
+                sql::execution_columns!(),
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+            ))
+            .map_err(sql)?;
+        while let Some(page) = log()? {
+            for row in &page {
+                let mut values: Vec<&dyn rusqlite::ToSql> = vec![&row.id, &row.created_at];
+                values.extend(record_values(&row.record));
+                stmt.execute(values.as_slice()).map_err(sql)?;
             }
         }
-        let mut report = CopyReport::default();
-        {
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json,
-                     created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                )
-                .map_err(sql)?;
-            for r in &dump.state {
-                stmt.execute(params![
-                    r.scope.user,
-                    r.scope.project,
-                    r.scope.plugin,
-                    r.key,
-                    r.value_json,
-                    r.created_at,
-                    r.updated_at
-                ])
-                .map_err(sql)?;
-                report.state += 1;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .map_err(sql)?;
-            for t in &dump.toggles {
-                let (enabled, shadow) = t.state.columns();
-                stmt.execute(params![t.user_id, t.rule_id, enabled, shadow, t.updated_at])
-                    .map_err(sql)?;
-                report.toggles += 1;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO setting_override (user_id, project_id, plugin_id, name,
-                     value_json, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                )
-                .map_err(sql)?;
-            for o in &dump.overrides {
-                stmt.execute(params![o[0], o[1], o[2], o[3], o[4], o[5]])
-                    .map_err(sql)?;
-                report.overrides += 1;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO session (id, user_id, project_id, version, snapshot, events,
-                     ended, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                )
-                .map_err(sql)?;
-            let mut entry = tx
-                .prepare("INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)")
-                .map_err(sql)?;
-            for s in &dump.sessions {
-                let m = &s.summary;
-                stmt.execute(params![
-                    m.id,
-                    m.user,
-                    m.project,
-                    m.version,
-                    s.snapshot,
-                    i64::try_from(m.events).unwrap_or(i64::MAX),
-                    m.ended,
-                    m.created_at,
-                    m.updated_at
-                ])
-                .map_err(sql)?;
-                for e in &s.entries {
-                    entry
-                        .execute(params![m.id, e.list, e.n, e.text])
-                        .map_err(sql)?;
-                }
-                report.sessions += 1;
-            }
-            let mut stmt = tx
-                .prepare(
-                    "INSERT INTO rule_execution_log (id, created_at, user_id, project_id,
-                     session_id, rule_id, trigger, condition_result, action_executed,
-                     execution_time_ms, error_message, decision, shadow, live_decision)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
-                )
-                .map_err(sql)?;
-            loop {
-                let page = log()?;
-                if page.is_empty() {
-                    break;
-                }
-                for row in &page {
-                    let r = &row.record;
-                    stmt.execute(params![
-                        row.id,
-                        row.created_at,
-                        r.user_id,
-                        r.project_id,
-                        r.session_id,
-                        r.rule_id,
-                        r.trigger,
-                        r.condition_result,
-                        r.action_executed,
-                        r.execution_time_ms,
-                        r.error_message,
-                        r.decision,
-                        r.shadow,
-                        r.live_decision
-                    ])
-                    .map_err(sql)?;
-                }
-                report.executions += page.len();
-            }
-        }
-        tx.commit().map_err(sql)?;
-        Ok(report)
+        drop(stmt);
+        tx.commit().map_err(sql)
     }
+}
+
+/// Writes every row of `dump` as it was stored (inside the caller's transaction).
+fn write_dump(tx: &Connection, dump: &Dump) -> rusqlite::Result<()> {
+    let mut stmt = tx.prepare(
+        "INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json, created_at,
+         updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?;
+    for r in &dump.state {
+        stmt.execute(params![
+            r.scope.user,
+            r.scope.project,
+            r.scope.plugin,
+            r.key,
+            r.value_json,
+            r.created_at,
+            r.updated_at
+        ])?;
+    }
+    let mut stmt = tx.prepare(
+        "INSERT INTO rule_toggle (user_id, rule_id, enabled, shadow, updated_at)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?;
+    for t in &dump.toggles {
+        let (enabled, shadow) = t.state.columns();
+        stmt.execute(params![t.user_id, t.rule_id, enabled, shadow, t.updated_at])?;
+    }
+    let mut stmt = tx.prepare(
+        "INSERT INTO setting_override (user_id, project_id, plugin_id, name, value_json,
+         updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for o in &dump.overrides {
+        stmt.execute(params![o[0], o[1], o[2], o[3], o[4], o[5]])?;
+    }
+    let mut stmt = tx.prepare(
+        "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended,
+         created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?;
+    let mut entry = tx.prepare(
+        "INSERT INTO session_entry (session_id, list, n, entry) VALUES (?1, ?2, ?3, ?4)",
+    )?;
+    for s in &dump.sessions {
+        let m = &s.summary;
+        let events = i64::try_from(m.events).unwrap_or(i64::MAX);
+        stmt.execute(params![
+            m.id,
+            m.user,
+            m.project,
+            m.version,
+            s.snapshot,
+            events,
+            m.ended,
+            m.created_at,
+            m.updated_at
+        ])?;
+        for e in &s.entries {
+            entry.execute(params![m.id, e.list, e.n, e.text])?;
+        }
+    }
+    Ok(())
 }

@@ -5,7 +5,7 @@
 
 use rusqlite::{Connection, TransactionBehavior};
 
-use crate::error::StoreError;
+use crate::error::{Named, StoreError};
 
 /// Migration 1: the seed schema (plugin state and the rule execution log), plus a
 /// nullable `session_id` on the log so it can be filtered by agent session.
@@ -143,24 +143,12 @@ pub(crate) fn user_version(conn: &Connection) -> rusqlite::Result<u32> {
 /// All pending migrations run in one IMMEDIATE transaction together with the
 /// `user_version` bump, so a failure leaves the database untouched and two
 /// processes opening the same fresh file cannot both migrate it.
-pub(crate) fn migrate(conn: &mut Connection, db: &str) -> Result<(), StoreError> {
+pub(crate) fn migrate(conn: &mut Connection, db: &Named) -> Result<(), StoreError> {
     let known = latest_version();
-    let open_err = |cause: rusqlite::Error| StoreError::Open {
-        db: db.to_owned(),
-        cause: cause.into(),
-    };
-    let too_new = |found| StoreError::SchemaTooNew {
-        db: db.to_owned(),
-        found,
-        known,
-    };
+    let open_err = |e: rusqlite::Error| db.open(e);
 
     // Cheap check without a write lock: the common case is "already current".
-    let found = user_version(conn).map_err(open_err)?;
-    if found > known {
-        return Err(too_new(found));
-    }
-    if found == known {
+    if !db.to_migrate(user_version(conn).map_err(open_err)?, known)? {
         return Ok(());
     }
 
@@ -169,37 +157,34 @@ pub(crate) fn migrate(conn: &mut Connection, db: &str) -> Result<(), StoreError>
         .map_err(open_err)?;
     // Re-read under the lock: another process may have migrated meanwhile.
     let found = user_version(&tx).map_err(open_err)?;
-    if found > known {
-        return Err(too_new(found));
-    }
+    db.to_migrate(found, known)?;
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         let version = u32::try_from(index + 1).unwrap_or(u32::MAX);
-        let mig_err = |cause: rusqlite::Error| StoreError::Migration {
-            db: db.to_owned(),
-            version,
-            cause: cause.into(),
-        };
+        let mig_err = |e: rusqlite::Error| db.migration(version, e);
         tx.execute_batch(sql).map_err(mig_err)?;
         tx.pragma_update(None, "user_version", version)
             .map_err(mig_err)?;
     }
-    tx.commit().map_err(|cause| StoreError::Migration {
-        db: db.to_owned(),
-        version: known,
-        cause: cause.into(),
-    })
+    tx.commit().map_err(|e| db.migration(known, e))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn test_db() -> Named {
+        Named {
+            label: "test".into(),
+            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+        }
+    }
+
     #[test]
     fn fresh_database_reaches_latest_version_and_reopen_is_idempotent() {
         let mut conn = Connection::open_in_memory().expect("open");
-        migrate(&mut conn, "test").expect("first migrate");
+        migrate(&mut conn, &test_db()).expect("first migrate");
         assert_eq!(user_version(&conn).expect("version"), latest_version());
-        migrate(&mut conn, "test").expect("second migrate");
+        migrate(&mut conn, &test_db()).expect("second migrate");
         assert_eq!(user_version(&conn).expect("version"), latest_version());
     }
 
@@ -208,7 +193,7 @@ mod tests {
         let mut conn = Connection::open_in_memory().expect("open");
         conn.pragma_update(None, "user_version", latest_version() + 1)
             .expect("set version");
-        let err = migrate(&mut conn, "test").expect_err("must refuse");
+        let err = migrate(&mut conn, &test_db()).expect_err("must refuse");
         assert!(
             matches!(err, StoreError::SchemaTooNew { found, known, .. }
                 if found == latest_version() + 1 && known == latest_version()),
@@ -226,7 +211,7 @@ mod tests {
         // A conflicting object named like one of migration 1's indexes, but as a table.
         conn.execute_batch("CREATE TABLE idx_rule_log_session (x);")
             .expect("setup");
-        let err = migrate(&mut conn, "test").expect_err("must fail");
+        let err = migrate(&mut conn, &test_db()).expect_err("must fail");
         assert!(
             matches!(err, StoreError::Migration { version: 1, .. }),
             "{err}"

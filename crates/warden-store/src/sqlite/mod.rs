@@ -25,43 +25,17 @@ use rusqlite::config::DbConfig;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use crate::error::{DbError, StoreError};
-use crate::types::{
-    DEFAULT_EXECUTION_LIMIT, ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite,
-};
-
-/// How a SQLite database is named in errors, and how long it waits for a lock.
-#[derive(Debug, Clone)]
-pub(crate) struct Named {
-    pub(crate) label: String,
-    pub(crate) lock_timeout: Duration,
-}
+use crate::error::{DbError, Named, StoreError};
+use crate::sql::{self, execution_row};
+use crate::types::{ExecutionFilter, ExecutionRecord, ExecutionRow, StateScope, StateWrite};
 
 impl Named {
+    /// A failed SQLite call, as this store reports it.
     pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
         if is_busy(&cause) {
             return self.busy();
         }
-        StoreError::Database {
-            db: self.label.clone(),
-            cause: DbError::Sqlite(cause),
-        }
-    }
-
-    /// A transaction ended by a write the database refused.
-    pub(crate) fn refused(&self, reason: String) -> StoreError {
-        StoreError::Refused {
-            db: self.label.clone(),
-            reason,
-        }
-    }
-
-    /// The lock is held elsewhere for longer than this store waits.
-    pub(crate) fn busy(&self) -> StoreError {
-        StoreError::Busy {
-            db: self.label.clone(),
-            waited: self.lock_timeout,
-        }
+        self.database(cause)
     }
 }
 
@@ -135,10 +109,15 @@ pub(crate) struct SqliteStore {
     /// The lock timeout in milliseconds, for the checkpoint thread to put back on the store's
     /// connection after a restart of the log (it may change after the thread starts).
     timeout_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// The thread that saves sessions in batches ([`crate::Store::save_in_batch`]), started at
+    /// the first such save.
+    batcher: Mutex<Option<batch::Batcher>>,
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
+        // The saves still queued are committed before the database closes.
+        self.stop_batcher();
         if let Some((stop, thread)) = self
             .checkpointer
             .get_mut()
@@ -207,6 +186,13 @@ fn restart_log(main: &Mutex<Connection>, label: &str, waited: Duration) {
 /// ([`crate::Store::checkpoint_past`]).
 const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
 
+/// How SQLite writes what the execution log's query needs.
+const DIALECT: sql::Dialect = sql::Dialect {
+    param: '?',
+    ends_with: "substr(rule_id, -length({p}) - 1) = '/' || {p}",
+    shadow: "shadow <> 0",
+};
+
 pub(crate) const UPSERT_STATE: &str = "
 INSERT INTO plugin_state (user_id, project_id, plugin_id, key, value_json)
 VALUES (?1, ?2, ?3, ?4, ?5)
@@ -217,7 +203,7 @@ pub(crate) const DELETE_STATE: &str = "
 DELETE FROM plugin_state
 WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
 
-pub(crate) const SELECT_STATE: &str = "
+const SELECT_STATE: &str = "
 SELECT value_json FROM plugin_state
 WHERE user_id = ?1 AND project_id = ?2 AND plugin_id = ?3 AND key = ?4";
 
@@ -231,46 +217,113 @@ INSERT INTO rule_execution_log (user_id, project_id, session_id, rule_id, trigge
     live_decision)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)";
 
-/// Every key of `scope`, as stored.
-pub(crate) fn select_state_all(
+/// Every row `sql` selects with `params`, each read by `f` (the statement is kept prepared).
+pub(crate) fn select<T>(
     conn: &Connection,
-    scope: &StateScope,
-) -> rusqlite::Result<Vec<(String, SqlValue)>> {
-    let mut stmt = conn.prepare_cached(SELECT_STATE_ALL)?;
-    let rows = stmt.query_map(params![scope.user, scope.project, scope.plugin], |row| {
-        Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
-    })?;
+    sql: &str,
+    params: impl rusqlite::Params,
+    f: impl FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    let rows = stmt.query_map(params, f)?;
     rows.collect()
 }
 
-/// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
-pub(crate) fn write_group(
-    store: &SqliteStore,
+/// Runs `sql` with `params` (the statement is kept prepared); how many rows it changed.
+pub(crate) fn execute(
     conn: &Connection,
-    group: &[StateWrite],
-) -> Result<(), StoreError> {
+    sql: &str,
+    params: impl rusqlite::Params,
+) -> rusqlite::Result<usize> {
+    conn.prepare_cached(sql)?.execute(params)
+}
+
+/// The value of `key` in `scope`, read on `conn` (the store's, or a tick's).
+pub(crate) fn read_state(
+    db: &Named,
+    conn: &Connection,
+    scope: &StateScope,
+    key: &str,
+) -> Result<Option<serde_json::Value>, StoreError> {
+    let raw = conn
+        .prepare_cached(SELECT_STATE)
+        .and_then(|mut stmt| {
+            let args = params![scope.user, scope.project, scope.plugin, key];
+            stmt.query_row(args, |row| row.get::<_, SqlValue>(0))
+                .optional()
+        })
+        .map_err(|e| db.sql_err(e))?;
+    raw.map(|raw| decode(&db.label, scope, key, raw))
+        .transpose()
+}
+
+/// Every key of `scope` and its value, read on `conn` (the store's, or a tick's).
+pub(crate) fn read_scope(
+    db: &Named,
+    conn: &Connection,
+    scope: &StateScope,
+) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
+    let args = params![scope.user, scope.project, scope.plugin];
+    let rows = select(conn, SELECT_STATE_ALL, args, |row| {
+        Ok((row.get::<_, String>(0)?, row.get::<_, SqlValue>(1)?))
+    })
+    .map_err(|e| db.sql_err(e))?;
+    rows.into_iter()
+        .map(|(key, raw)| {
+            let value = decode(&db.label, scope, &key, raw)?;
+            Ok((key, value))
+        })
+        .collect()
+}
+
+/// Applies groups of writes on `conn`, inside the caller's transaction, each in a savepoint:
+/// whole or not at all. One result per group; the failure of a group that rolled the whole
+/// transaction back (a full disk), or that `ends` says ends it, is the outer error instead.
+pub(crate) fn write_groups(
+    db: &Named,
+    conn: &Connection,
+    groups: &[Vec<StateWrite>],
+    ends: impl Fn(&StoreError) -> bool,
+) -> Result<Vec<Result<(), StoreError>>, StoreError> {
+    let step = |sql: &str| conn.execute_batch(sql).map_err(|e| db.sql_err(e));
+    let mut results = Vec::with_capacity(groups.len());
+    for group in groups {
+        if group.is_empty() {
+            results.push(Ok(()));
+            continue;
+        }
+        step("SAVEPOINT write_group")?;
+        match write_group(db, conn, group) {
+            Ok(()) => {
+                step("RELEASE write_group")?;
+                results.push(Ok(()));
+            }
+            Err(err) if conn.is_autocommit() || ends(&err) => return Err(err),
+            Err(err) => {
+                step("ROLLBACK TO write_group; RELEASE write_group")?;
+                results.push(Err(err));
+            }
+        }
+    }
+    Ok(results)
+}
+
+/// Applies one group of writes, in order, on `conn` (inside the caller's transaction).
+fn write_group(db: &Named, conn: &Connection, group: &[StateWrite]) -> Result<(), StoreError> {
     for write in group {
         let StateWrite { scope, key, value } = write;
         let result = match value {
-            Some(value) => conn.prepare_cached(UPSERT_STATE).and_then(|mut stmt| {
-                stmt.execute(params![
-                    scope.user,
-                    scope.project,
-                    scope.plugin,
-                    key,
-                    value.to_string()
-                ])
-            }),
-            None => conn.prepare_cached(DELETE_STATE).and_then(|mut stmt| {
-                stmt.execute(params![scope.user, scope.project, scope.plugin, key])
-            }),
+            Some(value) => {
+                let value = value.to_string();
+                let args = params![scope.user, scope.project, scope.plugin, key, value];
+                execute(conn, UPSERT_STATE, args)
+            }
+            None => {
+                let args = params![scope.user, scope.project, scope.plugin, key];
+                execute(conn, DELETE_STATE, args)
+            }
         };
-        result.map_err(|cause| StoreError::Write {
-            db: store.db.label.clone(),
-            scope: Box::new(scope.clone()),
-            key: key.clone(),
-            cause: cause.into(),
-        })?;
+        result.map_err(|e| db.write(scope, key, e))?;
     }
     Ok(())
 }
@@ -282,45 +335,42 @@ pub(crate) fn insert_executions(
 ) -> rusqlite::Result<()> {
     let mut stmt = conn.prepare_cached(INSERT_EXECUTION)?;
     for r in records {
-        stmt.execute(params![
-            r.user_id,
-            r.project_id,
-            r.session_id,
-            r.rule_id,
-            r.trigger,
-            r.condition_result,
-            r.action_executed,
-            r.execution_time_ms,
-            r.error_message,
-            r.decision,
-            r.shadow,
-            r.live_decision,
-        ])?;
+        stmt.execute(record_values(r).as_slice())?;
     }
     Ok(())
 }
 
-/// Turns a stored `value_json` cell into a JSON value.
+/// A record's values, in the log's column order from `user_id` on (after `id`, `created_at`).
+pub(crate) fn record_values(r: &ExecutionRecord) -> [&dyn rusqlite::ToSql; 12] {
+    [
+        &r.user_id,
+        &r.project_id,
+        &r.session_id,
+        &r.rule_id,
+        &r.trigger,
+        &r.condition_result,
+        &r.action_executed,
+        &r.execution_time_ms,
+        &r.error_message,
+        &r.decision,
+        &r.shadow,
+        &r.live_decision,
+    ]
+}
+
+/// Turns a stored `value_json` cell into a JSON value (SQLite's cell may hold another type).
 pub(crate) fn decode(
     label: &str,
     scope: &StateScope,
     key: &str,
     raw: SqlValue,
 ) -> Result<serde_json::Value, StoreError> {
-    let corrupt = |reason: String| StoreError::CorruptValue {
-        db: label.to_owned(),
-        scope: Box::new(scope.clone()),
-        key: key.to_owned(),
-        reason,
-    };
     match raw {
-        SqlValue::Text(text) => {
-            serde_json::from_str(&text).map_err(|e| corrupt(format!("invalid JSON: {e}")))
+        SqlValue::Text(text) => sql::decode(label, scope, key, &text),
+        other => {
+            let found = format!("expected JSON text, found {}", other.data_type());
+            Err(sql::corrupt_value(label, scope, key, found))
         }
-        other => Err(corrupt(format!(
-            "expected JSON text, found {}",
-            other.data_type()
-        ))),
     }
 }
 
@@ -328,40 +378,37 @@ impl SqliteStore {
     /// Opens (creating it and its parent directories if missing) the database at `path`,
     /// waiting at most `timeout` for other connections that hold it meanwhile.
     pub(crate) fn open(path: &Path, timeout: Duration) -> Result<SqliteStore, StoreError> {
-        let label = path.display().to_string();
+        let db = Named {
+            label: path.display().to_string(),
+            lock_timeout: timeout,
+        };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|cause| StoreError::CreateDir {
-                db: label.clone(),
+                db: db.label.clone(),
                 cause,
             })?;
         }
-        let conn = Connection::open(path).map_err(|cause| StoreError::Open {
-            db: label.clone(),
-            cause: cause.into(),
-        })?;
-        Self::setup(conn, Some(path.to_path_buf()), label, timeout)
+        let conn = Connection::open(path).map_err(|e| db.open(e))?;
+        Self::setup(conn, Some(path.to_path_buf()), db)
     }
 
     /// Opens a private in-memory database with the same schema.
     pub(crate) fn in_memory() -> Result<SqliteStore, StoreError> {
-        let label = "in-memory database".to_owned();
-        let conn = Connection::open_in_memory().map_err(|cause| StoreError::Open {
-            db: label.clone(),
-            cause: cause.into(),
-        })?;
-        Self::setup(conn, None, label, crate::DEFAULT_LOCK_TIMEOUT)
+        let db = Named {
+            label: "in-memory database".to_owned(),
+            lock_timeout: crate::DEFAULT_LOCK_TIMEOUT,
+        };
+        let conn = Connection::open_in_memory().map_err(|e| db.open(e))?;
+        Self::setup(conn, None, db)
     }
 
     fn setup(
         mut conn: Connection,
         path: Option<PathBuf>,
-        label: String,
-        timeout: Duration,
+        db: Named,
     ) -> Result<SqliteStore, StoreError> {
-        let open_err = |cause: rusqlite::Error| StoreError::Open {
-            db: label.clone(),
-            cause: cause.into(),
-        };
+        let timeout = db.lock_timeout;
+        let open_err = |e: rusqlite::Error| db.open(e);
         conn.busy_timeout(timeout).map_err(open_err)?;
         // NORMAL is the recommended pairing for WAL: no corruption on power loss,
         // at worst the last commits are lost; FULL would fsync on every commit.
@@ -378,15 +425,12 @@ impl SqliteStore {
         loop {
             let setup = wal(&conn)
                 .map_err(open_err)
-                .and_then(|()| migrations::migrate(&mut conn, &label));
+                .and_then(|()| migrations::migrate(&mut conn, &db));
             match setup {
                 Ok(()) => break,
                 Err(e) if busy_opening(&e) => {
                     if std::time::Instant::now() >= deadline {
-                        return Err(StoreError::Busy {
-                            db: label.clone(),
-                            waited: timeout,
-                        });
+                        return Err(db.busy());
                     }
                     std::thread::sleep(pause);
                     pause = (pause * 2).min(Duration::from_millis(50));
@@ -404,15 +448,13 @@ impl SqliteStore {
             conn: Arc::new(Mutex::new(conn)),
             reader: std::sync::OnceLock::new(),
             path,
-            db: Named {
-                label,
-                lock_timeout: timeout,
-            },
+            db,
             checkpoint_past: None,
             checkpointer: Mutex::new(None),
             timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
                 u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             )),
+            batcher: Mutex::new(None),
         })
     }
 
@@ -431,10 +473,7 @@ impl SqliteStore {
         if checkpointer.is_some() {
             return Ok(());
         }
-        let own = Connection::open(&path).map_err(|cause| StoreError::Open {
-            db: self.db.label.clone(),
-            cause: cause.into(),
-        })?;
+        let own = Connection::open(&path).map_err(|e| self.db.open(e))?;
         // Briefly: a checkpoint that finds the log busy copies what it can, and the next one
         // goes on.
         own.busy_timeout(CHECKPOINT_WAIT)
@@ -472,9 +511,8 @@ impl SqliteStore {
                     }
                 }
             })
-            .map_err(|e| StoreError::Open {
-                db: self.db.label.clone(),
-                cause: DbError::Server(format!("cannot start the checkpoint thread: {e}")),
+            .map_err(|e| {
+                self.db.open(DbError::Server(format!("cannot start the checkpoint thread: {e}")))
             })?;
         *checkpointer = Some((stop, thread));
         Ok(())
@@ -505,12 +543,11 @@ impl SqliteStore {
     }
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
+        // The batching thread names the old timeout in its errors: the next save starts another.
+        self.stop_batcher();
         self.lock()
             .busy_timeout(timeout)
-            .map_err(|cause| StoreError::Database {
-                db: self.db.label.clone(),
-                cause: cause.into(),
-            })?;
+            .map_err(|e| self.db.database(e))?;
         self.db.lock_timeout = timeout;
         self.timeout_ms.store(
             u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
@@ -543,14 +580,9 @@ impl SqliteStore {
     }
 
     pub(crate) fn check_integrity(&self) -> Result<Vec<String>, StoreError> {
-        let conn = self.lock();
-        let rows = (|| {
-            let mut stmt = conn.prepare("PRAGMA integrity_check")?;
-            let rows = stmt.query_map([], |row| row.get::<_, String>(0))?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
-        .map_err(|e| self.sql_err(e))?;
-        Ok(rows.into_iter().filter(|r| r != "ok").collect())
+        let rows = select(&self.lock(), "PRAGMA integrity_check", [], |row| row.get(0))
+            .map_err(|e| self.sql_err(e))?;
+        Ok(rows.into_iter().filter(|r: &String| r != "ok").collect())
     }
 
     pub(crate) fn state_get(
@@ -558,34 +590,14 @@ impl SqliteStore {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let conn = self.reader();
-        let raw = (|| {
-            conn.prepare_cached(SELECT_STATE)?
-                .query_row(
-                    params![scope.user, scope.project, scope.plugin, key],
-                    |row| row.get::<_, SqlValue>(0),
-                )
-                .optional()
-        })()
-        .map_err(|e| self.sql_err(e))?;
-        drop(conn);
-        raw.map(|raw| decode(&self.db.label, scope, key, raw))
-            .transpose()
+        read_state(&self.db, &self.reader(), scope, key)
     }
 
     pub(crate) fn state_all(
         &self,
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
-        let conn = self.reader();
-        let rows = select_state_all(&conn, scope).map_err(|e| self.sql_err(e))?;
-        drop(conn);
-        rows.into_iter()
-            .map(|(key, raw)| {
-                let value = decode(&self.db.label, scope, &key, raw)?;
-                Ok((key, value))
-            })
-            .collect()
+        read_scope(&self.db, &self.reader(), scope)
     }
 
     pub(crate) fn apply_writes(
@@ -595,29 +607,10 @@ impl SqliteStore {
         let mut conn = self.lock();
         // IMMEDIATE takes the write lock up front, so the busy timeout applies here
         // instead of failing later when a read transaction tries to upgrade.
-        let mut tx = conn
+        let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.sql_err(e))?;
-        let mut results = Vec::with_capacity(groups.len());
-        for group in groups {
-            let sp = tx.savepoint().map_err(|e| self.sql_err(e))?;
-            match write_group(self, &sp, group) {
-                Ok(()) => {
-                    sp.commit().map_err(|e| self.sql_err(e))?;
-                    results.push(Ok(()));
-                }
-                Err(err) => {
-                    if sp.is_autocommit() {
-                        // The failure rolled back the whole transaction (e.g. disk full):
-                        // nothing was written, so report it as the outer error.
-                        return Err(err);
-                    }
-                    // Drop behavior is Rollback: ROLLBACK TO + RELEASE.
-                    sp.finish().map_err(|e| self.sql_err(e))?;
-                    results.push(Err(err));
-                }
-            }
-        }
+        let results = write_groups(&self.db, &tx, groups, |_| false)?;
         tx.commit().map_err(|e| self.sql_err(e))?;
         Ok(results)
     }
@@ -626,55 +619,12 @@ impl SqliteStore {
         &self,
         filter: &ExecutionFilter,
     ) -> Result<Vec<ExecutionRow>, StoreError> {
-        let mut sql = String::from(
-            "SELECT id, created_at, user_id, project_id, session_id, rule_id, trigger, \
-             condition_result, action_executed, execution_time_ms, error_message, decision, \
-             shadow, live_decision FROM rule_execution_log",
-        );
-        let mut conditions: Vec<&str> = Vec::new();
-        let mut args: Vec<&dyn rusqlite::ToSql> = Vec::new();
-        if let Some(rule_id) = &filter.rule_id {
-            if rule_id.contains('/') {
-                conditions.push("rule_id = ?");
-                args.push(rule_id);
-            } else {
-                // A bare id matches the rule of that id in any plugin (`plugin/id`) too.
-                conditions.push("(rule_id = ? OR substr(rule_id, -length(?) - 1) = '/' || ?)");
-                args.push(rule_id);
-                args.push(rule_id);
-                args.push(rule_id);
-            }
-        }
-        if let Some(session_id) = &filter.session_id {
-            conditions.push("session_id = ?");
-            args.push(session_id);
-        }
-        if let Some(user_id) = &filter.user_id {
-            conditions.push("user_id = ?");
-            args.push(user_id);
-        }
-        if filter.failures_only {
-            conditions.push("error_message IS NOT NULL");
-        }
-        if filter.shadow_only {
-            conditions.push("shadow <> 0");
-        }
-        if !conditions.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&conditions.join(" AND "));
-        }
-        // created_at has one-second resolution; id breaks ties in insertion order.
-        sql.push_str(" ORDER BY created_at DESC, id DESC LIMIT ?");
-        let limit =
-            i64::try_from(filter.limit.unwrap_or(DEFAULT_EXECUTION_LIMIT)).unwrap_or(i64::MAX);
+        let (query, texts, limit) = sql::executions_query(filter, &DIALECT);
+        let mut args: Vec<&dyn rusqlite::ToSql> = texts.iter().map(|t| t as _).collect();
         args.push(&limit);
-
-        let conn = self.reader();
-        (|| {
-            let mut stmt = conn.prepare_cached(&sql)?;
-            let rows = stmt.query_map(args.as_slice(), execution_row)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
+        select(&self.reader(), &query, args.as_slice(), |r| {
+            execution_row(r)
+        })
         .map_err(|e| self.sql_err(e))
     }
 
@@ -709,43 +659,11 @@ impl SqliteStore {
         self.db.sql_err(cause)
     }
 
-    /// A tick's transaction ended by a write the database refused.
-    pub(crate) fn refused(&self, reason: String) -> StoreError {
-        self.db.refused(reason)
-    }
-
-    /// The lock is held elsewhere for longer than this store waits.
-    pub(crate) fn busy(&self) -> StoreError {
-        self.db.busy()
-    }
-
     /// Runs `sql` (tests: install triggers, poke at rows).
     #[cfg(test)]
     pub(crate) fn exec(&self, sql: &str) -> Result<(), StoreError> {
         self.lock().execute_batch(sql).map_err(|e| self.sql_err(e))
     }
-}
-
-/// An execution-log row, selected in the order of [`SqliteStore::executions`].
-pub(crate) fn execution_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<ExecutionRow> {
-    Ok(ExecutionRow {
-        id: row.get(0)?,
-        created_at: row.get(1)?,
-        record: ExecutionRecord {
-            user_id: row.get(2)?,
-            project_id: row.get(3)?,
-            session_id: row.get(4)?,
-            rule_id: row.get(5)?,
-            trigger: row.get(6)?,
-            condition_result: row.get::<_, i64>(7)? != 0,
-            action_executed: row.get::<_, i64>(8)? != 0,
-            execution_time_ms: row.get(9)?,
-            error_message: row.get(10)?,
-            decision: row.get(11)?,
-            shadow: row.get::<_, i64>(12)? != 0,
-            live_decision: row.get(13)?,
-        },
-    })
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Named, SqliteStore};
+use super::{SqliteStore, execute, select};
+use crate::error::Named;
 use crate::error::StoreError;
+use crate::sql;
 use crate::types::{SessionEntry, SessionSummary, SessionWrite, StoredSession};
 
 /// A session's summary; its size is the bytes of its snapshot and of its entries' text, where
@@ -35,20 +37,6 @@ pub(crate) const SUMMARY_COLUMNS: &str =
                  WHERE f.type = 'array' AND f.value ->> 0 = t.list AND t.n < f.value ->> 1))
        ELSE 0 END";
 
-fn summary(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
-    Ok(SessionSummary {
-        id: row.get(0)?,
-        user: row.get(1)?,
-        project: row.get(2)?,
-        version: row.get(3)?,
-        events: u64::try_from(row.get::<_, i64>(4)?).unwrap_or(0),
-        ended: row.get::<_, i64>(5)? != 0,
-        created_at: row.get(6)?,
-        updated_at: row.get(7)?,
-        size: u64::try_from(row.get::<_, i64>(8)?).unwrap_or(0),
-    })
-}
-
 /// How many bytes of entries (their JSON) a session's row holds (`session.recent`) before they
 /// move to `session_entry`. A save then writes the row's page alone; every few saves, the
 /// entries' page too. (Under the service's load, a save that wrote both pages each time spent
@@ -68,9 +56,27 @@ pub(crate) struct Recent {
 }
 
 impl Recent {
-    /// The entries a row's `recent` column holds (none for NULL).
-    pub(crate) fn read(column: Option<&str>) -> Result<Recent, serde_json::Error> {
-        column.map_or_else(|| Ok(Recent::default()), serde_json::from_str)
+    /// The entries column `column` of `row` holds, session `id`'s `recent` (none for NULL).
+    /// A column that is not what Warden writes is the error of reading the row, naming it.
+    pub(crate) fn in_row(
+        row: &rusqlite::Row<'_>,
+        column: usize,
+        id: &str,
+    ) -> rusqlite::Result<Recent> {
+        let Some(text) = row.get_ref(column)?.as_str_or_null()? else {
+            return Ok(Recent::default());
+        };
+        serde_json::from_str(text).map_err(|e| {
+            let why = format!(
+                "session {id:?}: its newest entries (column `recent` of table `session`) are not \
+                 what Warden writes ({e}); `warden sessions delete {id}` removes the session"
+            );
+            rusqlite::Error::FromSqlConversionFailure(
+                column,
+                rusqlite::types::Type::Text,
+                why.into(),
+            )
+        })
     }
 
     /// Adds a save's entries (each replacing what is at its place), then drops what is before
@@ -118,33 +124,6 @@ impl Recent {
     }
 }
 
-/// The `recent` column of session `id`'s row, not what Warden writes, as the error of reading
-/// the row.
-pub(crate) fn damaged_recent(column: usize, id: &str, e: serde_json::Error) -> rusqlite::Error {
-    rusqlite::Error::FromSqlConversionFailure(
-        column,
-        rusqlite::types::Type::Text,
-        Box::new(DamagedRecent(id.to_string(), e)),
-    )
-}
-
-/// Why a row's newest entries could not be read: the session, and what is wrong.
-#[derive(Debug)]
-struct DamagedRecent(String, serde_json::Error);
-
-impl std::fmt::Display for DamagedRecent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "session {:?}: its newest entries (column `recent` of table `session`) are not what \
-             Warden writes ({}); `warden sessions delete {}` removes the session",
-            self.0, self.1, self.0
-        )
-    }
-}
-
-impl std::error::Error for DamagedRecent {}
-
 /// Saves `s` inside the caller's transaction; the new version.
 pub(crate) fn save_session(
     db: &Named,
@@ -160,11 +139,8 @@ pub(crate) fn save_session(
         Some(_) => conn
             .prepare_cached("SELECT recent FROM session WHERE id = ?1")
             .and_then(|mut stmt| {
-                stmt.query_row([s.id], |r| {
-                    Recent::read(r.get_ref(0)?.as_str_or_null()?)
-                        .map_err(|e| damaged_recent(0, s.id, e))
-                })
-                .optional()
+                stmt.query_row([s.id], |r| Recent::in_row(r, 0, s.id))
+                    .optional()
             })
             .map_err(|e| db.sql_err(e))?
             // No row: the versioned write below finds the conflict.
@@ -209,47 +185,37 @@ fn write_row(
         Newest::Set(json) => (true, Some(json)),
     };
     let changed = match s.loaded {
-        None => conn.prepare_cached(
+        None => execute(
+            conn,
             "INSERT INTO session (id, user_id, project_id, version, snapshot, events, ended, updated_at, recent)
              VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(id) DO NOTHING",
-        )
-        .and_then(|mut stmt| {
-            stmt.execute(params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, recent])
-        }),
-        Some(v) if s.touch => conn
-            .prepare_cached(
-                "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
-                 snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7,
-                 recent = CASE WHEN ?9 THEN ?10 ELSE recent END
-                 WHERE id = ?1 AND version = ?8",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v,
-                    set_recent, recent
-                ])
-            }),
+            params![s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, recent],
+        ),
+        Some(v) if s.touch => execute(
+            conn,
+            "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
+             snapshot = ?4, events = ?5, ended = ?6, updated_at = ?7,
+             recent = CASE WHEN ?9 THEN ?10 ELSE recent END
+             WHERE id = ?1 AND version = ?8",
+            params![
+                s.id, s.user, s.project, s.snapshot, events, s.ended, s.updated_at, v,
+                set_recent, recent
+            ],
+        ),
         // Without `updated_at` in the statement: SQLite rewrites an index whose column is
         // set, even to the value it holds. (`recent` has no index.)
-        Some(v) => conn
-            .prepare_cached(
-                "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
-                 snapshot = ?4, events = ?5, ended = ?6,
-                 recent = CASE WHEN ?8 THEN ?9 ELSE recent END
-                 WHERE id = ?1 AND version = ?7",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    s.id, s.user, s.project, s.snapshot, events, s.ended, v, set_recent, recent
-                ])
-            }),
+        Some(v) => execute(
+            conn,
+            "UPDATE session SET user_id = ?2, project_id = ?3, version = version + 1,
+             snapshot = ?4, events = ?5, ended = ?6,
+             recent = CASE WHEN ?8 THEN ?9 ELSE recent END
+             WHERE id = ?1 AND version = ?7",
+            params![s.id, s.user, s.project, s.snapshot, events, s.ended, v, set_recent, recent],
+        ),
     }
     .map_err(|e| db.sql_err(e))?;
     if changed == 0 {
-        return Err(StoreError::SessionConflict {
-            db: db.label.clone(),
-            id: s.id.to_string(),
-        });
+        return Err(db.conflict(s.id));
     }
     Ok(s.loaded.map_or(1, |v| v + 1))
 }
@@ -280,7 +246,7 @@ pub(crate) fn in_savepoint<R>(
     db: &Named,
     f: impl FnOnce() -> Result<R, StoreError>,
 ) -> Result<R, StoreError> {
-    let step = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([]));
+    let step = |sql: &str| execute(conn, sql, []);
     if let Err(e) = step("SAVEPOINT save") {
         return Err(db.sql_err(e));
     }
@@ -300,19 +266,8 @@ pub(crate) fn in_savepoint<R>(
 
 /// The entries of session `id`, by list and place.
 fn entries(conn: &Connection, id: &str) -> rusqlite::Result<Vec<SessionEntry>> {
-    let mut stmt = conn.prepare_cached(
-        "SELECT list, n, entry FROM session_entry WHERE session_id = ?1 ORDER BY list, n",
-    )?;
-    let rows = stmt.query_map([id], |r| {
-        Ok(SessionEntry {
-            // A list the engine does not know (past 255, written by hand) is read as 255, which
-            // it ignores, as PostgreSQL's reading does.
-            list: u8::try_from(r.get::<_, i64>(0)?).unwrap_or(u8::MAX),
-            n: r.get(1)?,
-            text: r.get(2)?,
-        })
-    })?;
-    rows.collect()
+    let query = "SELECT list, n, entry FROM session_entry WHERE session_id = ?1 ORDER BY list, n";
+    select(conn, query, [id], |r| sql::session_entry(r, 0))
 }
 
 /// The session `id` with its entries, read on `conn` (inside a transaction, so that the row
@@ -328,14 +283,8 @@ pub(crate) fn load_session(
                 "SELECT {SUMMARY_COLUMNS}, snapshot, recent FROM session WHERE id = ?1"
             ))?
             .query_row([id], |row| {
-                let recent = Recent::read(row.get_ref(10)?.as_str_or_null()?)
-                    .map_err(|e| damaged_recent(10, id, e))?;
-                let session = StoredSession {
-                    summary: summary(row)?,
-                    snapshot: row.get(9)?,
-                    entries: Vec::new(),
-                };
-                Ok((session, recent))
+                let recent = Recent::in_row(row, 10, id)?;
+                Ok((sql::stored_session(row)?, recent))
             })
             .optional()?;
         found
@@ -378,16 +327,11 @@ impl SqliteStore {
 
     /// Saved sessions, most recently touched first, at most `limit`.
     pub(crate) fn sessions(&self, limit: usize) -> Result<Vec<SessionSummary>, StoreError> {
-        let conn = self.reader();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        (|| {
-            let mut stmt = conn.prepare_cached(&format!(
-                "SELECT {SUMMARY_COLUMNS} FROM session ORDER BY updated_at DESC, id LIMIT ?1"
-            ))?;
-            let rows = stmt.query_map([limit], summary)?;
-            rows.collect::<rusqlite::Result<Vec<_>>>()
-        })()
-        .map_err(|e| self.sql_err(e))
+        let query =
+            format!("SELECT {SUMMARY_COLUMNS} FROM session ORDER BY updated_at DESC, id LIMIT ?1");
+        select(&self.reader(), &query, [limit], |r| sql::session_summary(r))
+            .map_err(|e| self.sql_err(e))
     }
 
     /// Deletes the saved session `id`; whether there was one.

@@ -8,10 +8,10 @@
 use std::cell::RefCell;
 use std::sync::MutexGuard;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 
 use super::sessions::{load_session, save_session, session_version};
-use super::{SELECT_STATE, SqliteStore, decode, insert_executions, select_state_all, write_group};
+use super::{SqliteStore, insert_executions, read_scope, read_state, write_groups};
 use crate::error::{DbError, StoreError};
 use crate::types::{ExecutionRecord, SessionWrite, StateScope, StateWrite, StoredSession};
 
@@ -58,12 +58,12 @@ impl<'s> SqliteTick<'s> {
         f: impl FnOnce(&Connection) -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         if let Some(reason) = self.failed.borrow().clone() {
-            return Err(self.store.refused(reason));
+            return Err(self.store.db.refused(reason));
         }
         let mut open = self.open.borrow_mut();
         let conn = match &mut *open {
             Some(conn) => conn,
-            None if self.refused.get() => return Err(self.store.busy()),
+            None if self.refused.get() => return Err(self.store.db.busy()),
             None => {
                 let conn = self.store.lock();
                 if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
@@ -100,19 +100,7 @@ impl<'s> SqliteTick<'s> {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        let raw = self.with(|conn| {
-            conn.prepare_cached(SELECT_STATE)
-                .and_then(|mut stmt| {
-                    stmt.query_row(
-                        params![scope.user, scope.project, scope.plugin, key],
-                        |row| row.get::<_, rusqlite::types::Value>(0),
-                    )
-                    .optional()
-                })
-                .map_err(|e| self.store.sql_err(e))
-        })?;
-        raw.map(|raw| decode(&self.store.db.label, scope, key, raw))
-            .transpose()
+        self.with(|conn| read_state(&self.store.db, conn, scope, key))
     }
 
     /// Reads every key of plugin state in `scope` inside the transaction.
@@ -120,14 +108,7 @@ impl<'s> SqliteTick<'s> {
         &self,
         scope: &StateScope,
     ) -> Result<std::collections::BTreeMap<String, serde_json::Value>, StoreError> {
-        let rows =
-            self.with(|conn| select_state_all(conn, scope).map_err(|e| self.store.sql_err(e)))?;
-        rows.into_iter()
-            .map(|(key, raw)| {
-                let value = decode(&self.store.db.label, scope, &key, raw)?;
-                Ok((key, value))
-            })
-            .collect()
+        self.with(|conn| read_scope(&self.store.db, conn, scope))
     }
 
     /// Begins the transaction now (taking the write lock), if it has not begun.
@@ -142,54 +123,28 @@ impl<'s> SqliteTick<'s> {
         &self,
         groups: &[Vec<StateWrite>],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        let store = self.store;
         self.with(|conn| {
-            let mut results = Vec::with_capacity(groups.len());
-            for group in groups {
-                if group.is_empty() {
-                    results.push(Ok(()));
-                    continue;
-                }
-                conn.execute_batch("SAVEPOINT tick_group")
-                    .map_err(|e| store.sql_err(e))?;
-                match write_group(store, conn, group) {
-                    Ok(()) => {
-                        conn.execute_batch("RELEASE tick_group")
-                            .map_err(|e| store.sql_err(e))?;
-                        results.push(Ok(()));
+            write_groups(&self.store.db, conn, groups, ends_the_tick).inspect_err(|err| {
+                if let StoreError::Write {
+                    scope, key, cause, ..
+                } = err
+                    && (conn.is_autocommit() || ends_the_tick(err))
+                {
+                    // The failure ended the whole transaction (a full disk), or the database
+                    // takes no writes now (read-only, damaged): nothing of the tick is
+                    // written, and its commit fails visibly.
+                    if !conn.is_autocommit() {
+                        let _ = conn.execute_batch("ROLLBACK");
                     }
-                    Err(err) => {
-                        if conn.is_autocommit() || ends_the_tick(&err) {
-                            // The failure ended the whole transaction (a full disk), or the
-                            // database takes no writes now (read-only, damaged): nothing of
-                            // the tick is written, and its commit fails visibly.
-                            if !conn.is_autocommit() {
-                                let _ = conn.execute_batch("ROLLBACK");
-                            }
-                            let reason = match &err {
-                                StoreError::Write {
-                                    scope, key, cause, ..
-                                } => format!("writing key {key:?} of {scope}: {cause}"),
-                                other => other.to_string(),
-                            };
-                            self.failed.replace(Some(reason));
-                            return Err(err);
-                        }
-                        conn.execute_batch("ROLLBACK TO tick_group; RELEASE tick_group")
-                            .map_err(|e| store.sql_err(e))?;
-                        results.push(Err(err));
-                    }
+                    let reason = format!("writing key {key:?} of {scope}: {cause}");
+                    self.failed.replace(Some(reason));
                 }
-            }
-            Ok(results)
+            })
         })
     }
 
     /// Adds rows to the execution log inside the transaction.
     pub(crate) fn record_executions(&self, records: &[ExecutionRecord]) -> Result<(), StoreError> {
-        if records.is_empty() {
-            return Ok(());
-        }
         let store = self.store;
         self.with(|conn| insert_executions(conn, records).map_err(|e| store.sql_err(e)))
     }
@@ -212,16 +167,7 @@ impl<'s> SqliteTick<'s> {
         self,
         session: Option<SessionWrite<'_>>,
     ) -> Result<Option<i64>, StoreError> {
-        // A tick whose transaction could not begin read or wrote nothing it needed.
-        if self.refused.get() {
-            return Err(self.store.busy());
-        }
-        if let Some(reason) = self.failed.borrow_mut().take() {
-            return Err(self.store.refused(reason));
-        }
-        if session.is_none() && !self.is_begun() {
-            return Ok(None);
-        }
+        // A tick whose transaction could not begin, or was ended, fails here (`with`).
         let store = self.store;
         let version = self.with(|conn| {
             let version = match &session {

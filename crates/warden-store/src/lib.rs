@@ -62,6 +62,7 @@ mod types;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 pub use error::{DbError, StoreError};
@@ -74,6 +75,7 @@ pub use types::{
 
 use pg::PgStore;
 use sqlite::SqliteStore;
+use sqlite::batch::Batcher;
 
 /// How long a tick waits for another process's lock before failing (SQLite's busy timeout;
 /// PostgreSQL's `lock_timeout`, and how long it waits for a pooled connection). A tick takes
@@ -101,6 +103,9 @@ pub enum Backend {
 /// runtime first (`block_in_place`), on both back ends.
 pub struct Store {
     backend: Inner,
+    /// SQLite: the thread that saves sessions in batches ([`Store::save_in_batch`]), started
+    /// at the first such save.
+    batcher: Mutex<Option<Batcher>>,
 }
 
 /// The back ends. A closed set, matched in each method: adding a method to one back end
@@ -117,6 +122,13 @@ const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Store>();
 };
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // The saves still queued are committed before the database closes.
+        self.stop_batcher();
+    }
+}
 
 impl fmt::Debug for Store {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -162,9 +174,14 @@ impl Store {
                 }
                 Ok(store)
             }
-            _ => Ok(Store {
-                backend: Inner::Sqlite(SqliteStore::open(db, timeout)?),
-            }),
+            _ => Ok(Store::of(Inner::Sqlite(SqliteStore::open(db, timeout)?))),
+        }
+    }
+
+    fn of(backend: Inner) -> Store {
+        Store {
+            backend,
+            batcher: Mutex::new(None),
         }
     }
 
@@ -173,9 +190,7 @@ impl Store {
     /// foreign keys on and runs pending migrations (`PRAGMA user_version`).
     pub fn open_sqlite(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let store = SqliteStore::open(path.as_ref(), DEFAULT_LOCK_TIMEOUT)?;
-        Ok(Store {
-            backend: Inner::Sqlite(store),
-        })
+        Ok(Store::of(Inner::Sqlite(store)))
     }
 
     /// Connects to the PostgreSQL database `url` names and runs pending migrations (a
@@ -188,16 +203,12 @@ impl Store {
     /// Needs PostgreSQL 11 or newer. An unreachable server is [`StoreError::Unreachable`]
     /// after the connection timeout; messages never show the password.
     pub fn open_postgres(url: &str) -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Inner::Postgres(PgStore::open(url)?),
-        })
+        Ok(Store::of(Inner::Postgres(PgStore::open(url)?)))
     }
 
     /// Opens a private in-memory SQLite database with the same schema (for tests and dry runs).
     pub fn in_memory() -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Inner::Sqlite(SqliteStore::in_memory()?),
-        })
+        Ok(Store::of(Inner::Sqlite(SqliteStore::in_memory()?)))
     }
 
     /// Which back end this store uses.
@@ -221,6 +232,8 @@ impl Store {
     /// fails with [`StoreError::Busy`] (default [`DEFAULT_LOCK_TIMEOUT`]). On PostgreSQL it
     /// also bounds the wait for a pooled connection, and the pool is opened anew.
     pub fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
+        // The batching thread names the old timeout in its errors: the next save starts another.
+        self.stop_batcher();
         match &mut self.backend {
             Inner::Sqlite(s) => s.set_lock_timeout(timeout),
             Inner::Postgres(s) => s.set_lock_timeout(timeout),
@@ -487,12 +500,51 @@ impl Store {
         done: impl FnOnce(Result<i64, StoreError>) + Send + 'static,
     ) {
         match &self.backend {
-            Inner::Sqlite(s) => s.save_in_batch(save, Box::new(done)),
+            Inner::Sqlite(s) => {
+                let done: sqlite::batch::Done = Box::new(done);
+                let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
+                if batcher.is_none() {
+                    match Batcher::start(s.conn.clone(), s.db.clone()) {
+                        Ok(started) => *batcher = Some(started),
+                        Err(e) => {
+                            tracing::warn!(db = %s.db.label, error = %e, "sessions are saved one by one")
+                        }
+                    }
+                }
+                let back = match batcher.as_ref() {
+                    Some(b) => b.submit(save, done).err(),
+                    None => Some(Box::new((save, done))),
+                };
+                if let Some(back) = back {
+                    // No thread (it could not start, or is gone: the next save starts one
+                    // again): this save is made here, outside the lock, `done` called here.
+                    let gone = batcher.take();
+                    drop(batcher);
+                    if let Some(gone) = gone {
+                        tracing::error!(db = %s.db.label, "the thread that saves sessions had stopped");
+                        gone.stop();
+                    }
+                    let (save, done) = *back;
+                    sqlite::batch::save_now(&s.conn, &s.db, save, done);
+                }
+            }
             Inner::Postgres(_) => {
                 let next = save.loaded.map_or(1, |v| v + 1);
                 let saved = self.tick().commit(Some(save.as_write()));
                 done(saved.map(|v| v.unwrap_or(next)));
             }
+        }
+    }
+
+    /// Commits the saves still queued and stops the batching thread, if it runs.
+    fn stop_batcher(&mut self) {
+        let batcher = self
+            .batcher
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(b) = batcher {
+            b.stop();
         }
     }
 

@@ -21,7 +21,6 @@ use std::thread::JoinHandle;
 
 use rusqlite::Connection;
 
-use super::SqliteStore;
 use super::sessions::save_session;
 use crate::error::{Named, StoreError};
 use crate::types::SessionSave;
@@ -108,52 +107,8 @@ impl Batcher {
     }
 }
 
-impl SqliteStore {
-    /// Queues `save` for the batching thread, started at the first save (see
-    /// [`crate::Store::save_in_batch`]); without a thread, saves it here.
-    pub(crate) fn save_in_batch(&self, save: SessionSave, done: Done) {
-        let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
-        if batcher.is_none() {
-            match Batcher::start(self.conn.clone(), self.db.clone()) {
-                Ok(started) => *batcher = Some(started),
-                Err(e) => {
-                    tracing::warn!(db = %self.db.label, error = %e, "sessions are saved one by one")
-                }
-            }
-        }
-        let back = match batcher.as_ref() {
-            Some(b) => b.submit(save, done).err(),
-            None => Some(Box::new((save, done))),
-        };
-        if let Some(back) = back {
-            // No thread (it could not start, or is gone: the next save starts one again):
-            // this save is made here, outside the lock, `done` called here.
-            let gone = batcher.take();
-            drop(batcher);
-            if let Some(gone) = gone {
-                tracing::error!(db = %self.db.label, "the thread that saves sessions had stopped");
-                gone.stop();
-            }
-            let (save, done) = *back;
-            save_now(&self.conn, &self.db, save, done);
-        }
-    }
-
-    /// Commits the saves still queued and stops the batching thread, if it runs.
-    pub(crate) fn stop_batcher(&mut self) {
-        let batcher = self
-            .batcher
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(b) = batcher {
-            b.stop();
-        }
-    }
-}
-
 /// Saves `save` now, on the caller's thread (when the thread cannot be started).
-fn save_now(conn: &Mutex<Connection>, db: &Named, save: SessionSave, done: Done) {
+pub(crate) fn save_now(conn: &Mutex<Connection>, db: &Named, save: SessionSave, done: Done) {
     let job = Job {
         save,
         done: Some(done),

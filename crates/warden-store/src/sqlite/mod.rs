@@ -109,15 +109,10 @@ pub(crate) struct SqliteStore {
     /// The lock timeout in milliseconds, for the checkpoint thread to put back on the store's
     /// connection after a restart of the log (it may change after the thread starts).
     timeout_ms: Arc<std::sync::atomic::AtomicU64>,
-    /// The thread that saves sessions in batches ([`crate::Store::save_in_batch`]), started at
-    /// the first such save.
-    batcher: Mutex<Option<batch::Batcher>>,
 }
 
 impl Drop for SqliteStore {
     fn drop(&mut self) {
-        // The saves still queued are committed before the database closes.
-        self.stop_batcher();
         if let Some((stop, thread)) = self
             .checkpointer
             .get_mut()
@@ -454,7 +449,6 @@ impl SqliteStore {
             timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
                 u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             )),
-            batcher: Mutex::new(None),
         })
     }
 
@@ -543,8 +537,6 @@ impl SqliteStore {
     }
 
     pub(crate) fn set_lock_timeout(&mut self, timeout: Duration) -> Result<(), StoreError> {
-        // The batching thread names the old timeout in its errors: the next save starts another.
-        self.stop_batcher();
         self.lock()
             .busy_timeout(timeout)
             .map_err(|e| self.db.database(e))?;

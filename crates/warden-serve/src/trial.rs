@@ -5,7 +5,7 @@
 //! rule runs on its own: every other rule that users may switch off is off in the trial, and
 //! what core rules do there is not reported.
 
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 use warden_core::{
     Effect, Hook, Notification, Outcome, RuleDef, RuleInfo, SessionOptions, SetBy, Store, Warden,
@@ -42,14 +42,14 @@ pub(crate) struct TrialReport {
     /// Why, in words.
     pub why: String,
     /// What it would inject into the agent's context.
-    #[serde(serialize_with = "notifications")]
+    #[serde(serialize_with = "v1::notifications")]
     pub messages: Vec<Notification>,
     /// What it decided (`{"decision", "reason"}`), if it decides.
     pub decision: Option<Json>,
     /// The arguments it would rewrite the call to, if it rewrites and its rewrite applies.
     pub input: Option<Json>,
     /// Every effect it applied in the trial (none reached the real store or bus).
-    #[serde(serialize_with = "effects")]
+    #[serde(serialize_with = "v1::effects")]
     pub effects: Vec<Effect>,
     /// Errors of this rule, or of the events.
     pub errors: Vec<String>,
@@ -60,16 +60,6 @@ pub(crate) struct TrialReport {
     pub sample: bool,
     /// Whether the rule is on for the user (a trial runs it either way).
     pub enabled_for_user: bool,
-}
-
-/// Notifications as the wire writes them.
-pub(crate) fn notifications<S: Serializer>(n: &[Notification], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(n.iter().map(v1::Notification::from))
-}
-
-/// Effects as the wire writes them.
-fn effects<S: Serializer>(e: &[Effect], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(e.iter().map(v1::Effect::from))
 }
 
 /// The events of a trial: the caller's, or the sample for `rule`.

@@ -9,5 +9,5 @@ pub use control::{ErrorBody, PluginView, RuleInfo, RuleView, SettingInfo, set_by
 pub use feed::FeedItem;
 pub use outcome::{
     Effect, Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError, Ruling,
-    proceed_word,
+    effects, notifications, proceed_word,
 };

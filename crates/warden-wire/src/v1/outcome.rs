@@ -72,6 +72,20 @@ impl<'a> Outcome<'a> {
     }
 }
 
+/// Writes engine notifications as [`Notification`]s, for a `#[serde(serialize_with)]` field
+/// of a body that keeps the engine's values (serve's trial report and session view).
+pub fn notifications<S: serde::Serializer>(
+    n: &[engine::Notification],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(n.iter().map(Notification::from))
+}
+
+/// Writes engine effects as [`Effect`]s, for a `#[serde(serialize_with)]` field.
+pub fn effects<S: serde::Serializer>(e: &[engine::Effect], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(e.iter().map(Effect::from))
+}
+
 /// What the host must do, in one word: `yes`, `with_input`, `ask`, `no`, `keep_working` or
 /// `stop` (see `Outcome::proceed`).
 pub fn proceed_word(p: Proceed<'_>) -> &'static str {

@@ -459,10 +459,28 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-program",
         ],
     ),
+    (
+        "warden-wire",
+        &[
+            "warden-context",
+            // Its golden test reads a rule file to compile a program.
+            "warden-input",
+            "warden-knowledge",
+            "warden-load",
+            "warden-program",
+            "warden-session",
+            "warden-store",
+        ],
+    ),
     ("warden-agents", &["warden-core"]),
     (
         "warden-serve",
-        &["warden-agents", "warden-core", "warden-trace"],
+        &[
+            "warden-agents",
+            "warden-core",
+            "warden-trace",
+            "warden-wire",
+        ],
     ),
     (
         "warden-python",
@@ -502,6 +520,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-store",
             "warden-testing",
             "warden-trace",
+            "warden-wire",
         ],
     ),
 ];

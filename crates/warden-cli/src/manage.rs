@@ -8,6 +8,7 @@ use warden_core::{Config, PluginInfo, RuleInfo, RuleState, SetBy, SettingInfo, W
 
 use crate::setup::{build, open_store};
 use crate::{json_out, render_diagnostics};
+use warden_wire::v1;
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum RulesCommand {
@@ -116,7 +117,7 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
         RulesCommand::List { json } => {
             let list = w.rule_list(user, project);
             if json {
-                json_out(&list)?;
+                json_out(&list.iter().map(v1::RuleInfo::from).collect::<Vec<_>>())?;
             } else {
                 print!("{}", rule_table(&list, user));
             }
@@ -126,7 +127,7 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 .rule_info(user, project, &rule)
                 .map_err(|e| e.to_string())?;
             if json {
-                json_out(&info)?;
+                json_out(&v1::RuleInfo::from(&info))?;
             } else {
                 print!("{}", rule_details(&info, user));
             }
@@ -149,7 +150,7 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 .set_setting_text(user, project_scope(in_project), &key, &value)
                 .map_err(|e| e.to_string())?;
             if json {
-                return json_out(&s).map(|()| ExitCode::SUCCESS);
+                return json_out(&v1::SettingInfo::from(&s)).map(|()| ExitCode::SUCCESS);
             }
             println!(
                 "{} = {} for {user}{}",
@@ -171,7 +172,7 @@ pub(crate) fn rules(config: &Config, command: RulesCommand) -> Result<ExitCode, 
                 .reset_setting(user, project_scope(in_project), &key)
                 .map_err(|e| e.to_string())?;
             if json {
-                return json_out(&s).map(|()| ExitCode::SUCCESS);
+                return json_out(&v1::SettingInfo::from(&s)).map(|()| ExitCode::SUCCESS);
             }
             println!("{} = {} for {user} ({})", s.key, s.value, set_by(s.set_by));
         }
@@ -206,8 +207,8 @@ fn switch(
     })?;
     if target.json {
         match (target.plugin.is_some(), infos.as_slice()) {
-            (false, [info]) => json_out(info)?,
-            _ => json_out(&infos)?,
+            (false, [info]) => json_out(&v1::RuleInfo::from(info))?,
+            _ => json_out(&infos.iter().map(v1::RuleInfo::from).collect::<Vec<_>>())?,
         }
         return Ok(ExitCode::SUCCESS);
     }

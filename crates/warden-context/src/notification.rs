@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use warden_load::{DeliverAt, Hook, Priority};
 
 /// A notification for the agent's context.
+///
+/// Its serde derives are the saved session's (the queued notifications of a `Snapshot`), not
+/// the wire's: what clients read of a notification is `warden-wire`'s `v1::Notification`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Notification {
     /// The rule that fired it.

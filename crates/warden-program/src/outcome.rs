@@ -2,22 +2,15 @@
 
 use std::sync::{Arc, OnceLock};
 
-use serde::Serialize;
 use serde_json::Value as Json;
 
 use warden_load::{Decision, Hook, LogLevel, Scope};
-
-/// Shared state is the default: only the session's own is said.
-fn is_shared(scope: &Scope) -> bool {
-    *scope == Scope::Shared
-}
 
 use crate::program::Program;
 pub use warden_context::notification::Notification;
 
 /// One applied effect of a fired rule.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "action", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
     /// `notify_self`: a notification was queued (see [`Outcome::inject`] for delivery).
     NotifySelf(Notification),
@@ -37,7 +30,6 @@ pub enum Effect {
         /// The plugin whose state it is.
         plugin: Arc<str>,
         /// Whose state: the sessions' shared state (in the store), or this session's own.
-        #[serde(skip_serializing_if = "is_shared")]
         scope: Scope,
         /// The key.
         key: String,
@@ -122,7 +114,7 @@ impl Effect {
 /// over `deny` over `ask` over `allow`; `continue` is made at `on_turn_end`, where only `stop`
 /// beats it), ties go to the higher priority, and rewrites apply in priority order when the
 /// call may run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Ruling {
     /// The decision; `None` when the rules only rewrote the call's arguments (it runs, with
     /// [`Ruling::input`]).
@@ -149,7 +141,7 @@ impl Ruling {
 }
 
 /// A decision or rewrite that did not make it into the ruling ([`Overridden::why`] says why).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Overridden {
     /// The rule whose decision or rewrite was overridden.
     pub rule: Arc<str>,
@@ -162,8 +154,7 @@ pub struct Overridden {
 }
 
 /// What an overridden rule had decided.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Lost {
     /// Its decision: a more restrictive one won, or the same one made by a rule of higher
     /// priority.
@@ -251,7 +242,7 @@ impl Proceed<'_> {
 }
 
 /// A failure isolated to one rule (or to the event itself, when `rule` is `None`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RuleError {
     /// The rule concerned, if any.
     pub rule: Option<Arc<str>>,
@@ -262,7 +253,7 @@ pub struct RuleError {
 /// A script or a behavior stopped before it finished: its session ended, its rule changed or
 /// was removed in a reload, it was switched off or left its mode, or its tree moved on without
 /// it. It is closed cleanly and reported here (and logged).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Halted {
     /// The rule whose script was stopped.
     pub rule: Arc<str>,
@@ -271,8 +262,7 @@ pub struct Halted {
 }
 
 /// What evaluating one rule at one tick came to.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "result", content = "reason", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Evaluation {
     /// The condition held and the effects were applied.
     Fired,

@@ -10,15 +10,10 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
-use serde::Serialize;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
-use warden_core::knowledge_pipeline::Enrichment;
-use warden_core::{
-    Effect, Halted, Hook, Notification, Outcome, Overridden, Proceed, RuleError, Ruling,
-};
 use warden_trace::parse_value;
+use warden_wire::v1;
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams};
 use crate::guard::Scope;
@@ -39,77 +34,6 @@ impl From<SessionError> for ApiError {
             SessionError::Unreadable(_) => ApiError::new(StatusCode::CONFLICT, e.to_string()),
             SessionError::Store(_) | SessionError::Panicked => ApiError::internal(e.to_string()),
             SessionError::Full(_) => ApiError::new(StatusCode::TOO_MANY_REQUESTS, e.to_string()),
-        }
-    }
-}
-
-/// What the host must do, in one word (see `Outcome::proceed`).
-fn proceed_word(o: &Outcome) -> &'static str {
-    match o.proceed() {
-        Proceed::Yes => "yes",
-        Proceed::WithInput(_) => "with_input",
-        Proceed::Ask { .. } => "ask",
-        Proceed::No { .. } => "no",
-        Proceed::KeepWorking { .. } => "keep_working",
-        Proceed::Stop { .. } => "stop",
-    }
-}
-
-/// A mode change, as the agent API answers it.
-#[derive(Serialize)]
-struct ModeChangeBody<'a> {
-    from: &'a str,
-    to: &'a str,
-    fired: Vec<&'a str>,
-}
-
-/// An outcome as the agent API answers it: the engine's own types, serialized as they are.
-#[derive(Serialize)]
-pub(crate) struct OutcomeBody<'a> {
-    session: &'a str,
-    hook: Hook,
-    mode: &'a str,
-    proceed: &'static str,
-    /// Whether everything the tick wrote (the session, plugin state, the log) was committed.
-    saved: bool,
-    /// Why not, when it was not.
-    unsaved: Option<&'a str>,
-    ruling: &'a Option<Ruling>,
-    inject: &'a [Notification],
-    rendered: Option<&'a str>,
-    fired: Vec<&'a str>,
-    effects: &'a [Effect],
-    errors: &'a [RuleError],
-    halted: &'a [Halted],
-    overridden: &'a [Overridden],
-    mode_change: Option<ModeChangeBody<'a>>,
-    enrichment: &'a Option<Arc<Enrichment>>,
-}
-
-impl<'a> OutcomeBody<'a> {
-    /// The answer to an event of `session`.
-    pub(crate) fn new(session: &'a str, o: &'a Outcome) -> Self {
-        OutcomeBody {
-            session,
-            hook: o.hook,
-            mode: &o.mode,
-            proceed: proceed_word(o),
-            saved: o.unsaved.is_none(),
-            unsaved: o.unsaved.as_deref(),
-            ruling: &o.ruling,
-            inject: &o.inject,
-            rendered: o.rendered(),
-            fired: o.fired(),
-            effects: &o.effects,
-            errors: &o.errors,
-            halted: &o.halted,
-            overridden: &o.overridden,
-            mode_change: o.mode_change.as_ref().map(|c| ModeChangeBody {
-                from: &c.from,
-                to: &c.to,
-                fired: c.outcome.fired(),
-            }),
-            enrichment: &o.enrichment,
         }
     }
 }
@@ -150,7 +74,7 @@ pub(crate) async fn post_event(
     let at = now();
     app.metrics.record_tick(hook, took, &outcome, at);
     app.feed.publish_outcome(&id, &outcome, at);
-    let body = serde_json::to_vec(&OutcomeBody::new(&id, &outcome))
+    let body = serde_json::to_vec(&v1::Outcome::of(&id, &outcome))
         .map_err(|e| ApiError::internal(format!("the outcome could not be written: {e}")))?;
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

@@ -65,10 +65,11 @@ impl IntoResponse for ApiError {
         if self.status.is_server_error() {
             tracing::error!(status = %self.status, "{}", self.message);
         }
-        let mut body = Map::new();
-        body.insert("error".into(), Json::String(self.message));
-        body.extend(self.fields);
-        (self.status, axum::Json(Json::Object(body))).into_response()
+        let body = warden_wire::v1::ErrorBody {
+            error: &self.message,
+            fields: &self.fields,
+        };
+        (self.status, axum::Json(body)).into_response()
     }
 }
 

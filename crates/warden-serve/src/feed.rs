@@ -5,93 +5,13 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value as Json;
 use tokio::sync::broadcast;
-use warden_core::{BusEvent, Effect, Hook, Outcome};
+use warden_core::{BusEvent, Outcome};
+pub(crate) use warden_wire::v1::FeedItem;
 
 /// How many items a subscriber may fall behind before it misses some.
 const CAPACITY: usize = 1024;
-
-/// One item of the feed. Its `type` is the server-sent event's name.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum FeedItem {
-    /// A rule fired: one item per action it applied (a rule in shadow: per action it would
-    /// have applied, marked `shadow`).
-    Fired {
-        /// The session.
-        session: String,
-        /// The hook it fired at.
-        hook: Hook,
-        /// The rule.
-        rule: Arc<str>,
-        /// The action (`notify_self`, `log`, `decide`...).
-        action: &'static str,
-        /// The rendered message or reason, for the actions that have one.
-        message: Option<String>,
-        /// The rule is in shadow: nothing of this was applied.
-        shadow: bool,
-        /// When, in seconds since the Unix epoch.
-        at: f64,
-    },
-    /// The merged ruling of an event.
-    Decision {
-        /// The session.
-        session: String,
-        /// The hook.
-        hook: Hook,
-        /// `allow`, `ask`, `deny`, `continue`, `stop`, or `rewrite`.
-        decision: &'static str,
-        /// The rule that decided.
-        rule: Arc<str>,
-        /// Why.
-        reason: Arc<str>,
-        /// When.
-        at: f64,
-    },
-    /// A rule failed (the tick went on).
-    RuleError {
-        /// The session.
-        session: String,
-        /// The rule, if the error belongs to one.
-        rule: Option<Arc<str>>,
-        /// What went wrong.
-        error: String,
-        /// The rule is in shadow (its failure changed nothing the host saw).
-        shadow: bool,
-        /// When.
-        at: f64,
-    },
-    /// A rule emitted an event (`emit_event`).
-    Emitted {
-        /// The event.
-        #[serde(flatten)]
-        event: BusEvent,
-    },
-    /// The rule files were reloaded (or a change was refused).
-    Reload {
-        /// Whether the change is in force.
-        applied: bool,
-        /// The generation in force.
-        generation: u64,
-        /// The errors that kept a change out.
-        errors: Vec<String>,
-    },
-}
-
-impl FeedItem {
-    /// The event name of the server-sent event.
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            FeedItem::Fired { .. } => "fired",
-            FeedItem::Decision { .. } => "decision",
-            FeedItem::RuleError { .. } => "rule_error",
-            FeedItem::Emitted { .. } => "emitted",
-            FeedItem::Reload { .. } => "reload",
-        }
-    }
-}
 
 /// The feed's sending side.
 #[derive(Debug, Clone)]
@@ -135,10 +55,10 @@ impl Feed {
             for (effect, shadow) in live.chain(o.shadow.iter().map(|e| (e, true))) {
                 self.publish(FeedItem::Fired {
                     session: session.to_string(),
-                    hook: o.hook,
+                    hook: o.hook.name(),
                     rule: effect.rule().into(),
                     action: effect.action(),
-                    message: effect_message(effect),
+                    message: FeedItem::message_of(effect),
                     shadow,
                     at,
                 });
@@ -147,7 +67,7 @@ impl Feed {
         if let Some(r) = &outcome.ruling {
             self.publish(FeedItem::Decision {
                 session: session.to_string(),
-                hook: outcome.hook,
+                hook: outcome.hook.name(),
                 decision: r.name(),
                 rule: r.rule.clone(),
                 reason: r.reason.clone(),
@@ -170,33 +90,13 @@ impl Feed {
     pub(crate) async fn forward(self, mut bus: broadcast::Receiver<BusEvent>) {
         loop {
             match bus.recv().await {
-                Ok(event) => self.publish(FeedItem::Emitted { event }),
+                Ok(event) => self.publish(FeedItem::emitted(event)),
                 Err(broadcast::error::RecvError::Lagged(n)) => {
                     tracing::warn!(missed = n, "the event feed fell behind the engine's bus");
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             }
         }
-    }
-}
-
-/// What a person reads of an effect in the feed.
-fn effect_message(effect: &Effect) -> Option<String> {
-    match effect {
-        Effect::NotifySelf(n) => Some(n.message.to_string()),
-        Effect::Log { message, .. } => Some(message.clone()),
-        Effect::Decide {
-            decision, reason, ..
-        } => Some(format!("{}: {reason}", decision.name())),
-        Effect::SetState { key, value, .. } => Some(format!("{key} = {value}")),
-        Effect::EmitEvent { event_type, .. } => Some(event_type.to_string()),
-        Effect::Rewrite { set, .. } => Some(
-            set.iter()
-                .map(|(path, v)| format!("arguments.{} = {v}", path.join(".")))
-                .collect::<Vec<_>>()
-                .join(", "),
-        ),
-        Effect::EnrichContext { .. } => None,
     }
 }
 

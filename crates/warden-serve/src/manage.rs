@@ -5,9 +5,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::{Deserialize, Serialize};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use warden_core::{ControlError, ExecutionFilter, PluginInfo, RuleInfo, RuleState, SettingInfo};
+use warden_wire::v1;
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
 use crate::guard::Scope;
@@ -19,11 +21,10 @@ use crate::trial::{self, TrialRequest};
 pub(crate) const MAX_LOG_ROWS: usize = 1000;
 
 /// A rule as the management API shows it: the engine's [`RuleInfo`], with its firings on this
-/// server.
-#[derive(Debug, Serialize)]
+/// server (written as [`v1::RuleView`]).
+#[derive(Debug)]
 pub(crate) struct RuleView {
     /// The rule.
-    #[serde(flatten)]
     pub info: RuleInfo,
     /// Why users cannot switch it off (core rules only).
     pub core_reason: Option<String>,
@@ -62,14 +63,37 @@ impl RuleView {
 }
 
 /// A plugin as the management API shows it: the loader's [`PluginInfo`], with its settings'
-/// values for the user.
-#[derive(Debug, Serialize)]
+/// values for the user (written as [`v1::PluginView`]).
+#[derive(Debug)]
 pub(crate) struct PluginView {
     /// The plugin.
-    #[serde(flatten)]
     pub info: PluginInfo,
     /// Its settings, with the user's values (`values` replaces the declarations in `settings`).
     pub values: Vec<SettingInfo>,
+}
+
+impl Serialize for RuleView {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        v1::RuleView {
+            info: (&self.info).into(),
+            core_reason: self.core_reason.as_deref(),
+            fire_count: self.fire_count,
+            last_fired: self.last_fired,
+            shadow_fire_count: self.shadow_fire_count,
+            shadow_refusals: self.shadow_refusals,
+        }
+        .serialize(s)
+    }
+}
+
+impl Serialize for PluginView {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        v1::PluginView {
+            info: &self.info,
+            values: self.values.iter().map(v1::SettingInfo::from).collect(),
+        }
+        .serialize(s)
+    }
 }
 
 /// One rule as `user` sees it in `project`, with its firings on this server.
@@ -272,7 +296,7 @@ pub(crate) async fn put_settings(
     PathParam(plugin): PathParam,
     QueryParams(scope): QueryParams<Scope>,
     JsonBody(body): JsonBody,
-) -> Result<Json<Vec<SettingInfo>>, ApiError> {
+) -> Result<Response, ApiError> {
     let (user, project) = names(&app, &scope)?;
     let only_in = scope.project.as_deref();
     let program = app.warden.program();
@@ -301,9 +325,12 @@ pub(crate) async fn put_settings(
     let values: Vec<(String, Value)> = values.into_iter().collect();
     app.warden.set_settings(&user, only_in, &plugin, &values)?;
     let after = app.warden.setting_list(&user, &project);
-    Ok(Json(
-        after.into_iter().filter(|s| s.plugin == plugin).collect(),
-    ))
+    let of_plugin: Vec<v1::SettingInfo> = after
+        .iter()
+        .filter(|s| s.plugin == plugin)
+        .map(v1::SettingInfo::from)
+        .collect();
+    Ok(Json(of_plugin).into_response())
 }
 
 /// `POST /v1/rules/{id}/test`: the Test button (see `trial.rs`).

@@ -87,6 +87,7 @@ pub(crate) struct SessionView {
     /// The rules with a script or behavior running (waiting for a later hook).
     pub running: Vec<String>,
     /// Notifications waiting for a later delivery point.
+    #[serde(serialize_with = "warden_wire::v1::notifications")]
     pub pending: Vec<Notification>,
 }
 

@@ -11,6 +11,7 @@ use warden_core::{
     Effect, Hook, Notification, Outcome, RuleDef, RuleInfo, SessionOptions, SetBy, Store, Warden,
 };
 use warden_trace::{explain_lines, parse_value};
+use warden_wire::v1;
 
 use crate::error::ApiError;
 use crate::sessions::Owner;
@@ -41,12 +42,14 @@ pub(crate) struct TrialReport {
     /// Why, in words.
     pub why: String,
     /// What it would inject into the agent's context.
+    #[serde(serialize_with = "v1::notifications")]
     pub messages: Vec<Notification>,
     /// What it decided (`{"decision", "reason"}`), if it decides.
     pub decision: Option<Json>,
     /// The arguments it would rewrite the call to, if it rewrites and its rewrite applies.
     pub input: Option<Json>,
     /// Every effect it applied in the trial (none reached the real store or bus).
+    #[serde(serialize_with = "v1::effects")]
     pub effects: Vec<Effect>,
     /// Errors of this rule, or of the events.
     pub errors: Vec<String>,

@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::Value as Json;
 use warden_store::{ALL_PROJECTS, RuleState, SettingOverride, StoreError};
 
@@ -135,8 +134,7 @@ fn hint(suggestion: &Option<String>) -> String {
 }
 
 /// Where a setting's value comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SetBy {
     /// The manifest's default.
     Default,
@@ -147,14 +145,13 @@ pub enum SetBy {
 }
 
 /// A setting as one user (and project) sees it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct SettingInfo {
     /// How to address it: `plugin.name`.
     pub key: String,
     /// The plugin that declares it.
     pub plugin: String,
     /// Its declaration.
-    #[serde(flatten)]
     pub def: SettingDef,
     /// Its value for this user and project.
     pub value: SettingValue,
@@ -163,7 +160,7 @@ pub struct SettingInfo {
 }
 
 /// A rule as one user sees it: what `warden rules list` shows.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RuleInfo {
     /// How to address it: `id` for built-in and local rules, `plugin/id` for plugin rules.
     pub key: String,

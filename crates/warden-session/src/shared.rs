@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
-use serde::Serialize;
 use serde_json::Value as Json;
 use tokio::sync::broadcast;
 use warden_input::Diagnostic;
@@ -18,7 +17,7 @@ use crate::knowledge::{KnowledgeConfig, KnowledgeState};
 use warden_program::program::Program;
 
 /// An event a rule published with `emit_event`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BusEvent {
     /// The event type the rule gave.
     pub event_type: Arc<str>,

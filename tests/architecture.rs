@@ -60,6 +60,12 @@ fn code_of(text: &str) -> String {
 /// The text of a file without its comments, and without its `#[cfg(test)]` items when
 /// `skip_tests`.
 fn code_without(text: &str, skip_tests: bool) -> String {
+    strip(text, skip_tests, true)
+}
+
+/// The text of a file without its `#[cfg(test)]` items when `skip_tests`, and without its
+/// comment lines when `skip_comments`.
+fn strip(text: &str, skip_tests: bool, skip_comments: bool) -> String {
     let mut out = String::new();
     let mut skipping = false;
     let mut depth = 0i64;
@@ -86,7 +92,7 @@ fn code_without(text: &str, skip_tests: bool) -> String {
             skipping = depth > 0;
             continue;
         }
-        if trimmed.starts_with("//") {
+        if skip_comments && trimmed.starts_with("//") {
             continue;
         }
         out.push_str(line);
@@ -611,35 +617,7 @@ fn no_source_file_is_longer_than_the_limit() {
 
 /// The lines of a file outside its `#[cfg(test)]` items, comments and blank lines included.
 fn lines_outside_tests(text: &str) -> usize {
-    let mut count = 0;
-    let mut depth = 0i64;
-    let mut skipping = false;
-    let mut pending_test = false;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if skipping {
-            depth += line.matches('{').count() as i64 - line.matches('}').count() as i64;
-            if depth <= 0 && line.contains('}') {
-                skipping = false;
-            }
-            continue;
-        }
-        if trimmed.starts_with("#[cfg(test)]") {
-            pending_test = true;
-            continue;
-        }
-        if pending_test {
-            pending_test = false;
-            if trimmed.ends_with(';') {
-                continue;
-            }
-            depth = line.matches('{').count() as i64 - line.matches('}').count() as i64;
-            skipping = depth > 0;
-            continue;
-        }
-        count += 1;
-    }
-    count
+    strip(text, true, false).lines().count()
 }
 
 /// The modules a crate declares under `#[cfg(test)]` (`mod tests;`, `mod testdb;`), by path.

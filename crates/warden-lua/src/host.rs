@@ -1,17 +1,22 @@
 //! What a script reads: the [`Host`] an embedder implements to answer `root.key` lookups, and
 //! [`Out`], where it writes each answer (a value, a serialized value, or a record).
 
-use std::collections::HashMap;
+use std::ffi::{c_int, c_void};
 
-use mlua::{Function, IntoLua, Lua, LuaSerdeExt, Table, Value};
+use mlua::state::RawLua;
+use mlua::{
+    FromLuaMulti, Function, IntoLua, IntoLuaMulti, Lua, LuaSerdeExt, LuaString, MultiValue, Table,
+    Value, ffi,
+};
 
 use crate::journal::Recorded;
 
 /// Where a run's data comes from: the embedder's frame of the current tick.
 pub trait Host {
-    /// Writes the value of `root.key` into `out` (`root` is `context`, `event`, `tool` or
-    /// `result`); writing nothing means `nil`. Called each time a script reads the field, so
-    /// the host must answer the same within a tick.
+    /// Writes the value of `root.key` into `out` (`root` is `context`, `event`, `tool`,
+    /// `result` or `settings`); writing nothing means `nil`. Called when a run first reads the
+    /// field (its answer is kept for the rest of the run), or at every read of a run that
+    /// records or replays what it reads; the host must answer the same within a tick.
     fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()>;
 
     /// The tool result when it is not a table (a string, a number...), or `None` when the
@@ -32,18 +37,21 @@ pub trait Host {
     }
 }
 
-/// Where a [`Host`] writes a field's value. Records (a few named values) are handed over as
-/// values for a Lua constructor made once per shape, which costs far less than building tables
-/// through the C API under a memory limit.
+/// Where a [`Host`] writes a field's value. Each answer becomes a Lua value at once, in one
+/// protected call on the Lua API (`deliver`) that reads the host's data where it is: a
+/// record's view, a string, a read-only view of a table; kept in the run's memo of its root.
 pub struct Out<'a> {
     pub(crate) lua: &'a Lua,
-    pub(crate) ctors: &'a mut HashMap<CtorKey, Function>,
-    /// The field names of a record written by [`Out::record`] (for the replay record).
-    pub(crate) shape: Option<&'static [&'static str]>,
-    /// The record marker, and the read-only view metatable and private key of the prelude.
-    pub(crate) record: &'a Table,
-    pub(crate) views: &'a (Table, Table),
-    pub(crate) values: Vec<Value>,
+    pub(crate) shapes: &'a mut Shapes,
+    /// Where the answer is kept for the run (none when the run records or replays).
+    pub(crate) keep: Option<Keep>,
+    /// The name `context.state`'s view is given, for a table answer of that field.
+    pub(crate) state: Option<&'a LuaString>,
+    /// The answer as the replay record keeps it, when the run records.
+    pub(crate) recorded: Option<Recorded>,
+    pub(crate) recording: bool,
+    /// Whether an answer was delivered (nothing written means nil).
+    pub(crate) delivered: bool,
 }
 
 impl Out<'_> {
@@ -52,12 +60,44 @@ impl Out<'_> {
         self.lua
     }
 
+    fn deliver(&mut self, payload: Payload<'_>) -> mlua::Result<()> {
+        if self.recording {
+            self.recorded = Some(payload.recorded().map_err(mlua::Error::RuntimeError)?);
+        }
+        deliver(self.lua, self.shapes, payload, self.keep, self.state)?;
+        self.delivered = true;
+        Ok(())
+    }
+
+    /// Nothing was written: the answer is nil (never kept).
+    pub(crate) fn nothing(&mut self) -> mlua::Result<()> {
+        if self.recording {
+            self.recorded = Some(Recorded::Nil);
+        }
+        // SAFETY: called from a callback, whose state `RawLua` holds; pushing nil after a
+        // check of room neither allocates nor raises.
+        unsafe {
+            self.lua.exec_raw_lua(|raw| {
+                let s = raw.state();
+                if ffi::lua_checkstack(s, 1) == 0 {
+                    return Err(mlua::Error::StackError);
+                }
+                ffi::lua_pushnil(s);
+                Ok(())
+            })
+        }
+    }
+
     /// The field is this value (an integer, a number, a boolean, a string, a converted table).
     pub fn value(&mut self, v: impl IntoLua) -> mlua::Result<()> {
-        self.shape = None;
-        self.values.clear();
-        self.values.push(v.into_lua(self.lua)?);
-        Ok(())
+        let v = v.into_lua(self.lua)?;
+        self.deliver(Payload::of(&v))
+    }
+
+    /// The field is this text (the same as [`Out::value`] with a string, without making a Lua
+    /// string first).
+    pub fn text(&mut self, s: &str) -> mlua::Result<()> {
+        self.deliver(Payload::Text(s))
     }
 
     /// The field is a serializable value, converted whole (lists, free-form data).
@@ -67,102 +107,348 @@ impl Out<'_> {
             .serialize_unit_to_null(false)
             .set_array_metatable(false);
         let v = self.lua.to_value_with(v, options)?;
-        self.shape = None;
-        self.values.clear();
-        self.values.push(v);
-        Ok(())
+        self.deliver(Payload::of(&v))
     }
 
     /// The field is a record: `keys` (Lua identifiers, the same slice for the same shape)
     /// with their `values`, in order.
     pub fn record(&mut self, keys: &'static [&'static str], values: &[Value]) -> mlua::Result<()> {
-        let shape = CtorKey::Static(keys.as_ptr() as usize, keys.len());
-        let ctor = match self.ctors.get(&shape) {
-            Some(f) => f.clone(),
-            None => {
-                let f = record_ctor(self.lua, keys, self.views)?;
-                self.ctors.insert(shape, f.clone());
-                f
-            }
-        };
-        self.shape = Some(keys);
-        self.values.clear();
-        self.values.push(Value::Table(self.record.clone()));
-        self.values.push(Value::Function(ctor));
-        self.values
-            .extend(keys.iter().zip(values).map(|(_, v)| v.clone()));
-        Ok(())
-    }
-
-    /// What was written, as the replay record keeps it.
-    pub(crate) fn recorded(&self) -> Result<Recorded, String> {
-        match (self.shape, self.values.first()) {
-            (Some(keys), _) => Ok(Recorded::Record {
-                record: keys.iter().map(|k| (*k).to_string()).collect(),
-                values: self.values[2..]
-                    .iter()
-                    .map(Recorded::of)
-                    .collect::<Result<_, _>>()?,
-            }),
-            (None, Some(v)) => Recorded::of(v),
-            (None, None) => Ok(Recorded::Nil),
-        }
+        let shape = self.shapes.shape(
+            self.lua,
+            ShapeKey::Static(keys.as_ptr() as usize, keys.len()),
+            keys,
+        )?;
+        let values = &values[..values.len().min(keys.len())];
+        self.deliver(Payload::Record(shape, keys, values))
     }
 }
 
-/// What a record constructor is cached by: the field-name slice a host passes (its address),
-/// or the names themselves (a replayed record).
+/// An answer as the host wrote it, read where it is.
+#[derive(Clone, Copy)]
+pub(crate) enum Payload<'a> {
+    Nil,
+    /// A value, as it is.
+    Value(&'a Value),
+    /// A table, given as a read-only view.
+    Table(&'a Value),
+    Text(&'a str),
+    /// A record of the shape of this number, its field names, and its values.
+    Record(usize, &'a [&'a str], &'a [Value]),
+}
+
+impl<'a> Payload<'a> {
+    pub(crate) fn of(v: &'a Value) -> Self {
+        match v {
+            Value::Nil => Payload::Nil,
+            Value::Table(_) => Payload::Table(v),
+            _ => Payload::Value(v),
+        }
+    }
+
+    /// The answer as the replay record keeps it.
+    fn recorded(&self) -> Result<Recorded, String> {
+        Ok(match *self {
+            Payload::Nil => Recorded::Nil,
+            Payload::Value(v) | Payload::Table(v) => Recorded::of(v)?,
+            Payload::Text(s) => Recorded::Str(s.to_string()),
+            Payload::Record(_, keys, values) => Recorded::Record {
+                record: keys.iter().map(|k| (*k).to_string()).collect(),
+                values: values.iter().map(Recorded::of).collect::<Result<_, _>>()?,
+            },
+        })
+    }
+}
+
+/// What a record's shape is known by: the field-name slice a host passes (its address), or
+/// the names themselves (a replayed record).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) enum CtorKey {
+pub(crate) enum ShapeKey {
     Static(usize, usize),
     Named(String),
 }
 
-/// A Lua function that makes a record of `keys` (its values as arguments): a read-only view
-/// which, unlike a view of free-form data, knows its fields, so a misspelt one is an error.
-pub(crate) fn record_ctor<K: AsRef<str>>(
-    lua: &Lua,
-    keys: &[K],
-    (ro, real): &(Table, Table),
-) -> mlua::Result<Function> {
-    if let Some(bad) = keys.iter().find(|k| !is_identifier(k.as_ref())) {
-        return Err(mlua::Error::RuntimeError(format!(
-            "record key `{}` is not a Lua name",
-            bad.as_ref()
-        )));
+/// What the prelude hands over once: the metatable of records, `freeze`, the view of
+/// `context.state`, and the maker of a shape.
+pub(crate) struct Views {
+    pub(crate) record: Table,
+    pub(crate) freeze: Function,
+    pub(crate) state_view: Function,
+    pub(crate) shape: Function,
+}
+
+/// The record shapes of a state, met as hosts hand records out: each the prelude's SHAPE table.
+pub(crate) struct Shapes {
+    pub(crate) views: Option<Views>,
+    /// Where kept answers are listed (memo, key, memo, key...), to be let go when the run ends.
+    pub(crate) kept: Option<Table>,
+    known: Vec<(ShapeKey, Table)>,
+}
+
+impl Shapes {
+    pub(crate) fn new() -> Self {
+        Shapes {
+            views: None,
+            kept: None,
+            known: Vec::new(),
+        }
     }
-    let keys: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
-    let params: Vec<String> = (0..keys.len()).map(|i| format!("a{i}")).collect();
-    let fields: Vec<String> = keys
-        .iter()
-        .zip(&params)
-        .map(|(k, p)| format!("{k} = {p}"))
-        .collect();
-    let known: Vec<String> = keys.iter().map(|k| format!("{k} = true")).collect();
-    let source = format!(
-        "local RO, REAL, setmetatable = ...\n\
-         local KNOWN = {{ {known} }}\n\
-         local MT = {{}}\n\
-         for k, v in next, RO do MT[k] = v end\n\
-         local get = RO.__index\n\
-         MT.__index = function(p, k)\n\
-           local v = get(p, k)\n\
-           if v == nil and not KNOWN[k] then\n\
-             error(\"no field `\" .. tostring(k) .. \"` in this record; its fields are {list}\", 2)\n\
-           end\n\
-           return v\n\
-         end\n\
-         return function({params}) return setmetatable({{ [REAL] = {{ {fields} }} }}, MT) end",
-        known = known.join(", "),
-        list = keys.join(", "),
-        params = params.join(", "),
-        fields = fields.join(", ")
-    );
-    lua.load(source).set_name("=warden-record").call((
-        ro.clone(),
-        real.clone(),
-        lua.globals().raw_get::<Function>("setmetatable")?,
-    ))
+
+    /// The number of the shape `key` (of fields `keys`), made on first use.
+    pub(crate) fn shape<K: AsRef<str>>(
+        &mut self,
+        lua: &Lua,
+        key: ShapeKey,
+        keys: &[K],
+    ) -> mlua::Result<usize> {
+        // A handful of shapes: a scan is cheaper than hashing.
+        if let Some(n) = self.known.iter().position(|(k, _)| *k == key) {
+            return Ok(n);
+        }
+        let Some(views) = &self.views else {
+            return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
+        };
+        if let Some(bad) = keys.iter().find(|k| !is_identifier(k.as_ref())) {
+            return Err(mlua::Error::RuntimeError(format!(
+                "record key `{}` is not a Lua name",
+                bad.as_ref()
+            )));
+        }
+        let list: Vec<&str> = keys.iter().map(AsRef::as_ref).collect();
+        let mut args = vec![Value::String(lua.create_string(list.join(", "))?)];
+        for k in &list {
+            args.push(Value::String(lua.create_string(k)?));
+        }
+        let shape: Table = views.shape.call(MultiValue::from_vec(args))?;
+        self.known.push((key, shape));
+        Ok(self.known.len() - 1)
+    }
+
+    /// A record of the fields `keys` with `values` (a replayed record inside a table), built
+    /// now, from within a callback.
+    pub(crate) fn build(
+        &mut self,
+        lua: &Lua,
+        keys: &[String],
+        values: Vec<Value>,
+    ) -> mlua::Result<Value> {
+        let shape = self.shape(lua, ShapeKey::Named(keys.join(",")), keys)?;
+        let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let values = &values[..values.len().min(keys.len())];
+        deliver(
+            lua,
+            self,
+            Payload::Record(shape, &names, values),
+            None,
+            None,
+        )?;
+        // SAFETY: `deliver` left the record on top of the stack of the callback in progress.
+        Ok(unsafe { lua.exec_raw_lua(|raw| raw.pop_value()) })
+    }
+}
+
+/// The keys of a view's real table, and of a record's values and of a shape's MISS (light
+/// userdata: only the host can make them, no script can name them).
+static REAL_KEY: u8 = 0;
+static RECORD_KEY: u8 = 0;
+static MISS_KEY: u8 = 0;
+
+pub(crate) fn real_key() -> *mut c_void {
+    std::ptr::addr_of!(REAL_KEY) as *mut c_void
+}
+
+pub(crate) fn record_key() -> *mut c_void {
+    std::ptr::addr_of!(RECORD_KEY) as *mut c_void
+}
+
+pub(crate) fn miss_key() -> *mut c_void {
+    std::ptr::addr_of!(MISS_KEY) as *mut c_void
+}
+
+/// The `__index` of records: the field from the record's values, at the place its shape gives
+/// it; a field the shape lacks goes to the shape's MISS, which raises. A C function, with no
+/// Rust value to drop, so that the error may unwind through it.
+pub(crate) unsafe extern "C-unwind" fn record_index(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls it with the view and the key (and at least 20 free slots); a record
+    // holds its values under RECORD_KEY, its shape first.
+    unsafe {
+        if ffi::lua_type(state, 1) != ffi::LUA_TTABLE {
+            return 0;
+        }
+        ffi::lua_pushlightuserdata(state, record_key());
+        if ffi::lua_rawget(state, 1) != ffi::LUA_TTABLE {
+            return 0;
+        }
+        // 3: the values; 4: the shape; 5: the field's place.
+        if ffi::lua_rawgeti(state, 3, 1) != ffi::LUA_TTABLE {
+            return 0;
+        }
+        ffi::lua_pushvalue(state, 2);
+        if ffi::lua_rawget(state, 4) == ffi::LUA_TNUMBER {
+            let at = ffi::lua_tointegerx(state, 5, std::ptr::null_mut());
+            ffi::lua_rawgeti(state, 3, at);
+            return 1;
+        }
+        ffi::lua_rawgetp(state, 4, miss_key());
+        ffi::lua_pushvalue(state, 2);
+        ffi::lua_call(state, 1, 1);
+        1
+    }
+}
+
+/// Where an answer is kept: the memo of its root and the key, in the stack of `fetch`, and
+/// where in the list of kept answers it goes.
+#[derive(Clone, Copy)]
+pub(crate) struct Keep {
+    pub(crate) memo: c_int,
+    pub(crate) key: c_int,
+    pub(crate) at: ffi::lua_Integer,
+}
+
+/// The parameters of one call of `build`.
+struct Build<'a> {
+    raw: &'a RawLua,
+    payload: Payload<'a>,
+    shapes: &'a Shapes,
+    views: &'a Views,
+    /// The name of a `context.state` view (`state`, `session_state`), for a table given so.
+    state: Option<&'a LuaString>,
+    /// Where it is listed among the kept answers, when kept.
+    at: ffi::lua_Integer,
+}
+
+/// Makes `payload` a Lua value on top of the stack of the callback in progress, in one
+/// protected call: a record's view and values, a string, a read-only view of a table. With
+/// `keep`, the value is also kept in the memo for the key (both in the callback's stack) and
+/// listed among the kept answers. `state` names the view of `context.state` a table answer is
+/// given as.
+pub(crate) fn deliver(
+    lua: &Lua,
+    shapes: &Shapes,
+    payload: Payload<'_>,
+    keep: Option<Keep>,
+    state: Option<&LuaString>,
+) -> mlua::Result<()> {
+    let (Some(views), Some(kept)) = (&shapes.views, &shapes.kept) else {
+        return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
+    };
+    // SAFETY: called from a callback, whose state `RawLua` holds (the lock is held). Room is
+    // checked first; `build` runs under `lua_pcall`, so what it raises (out of memory, an
+    // error of `freeze`) comes back as a status, and it holds no Rust value that needs
+    // dropping while it may raise.
+    unsafe {
+        lua.exec_raw_lua(|raw| {
+            let s = raw.state();
+            if ffi::lua_checkstack(s, 8) == 0 {
+                return Err(mlua::Error::StackError);
+            }
+            let params = Build {
+                raw,
+                payload,
+                shapes,
+                views,
+                state,
+                at: keep.map_or(0, |k| k.at),
+            };
+            ffi::lua_pushcfunction(s, build);
+            ffi::lua_pushlightuserdata(s, std::ptr::addr_of!(params) as *mut c_void);
+            let nargs = match keep {
+                Some(k) => {
+                    ffi::lua_pushvalue(s, k.memo);
+                    ffi::lua_pushvalue(s, k.key);
+                    raw.push(kept)?;
+                    4
+                }
+                None => 1,
+            };
+            match ffi::lua_pcall(s, nargs, 1, 0) {
+                ffi::LUA_OK => Ok(()),
+                ffi::LUA_ERRMEM => {
+                    ffi::lua_pop(s, 1);
+                    Err(mlua::Error::MemoryError("not enough memory".into()))
+                }
+                _ => match raw.pop_value() {
+                    Value::Error(e) => Err(*e),
+                    Value::String(m) => Err(mlua::Error::RuntimeError(m.to_string_lossy())),
+                    _ => Err(mlua::Error::RuntimeError(
+                        "internal: a field could not be given to the script".into(),
+                    )),
+                },
+            }
+        })
+    }
+}
+
+/// The protected half of [`deliver`]: arguments `params` (a light userdata), and with `keep`
+/// the memo, the key and the list of kept answers; leaves the value.
+unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by `deliver` only, under `lua_pcall`, with its parameters alive; at least
+    // 20 free slots. Every value below is borrowed: nothing is left to drop if a call raises.
+    unsafe {
+        let keep = ffi::lua_gettop(state) == 4;
+        let b = &*(ffi::lua_touserdata(state, 1) as *const Build);
+        let raw = b.raw;
+        match b.payload {
+            Payload::Nil => ffi::lua_pushnil(state),
+            Payload::Value(v) => {
+                let _ = raw.push_value(v);
+            }
+            Payload::Text(t) => {
+                ffi::lua_pushlstring(state, t.as_ptr().cast(), t.len());
+            }
+            Payload::Table(v) => {
+                match b.state {
+                    Some(name) => {
+                        let _ = raw.push(&b.views.state_view);
+                        let _ = raw.push_value(v);
+                        let _ = raw.push(name);
+                        ffi::lua_call(state, 2, 1);
+                    }
+                    None => {
+                        let _ = raw.push(&b.views.freeze);
+                        let _ = raw.push_value(v);
+                        ffi::lua_call(state, 1, 1);
+                    }
+                };
+            }
+            Payload::Record(n, _, values) => match b.shapes.known.get(n) {
+                None => ffi::lua_pushnil(state),
+                Some((_, shape)) => {
+                    // The values: the shape, then each field's, a table made a view.
+                    ffi::lua_createtable(state, values.len() as c_int + 1, 0);
+                    let _ = raw.push(shape);
+                    ffi::lua_rawseti(state, -2, 1);
+                    for (i, v) in values.iter().enumerate() {
+                        if let Value::Table(_) = v {
+                            let _ = raw.push(&b.views.freeze);
+                            let _ = raw.push_value(v);
+                            ffi::lua_call(state, 1, 1);
+                        } else {
+                            let _ = raw.push_value(v);
+                        }
+                        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 2);
+                    }
+                    // The view, holding them.
+                    ffi::lua_createtable(state, 0, 1);
+                    ffi::lua_pushlightuserdata(state, record_key());
+                    ffi::lua_rotate(state, -3, -1);
+                    ffi::lua_rawset(state, -3);
+                    let _ = raw.push(&b.views.record);
+                    ffi::lua_setmetatable(state, -2);
+                }
+            },
+        }
+        if keep {
+            // memo[key] = value; kept[at], kept[at + 1] = memo, key
+            ffi::lua_pushvalue(state, 3);
+            ffi::lua_pushvalue(state, -2);
+            ffi::lua_rawset(state, 2);
+            ffi::lua_pushvalue(state, 2);
+            ffi::lua_rawseti(state, 4, b.at);
+            ffi::lua_pushvalue(state, 3);
+            ffi::lua_rawseti(state, 4, b.at + 1);
+        }
+        1
+    }
 }
 
 fn is_identifier(k: &str) -> bool {
@@ -171,4 +457,101 @@ fn is_identifier(k: &str) -> bool {
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// The arguments of `fetch` (the `__index` of a root's memo): the memo's address and where the
+/// memo and the field's name are in the stack, the name read in place on the Lua stack (where
+/// it stays for the whole call) rather than copied into a reference.
+pub(crate) struct Ask {
+    pub(crate) memo: usize,
+    /// Where the memo and the key are in the stack of the call.
+    pub(crate) slots: (c_int, c_int),
+    key: AskKey,
+}
+
+enum AskKey {
+    None,
+    /// A string argument of the call in progress: valid until it returns.
+    Stack(*const u8, usize),
+    Owned(Vec<u8>),
+}
+
+impl Ask {
+    /// The field's name, when it is a string.
+    pub(crate) fn key(&self) -> Option<&[u8]> {
+        match &self.key {
+            AskKey::None => None,
+            // SAFETY: the string is an argument of the `fetch` call that made this `Ask`, on the
+            // Lua stack until the call returns, and an `Ask` does not outlive its call.
+            AskKey::Stack(p, len) => Some(unsafe { std::slice::from_raw_parts(*p, *len) }),
+            AskKey::Owned(v) => Some(v),
+        }
+    }
+}
+
+impl FromLuaMulti for Ask {
+    fn from_lua_multi(values: MultiValue, _: &Lua) -> mlua::Result<Self> {
+        // Not the way mlua calls a function's arguments (`from_stack_args` is): a memo cannot
+        // be kept without its place on the stack.
+        let mut values = values.into_iter();
+        let memo = values.next().map_or(0, |v| v.to_pointer() as usize);
+        let key = match values.next() {
+            Some(Value::String(s)) => AskKey::Owned(s.as_bytes().to_vec()),
+            _ => AskKey::None,
+        };
+        Ok(Ask {
+            memo,
+            slots: (0, 0),
+            key,
+        })
+    }
+
+    unsafe fn from_stack_args(
+        nargs: c_int,
+        _: usize,
+        _: Option<&str>,
+        lua: &RawLua,
+    ) -> mlua::Result<Self> {
+        let state = lua.state();
+        // SAFETY: `nargs` values are on the stack of the call in progress; reading an address,
+        // an index or a string's bytes in place neither allocates nor raises.
+        unsafe {
+            if nargs < 2 {
+                return Ok(Ask {
+                    memo: 0,
+                    slots: (0, 0),
+                    key: AskKey::None,
+                });
+            }
+            let memo = ffi::lua_absindex(state, -nargs);
+            let key = ffi::lua_absindex(state, -nargs + 1);
+            let name = if ffi::lua_type(state, key) == ffi::LUA_TSTRING {
+                let mut len = 0;
+                let p = ffi::lua_tolstring(state, key, &mut len);
+                AskKey::Stack(p.cast::<u8>(), len)
+            } else {
+                AskKey::None
+            };
+            Ok(Ask {
+                memo: ffi::lua_topointer(state, memo) as usize,
+                slots: (memo, key),
+                key: name,
+            })
+        }
+    }
+}
+
+/// The answer of a callback that pushed its results onto the Lua stack itself: how many.
+pub(crate) struct Pushed(pub(crate) c_int);
+
+impl IntoLuaMulti for Pushed {
+    fn into_lua_multi(self, _: &Lua) -> mlua::Result<MultiValue> {
+        Err(mlua::Error::RuntimeError(
+            "internal: pushed values read as a list".into(),
+        ))
+    }
+
+    unsafe fn push_into_stack_multi(self, _: &RawLua) -> mlua::Result<c_int> {
+        Ok(self.0)
+    }
 }

@@ -240,6 +240,11 @@ impl Tape {
         matches!(self, Tape::Replay { .. })
     }
 
+    /// Whether values are recorded.
+    pub(crate) fn recording(&self) -> bool {
+        matches!(self, Tape::Record(_))
+    }
+
     /// Keeps `input` when recording.
     pub(crate) fn record(&mut self, input: impl FnOnce() -> Result<Input, String>) {
         if let Tape::Record(inputs) = self {

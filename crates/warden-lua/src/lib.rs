@@ -9,6 +9,11 @@
 //! keep a quarter between runs. A run that hits a limit or fails is reported as
 //! [`Step::Failed`] and its effects are discarded.
 //!
+//! A run reads the frame (`context`, `event`, ...) lazily: a field is asked of the [`Host`]
+//! the first time the run reads it and kept for the rest of the run, so reading it again costs a
+//! table lookup; what a run kept is let go when it ends. Records such as `context.turn` are
+//! read-only views built on the Lua API, their fields read by a C function.
+//!
 //! What a script can reach is decided in `prelude.lua`: no `io`, `os` beyond `os.time` and
 //! `os.clock`, `require`, `package`, `dofile`, `loadfile`, `debug`, `string.dump`, binary
 //! chunks, finalizers or garbage-collector control; the libraries and the data it is given are
@@ -46,27 +51,51 @@ mod host;
 mod journal;
 mod lmatch;
 mod memory;
+mod run;
 mod sandbox;
 mod strings;
 
 use errors::{describe_error, is_stack_overflow, root_message, script_frames};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mlua::{
-    Function, HookTriggers, Lua, LuaOptions, LuaString, MultiValue, StdLib, Table, Thread, Value,
-    VmState,
+    Function, HookTriggers, Lua, LuaOptions, LuaString, StdLib, Table, Thread, Value, VmState, ffi,
 };
 
 pub use effect::Effect;
 use effect::effect;
-use host::{CtorKey, record_ctor};
 pub use host::{Host, Out};
 use journal::Tape;
 pub use journal::{Input, Journal, Recorded, RunRecord};
+
+/// A map keyed by script keys (or other integers Warden picks), hashed by one multiplication
+/// rather than SipHash: it is looked up at every run.
+pub(crate) type KeyMap<V> = HashMap<u64, V, BuildHasherDefault<KeyHasher>>;
+
+/// The hasher of [`KeyMap`] (Fx's multiplication; hashbrown reads the high bits it spreads).
+#[derive(Default)]
+pub(crate) struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
 
 /// How often (in Lua instructions) the time limit is checked.
 const CHECK_EVERY: u32 = 1000;
@@ -317,14 +346,22 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, RunState> {
     shared.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Clears the current host when a run ends.
-struct HostGuard<'a>(&'a Shared);
+/// Clears the current host, and the clock, if a run ends without `run_raw` doing it (it
+/// unwinds, or fails before it resumes the coroutine).
+struct HostGuard<'a> {
+    shared: &'a Shared,
+    armed: bool,
+}
 
 impl Drop for HostGuard<'_> {
     fn drop(&mut self) {
-        let mut state = lock(self.0);
-        state.host = None;
-        state.result = Value::Nil;
+        if self.armed {
+            let mut state = lock(self.shared);
+            state.host = None;
+            state.result = Value::Nil;
+            state.tripped = false;
+            state.deadline = None;
+        }
     }
 }
 
@@ -333,12 +370,20 @@ pub struct Runtime {
     lua: Lua,
     shared: Shared,
     new_env: Function,
-    start: Function,
+    /// The body of every task's coroutine, `xpcall` (called with the script and `handler`).
+    call: Function,
+    handler: Function,
+    /// What runs keep in the roots' memos (see `prelude.lua`): memo, key, memo, key..., and
+    /// how many pairs the run in progress (or one cut short) listed.
+    kept_list: Table,
+    kept: Arc<AtomicUsize>,
+    /// The coroutines Warden made (where a script may wait), weak keys.
+    task_threads: Table,
     wait_tag: String,
-    compiled: HashMap<u64, Function>,
+    compiled: KeyMap<Function>,
     /// The globals of each compiled script.
-    envs: HashMap<u64, Table>,
-    /// Finished coroutines, reset and reused by the next start (creating one costs more).
+    envs: KeyMap<Table>,
+    /// Finished coroutines, reused by the next start (creating one costs more).
     spare: Vec<Thread>,
     limits: Limits,
     /// Whether waiting scripts keep a replay record.
@@ -348,6 +393,8 @@ pub struct Runtime {
     shared_roots: Vec<Value>,
     /// Whether the run that just ended ran out of memory.
     ran_out: AtomicBool,
+    /// When the last run started (see [`Runtime::take_run_started`]).
+    started: Option<Instant>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -402,6 +449,16 @@ impl Runtime {
         self.limits
     }
 
+    /// A coroutine for a task: a finished one reused, or a new one, marked as Warden's.
+    fn task_thread(&mut self) -> mlua::Result<Thread> {
+        if let Some(t) = self.spare.pop() {
+            return Ok(t);
+        }
+        let t = self.lua.create_thread(self.call.clone())?;
+        self.task_threads.raw_set(&t, true)?;
+        Ok(t)
+    }
+
     fn function(&mut self, script: &Script) -> mlua::Result<Function> {
         if let Some(f) = self.compiled.get(&script.key) {
             return Ok(f.clone());
@@ -449,12 +506,10 @@ impl Runtime {
         if let Some(error) = self.ledger.notice(script.key) {
             return (None, Step::Failed { error });
         }
-        let before = self.lua.used_memory();
-        let thread = match self.spare.pop() {
-            Some(t) => t.reset(self.start.clone()).map(|()| t),
-            None => self.lua.create_thread(self.start.clone()),
-        };
-        let prepared = self.function(script).and_then(|f| thread.map(|t| (t, f)));
+        self.started = None;
+        let prepared = self
+            .function(script)
+            .and_then(|f| self.task_thread().map(|t| (t, f)));
         let (thread, f) = match prepared {
             Ok(p) => p,
             Err(e) => {
@@ -477,7 +532,7 @@ impl Runtime {
         } else {
             Tape::Off
         };
-        let (step, tape, rng) = self.run(&thread, host, timeout, Some(f), tape, seed);
+        let (step, tape, rng, grown) = self.run(&thread, host, timeout, Some(f), tape, seed);
         let task = if matches!(step, Step::Waiting { .. }) {
             self.ledger.own(&thread, script.key);
             let journal = match tape {
@@ -505,7 +560,7 @@ impl Runtime {
             }
             None
         };
-        match self.settle(script.key, before, step) {
+        match self.settle(script.key, grown, step) {
             step @ Step::Waiting { .. } => (task, step),
             step => (None, step),
         }
@@ -516,12 +571,13 @@ impl Runtime {
         if let Some(error) = self.ledger.stopped(&task.thread) {
             return Step::Failed { error };
         }
-        let before = self.lua.used_memory();
+        self.started = None;
         let tape = match &*task.journal.borrow() {
             Some(_) => Tape::Record(Vec::new()),
             None => Tape::Off,
         };
-        let (step, tape, rng) = self.run(&task.thread, host, timeout, None, tape, task.rng.get());
+        let (step, tape, rng, grown) =
+            self.run(&task.thread, host, timeout, None, tape, task.rng.get());
         task.rng.set(rng);
         if let (Tape::Record(inputs), Some(journal)) = (tape, &mut *task.journal.borrow_mut())
             && matches!(step, Step::Waiting { .. })
@@ -534,12 +590,12 @@ impl Runtime {
             // What the failed run left on its stack goes with it.
             let _ = task.thread.reset(noop);
         }
-        self.settle(task.key, before, step)
+        self.settle(task.key, grown, step)
     }
 
     /// Accounts for what a run of script `key` left in the state (see `memory.rs`), and names
     /// the limit a failed run hit.
-    fn settle(&mut self, key: u64, before: usize, step: Step) -> Step {
+    fn settle(&mut self, key: u64, grown: i64, step: Step) -> Step {
         let mut roots = memory::Roots {
             shared: &self.shared_roots,
             compiled: &mut self.compiled,
@@ -549,7 +605,7 @@ impl Runtime {
             let error = self.ledger.out_of_memory(&self.lua, &mut roots, key);
             return Step::Failed { error };
         }
-        let reset = self.ledger.after_run(&self.lua, &mut roots, key, before);
+        let reset = self.ledger.after_run(&self.lua, &mut roots, key, grown);
         match (step, reset) {
             (Step::Failed { error }, None) if is_stack_overflow(&error) => Step::Failed {
                 error: format!("stopped: recursion too deep: {error}"),
@@ -589,10 +645,7 @@ impl Runtime {
         let f = self.function(script).map_err(|e| describe_error(&e))?;
         self.set_globals(script, &journal.globals)
             .map_err(|e| describe_error(&e))?;
-        let thread = self
-            .lua
-            .create_thread(self.start.clone())
-            .map_err(|e| describe_error(&e))?;
+        let thread = self.task_thread().map_err(|e| describe_error(&e))?;
         let mut rng = journal.seed;
         let mut first = Some(f);
         for (n, run) in journal.runs.iter().enumerate() {
@@ -600,7 +653,7 @@ impl Runtime {
                 inputs: run.inputs.iter().cloned().collect(),
                 diverged: None,
             };
-            let (step, tape, next) =
+            let (step, tape, next, _) =
                 self.run(&thread, &Replaying, timeout, first.take(), tape, rng);
             rng = next;
             let left = match tape {
@@ -629,7 +682,7 @@ impl Runtime {
                 Step::Failed { error } => Some(error.clone()),
             };
             if let Some(why) = why {
-                let _ = thread.reset(self.start.clone());
+                let _ = thread.reset(self.call.clone());
                 return Err(format!("run {} of {}: {why}", n + 1, journal.runs.len()));
             }
         }
@@ -698,132 +751,6 @@ impl Runtime {
         state.deadline = timeout.map(|t| Instant::now() + t);
         if let Some(t) = timeout {
             state.limit = t;
-        }
-    }
-
-    /// One run of `thread`, with `tape` for what it receives and `rng` for its random numbers;
-    /// what it came to, and the tape and generator afterwards.
-    fn run(
-        &mut self,
-        thread: &Thread,
-        host: &dyn Host,
-        timeout: Duration,
-        first: Option<Function>,
-        tape: Tape,
-        rng: u64,
-    ) -> (Step, Tape, u64) {
-        {
-            let mut state = lock(&self.shared);
-            state.tape = tape;
-            state.rng = rng;
-            state.stop = None;
-        }
-        let step = self.run_once(thread, host, timeout, first);
-        let mut state = lock(&self.shared);
-        let tape = std::mem::take(&mut state.tape);
-        let step = match state.stop.take() {
-            Some(why) => Step::Failed { error: why },
-            None => step,
-        };
-        (step, tape, state.rng)
-    }
-
-    fn run_once(
-        &mut self,
-        thread: &Thread,
-        host: &dyn Host,
-        timeout: Duration,
-        first: Option<Function>,
-    ) -> Step {
-        let erased: *const (dyn Host + '_) = host;
-        // SAFETY: only the lifetime is erased; `_guard` clears the pointer before `host`'s
-        // borrow ends, and nothing reads it outside this run.
-        let erased: *const (dyn Host + 'static) = unsafe { std::mem::transmute(erased) };
-        // Only a result that is not a table is converted up front; the rest is read lazily.
-        let lazy_result = host.has_result();
-        let result = if lazy_result {
-            Ok(None)
-        } else {
-            host.result_value(&self.lua)
-        };
-        let _guard = HostGuard(&self.shared);
-        let outcome = result.and_then(|result| {
-            {
-                let mut state = lock(&self.shared);
-                state.effects.clear();
-                state.host = Some(erased);
-                state.has_tool = host.has_tool();
-                state.lazy_result = lazy_result;
-                state.result = result.unwrap_or(Value::Nil);
-            }
-            self.set_deadline(Some(timeout));
-            let values = match first {
-                Some(f) => thread.resume::<MultiValue>(f),
-                None => thread.resume::<MultiValue>(()),
-            };
-            self.set_deadline(None);
-            values
-        });
-        let effects = std::mem::take(&mut lock(&self.shared).effects);
-        let values = match outcome {
-            Ok(v) => v,
-            Err(e) => {
-                let error = match &e {
-                    mlua::Error::MemoryError(_) => self.out_of_memory(),
-                    e => describe_error(e),
-                };
-                return Step::Failed { error };
-            }
-        };
-        let mut values = values.into_iter();
-        match thread.status() {
-            mlua::thread::ThreadStatus::Resumable => {
-                let first = values.next();
-                let wake = match (&first, values.next()) {
-                    (Some(Value::String(tag)), Some(Value::String(hook)))
-                        if *tag.as_bytes() == *self.wait_tag.as_bytes() =>
-                    {
-                        Some(hook.to_string_lossy())
-                    }
-                    _ => None,
-                };
-                Step::Waiting { wake, effects }
-            }
-            _ => match (values.next(), values.next()) {
-                (Some(Value::String(s)), result) if *s.as_bytes() == *b"done" => match result {
-                    None | Some(Value::Nil) | Some(Value::Boolean(false)) => Step::Done {
-                        holds: false,
-                        effects,
-                    },
-                    Some(Value::Boolean(true)) => Step::Done {
-                        holds: true,
-                        effects,
-                    },
-                    Some(other) => Step::Failed {
-                        error: format!(
-                            "a script used as a condition returns true or false (or nothing); this one returned {} {}",
-                            if other.type_name().starts_with(['a', 'e', 'i', 'o', 'u']) {
-                                "an"
-                            } else {
-                                "a"
-                            },
-                            other.type_name()
-                        ),
-                    },
-                },
-                (_, Some(Value::String(message))) => {
-                    let message = message.to_string_lossy();
-                    let error = if message.starts_with("not enough memory") {
-                        self.out_of_memory()
-                    } else {
-                        message.trim_end().to_string()
-                    };
-                    Step::Failed { error }
-                }
-                _ => Step::Failed {
-                    error: "the script stopped without a result".into(),
-                },
-            },
         }
     }
 }

@@ -4,7 +4,7 @@
 //! All the scripts of a session share one state and its memory limit. Each script may *keep*
 //! (in its globals, and in the locals of its waiting task) at most a share of that limit: a
 //! quarter. Keeping is checked cheaply: the state's memory is read before and after each run
-//! (two loads), and the growth is added to the script's account. Only when a script's account
+//! (two reads of Lua's own count), and the growth is added to the script's account. Only when a script's account
 //! passes its share is a full collection run and the script weighed (its objects walked from its
 //! roots, leaving out the sandbox's own); a script found over its share has its globals reset,
 //! its waiting task stopped, and its run fails with an error that names it.
@@ -13,10 +13,12 @@
 //! their share are reset and named in the error; when none is, the failing script's globals are
 //! reset, so what its run allocated, kept or not, is garbage once it stops.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use mlua::{Function, Lua, MultiValue, Table, Thread, Value, ffi};
+
+use crate::KeyMap;
 
 // Estimated sizes of Lua 5.4's objects, in bytes (64-bit).
 const STRING: usize = 24;
@@ -45,7 +47,7 @@ struct Account {
 /// The accounts of a state's scripts, and the tables that tie tasks to them.
 pub(crate) struct Ledger {
     limit: usize,
-    accounts: HashMap<u64, Account>,
+    accounts: KeyMap<Account>,
     /// The sandbox's own objects (libraries, prelude), never counted for a script.
     shared: Option<HashSet<usize>>,
     /// Task thread -> script key (weak keys: a task dropped by the embedder is forgotten).
@@ -73,9 +75,9 @@ pub(crate) struct Roots<'a> {
     /// The sandbox's own roots (the real globals, the prelude's functions).
     pub(crate) shared: &'a [Value],
     /// The compiled scripts, by key: each holds its globals (`_ENV`).
-    pub(crate) compiled: &'a mut HashMap<u64, Function>,
+    pub(crate) compiled: &'a mut KeyMap<Function>,
     /// The globals of each compiled script.
-    pub(crate) envs: &'a mut HashMap<u64, Table>,
+    pub(crate) envs: &'a mut KeyMap<Table>,
 }
 
 impl Ledger {
@@ -89,7 +91,7 @@ impl Ledger {
         };
         Ok(Ledger {
             limit,
-            accounts: HashMap::new(),
+            accounts: KeyMap::default(),
             shared: None,
             owners: weak("k")?,
             stopped: weak("k")?,
@@ -157,17 +159,16 @@ impl Ledger {
         self.accounts.get_mut(&key).and_then(|a| a.notice.take())
     }
 
-    /// Accounts for a run of `key` that ended without running out of memory, `before` being
-    /// the state's memory when it started. When the script now keeps more than its share, it
-    /// is reset and the message says so.
+    /// Accounts for a run of `key` that ended without running out of memory, during which the
+    /// state grew by `grown` bytes. When the script now keeps more than its share, it is reset
+    /// and the message says so.
     pub(crate) fn after_run(
         &mut self,
         lua: &Lua,
         roots: &mut Roots,
         key: u64,
-        before: usize,
+        grown: i64,
     ) -> Option<String> {
-        let grown = lua.used_memory() as i64 - before as i64;
         let share = self.share();
         let account = self.accounts.get_mut(&key)?;
         account.grown += grown;

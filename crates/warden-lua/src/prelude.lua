@@ -43,9 +43,10 @@ local function lock(t)
   return p
 end
 
--- A data view keeps its real table under a private key. A script that digs it out with
--- `next` only reaches its own copy of what it read.
-local REAL = {}
+-- A data view keeps its real table under a private key (a light userdata the host made, which
+-- no script can make or name). A script that digs it out with `next` only reaches its own copy
+-- of what it read.
+local REAL = host.real
 local RO = { __metatable = MARK, __newindex = read_only }
 
 local function freeze(v)
@@ -128,6 +129,67 @@ RO.__pairs = function(p)
   end, p, nil
 end
 
+-- Records (a few named values the host hands out, such as `context.turn`) are views the host
+-- builds as { [REC] = R } with RECORD as metatable, where R = { SHAPE, value1, value2, ... }
+-- holds the values in the order of the shape's fields (made without hashing a field) and SHAPE
+-- (one per shape, from `shape`) maps each field to its place. RECORD's `__index` is a C
+-- function of the host: a read is a few lookups, no Lua call. A misspelt field calls the
+-- shape's MISS, which raises at the script that read it (level 3, past `__index`). Records
+-- walk in the order of their sorted field names, like views of data.
+local REC, MISS = host.record_key, host.miss_key
+local ORDER, RANK = {}, {}
+
+local function record_next(r, k)
+  local shape = r[1]
+  local order = shape[ORDER]
+  local i = 1
+  if k ~= nil then
+    i = (shape[RANK][k] or #order) + 1
+  end
+  while true do
+    local name = order[i]
+    if name == nil then
+      return nil
+    end
+    local v = r[shape[name]]
+    if v ~= nil then
+      return name, v
+    end
+    i = i + 1
+  end
+end
+
+local RECORD = {
+  __metatable = MARK,
+  __newindex = read_only,
+  __index = host.record_index,
+  __len = function()
+    return 0
+  end,
+  __pairs = function(p)
+    local r = rawget(p, REC)
+    return function(_, k)
+      return record_next(r, k)
+    end, p, nil
+  end,
+}
+
+local function shape(list, ...)
+  local s, order, rank = {}, { ... }, {}
+  for i, name in ipairs(order) do
+    s[name] = i + 1
+  end
+  table.sort(order)
+  for i, name in ipairs(order) do
+    rank[name] = i
+  end
+  s[ORDER], s[RANK] = order, rank
+  s[MISS] = function(k)
+    error("no field `" .. tostring(k) .. "` in this record; its fields are " .. list, 3)
+  end
+  return s
+end
+
 -- `next` over a view walks what the view shows (its real table, values frozen, in the order
 -- `pairs` uses), never the view's private key.
 local function safe_next(t, k)
@@ -135,6 +197,10 @@ local function safe_next(t, k)
     local real = rawget(t, REAL)
     if real then
       return ordered_next(real, k)
+    end
+    real = rawget(t, REC)
+    if real then
+      return record_next(real, k)
     end
     real = locked[t]
     if real then
@@ -154,8 +220,16 @@ local function thaw(v, depth)
   if depth > 32 then
     error("the value is nested more than 32 levels deep (or refers to itself)", 3)
   end
-  local t = rawget(v, REAL) or locked[v] or v
   local out = {}
+  local r = rawget(v, REC)
+  if r then
+    local shape = r[1]
+    for _, name in ipairs(shape[ORDER]) do
+      out[name] = thaw(r[shape[name]], depth)
+    end
+    return out
+  end
+  local t = rawget(v, REAL) or locked[v] or v
   for k, x in next, t do
     out[thaw(k, depth)] = thaw(x, depth)
   end
@@ -335,8 +409,6 @@ end
 -- The frame of a run: `context`, `event`, `tool`, `result`, `settings`, read lazily from the host.
 
 local fetch, result_of, has_tool = host.fetch, host.result, host.has_tool
-local RECORD = host.record -- marks a record returned by `fetch`: RECORD, constructor, values
-host.views(RO, REAL) -- record constructors make read-only views directly
 
 local function state_view(real, name)
   local get = function(k, default)
@@ -366,43 +438,36 @@ local function state_view(real, name)
   })
 end
 
--- What `fetch` returns: a value, or RECORD, a constructor for the record's shape and the
--- values (a table built by a Lua constructor costs far less than one built through the C API).
-local function build(first, ctor, ...)
-  if first ~= RECORD then
-    return first
-  end
-  return ctor(...)
-end
+host.views(RECORD, freeze, state_view, shape)
 
--- The roots are made once; each read asks the host for the current tick's value. The host
--- serves one frozen frame per tick, so reads within a run agree; values taken out of a root
--- keep the tick they were read in.
+-- Each root is an empty table whose reads go to its memo: what the run has read of it so far.
+-- A field the memo lacks is asked of the host (`fetch` is the memo's `__index`), whose answer
+-- holds for the whole run (the host serves one frozen frame per tick) and which it keeps in
+-- the memo, so a field read again costs a table lookup. The host empties the memos when the
+-- run ends (waiting or not), so a run never sees what another read; and a run that records or
+-- replays what it reads (a durable session's waiting script) keeps nothing, asking the host at
+-- every read as its record expects. Values taken out of a root keep the tick they were read in.
 local root_name = {}
-local ROOT = { __metatable = MARK }
-ROOT.__index = function(p, k)
-  local name = root_name[p]
-  local v = build(fetch(name, k))
-  if type(v) ~= "table" or getmetatable(v) == MARK then
-    return v
-  end
-  if name == "context" and (k == "state" or k == "session_state") then
-    return state_view(v, k)
-  end
-  return freeze(v)
-end
-ROOT.__newindex = function(p, k)
+local ROOT_SET = function(p, k)
   error("`" .. root_name[p] .. "` is read-only: cannot set `" .. tostring(k) .. "`", 2)
 end
-ROOT.__pairs = function(p)
+local ROOT_PAIRS = function(p)
   error("`" .. root_name[p] .. "` cannot be iterated; read its fields by name", 2)
 end
 
-local roots = {}
-for _, name in ipairs({ "context", "event", "tool", "result", "settings" }) do
-  local p = setmetatable({}, ROOT)
+-- The roots, in the order the host knows their memos.
+local roots, memos = {}, {}
+for i, name in ipairs({ "context", "event", "tool", "result", "settings" }) do
+  local memo = setmetatable({}, { __index = fetch })
+  local p = setmetatable({}, {
+    __index = memo,
+    __newindex = ROOT_SET,
+    __pairs = ROOT_PAIRS,
+    __metatable = MARK,
+  })
   root_name[p] = name
   roots[name] = p
+  memos[i] = memo
 end
 
 -- `tool` and `result` exist only when the tick has them; `context` and `event` always do.
@@ -643,23 +708,13 @@ fill({
   end,
 })
 
--- The body of every task: runs the script under a message handler that turns any error into
--- text with a traceback, without calling a script's own __tostring from the host.
-local function finish(ok, ...)
-  if ok then
-    return "done", ...
-  end
-  return "error", ...
-end
-
-local function start(f)
-  task_threads[co_running()] = true
-  return finish(real_xpcall(f, handler))
-end
-
+-- Every task runs `xpcall(script, handler)` as its coroutine's body: the handler turns any
+-- error into text with a traceback, without calling a script's own __tostring from the host.
+-- The host marks each coroutine it makes in `task_threads` (where waiting is allowed).
 return {
   new_env = new_env,
-  start = start,
-  record = RECORD,
+  call = real_xpcall,
+  memos = memos,
+  task_threads = task_threads,
   wait_tag = WAIT,
 }

@@ -2,6 +2,24 @@
 //! takes away), the memory and time limits, and the callbacks of Warden's API.
 
 use super::*;
+use std::sync::atomic::AtomicUsize;
+
+use crate::host::{self, Ask, Keep, Out, Payload, Pushed, ShapeKey, Shapes, Views, deliver};
+
+/// The roots a script reads, numbered as the prelude numbers them (from 1).
+const ROOTS: [&str; 5] = ["context", "event", "tool", "result", "settings"];
+
+/// What `fetch` keeps from one read to the next: the record shapes, the addresses of the
+/// roots' memos (the order of `ROOTS`), and the names of the views of `context.state`.
+struct Answers {
+    shapes: Shapes,
+    memos: [usize; 5],
+    state_names: Option<[LuaString; 2]>,
+}
+
+fn lock_answers(answers: &Mutex<Answers>) -> std::sync::MutexGuard<'_, Answers> {
+    answers.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 impl Runtime {
     /// Builds a sandboxed state with the given limits.
@@ -29,93 +47,166 @@ impl Runtime {
             rng: 0,
             stop: None,
         }));
-        // Made before the prelude so `fetch` can mark records with it.
-        let record = lua.create_table()?;
-
         let host = lua.create_table()?;
         let sh = shared.clone();
         let clock = lua.create_function(move |_, pattern: LuaString| {
             Ok(pattern_clock(&sh, &pattern.as_bytes()))
         })?;
         host.set("strings", strings::install(&lua, &clock)?)?;
-        let sh = shared.clone();
-        let marker = record.clone();
-        let ctors: Mutex<HashMap<CtorKey, Function>> = Mutex::new(HashMap::new());
-        // The prelude hands over its view metatable and private key once.
-        let views: Arc<Mutex<Option<(Table, Table)>>> = Arc::new(Mutex::new(None));
-        let slot = views.clone();
+        // The record shapes, the roots' memos, and the list of what runs keep in them.
+        let kept_list = lua.create_table()?;
+        let mut shapes = Shapes::new();
+        shapes.kept = Some(kept_list.clone());
+        let answers = Arc::new(Mutex::new(Answers {
+            shapes,
+            memos: [0; 5],
+            state_names: None,
+        }));
+        let kept = Arc::new(AtomicUsize::new(0));
+        for (name, key) in [
+            ("real", host::real_key()),
+            ("record_key", host::record_key()),
+            ("miss_key", host::miss_key()),
+        ] {
+            host.set(name, Value::LightUserData(mlua::LightUserData(key)))?;
+        }
+        // SAFETY: `record_index` is a C function that reads tables and calls a shape's MISS
+        // (see its comment).
+        host.set("record_index", unsafe {
+            lua.create_c_function(host::record_index)?
+        })?;
+        // The prelude hands over what building answers needs, once.
+        let slot = answers.clone();
         host.set(
             "views",
-            lua.create_function(move |_, (ro, real): (Table, Table)| {
-                *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some((ro, real));
-                Ok(())
-            })?,
+            lua.create_function(
+                move |lua,
+                      (record, freeze, state_view, shape): (
+                    Table,
+                    Function,
+                    Function,
+                    Function,
+                )| {
+                    let mut answers = lock_answers(&slot);
+                    answers.shapes.views = Some(Views {
+                        record,
+                        freeze,
+                        state_view,
+                        shape,
+                    });
+                    answers.state_names = Some([
+                        lua.create_string("state")?,
+                        lua.create_string("session_state")?,
+                    ]);
+                    Ok(())
+                },
+            )?,
         )?;
+        let sh = shared.clone();
+        let all = answers.clone();
+        let count = kept.clone();
         host.set(
             "fetch",
-            lua.create_function(move |lua, (root, key): (LuaString, Value)| {
-                let root = root.to_str()?;
-                let Value::String(key) = key else {
-                    return Ok(MultiValue::new());
+            lua.create_function(move |lua, ask: Ask| {
+                let mut answers = lock_answers(&all);
+                let Answers {
+                    shapes,
+                    memos,
+                    state_names,
+                } = &mut *answers;
+                let (Some(n), Some(key)) = (memos.iter().position(|m| *m == ask.memo), ask.key())
+                else {
+                    return Ok(Pushed(0));
                 };
-                let key = key.to_str()?;
-                let views = views.lock().unwrap_or_else(|p| p.into_inner());
-                let Some(views) = views.as_ref() else {
-                    return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
+                let root = ROOTS[n];
+                let key = std::str::from_utf8(key).map_err(|_| {
+                    mlua::Error::RuntimeError(format!("`{root}`: a field name is not UTF-8 text"))
+                })?;
+                // `context.state` and `context.session_state` are given as their own views.
+                let state = match (n, key, state_names.as_ref()) {
+                    (0, "state", Some([s, _])) => Some(s),
+                    (0, "session_state", Some([_, s])) => Some(s),
+                    _ => None,
                 };
-                let mut ctors = ctors.lock().unwrap_or_else(|p| p.into_inner());
-                let mut state = lock(&sh);
-                if state.tape.replaying() {
+                let mut run = lock(&sh);
+                if run.tape.replaying() {
                     let want = Input::Field {
                         root: root.to_string(),
                         key: key.to_string(),
                         value: Recorded::Nil,
                     };
-                    let Input::Field { value, .. } = replayed(&mut state, &want)? else {
+                    let Input::Field { value, .. } = replayed(&mut run, &want)? else {
                         return Err(mlua::Error::RuntimeError("internal: replay".into()));
                     };
-                    drop(state);
-                    let mut make = |keys: &[String], values: Vec<Value>| {
-                        let named = CtorKey::Named(keys.join(","));
-                        let ctor = match ctors.get(&named) {
-                            Some(f) => f.clone(),
-                            None => {
-                                let f = record_ctor(lua, keys, views)?;
-                                ctors.insert(named, f.clone());
-                                f
-                            }
-                        };
-                        ctor.call::<Value>(MultiValue::from_vec(values))
-                    };
-                    return Ok(MultiValue::from_vec(vec![value.to_lua(lua, &mut make)?]));
+                    drop(run);
+                    let mut make = |keys: &[String], values| shapes.build(lua, keys, values);
+                    match &value {
+                        Recorded::Record { record, values } => {
+                            let values = values
+                                .iter()
+                                .map(|v| v.to_lua(lua, &mut make))
+                                .collect::<mlua::Result<Vec<_>>>()?;
+                            let shape =
+                                shapes.shape(lua, ShapeKey::Named(record.join(",")), record)?;
+                            let names: Vec<&str> = record.iter().map(String::as_str).collect();
+                            let values = &values[..values.len().min(names.len())];
+                            deliver(
+                                lua,
+                                shapes,
+                                Payload::Record(shape, &names, values),
+                                None,
+                                state,
+                            )?;
+                        }
+                        other => {
+                            let v = other.to_lua(lua, &mut make)?;
+                            deliver(lua, shapes, Payload::of(&v), None, state)?;
+                        }
+                    }
+                    return Ok(Pushed(1));
                 }
-                let current = state.host;
-                drop(state);
+                // A run that records what it reads asks at every read, as its replay will.
+                let recording = run.tape.recording();
+                let current = run.host;
+                drop(run);
                 let Some(host) = current else {
                     return Err(mlua::Error::RuntimeError(format!(
-                        "`{}` can only be read while the script runs",
-                        &*root
+                        "`{root}` can only be read while the script runs"
                     )));
                 };
+                let at = count.load(Ordering::Relaxed);
                 let mut out = Out {
                     lua,
-                    ctors: &mut ctors,
-                    shape: None,
-                    record: &marker,
-                    views,
-                    values: Vec::with_capacity(8),
+                    shapes,
+                    keep: (!recording).then_some(Keep {
+                        memo: ask.slots.0,
+                        key: ask.slots.1,
+                        at: 2 * at as mlua::ffi::lua_Integer + 1,
+                    }),
+                    state,
+                    recorded: None,
+                    recording,
+                    delivered: false,
                 };
                 // SAFETY: set only during a run, while the host it points to is borrowed by
                 // `Runtime::run` (see `RunState::host`).
-                unsafe { (*host).field(&mut out, &root, &key)? };
-                lock(&sh).tape.record(|| {
-                    Ok(Input::Field {
-                        root: root.to_string(),
-                        key: key.to_string(),
-                        value: out.recorded()?,
-                    })
-                });
-                Ok(MultiValue::from_vec(out.values))
+                unsafe { (*host).field(&mut out, root, key)? };
+                if !out.delivered {
+                    out.nothing()?;
+                } else if !recording {
+                    count.store(at + 1, Ordering::Relaxed);
+                }
+                if recording {
+                    let value = out.recorded.take().unwrap_or(Recorded::Nil);
+                    lock(&sh).tape.record(|| {
+                        Ok(Input::Field {
+                            root: root.to_string(),
+                            key: key.to_string(),
+                            value,
+                        })
+                    });
+                }
+                Ok(Pushed(1))
             })?,
         )?;
         let sh = shared.clone();
@@ -282,26 +373,38 @@ impl Runtime {
             })?,
         )?;
 
-        host.set("record", record)?;
+        let handler: Function = host.get("handler")?;
         let exports: Table = lua
             .load(include_str!("prelude.lua"))
             .set_name("=warden-prelude")
             .call(host)?;
         let new_env: Function = exports.get("new_env")?;
-        let start: Function = exports.get("start")?;
+        let call: Function = exports.get("call")?;
+        let memos: Vec<Table> = exports.get("memos")?;
+        {
+            let mut answers = lock_answers(&answers);
+            for (slot, memo) in answers.memos.iter_mut().zip(&memos) {
+                *slot = memo.to_pointer() as usize;
+            }
+        }
         let runtime = Runtime {
             shared_roots: vec![
                 Value::Table(lua.globals()),
                 Value::Function(new_env.clone()),
-                Value::Function(start.clone()),
+                Value::Function(handler.clone()),
             ],
             ledger: memory::Ledger::new(&lua, limits.memory)?,
             ran_out: AtomicBool::new(false),
+            started: None,
             new_env,
-            start,
+            call,
+            handler,
+            kept_list,
+            kept,
+            task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,
-            compiled: HashMap::new(),
-            envs: HashMap::new(),
+            compiled: KeyMap::default(),
+            envs: KeyMap::default(),
             spare: Vec::new(),
             limits,
             recording: false,

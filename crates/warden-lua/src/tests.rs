@@ -783,5 +783,6 @@ fn errors_in_wardens_functions_point_at_the_script_line_once() {
 }
 
 mod limits;
+mod memo;
 mod patterns;
 mod redteam;

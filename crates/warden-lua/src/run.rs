@@ -1,0 +1,318 @@
+//! One run of a task's coroutine, straight on the Lua API: the script started or resumed,
+//! what it came to read off the coroutine's stack, the roots' memos let go when it ends, and
+//! how much the state grew meanwhile. mlua's `Thread::resume` would convert every value the
+//! coroutine yields or returns into a reference, and this runs at every tick of every script.
+
+use super::*;
+
+impl Runtime {
+    /// One run of `thread`, with `tape` for what it receives and `rng` for its random numbers:
+    /// what it came to, the tape and generator afterwards, and how much the state grew during
+    /// the run (for the ledger).
+    pub(crate) fn run(
+        &mut self,
+        thread: &Thread,
+        host: &dyn Host,
+        timeout: Duration,
+        first: Option<Function>,
+        tape: Tape,
+        rng: u64,
+    ) -> (Step, Tape, u64, i64) {
+        // Only a result that is not a table is converted up front; the rest is read lazily.
+        let lazy_result = host.has_result();
+        let result = if lazy_result {
+            Ok(None)
+        } else {
+            host.result_value(&self.lua)
+        };
+        let result = match result {
+            Ok(r) => r.unwrap_or(Value::Nil),
+            Err(e) => {
+                let error = match &e {
+                    mlua::Error::MemoryError(_) => self.out_of_memory(),
+                    e => describe_error(e),
+                };
+                return (Step::Failed { error }, tape, rng, 0);
+            }
+        };
+        let erased: *const (dyn Host + '_) = host;
+        // SAFETY: only the lifetime is erased; the pointer is cleared before `host`'s borrow
+        // ends (by `run_raw`, or by `_guard` if the run unwinds), and nothing reads it outside
+        // this run.
+        let erased: *const (dyn Host + 'static) = unsafe { std::mem::transmute(erased) };
+        let now = Instant::now();
+        self.started = Some(now);
+        {
+            let mut state = lock(&self.shared);
+            state.tape = tape;
+            state.rng = rng;
+            state.stop = None;
+            state.effects.clear();
+            state.host = Some(erased);
+            state.has_tool = host.has_tool();
+            state.lazy_result = lazy_result;
+            state.result = result;
+            state.tripped = false;
+            state.deadline = Some(now + timeout);
+            state.limit = timeout;
+        };
+        // Emptied when the run that filled them ended; here only if that was cut short.
+        let kept = self.kept.swap(0, Ordering::Relaxed);
+        let mut guard = HostGuard {
+            shared: &self.shared,
+            armed: true,
+        };
+        let mut end = End::default();
+        let ran = self.run_raw(thread, first.as_ref(), kept, &mut end);
+        guard.armed = !end.ended;
+        drop(guard);
+        let step = match (end.stop, ran) {
+            (Some(why), _) => Step::Failed { error: why },
+            (None, Ok(Ran::Waiting(wake))) => Step::Waiting {
+                wake,
+                effects: end.effects,
+            },
+            (None, Ok(Ran::Done(holds))) => Step::Done {
+                holds,
+                effects: end.effects,
+            },
+            (None, Ok(Ran::Failed(message))) => Step::Failed {
+                error: if message.starts_with("not enough memory") {
+                    self.out_of_memory()
+                } else {
+                    message.trim_end().to_string()
+                },
+            },
+            (None, Err(e)) => Step::Failed {
+                error: match &e {
+                    mlua::Error::MemoryError(_) => self.out_of_memory(),
+                    e => describe_error(e),
+                },
+            },
+        };
+        (step, end.tape, end.rng, end.grown)
+    }
+
+    /// When the last run started (the clock its time limit counts from), for an embedder that
+    /// times its scripts without reading the clock again; `None` once taken, or when the last
+    /// [`Runtime::start`] or [`Runtime::resume`] did not reach its run.
+    pub fn take_run_started(&mut self) -> Option<Instant> {
+        self.started.take()
+    }
+
+    /// Starts `thread` on `first` (the script's function), or resumes it where it waits, and
+    /// reads what it came to into `end` and the result. The roots' memos in `kept` (left by a
+    /// run cut short) are emptied first, and what this run kept in them is let go when it ends.
+    ///
+    /// Straight on the Lua API: mlua's `Thread::resume` would convert every value the
+    /// coroutine yields or returns into a reference, and it runs at every tick of every script.
+    fn run_raw(
+        &self,
+        thread: &Thread,
+        first: Option<&Function>,
+        kept: usize,
+        end: &mut End,
+    ) -> mlua::Result<Ran> {
+        let th = thread.to_pointer() as *mut ffi::lua_State;
+        let wait_tag = self.wait_tag.as_bytes();
+        // SAFETY: `th` is the state of `thread`, which this function borrows, so it lives; the
+        // runtime's lock is held (by `exec_raw_lua`) for the whole block. Nothing here raises
+        // a Lua error: `lua_resume` runs the coroutine protected and returns its status; the
+        // pushes of references and integers, the moves between stacks, the reads of strings in
+        // place, the memory count and the stack checks do not allocate or raise (a failed
+        // check is reported).
+        unsafe {
+            self.lua.exec_raw_lua(|raw| {
+                let main = raw.state();
+                if ffi::lua_checkstack(main, 6) == 0 || ffi::lua_checkstack(th, 4) == 0 {
+                    return Err(mlua::Error::StackError);
+                }
+                if kept != 0 {
+                    clear_kept(raw, &self.kept_list, kept)?;
+                }
+                let nargs = match first {
+                    Some(f) => {
+                        if ffi::lua_status(th) != ffi::LUA_OK {
+                            return Err(mlua::Error::CoroutineUnresumable);
+                        }
+                        ffi::lua_settop(th, 0);
+                        raw.push(&self.call)?;
+                        raw.push(f)?;
+                        raw.push(&self.handler)?;
+                        ffi::lua_xmove(main, th, 3);
+                        2
+                    }
+                    None if ffi::lua_status(th) == ffi::LUA_YIELD => 0,
+                    None => return Err(mlua::Error::CoroutineUnresumable),
+                };
+                let before = memory(main);
+                let mut n = 0;
+                let status = ffi::lua_resume(th, main, nargs, &mut n);
+                {
+                    let mut state = lock(&self.shared);
+                    state.host = None;
+                    state.result = Value::Nil;
+                    state.deadline = None;
+                    state.tripped = false;
+                    end.effects = std::mem::take(&mut state.effects);
+                    end.tape = std::mem::take(&mut state.tape);
+                    end.stop = state.stop.take();
+                    end.rng = state.rng;
+                    end.ended = true;
+                }
+                let kept = self.kept.swap(0, Ordering::Relaxed);
+                if kept != 0 {
+                    clear_kept(raw, &self.kept_list, kept)?;
+                }
+                end.grown = memory(main) - before;
+                match status {
+                    ffi::LUA_YIELD => {
+                        // A wait says what wakes it: WAIT and the hook.
+                        let wake = if n >= 2 && bytes_at(th, -n) == Some(wait_tag) {
+                            bytes_at(th, -n + 1).map(|h| String::from_utf8_lossy(h).into())
+                        } else {
+                            None
+                        };
+                        ffi::lua_pop(th, n);
+                        Ok(Ran::Waiting(wake))
+                    }
+                    ffi::LUA_OK => {
+                        // What xpcall returned: true and the script's results, or false and
+                        // the handler's message.
+                        let ok = n >= 1 && ffi::lua_toboolean(th, -n) != 0;
+                        let ran = if !ok {
+                            match if n >= 2 { bytes_at(th, -n + 1) } else { None } {
+                                Some(m) => Ran::Failed(String::from_utf8_lossy(m).into_owned()),
+                                None => Ran::Failed("the script stopped without a result".into()),
+                            }
+                        } else if n < 2 {
+                            Ran::Done(false)
+                        } else {
+                            match ffi::lua_type(th, -n + 1) {
+                                ffi::LUA_TNIL => Ran::Done(false),
+                                ffi::LUA_TBOOLEAN => Ran::Done(ffi::lua_toboolean(th, -n + 1) != 0),
+                                t => Ran::Failed(format!(
+                                    "a script used as a condition returns true or false (or nothing); this one returned {}",
+                                    type_name(th, -n + 1, t)
+                                )),
+                            }
+                        };
+                        // Finished with an empty stack: the coroutine can run the next script.
+                        ffi::lua_settop(th, 0);
+                        Ok(ran)
+                    }
+                    status => {
+                        // An error escaped the body (it can only be the memory's): the
+                        // coroutine is dead.
+                        ffi::lua_xmove(th, main, 1);
+                        let e = match raw.pop_value() {
+                            _ if status == ffi::LUA_ERRMEM => {
+                                mlua::Error::MemoryError("not enough memory".into())
+                            }
+                            Value::Error(e) => *e,
+                            Value::String(s) => mlua::Error::RuntimeError(s.to_string_lossy()),
+                            other => mlua::Error::RuntimeError(format!(
+                                "the script stopped with an error object of type {}",
+                                other.type_name()
+                            )),
+                        };
+                        Err(e)
+                    }
+                }
+            })
+        }
+    }
+}
+
+/// What a run leaves besides its result: the actions it took, what it received, why it must
+/// stop (a replay that diverged), its random numbers' state, and how much the state grew.
+#[derive(Default)]
+struct End {
+    effects: Vec<Effect>,
+    tape: Tape,
+    stop: Option<String>,
+    rng: u64,
+    grown: i64,
+    /// Whether the run's state was taken (and its host cleared).
+    ended: bool,
+}
+
+/// The memory the state holds, in bytes, as Lua counts it, to the KiB below (the difference
+/// of two counts is off by less than a KiB, either way, and right on average).
+///
+/// # Safety
+/// `state` is a state of the runtime, whose lock is held.
+unsafe fn memory(state: *mut ffi::lua_State) -> i64 {
+    unsafe { i64::from(ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0)) * 1024 }
+}
+
+/// Lets go of the first `n` answers listed in `list` (memo, key, memo, key...): each memo's
+/// entry for its key is set to nil, on the Lua API.
+///
+/// # Safety
+/// The runtime's lock is held, no Lua code runs on `raw`'s state, and it has room for 4
+/// values. Reading a table and setting a key to nil neither allocate nor raise (a key never
+/// stored is left alone: Lua does not insert nil).
+unsafe fn clear_kept(raw: &mlua::state::RawLua, list: &Table, n: usize) -> mlua::Result<()> {
+    let state = raw.state();
+    unsafe {
+        raw.push(list)?;
+        for i in 0..n {
+            let at = 2 * i as ffi::lua_Integer + 1;
+            if ffi::lua_rawgeti(state, -1, at) == ffi::LUA_TTABLE {
+                if ffi::lua_rawgeti(state, -2, at + 1) == ffi::LUA_TSTRING {
+                    ffi::lua_pushnil(state);
+                    ffi::lua_rawset(state, -3);
+                } else {
+                    ffi::lua_pop(state, 1);
+                }
+            }
+            ffi::lua_pop(state, 1);
+        }
+        ffi::lua_pop(state, 1);
+    }
+    Ok(())
+}
+
+/// What a run of a task's coroutine came to.
+enum Ran {
+    /// It waits, for this hook (`None`: its own).
+    Waiting(Option<String>),
+    /// The script returned, true or not.
+    Done(bool),
+    /// The script failed (or returned what a condition cannot), with this message.
+    Failed(String),
+}
+
+/// The bytes of the string at `idx` of `state`'s stack, read in place (`None` if it is not a
+/// string: a number is not converted, which would change the stack).
+///
+/// # Safety
+/// `idx` is a valid index of `state`, and the bytes are used while the value stays there.
+unsafe fn bytes_at<'a>(state: *mut ffi::lua_State, idx: i32) -> Option<&'a [u8]> {
+    unsafe {
+        if ffi::lua_type(state, idx) != ffi::LUA_TSTRING {
+            return None;
+        }
+        let mut len = 0;
+        let p = ffi::lua_tolstring(state, idx, &mut len);
+        Some(std::slice::from_raw_parts(p.cast::<u8>(), len))
+    }
+}
+
+/// "a string", "an integer": a value's type as a condition's error names it.
+///
+/// # Safety
+/// `idx` is a valid index of `state`, whose type is `t`.
+unsafe fn type_name(state: *mut ffi::lua_State, idx: i32, t: i32) -> &'static str {
+    match t {
+        ffi::LUA_TNUMBER if unsafe { ffi::lua_isinteger(state, idx) } != 0 => "an integer",
+        ffi::LUA_TNUMBER => "a number",
+        ffi::LUA_TSTRING => "a string",
+        ffi::LUA_TTABLE => "a table",
+        ffi::LUA_TFUNCTION => "a function",
+        ffi::LUA_TTHREAD => "a thread",
+        ffi::LUA_TLIGHTUSERDATA => "a lightuserdata",
+        _ => "a userdata",
+    }
+}

@@ -757,16 +757,16 @@ impl warden_lua::Host for Frame<'_> {
                 "project" => out.serialize(&f.project),
                 "state" => self.state_all(|all| out.serialize(all)),
                 "session_state" => out.serialize(self.session_state()),
-                "query" => out.value(f.query.as_str()),
-                "mode" => out.value(&**self.mode()),
+                "query" => out.text(f.query.as_str()),
+                "mode" => out.text(self.mode()),
                 "token_usage" => out.value(f.turn.token_usage),
                 _ => unknown(&field_names("context")),
             },
             "event" => {
                 let e = self.event_view();
                 match key {
-                    "hook" => out.value(e.hook),
-                    "tool_name" => out.value(e.tool_name),
+                    "hook" => out.text(e.hook),
+                    "tool_name" => out.text(e.tool_name),
                     "query" => out.serialize(&e.query),
                     "message" => out.serialize(&e.message),
                     "error" => out.serialize(&e.error),
@@ -776,7 +776,7 @@ impl warden_lua::Host for Frame<'_> {
                 }
             }
             "tool" => match ToolField::named(key) {
-                Some(ToolField::Name) => out.value(self.tool_name()),
+                Some(ToolField::Name) => out.text(self.tool_name()),
                 Some(ToolField::Arguments) => {
                     out.serialize(views::tool_arguments(self.facts, self.event()))
                 }

@@ -97,6 +97,11 @@ pub(crate) fn tick_entry(
                     }
                 }
                 still
+            } else if let Behavior::Action(node) = &entry.behavior {
+                // A lone rule left running (a waiting script): its tree is that one action
+                // (a reload builds it anew from this entry), so it is ticked as it was
+                // started, without bonsai.
+                tick.run(*node) == Status::Running
             } else {
                 let still = tick_bt(&mut r.bt, tick, bonsai_event);
                 if let Some(at) = running_leaf(entry, tick) {

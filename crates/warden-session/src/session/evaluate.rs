@@ -98,13 +98,16 @@ impl Tick<'_, '_> {
         // timeout, a firing in shadow is logged with how long it took); other expressions only
         // when the tick is sampled.
         let shadow = self.is_shadow(ix);
-        let timed = self.timings.is_some()
-            || shadow
-            || !matches!(
-                self.program.rules[ix as usize].body().map(|b| &b.condition),
-                Some(RuleCondition::Expr(_))
-            );
-        let start = timed.then(Instant::now);
+        let condition = self.program.rules[ix as usize].body().map(|b| &b.condition);
+        let timed =
+            self.timings.is_some() || shadow || !matches!(condition, Some(RuleCondition::Expr(_)));
+        // A script is timed by the clock its run's time limit counts from (one reading of the
+        // clock per run, not three); only what the run took is in it.
+        let script = matches!(condition, Some(RuleCondition::Script { .. }));
+        if script && let Some(rt) = &mut self.scripts.runtime {
+            rt.take_run_started();
+        }
+        let start = (timed && !script).then(Instant::now);
         // What the rule fires is recorded with the trace entry its evaluation gets.
         self.at = Some(self.trace.len());
         let evaluation = self.rule(ix);
@@ -120,7 +123,21 @@ impl Tick<'_, '_> {
             }
             _ => Status::Failure,
         };
-        let ms = start.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0);
+        let ms = match start {
+            Some(s) => s.elapsed().as_secs_f64() * 1000.0,
+            None if script
+                && (self.timings.is_some()
+                    || matches!(evaluation, Evaluation::Failed(_))
+                    || (shadow && matches!(evaluation, Evaluation::Fired))) =>
+            {
+                self.scripts
+                    .runtime
+                    .as_mut()
+                    .and_then(warden_lua::Runtime::take_run_started)
+                    .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0)
+            }
+            None => 0.0,
+        };
         match self.timings.as_mut() {
             Some(t) => t.push(ms),
             None if matches!(evaluation, Evaluation::Failed(_))
@@ -263,57 +280,60 @@ impl Tick<'_, '_> {
         let limit = self.scripts.limits.timeout;
         let timeout = timeout.map_or(limit, |t| t.min(limit));
         let facts = self.facts;
-        let waiting = if start.is_none() {
-            self.scripts.tasks.remove(&slot)
-        } else {
-            None
-        };
-        // By the rule's key, not its number: a program compiled on demand numbers rules that
-        // do not compile too, so the same rule may have another number in another process.
-        let seed = self.seed ^ super::keys::key_seed(rule_key).rotate_left(32) ^ u64::from(slot.1);
         let journal_limit = self.scripts.journal_limit;
-        let runtime = match self.scripts.runtime() {
-            Ok(rt) => rt,
-            Err(error) => return warden_lua::Step::Failed { error },
+        if let Err(error) = self.scripts.runtime() {
+            return warden_lua::Step::Failed { error };
+        }
+        let super::scripts::Scripts { runtime, tasks, .. } = &mut self.scripts;
+        let Some(runtime) = runtime.as_mut() else {
+            return warden_lua::Step::Failed {
+                error: "the Lua runtime is unavailable".into(),
+            };
         };
-        let (task, step) = match (start, waiting) {
-            (Some(script), _) => {
+        // A waiting task stays where it is kept while it runs on: only one that stops waiting,
+        // or whose replay record is full, leaves.
+        let (step, over) = match start {
+            Some(script) => {
+                // By the rule's key, not its number: a program compiled on demand numbers rules
+                // that do not compile too, so the same rule may have another number in another
+                // process.
+                let seed =
+                    self.seed ^ super::keys::key_seed(rule_key).rotate_left(32) ^ u64::from(slot.1);
                 let (task, step) = runtime.start_seeded(script, facts, timeout, seed);
-                (task.map(|t| (t, rule_key.clone())), step)
+                let over = task
+                    .as_ref()
+                    .is_some_and(|t| t.journal_len() > journal_limit);
+                if let Some(task) = task {
+                    tasks.insert(slot, (task, rule_key.clone()));
+                }
+                (step, over)
             }
-            (None, Some((task, key))) => {
-                let step = runtime.resume(&task, facts, timeout);
-                (Some((task, key)), step)
-            }
-            (None, None) => {
-                return warden_lua::Step::Failed {
-                    error: "internal: no waiting script to resume".into(),
+            None => {
+                let Some((task, _)) = tasks.get(&slot) else {
+                    return warden_lua::Step::Failed {
+                        error: "internal: no waiting script to resume".into(),
+                    };
                 };
+                let step = runtime.resume(task, facts, timeout);
+                let over = task.journal_len() > journal_limit;
+                if !over && !matches!(step, warden_lua::Step::Waiting { .. }) {
+                    tasks.remove(&slot);
+                }
+                (step, over)
             }
         };
         // A replay record past its limit: the script stops (a record that grew without
         // bound would make the session slower to read back at every tick).
-        let (task, step) = match task {
-            Some((task, key)) if task.journal_len() > journal_limit => {
-                let halted = self
-                    .scripts
-                    .halt_task(task, key, "its replay record is full");
-                tracing::warn!(rule = %halted.rule, "a waiting script passed its replay record's limit");
-                (
-                    None,
-                    warden_lua::Step::Failed {
-                        error: format!(
-                            "stopped: its replay record passed {journal_limit} values (the `[sessions] journal_limit` of a session saved after every tick); wait for fewer events, or read less while waiting"
-                        ),
-                    },
-                )
-            }
-            other => (other, step),
-        };
-        if let Some(task) = task
-            && matches!(step, warden_lua::Step::Waiting { .. })
-        {
-            self.scripts.tasks.insert(slot, task);
+        if over && let Some((task, key)) = self.scripts.tasks.remove(&slot) {
+            let halted = self
+                .scripts
+                .halt_task(task, key, "its replay record is full");
+            tracing::warn!(rule = %halted.rule, "a waiting script passed its replay record's limit");
+            return warden_lua::Step::Failed {
+                error: format!(
+                    "stopped: its replay record passed {journal_limit} values (the `[sessions] journal_limit` of a session saved after every tick); wait for fewer events, or read less while waiting"
+                ),
+            };
         }
         if let warden_lua::Step::Waiting { wake, .. } = &step {
             self.wait_for(wake.as_deref());

@@ -140,9 +140,12 @@ impl Step<'_, '_, '_> {
             }
         }
         // Room for what the selected trees fire, made once (growing it a push at a time costs
-        // more than the rules' own work).
-        tick.fired.reserve(selected.len());
-        tick.rendered.reserve(selected.len());
+        // more than the rules' own work). A few trees (a waiting script, say) need none: the
+        // first push makes room for four, and a tree that does not fire makes none.
+        if selected.len() > 4 {
+            tick.fired.reserve(selected.len());
+            tick.rendered.reserve(selected.len());
+        }
         tick.trace.reserve(selected.len());
         for &e in &selected {
             let key = (hook, e);

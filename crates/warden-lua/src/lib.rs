@@ -459,6 +459,14 @@ impl Runtime {
         Ok(t)
     }
 
+    /// Compiles `script` unless it is (its function is then `compiled[key]`).
+    fn compile(&mut self, script: &Script) -> mlua::Result<()> {
+        if !self.compiled.contains_key(&script.key) {
+            self.function(script)?;
+        }
+        Ok(())
+    }
+
     fn function(&mut self, script: &Script) -> mlua::Result<Function> {
         if let Some(f) = self.compiled.get(&script.key) {
             return Ok(f.clone());
@@ -507,10 +515,8 @@ impl Runtime {
             return (None, Step::Failed { error });
         }
         self.started = None;
-        let prepared = self
-            .function(script)
-            .and_then(|f| self.task_thread().map(|t| (t, f)));
-        let (thread, f) = match prepared {
+        let prepared = self.compile(script).and_then(|()| self.task_thread());
+        let thread = match prepared {
             Ok(p) => p,
             Err(e) => {
                 return (
@@ -532,7 +538,8 @@ impl Runtime {
         } else {
             Tape::Off
         };
-        let (step, tape, rng, grown) = self.run(&thread, host, timeout, Some(f), tape, seed);
+        let (step, tape, rng, grown) =
+            self.run(&thread, host, timeout, Some(script.key), tape, seed);
         let task = if matches!(step, Step::Waiting { .. }) {
             self.ledger.own(&thread, script.key);
             let journal = match tape {
@@ -642,12 +649,12 @@ impl Runtime {
         if journal.runs.is_empty() {
             return Err("its replay record is empty".into());
         }
-        let f = self.function(script).map_err(|e| describe_error(&e))?;
+        self.compile(script).map_err(|e| describe_error(&e))?;
         self.set_globals(script, &journal.globals)
             .map_err(|e| describe_error(&e))?;
         let thread = self.task_thread().map_err(|e| describe_error(&e))?;
         let mut rng = journal.seed;
-        let mut first = Some(f);
+        let mut first = Some(script.key);
         for (n, run) in journal.runs.iter().enumerate() {
             let tape = Tape::Replay {
                 inputs: run.inputs.iter().cloned().collect(),

@@ -6,7 +6,8 @@
 use super::*;
 
 impl Runtime {
-    /// One run of `thread`, with `tape` for what it receives and `rng` for its random numbers:
+    /// One run of `thread` (started on the compiled script of key `first`, or resumed), with
+    /// `tape` for what it receives and `rng` for its random numbers:
     /// what it came to, the tape and generator afterwards, and how much the state grew during
     /// the run (for the ledger).
     pub(crate) fn run(
@@ -14,7 +15,7 @@ impl Runtime {
         thread: &Thread,
         host: &dyn Host,
         timeout: Duration,
-        first: Option<Function>,
+        first: Option<u64>,
         tape: Tape,
         rng: u64,
     ) -> (Step, Tape, u64, i64) {
@@ -57,13 +58,13 @@ impl Runtime {
             state.limit = timeout;
         };
         // Emptied when the run that filled them ended; here only if that was cut short.
-        let kept = self.kept.swap(0, Ordering::Relaxed);
+        let kept = self.take_kept();
         let mut guard = HostGuard {
             shared: &self.shared,
             armed: true,
         };
         let mut end = End::default();
-        let ran = self.run_raw(thread, first.as_ref(), kept, &mut end);
+        let ran = self.run_raw(thread, first, kept, &mut end);
         guard.armed = !end.ended;
         drop(guard);
         let step = match (end.stop, ran) {
@@ -93,6 +94,15 @@ impl Runtime {
         (step, end.tape, end.rng, end.grown)
     }
 
+    /// How many answers the runs since the last call kept in the roots' memos (and none from
+    /// now). Read first: most runs keep nothing, and a read costs less than a swap.
+    fn take_kept(&self) -> usize {
+        match self.kept.load(Ordering::Relaxed) {
+            0 => 0,
+            _ => self.kept.swap(0, Ordering::Relaxed),
+        }
+    }
+
     /// When the last run started (the clock its time limit counts from), for an embedder that
     /// times its scripts without reading the clock again; `None` once taken, or when the last
     /// [`Runtime::start`] or [`Runtime::resume`] did not reach its run.
@@ -100,16 +110,17 @@ impl Runtime {
         self.started.take()
     }
 
-    /// Starts `thread` on `first` (the script's function), or resumes it where it waits, and
-    /// reads what it came to into `end` and the result. The roots' memos in `kept` (left by a
-    /// run cut short) are emptied first, and what this run kept in them is let go when it ends.
+    /// Starts `thread` on `first` (the key of the script's function), or resumes it where it
+    /// waits, and reads what it came to into `end` and the result. The roots' memos in `kept`
+    /// (left by a run cut short) are emptied first, and what this run kept in them is let go
+    /// when it ends.
     ///
     /// Straight on the Lua API: mlua's `Thread::resume` would convert every value the
     /// coroutine yields or returns into a reference, and it runs at every tick of every script.
     fn run_raw(
         &self,
         thread: &Thread,
-        first: Option<&Function>,
+        first: Option<u64>,
         kept: usize,
         end: &mut End,
     ) -> mlua::Result<Ran> {
@@ -131,7 +142,12 @@ impl Runtime {
                     clear_kept(raw, &self.kept_list, kept)?;
                 }
                 let nargs = match first {
-                    Some(f) => {
+                    Some(key) => {
+                        let Some(f) = self.compiled.get(&key) else {
+                            return Err(mlua::Error::RuntimeError(
+                                "internal: the script is not compiled".into(),
+                            ));
+                        };
                         if ffi::lua_status(th) != ffi::LUA_OK {
                             return Err(mlua::Error::CoroutineUnresumable);
                         }
@@ -160,7 +176,7 @@ impl Runtime {
                     end.rng = state.rng;
                     end.ended = true;
                 }
-                let kept = self.kept.swap(0, Ordering::Relaxed);
+                let kept = self.take_kept();
                 if kept != 0 {
                     clear_kept(raw, &self.kept_list, kept)?;
                 }

@@ -284,7 +284,12 @@ impl Tick<'_, '_> {
         if let Err(error) = self.scripts.runtime() {
             return warden_lua::Step::Failed { error };
         }
-        let super::scripts::Scripts { runtime, tasks, .. } = &mut self.scripts;
+        let super::scripts::Scripts {
+            runtime,
+            tasks,
+            seeds,
+            ..
+        } = &mut self.scripts;
         let Some(runtime) = runtime.as_mut() else {
             return warden_lua::Step::Failed {
                 error: "the Lua runtime is unavailable".into(),
@@ -296,9 +301,16 @@ impl Tick<'_, '_> {
             Some(script) => {
                 // By the rule's key, not its number: a program compiled on demand numbers rules
                 // that do not compile too, so the same rule may have another number in another
-                // process.
-                let seed =
-                    self.seed ^ super::keys::key_seed(rule_key).rotate_left(32) ^ u64::from(slot.1);
+                // process. (Hashed once per rule and key.)
+                let key_seed = match seeds.get(&slot.0) {
+                    Some((key, seed)) if Arc::ptr_eq(key, rule_key) => *seed,
+                    _ => {
+                        let seed = super::keys::key_seed(rule_key);
+                        seeds.insert(slot.0, (rule_key.clone(), seed));
+                        seed
+                    }
+                };
+                let seed = self.seed ^ key_seed.rotate_left(32) ^ u64::from(slot.1);
                 let (task, step) = runtime.start_seeded(script, facts, timeout, seed);
                 let over = task
                     .as_ref()

@@ -44,6 +44,9 @@ pub(crate) struct Scripts {
     /// Waiting scripts a saved session could not bring back, by rule, with why: their rules
     /// are halted at the next tick.
     pub(crate) lost: Vec<(u32, String)>,
+    /// What each rule adds to the seed of the scripts it starts (`keys::key_seed` of its key),
+    /// by rule, with the key it was made from (a reload gives rules new keys).
+    pub(crate) seeds: IndexMap<u32, (Arc<str>, u64)>,
 }
 
 /// The names the script API accepts, from the same tables rule files use.
@@ -164,6 +167,7 @@ impl Scripts {
             recording: false,
             journal_limit: DEFAULT_JOURNAL_LIMIT,
             lost: Vec::new(),
+            seeds: IndexMap::default(),
         }
     }
 

@@ -81,13 +81,50 @@ pub(crate) struct Tick<'a, 'f> {
     /// Behavior nodes that ran, and what each came to (explain mode).
     pub(crate) node_trace: Option<Vec<(u32, u32, NodeStatus)>>,
     /// The rules of the current entry whose leaf is still running.
-    pub(crate) running_leaves: Vec<u32>,
+    pub(crate) running_leaves: Leaves,
     pub(crate) halted: Vec<Halted>,
     /// While a tree is halted from outside (`Tick::halt_tree`): why, for its scripts' reports.
     pub(crate) halt_reason: Option<String>,
     /// The seed of the random numbers of the scripts this step starts (mixed with the rule
     /// and node of each).
     pub(crate) seed: u64,
+}
+
+/// The rules of an entry whose leaf is still running: a few, kept inline (a tick with a waiting
+/// script does not allocate for them), any more in a vector.
+#[derive(Default)]
+pub(crate) struct Leaves {
+    first: [u32; 4],
+    len: usize,
+    more: Vec<u32>,
+}
+
+impl Leaves {
+    pub(crate) fn push(&mut self, rule: u32) {
+        match self.first.get_mut(self.len) {
+            Some(slot) => *slot = rule,
+            None => self.more.push(rule),
+        }
+        self.len += 1;
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.len = 0;
+        self.more.clear();
+    }
+
+    pub(crate) fn contains(&self, rule: &u32) -> bool {
+        self.first[..self.len.min(4)].contains(rule) || self.more.contains(rule)
+    }
+
+    /// The rule whose leaf was last left running.
+    pub(crate) fn last(&self) -> Option<&u32> {
+        match self.len {
+            0 => None,
+            n if n <= self.first.len() => self.first.get(n - 1),
+            _ => self.more.last(),
+        }
+    }
 }
 
 impl Tick<'_, '_> {

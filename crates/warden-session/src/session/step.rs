@@ -98,7 +98,7 @@ impl Step<'_, '_, '_> {
             scripts: &mut trees.scripts,
             wake: HookSet::default(),
             entry_hook: hook,
-            running_leaves: Vec::new(),
+            running_leaves: Default::default(),
             node_trace: self.explain.then(Vec::new),
             halted,
             halt_reason: None,

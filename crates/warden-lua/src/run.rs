@@ -2,6 +2,11 @@
 //! what it came to read off the coroutine's stack, the roots' memos let go when it ends, and
 //! how much the state grew meanwhile. mlua's `Thread::resume` would convert every value the
 //! coroutine yields or returns into a reference, and this runs at every tick of every script.
+//!
+//! This file and `host.rs` use mlua's raw interface, which its documentation hides
+//! (`Lua::exec_raw_lua`, `RawLua`, `FromLuaMulti::from_stack_args`,
+//! `IntoLuaMulti::push_into_stack_multi`): an upgrade of mlua must check that they still do
+//! what they did in 0.12.2 (the sandbox's tests would fail to compile or fail if not).
 
 use super::*;
 

@@ -33,5 +33,8 @@ pub use warden_load as defs;
 pub use warden_lua as lua;
 /// SQLite persistence.
 pub use warden_store as store;
-/// Session traces: JSON Lines read into events, and the replay output contract.
+/// Session traces: a file of JSON Lines read one event at a time.
 pub use warden_trace as trace;
+/// Every JSON shape Warden speaks, versioned: events and trace lines read, outcomes and replay
+/// lines written, the service's bodies.
+pub use warden_wire as wire;

@@ -452,24 +452,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-program",
             "warden-session",
             "warden-store",
-            // Its tests replay traces.
+            // Its tests replay traces and write replay lines.
             "warden-trace",
-        ],
-    ),
-    (
-        "warden-trace",
-        &[
-            "warden-context",
-            "warden-knowledge",
-            "warden-load",
-            "warden-program",
+            "warden-wire",
         ],
     ),
     (
         "warden-wire",
         &[
             "warden-context",
-            // Its golden test reads a rule file to compile a program.
             "warden-input",
             "warden-knowledge",
             "warden-load",
@@ -478,19 +469,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-store",
         ],
     ),
+    ("warden-trace", &["warden-wire"]),
     ("warden-agents", &["warden-core"]),
     (
         "warden-serve",
-        &[
-            "warden-agents",
-            "warden-core",
-            "warden-trace",
-            "warden-wire",
-        ],
+        &["warden-agents", "warden-core", "warden-wire"],
     ),
     (
         "warden-python",
-        &["warden-core", "warden-load", "warden-trace"],
+        &["warden-core", "warden-load", "warden-wire"],
     ),
     (
         "warden-testing",
@@ -500,7 +487,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-input",
             "warden-load",
             "warden-store",
-            "warden-trace",
+            "warden-wire",
         ],
     ),
     (
@@ -510,7 +497,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "warden-core",
             "warden-shell",
             "warden-store",
-            "warden-trace",
+            "warden-wire",
         ],
     ),
     (

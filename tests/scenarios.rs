@@ -26,7 +26,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use warden::trace::{explain_lines, node_lines, outcome_lines, parse_trace};
+use warden::trace::parse_trace;
+use warden::wire::v1::replay::{explain_lines, node_lines, outcome_lines};
 use warden::{Store, Warden};
 
 fn jsonl(values: &[Value]) -> String {

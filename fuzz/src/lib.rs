@@ -274,11 +274,12 @@ pub fn trace(data: &[u8]) {
         last = Some(line);
         match result {
             Ok(ev) => {
-                let Value::Object(map) = serde_json::to_value(&ev.event).expect("an event writes")
+                let written = warden_wire::v1::Event::of(&ev.event);
+                let Value::Object(map) = serde_json::to_value(&written).expect("an event writes")
                 else {
                     panic!("an event is written as an object")
                 };
-                let again = warden_core::Event::from_json(map.clone())
+                let again = warden_wire::v1::read_event(map.clone())
                     .unwrap_or_else(|e| panic!("{map:?} written from an event is refused: {e}"));
                 assert_eq!(again, ev.event, "an event written and read back changed");
             }

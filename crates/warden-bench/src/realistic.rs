@@ -22,7 +22,8 @@ use warden_core::{
     DEFAULT_ID, Event, Hook, Session, SessionFacts, SessionOptions, StateScope, Store, Warden,
 };
 use warden_store::StateWrite;
-use warden_trace::{parse_line, write_outcome_lines};
+use warden_wire::v1::line::parse_line;
+use warden_wire::v1::replay::write_outcome_lines;
 
 use crate::long_session::long_session;
 use crate::measure::{median, with_dir};

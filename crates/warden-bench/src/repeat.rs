@@ -9,7 +9,8 @@ use std::path::Path;
 
 use warden_core::{Event, Hook, Session, SessionOptions, Warden};
 use warden_store::Store;
-use warden_trace::{parse_line, write_outcome_lines};
+use warden_wire::v1::line::parse_line;
+use warden_wire::v1::replay::write_outcome_lines;
 
 use crate::long_session::long_session;
 use crate::measure::with_dir;

@@ -504,13 +504,7 @@ fn write_replayed(
 fn write_trace(out: &mut impl Write, r: &Replayed) -> std::io::Result<()> {
     for t in &r.ticks {
         let Some(event) = &t.event else { continue };
-        let mut line = serde_json::to_value(event).map_err(std::io::Error::other)?;
-        if let Value::Object(m) = &mut line {
-            let mut with_hook = serde_json::Map::with_capacity(m.len() + 1);
-            with_hook.insert("hook".into(), json!(t.hook.name()));
-            with_hook.append(m);
-            line = Value::Object(with_hook);
-        }
+        let line = warden_wire::v1::line::trace_line(t.hook, event);
         writeln!(out, "{line}")?;
     }
     Ok(())

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use serde_json::json;
 use warden_core::{Config, SessionOptions};
-use warden_trace::{
-    read_trace, write_bad_line, write_explain_lines, write_node_lines, write_outcome_lines,
+use warden_trace::read_trace;
+use warden_wire::v1::replay::{
+    write_bad_line, write_explain_lines, write_node_lines, write_outcome_lines,
 };
 
 use crate::narrate::Narrator;

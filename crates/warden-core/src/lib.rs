@@ -73,9 +73,7 @@ mod watch;
 
 pub use async_session::{AsyncSession, TickPanicked};
 pub use warden::{Warden, WardenBuilder};
-pub use warden_context::event::{
-    Event, EventError, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate,
-};
+pub use warden_context::event::{Event, MAX_SHARE, Message, Party, Query, ToolCall, TurnUpdate};
 pub use warden_context::facts::{
     Counts, History, Identity, MessageRecord, SessionFacts, ToolRecord, ToolStatus, TurnState,
 };

@@ -412,7 +412,7 @@ fn a_stop_at_a_mode_change_is_merged_into_the_events_one_ruling() {
     assert_eq!(o.overridden.len(), 1);
     assert_eq!(&*o.overridden[0].rule, "deny-all");
     // One decision line for the event, not one per step.
-    let lines = warden_trace::outcome_lines(0, &o);
+    let lines = warden_wire::v1::replay::outcome_lines(0, &o);
     let decisions: Vec<_> = lines
         .iter()
         .filter(|l| l.get("decision").is_some())

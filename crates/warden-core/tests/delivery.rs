@@ -77,7 +77,7 @@ fn an_agent_over_its_budget_is_told_so_not_refused() {
     let w = Warden::builder().builtin_rules().build().unwrap();
     let mut s = w.session();
     let line = r#"{"hook": "on_turn_start", "turn": {"token_usage": 1.706, "context_usage": 1.2}}"#;
-    let read = warden_trace::parse_line(1, line).unwrap();
+    let read = warden_wire::v1::line::parse_line(1, line).unwrap();
     assert_eq!(
         read.event,
         Event::new().with_token_usage(1.706).with_context_usage(1.2)

@@ -13,7 +13,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use serde_json::json;
 use warden_core::{Event, Hook, SessionOptions, Store, Warden};
-use warden_trace::outcome_lines;
+use warden_wire::v1::replay::outcome_lines;
 
 fn data() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/durable"))

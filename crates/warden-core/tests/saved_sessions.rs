@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use warden_core::{Event, Hook, Session, SessionOptions, Store, Warden};
-use warden_trace::outcome_lines;
+use warden_wire::v1::replay::outcome_lines;
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/saved-sessions")

@@ -373,7 +373,7 @@ impl PyOutcome {
     fn replay_text(&self, event: usize) -> Vec<u8> {
         let mut out = Vec::new();
         // Writing to memory does not fail.
-        let _ = warden_trace::write_outcome_lines(&mut out, event, &self.0);
+        let _ = warden_wire::v1::replay::write_outcome_lines(&mut out, event, &self.0);
         out
     }
 }

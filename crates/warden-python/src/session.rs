@@ -79,19 +79,20 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
         ));
     };
     let map = dict_to_map(dict, &At::Root, 0).map_err(|e| event_error(py, &e.field, e.message))?;
-    Event::from_json(map).map_err(|e| event_error(py, &e.field, e.message))
+    warden_wire::v1::read_event(map).map_err(|e| event_error(py, &e.field, e.message))
 }
 
 /// Reads a trace line: its hook and its event, or the field that is wrong and why.
 fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
     // An ordinary line is read straight into its event; anything else the checked way below,
     // which names what is wrong.
-    if let Some((hook, event)) = warden_trace::parse_ordinary_line(text)
+    if let Some((hook, event)) = warden_wire::v1::line::parse_ordinary_line(text)
         && hook.is_reported()
     {
         return Ok((hook, event));
     }
-    let value = warden_trace::read_json_value(text).map_err(|e| (String::new(), e.to_string()))?;
+    let value =
+        warden_wire::v1::line::read_json_value(text).map_err(|e| (String::new(), e.to_string()))?;
     let serde_json::Value::Object(mut map) = value else {
         return Err((String::new(), "each event must be a JSON object".into()));
     };
@@ -114,7 +115,7 @@ fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
         }
         None => return Err(("hook".into(), "the line has no `hook`".into())),
     };
-    Event::from_json(map)
+    warden_wire::v1::read_event(map)
         .map(|event| (hook, event))
         .map_err(|e| (e.field, e.message))
 }

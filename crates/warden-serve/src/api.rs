@@ -12,8 +12,8 @@ use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
-use warden_trace::parse_value;
 use warden_wire::v1;
+use warden_wire::v1::line::parse_value;
 
 use crate::error::{ApiError, JsonBody, PathParam, QueryParams};
 use crate::guard::Scope;

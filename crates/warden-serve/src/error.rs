@@ -184,7 +184,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBody {
             ));
         }
         // A key given twice is refused, as in a trace line: readers disagree on which counts.
-        warden_trace::read_json_unique(&bytes)
+        warden_wire::v1::line::read_json_unique(&bytes)
             .map(JsonBody)
             .map_err(|e| {
                 let message = match e.classify() {

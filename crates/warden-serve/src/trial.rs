@@ -10,8 +10,9 @@ use serde_json::{Value as Json, json};
 use warden_core::{
     Effect, Hook, Notification, Outcome, RuleDef, RuleInfo, SessionOptions, SetBy, Store, Warden,
 };
-use warden_trace::{explain_lines, parse_value};
 use warden_wire::v1;
+use warden_wire::v1::line::parse_value;
+use warden_wire::v1::replay::explain_lines;
 
 use crate::error::ApiError;
 use crate::sessions::Owner;

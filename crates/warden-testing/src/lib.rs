@@ -577,7 +577,7 @@ fn read_case(
         None if transcript.is_some() => {}
         Some((DeValue::Array(items), _)) if !items.is_empty() => {
             for (i, item) in items.iter().enumerate() {
-                match warden_trace::parse_value(i, to_json(item.get_ref())) {
+                match warden_wire::v1::line::parse_value(i, to_json(item.get_ref())) {
                     Ok(e) => events.push((e.hook, e.event)),
                     Err(e) => doc.error(
                         item.span(),

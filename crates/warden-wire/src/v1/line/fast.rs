@@ -1,4 +1,4 @@
-//! The fast way to read a trace line: straight into its event, without building a JSON value of
+//! The fast way to read a trace line: straight into the engine's event, without building a JSON value of
 //! the whole line first and checking it field by field. It takes only lines the checked way
 //! reads the same (to the same event) and gives up on anything else: a mistake, a `null`, a
 //! repeated key, a number out of range. The checked way then reads the line and names what is
@@ -14,7 +14,8 @@ use serde_json::Value;
 use warden_load::Hook;
 
 use super::unique::Unique;
-use warden_context::event::{Event, ToolCall, ToolField, TurnField, TurnUpdate, check_field};
+use crate::v1::event::{self as wire, check_field};
+use warden_context::event::{Event, ToolCall, ToolField, TurnField, TurnUpdate};
 
 /// The hook and event of `line`, when it is an ordinary line; `None` to read it the checked way.
 pub(crate) fn parse(line: &str) -> Option<(Hook, Event)> {
@@ -169,10 +170,22 @@ impl<'de> Deserialize<'de> for Line {
                         LineKey::Error => e.error = map.next_value()?,
                         LineKey::Data => e.data = Some(free(&mut map)?).filter(|v| !v.is_null()),
                         LineKey::Time => e.time = number(map.next_value()?)?,
-                        LineKey::Query => e.query = checked("query", free(&mut map)?)?,
-                        LineKey::Message => e.message = checked("message", free(&mut map)?)?,
-                        LineKey::User => e.user = checked("user", free(&mut map)?)?,
-                        LineKey::Project => e.project = checked("project", free(&mut map)?)?,
+                        LineKey::Query => {
+                            e.query = checked::<wire::Query, _>("query", free(&mut map)?)?
+                                .map(wire::Query::into_engine)
+                        }
+                        LineKey::Message => {
+                            e.message = checked::<wire::Message, _>("message", free(&mut map)?)?
+                                .map(wire::Message::into_engine)
+                        }
+                        LineKey::User => {
+                            e.user = checked::<wire::Party, _>("user", free(&mut map)?)?
+                                .map(wire::Party::into_engine)
+                        }
+                        LineKey::Project => {
+                            e.project = checked::<wire::Party, _>("project", free(&mut map)?)?
+                                .map(wire::Party::into_engine)
+                        }
                     }
                 }
                 match hook {
@@ -272,7 +285,7 @@ impl<'de> Deserialize<'de> for Tool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{parse_line, parse_line_checked};
+    use crate::v1::line::{parse_line, parse_line_checked};
 
     /// Lines of every kind the checked way reads, and many it refuses or reads oddly.
     const LINES: &[&str] = &[

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use warden_core::{Config, ExecutionFilter, MANIFEST_FILE};
 use warden_load::{BUILTIN_PREFIX, CONFIG_FILE};
-use warden_store::ExecutionRow;
 use warden_testing::{
     BUILTIN_TESTS, TEST_SUFFIX, TestReport, discover_test_files, read_test_files, run_tests,
 };
+use warden_wire::v1;
 
 use crate::folders::{folder_of, is_plugins_folder, plugin_of};
 use crate::setup::{build, open_store};
@@ -426,7 +426,7 @@ pub(crate) fn log(config: &Config, q: &LogQuery) -> Result<ExitCode, String> {
         })
         .map_err(|e| e.to_string())?;
     if q.json {
-        let items: Vec<serde_json::Value> = rows.iter().map(ExecutionRow::to_json).collect();
+        let items: Vec<v1::LogRow> = rows.iter().map(v1::LogRow::from).collect();
         json_out(&items)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -543,7 +543,15 @@ pub(crate) fn enrich(config: &Config, q: &EnrichQuery) -> Result<ExitCode, Strin
     };
     let e = knowledge.enrich(&q.query, q.window);
     if q.json {
-        json_out(&serde_json::json!({ "health": health, "enrichment": e }))?;
+        #[derive(serde::Serialize)]
+        struct Enriched<'a> {
+            health: v1::knowledge::Health<'a>,
+            enrichment: v1::knowledge::Enrichment<'a>,
+        }
+        json_out(&Enriched {
+            health: v1::knowledge::Health::from(&health),
+            enrichment: v1::knowledge::Enrichment::from(&e),
+        })?;
         return Ok(ExitCode::SUCCESS);
     }
     println!(

@@ -403,7 +403,7 @@ pub(crate) fn plugins(config: &Config, json: bool) -> Result<ExitCode, String> {
     let program = w.program();
     let list: &[PluginInfo] = program.plugins();
     if json {
-        json_out(&list)?;
+        json_out(&list.iter().map(v1::Plugin::from).collect::<Vec<_>>())?;
         return Ok(crate::load_status(&w));
     }
     let settings = w.setting_list(&config.user, &config.project);

@@ -107,11 +107,11 @@ fn a_plugin_is_listed_alike_whichever_way_its_rules_compile() {
             .unwrap()
     };
     let (eager, lazy) = (build(false), build(true));
-    let listed = |w: &Warden| serde_json::to_value(w.program().plugins()).unwrap();
+    let listed = |w: &Warden| format!("{:?}", w.program().plugins());
     assert_eq!(listed(&lazy), listed(&eager));
     assert_eq!(
-        listed(&lazy)[0]["rules"],
-        serde_json::json!(["shell-call", "turn-start"])
+        lazy.program().plugins()[0].rules,
+        ["shell-call", "turn-start"]
     );
     assert_eq!(lazy.program().folders(), eager.program().folders());
 }

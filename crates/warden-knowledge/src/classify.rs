@@ -24,15 +24,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use serde::Serialize;
-
 use crate::error::LoadError;
 use crate::injection::words_with_offsets;
 use crate::name::check_name;
 use warden_input::{Doc, SourceFile, Table, kind, string_items};
 
 /// What the query was classified as.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classification {
     /// The query's tags, sorted; always includes the core tag.
     pub tags: Vec<String>,
@@ -41,7 +39,7 @@ pub struct Classification {
 }
 
 /// A keyword or glossary term found in a query.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TermMatch {
     /// The keyword or term, as written in the classification file.
     pub term: String,
@@ -52,8 +50,7 @@ pub struct TermMatch {
 }
 
 /// Where a [`TermMatch`] came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TermKind {
     /// `[keywords]`: one tag, many keywords.
     Keyword,

@@ -15,7 +15,6 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use serde::Serialize;
 use warden_input::{FileKind, ReadError};
 
 /// Largest knowledge source (or classification file) read, in bytes.
@@ -23,8 +22,7 @@ pub const MAX_SOURCE_BYTES: u64 = 1 << 20;
 
 /// The check that refused a source. The first five variants after [`Check::MalformedPath`] are
 /// the five security gates; the others say why a source that passed them could not be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Check {
     /// Not a usable path: empty, with a NUL, control or hidden character, or with `\`.
     MalformedPath,

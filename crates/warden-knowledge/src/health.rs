@@ -1,13 +1,11 @@
 //! The health gate: whether the enrichment capability should register at all.
 
-use serde::Serialize;
-
 use crate::settings::Settings;
 use crate::sources::{Refusal, Source};
 
 /// Whether the capability registers, with the numbers it was decided on and, when it does not
 /// register, every reason why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Health {
     /// `enabled`, all required sources counted and enough tokens: the capability registers.
     pub registered: bool,

@@ -19,8 +19,6 @@
 //! **One ledger**: every token is counted once, here, on the exact text assembly will emit, and
 //! the section's tokens are the sum of what was counted (the estimate is additive over lines).
 
-use serde::Serialize;
-
 use crate::assemble::{self, CLOSING, OPENING};
 use crate::classify::Classification;
 use crate::settings::{Mode, Settings};
@@ -29,7 +27,7 @@ use crate::tokens::estimate_tokens;
 use crate::truncate::truncate;
 
 /// The result of enriching one query.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Enrichment {
     /// The mode the context window gave.
     pub mode: Mode,
@@ -65,7 +63,7 @@ impl Enrichment {
 }
 
 /// A source that went into the section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selected {
     /// Its id.
     pub id: String,
@@ -86,18 +84,16 @@ pub struct Selected {
 }
 
 /// A loaded source left out of the section.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skipped {
     /// Its id.
     pub id: String,
     /// Why (in JSON, its fields are beside `id`: `{"id": "x", "reason": "no-room", ...}`).
-    #[serde(flatten)]
     pub reason: SkipReason,
 }
 
 /// Why a loaded source was left out.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "reason", rename_all = "kebab-case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
     /// It shares no tag with the query.
     NoMatchingTag,

@@ -1,9 +1,7 @@
 //! The `[knowledge]` table of a sources file: budget, modes and health thresholds.
 
-use serde::Serialize;
-
 /// How enrichment behaves; every number the seed hard-coded is here, with its default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
     /// Whether the operator switched enrichment on (`enabled`, default `false`).
     pub enabled: bool,
@@ -51,7 +49,7 @@ impl Settings {
 /// Context-window thresholds: below `reduced_from` tokens enrichment is unavailable; from
 /// `reduced_from` to below `full_from` only core-tagged sources are used; from `full_from` on,
 /// every source with a matching tag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModeThresholds {
     /// First window size of reduced mode (`reduced_from`, default 30 000).
     pub reduced_from: u64,
@@ -82,7 +80,7 @@ impl ModeThresholds {
 }
 
 /// When the capability registers: enough required sources loaded, and enough tokens in all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HealthThresholds {
     /// How many sources marked `required` must have loaded (`required_sources`, default 3).
     pub required_sources: u64,
@@ -130,8 +128,7 @@ mod tests {
 }
 
 /// How much knowledge a context window allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Mode {
     /// The window is too small: no enrichment.
     Unavailable,

@@ -4,7 +4,6 @@
 use std::ops::Range;
 use std::path::Path;
 
-use serde::Serialize;
 use toml::de::DeValue;
 
 use crate::error::LoadError;
@@ -16,7 +15,7 @@ use crate::tokens::estimate_tokens;
 use warden_input::{At, Doc, SourceFile, Table, kind};
 
 /// A knowledge source as the sources file declares it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SourceDef {
     /// Unique name, shown in the attribution of the assembled section.
     pub id: String,
@@ -36,10 +35,9 @@ pub struct SourceDef {
 }
 
 /// A source that passed every gate and was read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     /// As declared.
-    #[serde(flatten)]
     pub def: SourceDef,
     /// The text: UTF-8, line ends as `\n`, no byte-order mark, no leading blank lines or
     /// trailing whitespace, the trust boundary's tags neutralised.
@@ -49,7 +47,7 @@ pub struct Source {
 }
 
 /// A source that did not load, and the check that refused it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refusal {
     /// The source's id.
     pub source: String,
@@ -86,7 +84,7 @@ impl std::fmt::Display for Refusal {
 }
 
 /// An injection pattern found in a curated source, which loaded anyway.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Advisory {
     /// The source's id.
     pub source: String,

@@ -119,29 +119,3 @@ fn each_query_gives_the_expected_section() {
         assert!(modes.contains(&mode), "no case of mode {mode}");
     }
 }
-
-#[test]
-fn results_serialize_for_json_output() {
-    let k = load();
-    let e = k.enrich("How does a Lua script wait for a hook?", 128_000);
-    let json = serde_json::to_value(&e).unwrap();
-    assert_eq!(json["mode"], "full");
-    assert_eq!(json["classification"]["tags"][0], "core");
-    assert_eq!(json["selected"][0]["id"], e.selected[0].id.as_str());
-    assert_eq!(json["refused"][0]["check"], "injection");
-    let skipped = serde_json::to_value(&e.skipped).unwrap();
-    assert!(
-        skipped
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["reason"].is_string())
-    );
-    let health = serde_json::to_value(k.health()).unwrap();
-    assert_eq!(health["registered"], true);
-    let source = serde_json::to_value(&k.sources()[0]).unwrap();
-    assert_eq!(
-        (source["id"].as_str(), source["required"].as_bool()),
-        (Some("glossary"), Some(true))
-    );
-}

@@ -104,7 +104,8 @@ impl SettingKind {
     }
 }
 
-/// A setting's value.
+/// A setting's value. Its `Serialize` is the value rules read as `settings.<name>`; the wire
+/// writes it with `to_json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SettingValue {
@@ -160,35 +161,6 @@ pub struct SettingDef {
     pub options: Vec<String>,
     /// What it changes.
     pub description: String,
-}
-
-impl Serialize for SettingDef {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        // The bounds of an integer setting are integers.
-        let bound = |x: f64| -> Json {
-            if self.kind == SettingKind::Integer && x.fract() == 0.0 && x.abs() < 9e15 {
-                Json::from(x as i64)
-            } else {
-                serde_json::Number::from_f64(x).map_or(Json::Null, Json::Number)
-            }
-        };
-        let mut m = s.serialize_map(None)?;
-        m.serialize_entry("name", &self.name)?;
-        m.serialize_entry("type", &self.kind)?;
-        m.serialize_entry("default", &self.default)?;
-        if let Some(x) = self.min {
-            m.serialize_entry("min", &bound(x))?;
-        }
-        if let Some(x) = self.max {
-            m.serialize_entry("max", &bound(x))?;
-        }
-        if !self.options.is_empty() {
-            m.serialize_entry("options", &self.options)?;
-        }
-        m.serialize_entry("description", &self.description)?;
-        m.end()
-    }
 }
 
 /// A value that does not fit a setting: which rule of the manifest it breaks (its type, its
@@ -796,7 +768,7 @@ pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
 }
 
 /// A plugin as the program knows it: loaded, or skipped and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct PluginInfo {
     /// Its id.
     pub id: String,

@@ -115,16 +115,16 @@ pub(crate) async fn delete_session(
 }
 
 /// `GET /v1/health`.
-pub(crate) async fn health(State(app): State<AppState>) -> Json<Value> {
+pub(crate) async fn health(State(app): State<AppState>) -> Json<v1::Health> {
     let program = app.warden.program();
-    Json(json!({
-        "status": "ok",
-        "version": env!("CARGO_PKG_VERSION"),
-        "generation": program.generation(),
-        "rules": program.rule_keys().count(),
-        "sessions": app.sessions.count(),
-        "uptime_seconds": app.started.elapsed().as_secs_f64(),
-    }))
+    Json(v1::Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+        generation: program.generation(),
+        rules: program.rule_keys().count(),
+        sessions: app.sessions.count(),
+        uptime_seconds: app.started.elapsed().as_secs_f64(),
+    })
 }
 
 /// `GET /v1/metrics`, in Prometheus's text format.

@@ -110,39 +110,18 @@ impl From<ControlError> for ApiError {
                 ApiError::unprocessable(message).with("setting", key)
             }
             ControlError::Settings { problems, .. } => {
-                let errors: Vec<Json> = problems.iter().map(problem_json).collect();
+                let errors: Vec<Json> = problems
+                    .iter()
+                    .map(|p| {
+                        serde_json::to_value(warden_wire::v1::SettingProblem::from(p))
+                            .unwrap_or_default()
+                    })
+                    .collect();
                 ApiError::unprocessable(message).with("errors", errors)
             }
             ControlError::Store(_) => ApiError::internal(message),
         }
     }
-}
-
-/// A setting that does not fit, as the service says it: its name, why, and (when the plugin
-/// declares it) its type, bounds and options.
-fn problem_json(p: &warden_core::SettingProblem) -> Json {
-    let mut out = serde_json::json!({"setting": p.setting, "message": p.message});
-    if let (Some(def), Some(fields)) = (&p.def, out.as_object_mut()) {
-        fields.insert("type".into(), serde_json::json!(def.kind));
-        for (k, v) in [("min", def.min), ("max", def.max)] {
-            if let Some(v) = v {
-                // An integer setting's bounds are integers.
-                let whole = def.kind == warden_core::SettingKind::Integer && v.fract() == 0.0;
-                fields.insert(
-                    k.into(),
-                    if whole {
-                        serde_json::json!(v as i64)
-                    } else {
-                        serde_json::json!(v)
-                    },
-                );
-            }
-        }
-        if !def.options.is_empty() {
-            fields.insert("options".into(), serde_json::json!(def.options));
-        }
-    }
-    out
 }
 
 /// Whether the request says its body is JSON (`application/json`, or `application/...+json`).

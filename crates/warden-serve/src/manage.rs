@@ -15,7 +15,8 @@ use crate::error::{ApiError, JsonBody, PathParam, QueryParams, typed};
 use crate::guard::Scope;
 use crate::metrics::RuleStats;
 use crate::state::{App, AppState};
-use crate::trial::{self, TrialRequest};
+use crate::trial;
+use warden_wire::v1::TrialRequest;
 
 /// The most rows `GET /v1/log` returns.
 pub(crate) const MAX_LOG_ROWS: usize = 1000;
@@ -89,7 +90,7 @@ impl Serialize for RuleView {
 impl Serialize for PluginView {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         v1::PluginView {
-            info: &self.info,
+            info: v1::Plugin::from(&self.info),
             values: self.values.iter().map(v1::SettingInfo::from).collect(),
         }
         .serialize(s)
@@ -339,7 +340,7 @@ pub(crate) async fn test_rule(
     PathParam(id): PathParam,
     QueryParams(scope): QueryParams<Scope>,
     JsonBody(body): JsonBody,
-) -> Result<Json<trial::TrialReport>, ApiError> {
+) -> Result<Json<v1::TrialReport>, ApiError> {
     let (user, project) = names(&app, &scope)?;
     let info = app.warden.rule_info(&user, &project, &id)?;
     let request: TrialRequest = match body {
@@ -423,7 +424,7 @@ pub(crate) async fn log(
         .await
         .map_err(|_| ApiError::internal("reading the log panicked"))?
         .map_err(|e| ApiError::internal(format!("the execution log could not be read: {e}")))?;
-    Ok(Json(Value::Array(
-        rows.iter().map(|r| r.to_json()).collect(),
-    )))
+    let rows: Vec<v1::LogRow> = rows.iter().map(v1::LogRow::from).collect();
+    // Strings, numbers and booleans: writing them does not fail.
+    Ok(Json(serde_json::to_value(rows).unwrap_or_default()))
 }

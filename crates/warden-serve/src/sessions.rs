@@ -19,10 +19,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use serde::Serialize;
-use warden_core::{
-    AsyncSession, Event, Hook, Notification, Outcome, Session, SessionFacts, SessionOptions, Warden,
-};
+use warden_core::{AsyncSession, Event, Hook, Outcome, Session, SessionOptions, Warden};
+use warden_wire::v1;
 
 /// The longest session id accepted.
 pub(crate) const MAX_ID_LEN: usize = 128;
@@ -69,26 +67,6 @@ pub(crate) struct Owner {
     pub user: String,
     /// The project.
     pub project: String,
-}
-
-/// A session as `GET /v1/sessions/{id}` shows it.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct SessionView {
-    /// Its id.
-    pub id: String,
-    /// The active mode.
-    pub mode: String,
-    /// Whether `on_session_end` was handled.
-    pub ended: bool,
-    /// Events ticked so far.
-    pub events: u64,
-    /// What Warden knows of it: turn, history, user, project, query.
-    pub facts: SessionFacts,
-    /// The rules with a script or behavior running (waiting for a later hook).
-    pub running: Vec<String>,
-    /// Notifications waiting for a later delivery point.
-    #[serde(serialize_with = "warden_wire::v1::notifications")]
-    pub pending: Vec<Notification>,
 }
 
 /// A session in memory, and when it was last used (for putting down the least recent). Its
@@ -294,7 +272,7 @@ impl Sessions {
     }
 
     /// The session `id`, if it has seen an event (here, or in a process before this one).
-    pub(crate) fn view(&self, id: &str) -> Result<Option<SessionView>, SessionError> {
+    pub(crate) fn view(&self, id: &str) -> Result<Option<v1::SessionView>, SessionError> {
         valid_id(id)?;
         let open = match self.in_memory(id) {
             Some(o) => o,
@@ -313,7 +291,7 @@ impl Sessions {
         if s.events() == 0 {
             return Ok(None);
         }
-        Ok(Some(SessionView {
+        Ok(Some(v1::SessionView {
             id: s.id().to_string(),
             mode: s.facts().mode.clone(),
             ended: s.is_ended(),

@@ -5,63 +5,17 @@
 //! rule runs on its own: every other rule that users may switch off is off in the trial, and
 //! what core rules do there is not reported.
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
-use warden_core::{
-    Effect, Hook, Notification, Outcome, RuleDef, RuleInfo, SessionOptions, SetBy, Store, Warden,
-};
-use warden_wire::v1;
+use warden_core::{Effect, Hook, Outcome, RuleDef, RuleInfo, SessionOptions, SetBy, Store, Warden};
 use warden_wire::v1::line::parse_value;
 use warden_wire::v1::replay::explain_lines;
+use warden_wire::v1::{TrialReport, TrialRequest};
 
 use crate::error::ApiError;
 use crate::sessions::Owner;
 
 /// The most events a trial runs.
 pub(crate) const MAX_EVENTS: usize = 100;
-
-/// What the caller may send: events, one event, or nothing (`{}`: the sample).
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct TrialRequest {
-    /// Events in the trace format (`{"hook": ...}`), run in order.
-    pub events: Option<Vec<Json>>,
-    /// One event.
-    pub event: Option<Json>,
-}
-
-/// What the trial found.
-#[derive(Debug, Serialize)]
-pub(crate) struct TrialReport {
-    /// The rule.
-    pub rule: String,
-    /// Whether it fired at any event.
-    pub fired: bool,
-    /// What its last evaluation came to: `fired`, `not_matched`, `undetermined`, `failed`,
-    /// `suppressed`, `running`, `inactive`, or `not_reached` (no event reached its hook).
-    pub evaluation: String,
-    /// Why, in words.
-    pub why: String,
-    /// What it would inject into the agent's context.
-    #[serde(serialize_with = "v1::notifications")]
-    pub messages: Vec<Notification>,
-    /// What it decided (`{"decision", "reason"}`), if it decides.
-    pub decision: Option<Json>,
-    /// The arguments it would rewrite the call to, if it rewrites and its rewrite applies.
-    pub input: Option<Json>,
-    /// Every effect it applied in the trial (none reached the real store or bus).
-    #[serde(serialize_with = "v1::effects")]
-    pub effects: Vec<Effect>,
-    /// Errors of this rule, or of the events.
-    pub errors: Vec<String>,
-    /// The events that ran, in the trace format (edit them and send them back to try
-    /// another case).
-    pub events: Vec<Json>,
-    /// Whether the events were the sample.
-    pub sample: bool,
-    /// Whether the rule is on for the user (a trial runs it either way).
-    pub enabled_for_user: bool,
-}
 
 /// The events of a trial: the caller's, or the sample for `rule`.
 pub(crate) fn events_of(

@@ -447,8 +447,8 @@ fn execution_log_round_trips_and_filters(db: &TestDb) {
         .expect("shadow rows");
     assert_eq!(only.len(), 1);
     assert_eq!(only[0].record, shadow);
-    assert_eq!(only[0].to_json()["shadow"], json!(true));
-    assert_eq!(only[0].to_json()["live_decision"], json!("none"));
+    assert!(only[0].record.shadow);
+    assert_eq!(only[0].record.live_decision.as_deref(), Some("none"));
 }
 
 fn execution_default_limit_is_100(db: &TestDb) {

@@ -140,31 +140,6 @@ pub struct ExecutionRow {
     pub record: ExecutionRecord,
 }
 
-impl ExecutionRow {
-    /// The row as JSON, as `warden log --json` prints it and the service serves it: `id`,
-    /// `at`, `user`, `project`, `session`, `rule`, `hook`, `matched`, `acted`, `ms`, `error`,
-    /// `decision`, `shadow`, `live_decision`.
-    pub fn to_json(&self) -> serde_json::Value {
-        let r = &self.record;
-        serde_json::json!({
-            "id": self.id,
-            "at": self.created_at,
-            "user": r.user_id,
-            "project": r.project_id,
-            "session": r.session_id,
-            "rule": r.rule_id,
-            "hook": r.trigger,
-            "matched": r.condition_result,
-            "acted": r.action_executed,
-            "ms": r.execution_time_ms,
-            "error": r.error_message,
-            "decision": r.decision,
-            "shadow": r.shadow,
-            "live_decision": r.live_decision,
-        })
-    }
-}
-
 /// Whether a rule runs, and whether what it decides applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]

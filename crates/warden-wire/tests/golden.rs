@@ -452,7 +452,7 @@ fn rules_and_settings_as_the_management_api_shows_them() {
         skipped: None,
     };
     let view = v1::PluginView {
-        info: &plugin,
+        info: v1::Plugin::from(&plugin),
         values: settings.iter().map(v1::SettingInfo::from).collect(),
     };
     let written = serde_json::to_string(&view).unwrap();
@@ -550,4 +550,170 @@ fn names_are_what_the_vocabulary_serializes() {
     for s in RuleState::ALL {
         same(s.name(), serde_json::to_value(s).unwrap());
     }
+}
+
+fn session_facts() -> warden_context::facts::SessionFacts {
+    use warden_context::event::Event;
+    let mut f = warden_context::facts::SessionFacts::new("ada", "warden", 50);
+    let events = [
+        (
+            Hook::OnQueryStart,
+            Event::query("what is the WAL?")
+                .with_user("ada")
+                .with_project_root("/src/warden"),
+        ),
+        (
+            Hook::OnTurnStart,
+            Event::new()
+                .with_turn(1)
+                .with_token_usage(0.25)
+                .with_context_window(200_000)
+                .with_iterations(1, 10),
+        ),
+        (
+            Hook::OnToolCall,
+            Event::tool_call("web", json!({"q": "wal"})),
+        ),
+        (Hook::OnToolFailure, Event::tool_failure("web", "timeout")),
+        (Hook::OnToolCall, Event::tool_call("vault", json!({}))),
+        (
+            Hook::OnToolComplete,
+            Event::tool_complete("vault", json!({"count": 3})),
+        ),
+        (
+            Hook::OnToolCall,
+            Event::tool_call("vault", json!({"page": 2})),
+        ),
+        (
+            Hook::OnTurnEnd,
+            Event::new()
+                .with_message("assistant", "It is a log.")
+                .final_turn(),
+        ),
+    ];
+    for (i, (hook, event)) in events.iter().enumerate() {
+        f.update(*hook, event, 1_700_000_000.0 + i as f64);
+    }
+    let mut notes = Map::new();
+    notes.insert("n".into(), json!(2));
+    f.session_state.insert("research".into(), notes);
+    f
+}
+
+#[test]
+fn a_session_as_the_service_shows_it() {
+    let view = v1::SessionView {
+        id: "s-1".into(),
+        mode: "default".into(),
+        ended: false,
+        events: 8,
+        facts: session_facts(),
+        running: vec!["waiter".into()],
+        pending: vec![note("notes", "Later.", Priority::Low, DeliverAt::TurnStart)],
+    };
+    golden("session-view", &serde_json::to_string(&view).unwrap());
+    // With no session state, `session_state` is left out.
+    let mut bare = session_facts();
+    bare.session_state.clear();
+    golden(
+        "session-facts-bare",
+        &serde_json::to_string(&v1::Facts::from(&bare)).unwrap(),
+    );
+}
+
+#[test]
+fn the_execution_log_and_the_service_health() {
+    use warden_store::{ExecutionRecord, ExecutionRow};
+    let row = |id: i64, shadow: bool| ExecutionRow {
+        id,
+        created_at: "2026-11-29 05:20:00".into(),
+        record: ExecutionRecord {
+            user_id: "ada".into(),
+            project_id: "warden".into(),
+            session_id: (id == 1).then(|| "s-1".into()),
+            rule_id: "guard".into(),
+            trigger: "on_tool_call".into(),
+            condition_result: true,
+            action_executed: !shadow,
+            execution_time_ms: 0.125,
+            error_message: (id == 2).then(|| "no such field".into()),
+            decision: Some("deny".into()),
+            shadow,
+            live_decision: shadow.then(|| "allow".into()),
+        },
+    };
+    let rows = [row(1, false), row(2, false), row(3, true)];
+    let written: Vec<v1::LogRow> = rows.iter().map(v1::LogRow::from).collect();
+    golden("log-rows", &serde_json::to_string(&written).unwrap());
+    let health = v1::Health {
+        status: "ok",
+        version: "0.1.0",
+        generation: 3,
+        rules: 42,
+        sessions: 7,
+        uptime_seconds: 12.5,
+    };
+    golden("health", &serde_json::to_string(&health).unwrap());
+}
+
+#[test]
+fn an_enrichment_with_every_part() {
+    use warden_knowledge::{Check, Refusal, SkipReason, Skipped, TermKind, TermMatch};
+    let mut e = (*enrichment()).clone();
+    e.classification.matches = vec![
+        TermMatch {
+            term: "borrow checker".into(),
+            kind: TermKind::Glossary,
+            tags: vec!["rust".into()],
+        },
+        TermMatch {
+            term: "cargo".into(),
+            kind: TermKind::Keyword,
+            tags: vec!["rust".into(), "build".into()],
+        },
+    ];
+    e.skipped = vec![
+        Skipped {
+            id: "a".into(),
+            reason: SkipReason::NoMatchingTag,
+        },
+        Skipped {
+            id: "b".into(),
+            reason: SkipReason::NotCore,
+        },
+        Skipped {
+            id: "c".into(),
+            reason: SkipReason::NoRoom {
+                needed: 900,
+                remaining: 40,
+            },
+        },
+        Skipped {
+            id: "d".into(),
+            reason: SkipReason::FirstBlockTooLarge { remaining: 40 },
+        },
+    ];
+    let checks = [
+        Check::MalformedPath,
+        Check::AbsolutePath,
+        Check::Traversal,
+        Check::Symlink,
+        Check::RealPathEscape,
+        Check::Injection,
+        Check::Missing,
+        Check::Unreadable,
+    ];
+    e.refused = checks
+        .iter()
+        .enumerate()
+        .map(|(i, &check)| Refusal {
+            source: format!("s{i}"),
+            path: format!("knowledge/s{i}.md"),
+            check,
+            required: i % 2 == 0,
+            message: "refused".into(),
+        })
+        .collect();
+    let written = serde_json::to_string(&v1::knowledge::Enrichment::from(&e)).unwrap();
+    golden("enrichment", &written);
 }

@@ -25,8 +25,9 @@ pub struct SettingInfo<'a> {
     pub plugin: &'a str,
     /// Its declaration (`name`, `type`, `default`, bounds, `options`, `description`).
     #[serde(flatten)]
-    pub def: &'a SettingDef,
+    pub def: SettingDecl<'a>,
     /// Its value for this user and project.
+    #[serde(serialize_with = "setting_value")]
     pub value: &'a SettingValue,
     /// Where the value comes from ([`set_by`]).
     pub set_by: &'static str,
@@ -37,7 +38,7 @@ impl<'a> From<&'a engine::SettingInfo> for SettingInfo<'a> {
         SettingInfo {
             key: &s.key,
             plugin: &s.plugin,
-            def: &s.def,
+            def: SettingDecl::from(&s.def),
             value: &s.value,
             set_by: set_by(s.set_by),
         }
@@ -136,7 +137,7 @@ pub struct RuleView<'a> {
 pub struct PluginView<'a> {
     /// The plugin.
     #[serde(flatten)]
-    pub info: &'a PluginInfo,
+    pub info: Plugin<'a>,
     /// Its settings, with the user's values.
     pub values: Vec<SettingInfo<'a>>,
 }
@@ -150,4 +151,98 @@ pub struct ErrorBody<'a> {
     /// More fields, in the order they were added.
     #[serde(flatten)]
     pub fields: &'a Map<String, Json>,
+}
+
+/// Writes a setting's value as JSON (a number, text or a boolean).
+pub fn setting_value<S: serde::Serializer>(v: &&SettingValue, s: S) -> Result<S::Ok, S::Error> {
+    v.to_json().serialize(s)
+}
+
+/// A setting as its plugin declares it: `name`, `type`, `default`, the bounds and options it
+/// has, `description`.
+#[derive(Debug, Serialize)]
+pub struct SettingDecl<'a> {
+    /// Its name, within the plugin.
+    pub name: &'a str,
+    /// `integer`, `float`, `string` or `boolean`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// Its default value.
+    #[serde(serialize_with = "setting_value")]
+    pub default: &'a SettingValue,
+    /// Its least value (an integer setting's is an integer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<Json>,
+    /// Its greatest value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<Json>,
+    /// The values a choice may take.
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    pub options: &'a [String],
+    /// What it is for.
+    pub description: &'a str,
+}
+
+impl<'a> From<&'a SettingDef> for SettingDecl<'a> {
+    fn from(d: &'a SettingDef) -> Self {
+        SettingDecl {
+            name: &d.name,
+            kind: d.kind.name(),
+            default: &d.default,
+            min: d.min.map(|x| super::bound(d.kind, x)),
+            max: d.max.map(|x| super::bound(d.kind, x)),
+            options: &d.options,
+            description: &d.description,
+        }
+    }
+}
+
+/// A plugin, as loaded: its manifest's fields, its rules and what was skipped.
+#[derive(Debug, Serialize)]
+pub struct Plugin<'a> {
+    /// Its id.
+    pub id: &'a str,
+    /// Its name.
+    pub name: &'a str,
+    /// Its version.
+    pub version: &'a str,
+    /// What it does.
+    pub description: &'a str,
+    /// Its folder (none for a built-in plugin).
+    pub dir: Option<&'a std::path::Path>,
+    /// The plugins it needs.
+    pub requires: &'a [String],
+    /// Its settings, as declared.
+    #[serde(serialize_with = "setting_decls")]
+    pub settings: &'a [std::sync::Arc<SettingDef>],
+    /// Its rules' ids.
+    pub rules: &'a [String],
+    /// Each rule's version, by id.
+    pub rule_versions: &'a std::collections::BTreeMap<String, String>,
+    /// Why it was not loaded, when it was not.
+    pub skipped: Option<&'a str>,
+}
+
+fn setting_decls<S: serde::Serializer>(
+    list: &&[std::sync::Arc<SettingDef>],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(list.iter().map(|d| SettingDecl::from(&**d)))
+}
+
+impl<'a> From<&'a PluginInfo> for Plugin<'a> {
+    fn from(p: &'a PluginInfo) -> Self {
+        Plugin {
+            id: &p.id,
+            name: &p.name,
+            version: &p.version,
+            description: &p.description,
+            dir: p.dir.as_deref(),
+            requires: &p.requires,
+            settings: &p.settings,
+            rules: &p.rules,
+            rule_versions: &p.rule_versions,
+            skipped: p.skipped.as_deref(),
+        }
+    }
 }

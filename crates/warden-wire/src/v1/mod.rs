@@ -5,11 +5,17 @@
 mod control;
 pub mod event;
 mod feed;
+pub mod knowledge;
 pub mod line;
 mod outcome;
 pub mod replay;
+mod service;
+mod session;
 
-pub use control::{ErrorBody, PluginView, RuleInfo, RuleView, SettingInfo, set_by};
+pub use control::{
+    ErrorBody, Plugin, PluginView, RuleInfo, RuleView, SettingDecl, SettingInfo, set_by,
+    setting_value,
+};
 pub use event::{Event, EventError, read_event};
 pub use feed::FeedItem;
 pub use line::{TraceError, TraceEvent};
@@ -17,3 +23,5 @@ pub use outcome::{
     Effect, Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError, Ruling,
     effects, notifications, proceed_word,
 };
+pub use service::{Health, LogRow, SettingProblem, TrialReport, TrialRequest, bound};
+pub use session::{Facts, SessionView, facts, tool_status};

@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::Value as Json;
 
-use warden_knowledge::Enrichment;
+use super::knowledge::Enrichment;
 use warden_load::Scope;
 use warden_program::outcome as engine;
 use warden_program::outcome::Proceed;
@@ -45,7 +45,7 @@ pub struct Outcome<'a> {
     /// The change of mode this event made, if any.
     pub mode_change: Option<ModeChange<'a>>,
     /// Knowledge for the agent's system prompt, when the tick enriched the query.
-    pub enrichment: Option<&'a Enrichment>,
+    pub enrichment: Option<Enrichment<'a>>,
 }
 
 impl<'a> Outcome<'a> {
@@ -67,7 +67,7 @@ impl<'a> Outcome<'a> {
             halted: o.halted.iter().map(Halted::from).collect(),
             overridden: o.overridden.iter().map(Overridden::from).collect(),
             mode_change: o.mode_change.as_ref().map(ModeChange::from),
-            enrichment: o.enrichment.as_deref(),
+            enrichment: o.enrichment.as_deref().map(Enrichment::from),
         }
     }
 }
@@ -193,7 +193,7 @@ pub enum Effect<'a> {
         /// The rule.
         rule: &'a str,
         /// The result: mode, selected sources, the `<reference_material>` section.
-        enrichment: &'a Enrichment,
+        enrichment: Enrichment<'a>,
     },
     /// `decide`: the rule decided about the event.
     Decide {
@@ -249,9 +249,10 @@ impl<'a> From<&'a engine::Effect> for Effect<'a> {
                 event_type,
                 payload,
             },
-            engine::Effect::EnrichContext { rule, enrichment } => {
-                Effect::EnrichContext { rule, enrichment }
-            }
+            engine::Effect::EnrichContext { rule, enrichment } => Effect::EnrichContext {
+                rule,
+                enrichment: Enrichment::from(&**enrichment),
+            },
             engine::Effect::Decide {
                 rule,
                 decision,

@@ -15,7 +15,7 @@ use warden_program::outcome::{Effect, Evaluation, Outcome};
 /// section itself is for the agent; `warden enrich` shows it).
 fn knowledge_summary(e: &warden_knowledge::Enrichment) -> Value {
     json!({
-        "mode": e.mode,
+        "mode": super::knowledge::mode(e.mode),
         "context_window": e.context_window,
         "budget": e.budget,
         "tokens": e.tokens_used,

@@ -13,7 +13,7 @@ use warden_wire::v1;
 
 use crate::folders::{folder_of, is_plugins_folder, plugin_of};
 use crate::setup::{build, open_store};
-use crate::{diagnostic_json, json_out, plural, render_diagnostics};
+use crate::{json_out, plural, render_diagnostics};
 
 /// What `warden check PATH` loads for a path: a rule folder or file, or a folder of plugins.
 enum Checked {
@@ -118,7 +118,7 @@ pub(crate) fn check(config: &Config, paths: &[PathBuf], json: bool) -> Result<Ex
         }
     }
     if json {
-        let items: Vec<serde_json::Value> = diagnostics.iter().map(diagnostic_json).collect();
+        let items = v1::diagnostics(&diagnostics);
         json_out(&items)?;
     } else {
         eprint!("{}", render_diagnostics(&diagnostics));

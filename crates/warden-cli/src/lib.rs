@@ -439,8 +439,8 @@ fn watch(config: &Config, json: bool) -> Result<ExitCode, String> {
                     "reloaded": report.applied,
                     "generation": report.generation,
                     "rules": w.program().rules().count(),
-                    "diagnostics": report.diagnostics.iter().map(diagnostic_json).collect::<Vec<_>>(),
-                    "introduced": report.introduced.iter().map(diagnostic_json).collect::<Vec<_>>(),
+                    "diagnostics": warden_wire::v1::diagnostics(&report.diagnostics),
+                    "introduced": warden_wire::v1::diagnostics(&report.introduced),
                 });
                 println!("{line}");
             } else if report.applied {
@@ -471,7 +471,7 @@ fn watch(config: &Config, json: bool) -> Result<ExitCode, String> {
         let line = serde_json::json!({
             "watching": folders.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
             "rules": program.rules().count(),
-            "diagnostics": warden.diagnostics().iter().map(diagnostic_json).collect::<Vec<_>>(),
+            "diagnostics": warden_wire::v1::diagnostics(&warden.diagnostics()),
         });
         println!("{line}");
     } else {
@@ -489,19 +489,6 @@ fn watch(config: &Config, json: bool) -> Result<ExitCode, String> {
     loop {
         std::thread::park();
     }
-}
-
-/// A diagnostic as `--json` prints it.
-pub(crate) fn diagnostic_json(d: &Diagnostic) -> serde_json::Value {
-    serde_json::json!({
-        "severity": if d.is_error() { "error" } else { "warning" },
-        "file": d.path().display().to_string(),
-        "line": d.line(),
-        "column": d.location().map(|(_, c)| c),
-        "field": d.field(),
-        "message": d.message(),
-        "help": d.help(),
-    })
 }
 
 fn run_bench(ticks: u32, rounds: u32, shell: bool, json: bool) -> Result<ExitCode, String> {

@@ -40,7 +40,7 @@ pub(crate) fn run(a: &MigrateArgs) -> Result<ExitCode, String> {
         .copy_to(&target, a.replace)
         .map_err(|e| e.to_string())?;
     if a.json {
-        json_out(&report)?;
+        json_out(&warden_wire::v1::Copied::from(&report))?;
     } else {
         println!(
             "copied {} into {}: {} key(s) of plugin state, {} rule toggle(s), {} setting override(s), {} saved session(s), {} execution-log row(s)",

@@ -6,6 +6,8 @@ use std::process::ExitCode;
 use clap::Subcommand;
 use warden_core::Config;
 
+use warden_wire::v1;
+
 use crate::json_out;
 use crate::setup::open_store;
 
@@ -47,7 +49,12 @@ pub(crate) fn run(config: &Config, command: SessionsCommand) -> Result<ExitCode,
         SessionsCommand::List { limit, json } => {
             let sessions = store.sessions(limit).map_err(|e| e.to_string())?;
             if json {
-                json_out(&sessions)?;
+                json_out(
+                    &sessions
+                        .iter()
+                        .map(v1::SavedSession::from)
+                        .collect::<Vec<_>>(),
+                )?;
             } else if sessions.is_empty() {
                 println!("no saved sessions");
             } else {
@@ -73,12 +80,12 @@ pub(crate) fn run(config: &Config, command: SessionsCommand) -> Result<ExitCode,
             Some(s) => {
                 let shown = match warden_core::saved_snapshot(&s) {
                     Ok(snapshot) => serde_json::json!({
-                        "session": s.summary,
+                        "session": v1::SavedSession::from(&s.summary),
                         "saved": snapshot,
                     }),
                     // What a damaged save holds is what its owner needs to see: as stored.
                     Err(reason) => serde_json::json!({
-                        "session": s.summary,
+                        "session": v1::SavedSession::from(&s.summary),
                         "unreadable": reason.to_string(),
                         "saved": serde_json::from_str::<serde_json::Value>(&s.snapshot)
                             .unwrap_or(serde_json::Value::String(s.snapshot.clone())),

@@ -338,7 +338,7 @@ pub struct StoredSession {
 }
 
 /// A saved session, without its snapshot.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SessionSummary {
     /// The session id.
     pub id: String,
@@ -389,7 +389,7 @@ pub(crate) struct StateRow {
 pub(crate) const LOG_PAGE: usize = 2000;
 
 /// How many rows a copy moved, per table.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CopyReport {
     /// Keys of plugin state.
     pub state: usize,

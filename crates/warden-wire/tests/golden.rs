@@ -717,3 +717,43 @@ fn an_enrichment_with_every_part() {
     let written = serde_json::to_string(&v1::knowledge::Enrichment::from(&e)).unwrap();
     golden("enrichment", &written);
 }
+
+#[test]
+fn what_the_command_line_prints_for_scripts() {
+    let file = warden_input::SourceFile::new(
+        "rules/guard.toml",
+        "[rule]\nid = \"guard\"\ntriger = \"on_tool_call\"\n",
+    );
+    let problems = warden_load::parse_rule_file(file, &Arc::from("local")).diagnostics;
+    assert!(!problems.is_empty());
+    golden(
+        "diagnostics",
+        &serde_json::to_string(&v1::diagnostics(&problems)).unwrap(),
+    );
+    let saved = warden_store::SessionSummary {
+        id: "s-1".into(),
+        user: "ada".into(),
+        project: "warden".into(),
+        version: 3,
+        events: 12,
+        ended: false,
+        created_at: "2026-11-29 05:20:00".into(),
+        updated_at: 1_700_000_000.5,
+        size: 2048,
+    };
+    golden(
+        "saved-session",
+        &serde_json::to_string(&v1::SavedSession::from(&saved)).unwrap(),
+    );
+    let copied = warden_store::CopyReport {
+        state: 1,
+        toggles: 2,
+        overrides: 3,
+        sessions: 4,
+        executions: 5,
+    };
+    golden(
+        "copied",
+        &serde_json::to_string(&v1::Copied::from(&copied)).unwrap(),
+    );
+}

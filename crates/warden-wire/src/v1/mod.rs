@@ -9,6 +9,7 @@ pub mod knowledge;
 pub mod line;
 mod outcome;
 pub mod replay;
+mod report;
 mod service;
 mod session;
 
@@ -23,5 +24,6 @@ pub use outcome::{
     Effect, Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError, Ruling,
     effects, notifications, proceed_word,
 };
+pub use report::{Copied, Diagnostic, SavedSession, diagnostics};
 pub use service::{Health, LogRow, SettingProblem, TrialReport, TrialRequest, bound};
 pub use session::{Facts, SessionView, facts, tool_status};

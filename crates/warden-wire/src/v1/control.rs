@@ -189,8 +189,8 @@ impl<'a> From<&'a SettingDef> for SettingDecl<'a> {
             name: &d.name,
             kind: d.kind.name(),
             default: &d.default,
-            min: d.min.map(|x| super::bound(d.kind, x)),
-            max: d.max.map(|x| super::bound(d.kind, x)),
+            min: d.min.map(|x| super::service::bound(d.kind, x)),
+            max: d.max.map(|x| super::service::bound(d.kind, x)),
             options: &d.options,
             description: &d.description,
         }

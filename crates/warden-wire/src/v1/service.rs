@@ -153,14 +153,14 @@ pub struct TrialReport {
     /// Why, in words.
     pub why: String,
     /// What it would inject into the agent's context.
-    #[serde(serialize_with = "super::notifications")]
+    #[serde(serialize_with = "super::outcome::notifications")]
     pub messages: Vec<Notification>,
     /// What it decided (`{"decision", "reason"}`), if it decides.
     pub decision: Option<Value>,
     /// The arguments it would rewrite the call to, if it rewrites and its rewrite applies.
     pub input: Option<Value>,
     /// Every effect it applied in the trial (none reached the real store or bus).
-    #[serde(serialize_with = "super::effects")]
+    #[serde(serialize_with = "super::outcome::effects")]
     pub effects: Vec<Effect>,
     /// Errors of this rule, or of the events.
     pub errors: Vec<String>,

@@ -29,7 +29,7 @@ pub struct SessionView {
     /// The rules with a script or behavior running (waiting for a later hook).
     pub running: Vec<String>,
     /// Notifications waiting for a later delivery point.
-    #[serde(serialize_with = "super::notifications")]
+    #[serde(serialize_with = "super::outcome::notifications")]
     pub pending: Vec<Notification>,
 }
 

@@ -4,23 +4,22 @@ run compare).
 
 Each round runs a real agent (``langchain.agents.create_agent``, a scripted fake chat model,
 real tools) supervised by ``WardenMiddleware`` over the built-in rules and the guardrails
-plugin: one run of a query, eight tool calls (shell commands, searches, file writes) and a
-final answer, about 30 ticks. Every ``session.tick`` the middleware makes is timed, and its
-hook and event recorded; then the same events are ticked, in the same order, on a fresh
-session of the same Warden, outside any agent, each timed the same way. Three figures per
-round, each the sum over the run's ticks:
+plugin: one run of a query, eight tool calls (shell commands, searches, file reads and writes)
+and a final answer, 35 ticks. Every tick the middleware makes is timed (``_timed_tick``, the
+steps of ``Session.tick`` with clocks: reading the event, the engine, the GIL released and
+taken back around it), and its hook and event kept; then the same events are ticked, in the
+same order, on a fresh session of the same Warden outside any agent, each timed the same way:
+once in a plain loop (the baseline), once with an 8 MB copy before each tick, out of its time,
+that empties the processor's caches as the agent's work between two hooks does. The middleware's
+own work is timed too: its hooks, without their ticks, and without the model's and the tools'
+time (LangChain's own work between the hooks is not Warden's, and is left out).
 
-- **outside**: ``session.tick(hook, event)`` of the recorded events, in a plain loop (the
-  baseline);
-- **in-agent tick**: the same ``session.tick`` calls, made by the middleware inside the agent;
-- **in-agent hook**: everything the middleware does in its hooks (the ticks, and building
-  their events from LangChain's messages, reading the usage, wrapping the outcome, building the
-  messages it adds), the time LangChain's own work between the hooks (the graph, the model
-  and tools, the messages' reducers) left out.
-
-The medians of the rounds are printed, with the ratios to the outside baseline, and the share
-of the whole agent run that is Warden's. Build the package in release mode first
-(python/bench/run.sh does).
+Printed: per tick, each tick's median over the rounds, summed (a garbage collection or the
+scheduler landing in one tick of one round does not move it), in the agent and outside it, with
+the ratios, for every tick and apart for the agent's thread and the tool node's worker thread;
+the middleware's own work per tick; and the share of the agent's run that is Warden's. A build
+without ``_timed_tick`` (from before it) is timed as a whole. Build the package in release mode
+first (python/bench/run.sh does).
 
     python python/bench/agent.py [--rounds 40]
 """

@@ -2,7 +2,10 @@
 # The Python package's benchmarks, each a ratio against a baseline measured in the same run:
 #
 #  1. a tick called from Python against the same tick called from Rust (python/bench/tick.py);
-#  2. a Python replay of the long-session workload (23,872 events) against the seed design's
+#  2. the ticks of a LangChain agent supervised by the middleware against the same ticks
+#     outside it (python/bench/agent.py; needs LangChain, installed with the package's
+#     [langchain] extra);
+#  3. a Python replay of the long-session workload (23,872 events) against the seed design's
 #     Python engine on the same file, whole process, interpreter start-up included for both,
 #     with `warden replay` (Rust, no Python) beside them (hyperfine).
 #
@@ -27,6 +30,10 @@ if [ ! -x "$work/venv/bin/python" ]; then
     python3 -m venv "$work/venv"
     "$work/venv/bin/pip" install -q maturin
 fi
+# agent.py's LangChain, the versions CI tests the middleware with.
+"$work/venv/bin/python" -c "import langchain.agents" 2>/dev/null ||
+    "$work/venv/bin/pip" install -q -c python/ci-constraints.txt langchain langchain-core \
+        langgraph langgraph-prebuilt langgraph-checkpoint
 if [ ! -x "$work/seed/bin/python" ]; then
     python3 -m venv "$work/seed"
     "$work/seed/bin/pip" install -q -r "$bench/seed_python/requirements.txt"
@@ -39,6 +46,10 @@ cargo build -q --release --bin warden
 
 echo "== a tick from Python and from Rust"
 "$work/venv/bin/python" python/bench/tick.py
+
+echo
+echo "== the ticks of a LangChain agent, and the same ticks outside it"
+"$work/venv/bin/python" python/bench/agent.py
 
 echo
 echo "== the long session (3000 turns), replayed whole: Warden from Python, the seed engine"

@@ -3,8 +3,10 @@ same process, on the same supervisor, measured in alternation (the machine is sh
 only figures from one run compare).
 
 The scenarios are `warden bench`'s (crates/warden-bench): one `on_turn_start` tick over 100
-threshold rules, 10 of them firing; and one `on_tool_call` tick over the same rules at that
-hook, the 10 firing ones deciding `deny`. "Rust" is `Session::tick` in a Rust loop
+threshold rules, 10 of them firing; one `on_tool_call` tick over the same rules at that hook,
+the 10 firing ones deciding `deny`; and its `guardrails-tool-call`, one `on_tool_call` of a
+`Bash` command with the built-in rules and the guardrails plugin (mostly the analysis of the
+shell command). "Rust" is `Session::tick` in a Rust loop
 (`warden._native._rust_ticks`); "Python" is `session.tick(hook, event)` in a Python loop, the
 event a dict, the outcome an `Outcome`; "Python, reading" also reads `outcome.inject` (or the
 decision). Build the package in release mode first (python/bench/run.sh does).
@@ -25,6 +27,7 @@ from warden._native import _rust_ticks
 
 RULES = 100
 TOKEN_USAGE = 0.095
+GUARDED_COMMAND = "cargo test --workspace 2>&1 | tail -20"
 
 
 def write_rules(folder: Path, hook: str, decisions: int) -> None:
@@ -43,10 +46,13 @@ def write_rules(folder: Path, hook: str, decisions: int) -> None:
         )
 
 
-def measure(name: str, hook: str, event: dict, decisions: int, ticks: int, rounds: int) -> None:
+def threshold_rules(hook: str, decisions: int) -> warden.Warden:
     with tempfile.TemporaryDirectory() as folder:
         write_rules(Path(folder), hook, decisions)
-        w = warden.Warden(rules=folder, strict=True)
+        return warden.Warden(rules=folder, strict=True)
+
+
+def measure(name: str, w: warden.Warden, hook: str, event: dict[str, object], ticks: int, rounds: int) -> None:
     rust_session, py_session, read_session = w.session(), w.session(), w.session()
     tick = py_session.tick
     read = read_session.tick
@@ -91,18 +97,28 @@ def main() -> None:
     args = parser.parse_args()
     measure(
         "one on_turn_start tick, 100 threshold rules",
+        threshold_rules("on_turn_start", 0),
         "on_turn_start",
         {"turn": {"token_usage": TOKEN_USAGE}, "time": 0.0},
-        0,
         args.ticks,
         args.rounds,
     )
     measure(
         "one on_tool_call tick, 100 threshold rules, the 10 firing ones deny",
+        threshold_rules("on_tool_call", 10),
         "on_tool_call",
         {"tool": {"name": "Bash", "arguments": None}, "turn": {"token_usage": TOKEN_USAGE}, "time": 0.0},
-        10,
         args.ticks,
+        args.rounds,
+    )
+    # warden bench's `guardrails-tool-call` (crates/warden-bench/src/repeat.rs): the shell
+    # analysis of the command is most of the Rust tick.
+    measure(
+        "one on_tool_call of Bash (`cargo test --workspace 2>&1 | tail -20`), built-in rules and builtin:guardrails",
+        warden.Warden(plugins=["builtin:guardrails"], builtin=True),
+        "on_tool_call",
+        {"tool": {"name": "Bash", "arguments": {"command": GUARDED_COMMAND}}, "time": 0.0},
+        max(1, args.ticks // 10),
         args.rounds,
     )
 

@@ -7,6 +7,7 @@ import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
@@ -99,6 +100,45 @@ def test_the_gil_is_released_while_a_tick_runs(spinner):
     points = [start, *(t for t in stamps if start < t < end), end]
     longest = max(b - a for a, b in zip(points, points[1:]))
     # Long enough to mean something: far longer than a switch of threads.
+    assert end - start > 0.2
+    assert longest < (end - start) / 2, f"Python stood still {longest:.3f} s of a {end - start:.3f} s tick"
+
+
+def test_reading_host_data_waits_for_a_tick_without_holding_the_gil(spinner):
+    # host_data and set_host_data(save=False) keep the GIL when the session is free; while
+    # another thread ticks it, they wait for the tick with the GIL released.
+    w, steps = spinner
+    session = w.session()
+    n = steps(1.0)
+    ticking = threading.Event()
+    span: list[float] = []
+
+    def tick() -> None:
+        span.append(time.perf_counter())
+        ticking.set()
+        session.tick("on_tool_call", {"tool": {"name": "x"}, "data": {"n": n}})
+        span.append(time.perf_counter())
+
+    read: list[dict[str, Any]] = []
+
+    def reader() -> None:
+        ticking.wait()
+        time.sleep(0.05)  # the tick has the session now
+        session.set_host_data("k", {"v": 1}, save=False)
+        read.append(session.host_data)
+
+    threads = [threading.Thread(target=tick), threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    stamps = [time.perf_counter()]
+    while any(t.is_alive() for t in threads):
+        stamps.append(time.perf_counter())
+    for t in threads:
+        t.join()
+    start, end = span
+    assert read == [{"k": {"v": 1}}]
+    points = [start, *(t for t in stamps if start < t < end), end]
+    longest = max(b - a for a, b in zip(points, points[1:]))
     assert end - start > 0.2
     assert longest < (end - start) / 2, f"Python stood still {longest:.3f} s of a {end - start:.3f} s tick"
 

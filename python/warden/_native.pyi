@@ -524,3 +524,7 @@ class Enriched:
 
 def _rust_ticks(session: Session, hook: str, event: Event | None, n: int) -> float:
     """For the benchmark: ``n`` ticks from Rust, without Python in the loop; ns per tick."""
+
+def _timed_tick(session: Session, hook: str, event: Event | None = None) -> tuple[Outcome, int, int, int]:
+    """For the agent benchmark: ``session.tick``, timed; the outcome, and the ns reading the
+    event, in the engine, and releasing and taking back the GIL around it."""

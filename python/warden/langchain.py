@@ -292,6 +292,8 @@ def _noted(
 ) -> ToolMessage | Command[Any]:
     """The result, telling the model which arguments the call ran with when they are not the
     ones it wrote (a rewrite, or a person's edit), as LangChain's human-in-the-loop does."""
+    if ran is asked:
+        return result
     args = ran.tool_call["args"]
     if not isinstance(result, ToolMessage) or args == asked.tool_call["args"]:
         return result
@@ -641,7 +643,8 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             return _Ask(value=entry["ask"], input=entry.get("input"), decision=entry.get("decision"))
         if "refused" in entry:
             return ToolMessage(content=entry["refused"], name=call["name"], tool_call_id=call_id, status="error")
-        return request.override(tool_call=entry["through"])
+        through = entry["through"]
+        return request if through is call else request.override(tool_call=through)
 
     def _rule(self, conv: _Conversation, call: ToolCall) -> dict[str, Any]:
         """``on_tool_call`` for one call: what to do with it, as plain data (kept with the
@@ -676,7 +679,9 @@ class WardenMiddleware(AgentMiddleware[WardenState, Any]):
             }
             asked: dict[str, Any] = as_json({"ask": value, "input": proceed.input})
             return asked
-        return {"through": as_json(call)}
+        # The call as the model made it: the request runs as it is. (Held across a pause, it
+        # is kept as JSON, by _hold_many.)
+        return {"through": call}
 
     def _refused(self, conv: _Conversation, call: Any, reason: str) -> None:
         """A call that did not run is still a call the agent made: Warden hears it failed."""

@@ -59,5 +59,6 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<outcome::PyRewrite>()?;
     m.add_class::<outcome::PyEnriched>()?;
     m.add_function(wrap_pyfunction!(session::_rust_ticks, m)?)?;
+    m.add_function(wrap_pyfunction!(session::_timed_tick, m)?)?;
     Ok(())
 }

@@ -48,6 +48,20 @@ impl PySession {
         // A tick never panics; were one to, the session's state is still whole.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Runs `f`, a quick look at the session or change to it (no tick, no save), with the GIL
+    /// held when no other thread has the session (the usual case), and released while waiting
+    /// for the one that has it otherwise (a tick, which may run long). Releasing the GIL is not
+    /// free: another Python thread waiting for it (in an agent, the framework's own) takes it,
+    /// and this one waits until that thread lets it go, tens of microseconds for a read that
+    /// takes one.
+    fn quick<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Session) -> T + Send) -> T {
+        match self.inner.try_lock() {
+            Ok(mut session) => f(&mut session),
+            Err(std::sync::TryLockError::Poisoned(p)) => f(&mut p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => py.detach(|| f(&mut self.lock())),
+        }
+    }
 }
 
 /// Reads the hook's name.
@@ -215,13 +229,13 @@ impl PySession {
     /// Whether `on_session_end` was handled (later ticks report an error in the outcome).
     #[getter]
     fn ended(&self, py: Python<'_>) -> bool {
-        py.detach(|| self.lock().is_ended())
+        self.quick(py, |s| s.is_ended())
     }
 
     /// Notifications waiting for a later delivery point (`turn_start`, `turn_end`).
     #[getter]
     fn pending<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let pending = py.detach(|| self.lock().pending().to_vec());
+        let pending = self.quick(py, |s| s.pending().to_vec());
         PyList::new(py, pending.into_iter().map(PyNotification))
     }
 
@@ -238,7 +252,7 @@ impl PySession {
     /// calls it is waiting on): a dict, saved with the session; rules do not see it.
     #[getter]
     fn host_data<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let data = py.detach(|| self.lock().host_data().clone());
+        let data = self.quick(py, |s| s.host_data().clone());
         to_py(py, &serde_json::Value::Object(data))
     }
 
@@ -262,26 +276,70 @@ impl PySession {
             ),
             None => None,
         };
-        let saved = py.detach(|| {
-            let mut session = self.lock();
-            match value {
-                Some(v) => session.host_data_mut().insert(key.to_string(), v),
-                None => session.host_data_mut().remove(key),
-            };
-            if save { session.save() } else { Ok(()) }
-        });
+        let set = |session: &mut Session| match value {
+            Some(v) => session.host_data_mut().insert(key.to_string(), v),
+            None => session.host_data_mut().remove(key),
+        };
+        // A save writes to the database: with the GIL released. Without one, a quick change.
+        let saved = if save {
+            py.detach(|| {
+                let mut session = self.lock();
+                set(&mut session);
+                session.save()
+            })
+        } else {
+            self.quick(py, |session| {
+                set(session);
+                Ok(())
+            })
+        };
         saved.map_err(|e| crate::errors::SessionError::new_err(e.to_string()))
     }
 
     /// The memory of the session's Lua state, in bytes; `None` while no script has run.
     #[getter]
     fn script_memory(&self, py: Python<'_>) -> Option<usize> {
-        py.detach(|| self.lock().script_memory())
+        self.quick(py, |s| s.script_memory())
     }
 
     fn __repr__(&self) -> String {
         format!("<Session {:?}>", self.id)
     }
+}
+
+/// For the agent benchmark (`python/bench/agent.py`): `Session.tick`, the same steps, timed:
+/// the outcome, and the nanoseconds spent reading the event (the dict into the engine's
+/// event), in the engine (the session's lock taken and the tick, with the GIL released), and
+/// releasing and taking back the GIL around it (waiting for another thread that took it).
+#[pyfunction]
+#[pyo3(signature = (session, hook, event = None))]
+pub(crate) fn _timed_tick(
+    py: Python<'_>,
+    session: &PySession,
+    hook: &str,
+    event: Option<&Bound<'_, PyAny>>,
+) -> PyResult<(PyOutcome, u64, u64, u64)> {
+    let nanos = |d: std::time::Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let start = Instant::now();
+    let hook = read_hook(py, hook)?;
+    let event = read_event(py, event)?;
+    let read = start.elapsed();
+    let before = Instant::now();
+    let (outcome, warning, engine) = py.detach(|| {
+        let start = Instant::now();
+        let mut s = session.lock();
+        let warning = s.undeclared_shell_tool(hook, &event);
+        let outcome = s.tick(hook, event);
+        (outcome, warning, start.elapsed())
+    });
+    let detached = before.elapsed();
+    warn_undeclared_shell(py, warning)?;
+    Ok((
+        PyOutcome(outcome),
+        nanos(read),
+        nanos(engine),
+        nanos(detached.saturating_sub(engine)),
+    ))
 }
 
 /// For the benchmark (`python/bench/tick.py`): ticks `session` `n` times with the same hook

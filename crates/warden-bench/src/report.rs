@@ -5,7 +5,8 @@
 
 use std::io::{self, Write};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use warden_wire::v1;
 
 /// One measured figure.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,27 +72,29 @@ impl<'a> Report<'a> {
     /// The figures as `warden bench --json` prints them: each with its id, value and unit, and
     /// where it was measured beside another, that one's id and the ratio of the two.
     pub fn to_json(&self, ticks: u32, rounds: u32) -> Value {
-        let figures: Vec<Value> = self
+        let finite = |x: f64| x.is_finite().then_some(x);
+        let figures = self
             .figures
             .iter()
-            .map(|f| {
-                let mut v = json!({ "id": f.id, "value": finite(f.value), "unit": f.unit });
-                if let Some(b) = &f.baseline {
-                    v["baseline"] = json!(b);
-                    if let Some(base) = self.figures.iter().find(|g| &g.id == b) {
-                        v["ratio"] = finite(f.value / base.value);
-                    }
-                }
-                v
+            .map(|f| v1::BenchFigure {
+                id: &f.id,
+                value: finite(f.value),
+                unit: f.unit,
+                baseline: f.baseline.as_deref(),
+                ratio: f.baseline.as_ref().and_then(|b| {
+                    let base = self.figures.iter().find(|g| &g.id == b)?;
+                    Some(finite(f.value / base.value))
+                }),
             })
             .collect();
-        json!({ "ticks": ticks, "rounds": rounds, "figures": figures })
+        // Numbers, text and nulls: writing them does not fail.
+        serde_json::to_value(v1::BenchRun {
+            ticks,
+            rounds,
+            figures,
+        })
+        .unwrap_or_default()
     }
-}
-
-/// A figure as JSON: `null` for one that could not be measured (NaN, an empty median).
-fn finite(x: f64) -> Value {
-    if x.is_finite() { json!(x) } else { Value::Null }
 }
 
 impl Write for Report<'_> {
@@ -107,6 +110,7 @@ impl Write for Report<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn figures_carry_their_baseline_and_ratio() {

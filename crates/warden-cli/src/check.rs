@@ -310,10 +310,7 @@ pub(crate) fn test(
         eprint!("{}", render_diagnostics(&problems));
         if json {
             // Nothing ran: an empty report, so that the output is still JSON.
-            json_out(&TestReport {
-                files: Vec::new(),
-                diagnostics: problems,
-            })?;
+            json_out(&v1::TestRun { files: Vec::new() })?;
         }
         return Ok(ExitCode::FAILURE);
     }
@@ -342,7 +339,7 @@ pub(crate) fn test(
         eprint!("{}", render_diagnostics(&report.diagnostics));
     }
     if json {
-        json_out(&report)?;
+        json_out(&test_run(&report))?;
     } else {
         print!("{}", human(&report));
     }
@@ -611,4 +608,26 @@ pub(crate) fn enrich(config: &Config, q: &EnrichQuery) -> Result<ExitCode, Strin
         None => println!("\nno section: no source matched the query within the budget"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A test run as `warden test --json` prints it.
+fn test_run(report: &TestReport) -> v1::TestRun<'_> {
+    v1::TestRun {
+        files: report
+            .files
+            .iter()
+            .map(|f| v1::TestFile {
+                file: &f.file,
+                cases: f
+                    .cases
+                    .iter()
+                    .map(|c| v1::TestCase {
+                        name: &c.name,
+                        passed: c.passed,
+                        failures: &c.failures,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
 }

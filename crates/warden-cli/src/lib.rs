@@ -435,13 +435,14 @@ fn watch(config: &Config, json: bool) -> Result<ExitCode, String> {
             if json {
                 // Every problem in the files as they are now, and which of them the change
                 // introduced (why it was not applied).
-                let line = serde_json::json!({
-                    "reloaded": report.applied,
-                    "generation": report.generation,
-                    "rules": w.program().rules().count(),
-                    "diagnostics": warden_wire::v1::diagnostics(&report.diagnostics),
-                    "introduced": warden_wire::v1::diagnostics(&report.introduced),
-                });
+                let line = warden_wire::v1::Reload {
+                    reloaded: report.applied,
+                    generation: report.generation,
+                    rules: w.program().rules().count(),
+                    diagnostics: warden_wire::v1::diagnostics(&report.diagnostics),
+                    introduced: warden_wire::v1::diagnostics(&report.introduced),
+                };
+                let line = serde_json::to_string(&line).unwrap_or_default();
                 println!("{line}");
             } else if report.applied {
                 println!(
@@ -468,11 +469,13 @@ fn watch(config: &Config, json: bool) -> Result<ExitCode, String> {
     let program = warden.program();
     let folders = warden.watched_folders();
     if json {
-        let line = serde_json::json!({
-            "watching": folders.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
-            "rules": program.rules().count(),
-            "diagnostics": warden_wire::v1::diagnostics(&warden.diagnostics()),
-        });
+        let diagnostics = warden.diagnostics();
+        let line = warden_wire::v1::Watching {
+            watching: folders.iter().map(|f| f.display().to_string()).collect(),
+            rules: program.rules().count(),
+            diagnostics: warden_wire::v1::diagnostics(&diagnostics),
+        };
+        let line = serde_json::to_string(&line).unwrap_or_default();
         println!("{line}");
     } else {
         println!(

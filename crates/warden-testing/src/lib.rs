@@ -30,7 +30,6 @@ mod transcript;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde::Serialize;
 use serde_json::Value as Json;
 use toml::de::DeValue;
 use warden_store::{StateScope, StateWrite};
@@ -121,7 +120,7 @@ struct Case {
 }
 
 /// The result of one case.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct CaseReport {
     /// The case's name.
     pub name: String,
@@ -132,7 +131,7 @@ pub struct CaseReport {
 }
 
 /// The results of one test file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct FileReport {
     /// The file.
     pub file: PathBuf,
@@ -141,12 +140,11 @@ pub struct FileReport {
 }
 
 /// The results of a test run.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct TestReport {
     /// Per file.
     pub files: Vec<FileReport>,
     /// Problems in the test files themselves (a file with errors runs no case).
-    #[serde(skip)]
     pub diagnostics: Vec<Diagnostic>,
 }
 

@@ -756,4 +756,40 @@ fn what_the_command_line_prints_for_scripts() {
         "copied",
         &serde_json::to_string(&v1::Copied::from(&copied)).unwrap(),
     );
+    let failures = ["expected `deny`, got `allow`".to_string()];
+    let run = v1::TestRun {
+        files: vec![v1::TestFile {
+            file: std::path::Path::new("rules/guard.test.toml"),
+            cases: vec![
+                v1::TestCase {
+                    name: "denies rm -rf",
+                    passed: true,
+                    failures: &[],
+                },
+                v1::TestCase {
+                    name: "allows ls",
+                    passed: false,
+                    failures: &failures,
+                },
+            ],
+        }],
+    };
+    golden("test-run", &serde_json::to_string(&run).unwrap());
+    let watch = [
+        serde_json::to_string(&v1::Watching {
+            watching: vec!["rules".into()],
+            rules: 3,
+            diagnostics: vec![],
+        })
+        .unwrap(),
+        serde_json::to_string(&v1::Reload {
+            reloaded: false,
+            generation: 2,
+            rules: 3,
+            diagnostics: v1::diagnostics(&problems),
+            introduced: v1::diagnostics(&problems[..1]),
+        })
+        .unwrap(),
+    ];
+    golden("watch", &watch.join("\n"));
 }

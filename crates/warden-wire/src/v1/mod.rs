@@ -24,6 +24,9 @@ pub use outcome::{
     Effect, Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError, Ruling,
     effects, notifications, proceed_word,
 };
-pub use report::{Copied, Diagnostic, SavedSession, diagnostics};
+pub use report::{
+    BenchFigure, BenchRun, Copied, Diagnostic, Reload, SavedSession, TestCase, TestFile, TestRun,
+    Watching, diagnostics,
+};
 pub use service::{Health, LogRow, SettingProblem, TrialReport, TrialRequest, bound};
 pub use session::{Facts, SessionView, facts, tool_status};

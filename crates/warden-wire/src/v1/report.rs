@@ -110,3 +110,85 @@ impl From<&CopyReport> for Copied {
         }
     }
 }
+
+/// What `warden test --json` prints: each test file, with its cases.
+#[derive(Debug, Serialize)]
+pub struct TestRun<'a> {
+    /// Per file, in order.
+    pub files: Vec<TestFile<'a>>,
+}
+
+/// A test file's results.
+#[derive(Debug, Serialize)]
+pub struct TestFile<'a> {
+    /// The file.
+    pub file: &'a std::path::Path,
+    /// Its cases, in order.
+    pub cases: Vec<TestCase<'a>>,
+}
+
+/// A case's result.
+#[derive(Debug, Serialize)]
+pub struct TestCase<'a> {
+    /// The case's name.
+    pub name: &'a str,
+    /// Whether every expectation held.
+    pub passed: bool,
+    /// What did not hold, with what happened instead.
+    pub failures: &'a [String],
+}
+
+/// A line of `warden watch --json` when the rules' files changed: whether the change was
+/// applied, every problem in the files now, and which of them the change introduced.
+#[derive(Debug, Serialize)]
+pub struct Reload<'a> {
+    /// Whether the new rules are in force.
+    pub reloaded: bool,
+    /// The generation in force.
+    pub generation: u64,
+    /// Rules loaded.
+    pub rules: usize,
+    /// Every problem in the files as they are now.
+    pub diagnostics: Vec<Diagnostic<'a>>,
+    /// The problems the change introduced (why it was not applied).
+    pub introduced: Vec<Diagnostic<'a>>,
+}
+
+/// The first line of `warden watch --json`: what is watched, once the watcher is in place.
+#[derive(Debug, Serialize)]
+pub struct Watching<'a> {
+    /// The folders watched.
+    pub watching: Vec<String>,
+    /// Rules loaded.
+    pub rules: usize,
+    /// Problems in the files.
+    pub diagnostics: Vec<Diagnostic<'a>>,
+}
+
+/// What `warden bench --json` prints: each figure with its id, and the ratio to its floor.
+#[derive(Debug, Serialize)]
+pub struct BenchRun<'a> {
+    /// Ticks per round.
+    pub ticks: u32,
+    /// Rounds.
+    pub rounds: u32,
+    /// The figures, in the order measured.
+    pub figures: Vec<BenchFigure<'a>>,
+}
+
+/// One figure of `warden bench`.
+#[derive(Debug, Serialize)]
+pub struct BenchFigure<'a> {
+    /// A stable id.
+    pub id: &'a str,
+    /// The figure; `null` when it could not be measured.
+    pub value: Option<f64>,
+    /// Its unit.
+    pub unit: &'a str,
+    /// The id of the figure it is compared with, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<&'a str>,
+    /// This figure over its baseline (`null` when either could not be measured).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<Option<f64>>,
+}

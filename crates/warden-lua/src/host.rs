@@ -3,11 +3,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use mlua::state::RawLua;
-use mlua::{
-    FromLuaMulti, Function, IntoLua, IntoLuaMulti, Lua, LuaSerdeExt, LuaString, MultiValue, Table,
-    Value, ffi,
-};
+use mlua::{Function, IntoLua, Lua, LuaSerdeExt, MultiValue, RegistryKey, Table, Value, ffi};
 
 use crate::journal::Recorded;
 
@@ -42,11 +38,13 @@ pub trait Host {
 /// record's view, a string, a read-only view of a table; kept in the run's memo of its root.
 pub struct Out<'a> {
     pub(crate) lua: &'a Lua,
+    /// The stack the answer goes on: the reading coroutine's, in the call of `fetch`.
+    pub(crate) stack: *mut ffi::lua_State,
     pub(crate) shapes: &'a mut Shapes,
     /// Where the answer is kept for the run (none when the run records or replays).
     pub(crate) keep: Option<Keep>,
     /// The name `context.state`'s view is given, for a table answer of that field.
-    pub(crate) state: Option<&'a LuaString>,
+    pub(crate) state: Option<&'a RegistryKey>,
     /// The answer as the replay record keeps it, when the run records.
     pub(crate) recorded: Option<Recorded>,
     pub(crate) recording: bool,
@@ -64,7 +62,14 @@ impl Out<'_> {
         if self.recording {
             self.recorded = Some(payload.recorded().map_err(mlua::Error::RuntimeError)?);
         }
-        deliver(self.lua, self.shapes, payload, self.keep, self.state)?;
+        deliver(
+            self.lua,
+            self.stack,
+            self.shapes,
+            payload,
+            self.keep,
+            self.state,
+        )?;
         self.delivered = true;
         Ok(())
     }
@@ -74,18 +79,15 @@ impl Out<'_> {
         if self.recording {
             self.recorded = Some(Recorded::Nil);
         }
-        // SAFETY: called from a callback, whose state `RawLua` holds; pushing nil after a
-        // check of room neither allocates nor raises.
+        // SAFETY: `stack` is the stack of the `fetch` call in progress (the lock is held);
+        // pushing nil after a check of room neither allocates nor raises.
         unsafe {
-            self.lua.exec_raw_lua(|raw| {
-                let s = raw.state();
-                if ffi::lua_checkstack(s, 1) == 0 {
-                    return Err(mlua::Error::StackError);
-                }
-                ffi::lua_pushnil(s);
-                Ok(())
-            })
+            if ffi::lua_checkstack(self.stack, 1) == 0 {
+                return Err(mlua::Error::StackError);
+            }
+            ffi::lua_pushnil(self.stack);
         }
+        Ok(())
     }
 
     /// The field is this value (an integer, a number, a boolean, a string, a converted table).
@@ -168,11 +170,12 @@ pub(crate) enum ShapeKey {
 }
 
 /// What the prelude hands over once: the metatable of records, `freeze`, the view of
-/// `context.state`, and the maker of a shape.
+/// `context.state`, and the maker of a shape. Those pushed while an answer is built are held
+/// in the registry, to be pushed straight onto the reading coroutine's stack.
 pub(crate) struct Views {
-    pub(crate) record: Table,
-    pub(crate) freeze: Function,
-    pub(crate) state_view: Function,
+    pub(crate) record: RegistryKey,
+    pub(crate) freeze: RegistryKey,
+    pub(crate) state_view: RegistryKey,
     pub(crate) shape: Function,
 }
 
@@ -180,8 +183,8 @@ pub(crate) struct Views {
 pub(crate) struct Shapes {
     pub(crate) views: Option<Views>,
     /// Where kept answers are listed (memo, key, memo, key...), to be let go when the run ends.
-    pub(crate) kept: Option<Table>,
-    known: Vec<(ShapeKey, Table)>,
+    pub(crate) kept: Option<RegistryKey>,
+    known: Vec<(ShapeKey, RegistryKey)>,
 }
 
 impl Shapes {
@@ -219,12 +222,12 @@ impl Shapes {
             args.push(Value::String(lua.create_string(k)?));
         }
         let shape: Table = views.shape.call(MultiValue::from_vec(args))?;
-        self.known.push((key, shape));
+        self.known.push((key, lua.create_registry_value(shape)?));
         Ok(self.known.len() - 1)
     }
 
     /// A record of the fields `keys` with `values` (a replayed record inside a table), built
-    /// now, from within a callback.
+    /// now, during a run.
     pub(crate) fn build(
         &mut self,
         lua: &Lua,
@@ -234,19 +237,25 @@ impl Shapes {
         let shape = self.shape(lua, ShapeKey::Named(keys.join(",")), keys)?;
         let names: Vec<&str> = keys.iter().map(String::as_str).collect();
         let values = &values[..values.len().min(keys.len())];
-        deliver(
-            lua,
-            self,
-            Payload::Record(shape, &names, values),
-            None,
-            None,
-        )?;
-        // SAFETY: `deliver` left the record on top of the stack of the callback in progress.
-        Ok(unsafe { lua.exec_raw_lua(|raw| raw.pop_value()) })
+        // SAFETY: the lock is held (a run is in progress); `deliver` leaves the record on top of
+        // the stack it is given, where it is popped.
+        unsafe {
+            lua.exec_raw_lua(|raw| {
+                deliver(
+                    lua,
+                    raw.state(),
+                    self,
+                    Payload::Record(shape, &names, values),
+                    None,
+                    None,
+                )?;
+                Ok(raw.pop_value())
+            })
+        }
     }
 }
 
-/// The keys of a view's real table, and of a record's values and of a shape's MISS (light
+/// The keys of a view's real table, of a record's values and of a shape's MISS (light
 /// userdata: only the host can make them, no script can name them).
 static REAL_KEY: u8 = 0;
 static RECORD_KEY: u8 = 0;
@@ -269,28 +278,48 @@ pub(crate) fn miss_key() -> *mut c_void {
 /// Rust value to drop, so that the error may unwind through it.
 pub(crate) unsafe extern "C-unwind" fn record_index(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: Lua calls it with the view and the key (and at least 20 free slots); a record
-    // holds its values under RECORD_KEY, its shape first.
+    // holds its values under RECORD_KEY: a userdata whose first user value is its shape.
     unsafe {
         if ffi::lua_type(state, 1) != ffi::LUA_TTABLE {
             return 0;
         }
-        ffi::lua_pushlightuserdata(state, record_key());
-        if ffi::lua_rawget(state, 1) != ffi::LUA_TTABLE {
+        // 3: the values; 4: the shape; 5: the field's place.
+        if ffi::lua_rawgetp(state, 1, record_key()) != ffi::LUA_TUSERDATA {
             return 0;
         }
-        // 3: the values; 4: the shape; 5: the field's place.
-        if ffi::lua_rawgeti(state, 3, 1) != ffi::LUA_TTABLE {
+        if ffi::lua_getiuservalue(state, 3, 1) != ffi::LUA_TTABLE {
             return 0;
         }
         ffi::lua_pushvalue(state, 2);
         if ffi::lua_rawget(state, 4) == ffi::LUA_TNUMBER {
             let at = ffi::lua_tointegerx(state, 5, std::ptr::null_mut());
-            ffi::lua_rawgeti(state, 3, at);
+            ffi::lua_getiuservalue(state, 3, at as c_int);
             return 1;
         }
         ffi::lua_rawgetp(state, 4, miss_key());
         ffi::lua_pushvalue(state, 2);
         ffi::lua_call(state, 1, 1);
+        1
+    }
+}
+
+/// `record_at(view, i)`, for the prelude: a record's user value `i` (1: its shape, then its
+/// values), or nothing.
+pub(crate) unsafe extern "C-unwind" fn record_at(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls it with at least 20 free slots; reading tables, a userdata's user
+    // values and an integer neither allocates nor raises.
+    unsafe {
+        if ffi::lua_type(state, 1) != ffi::LUA_TTABLE
+            || ffi::lua_rawgetp(state, 1, record_key()) != ffi::LUA_TUSERDATA
+        {
+            return 0;
+        }
+        let mut isnum = 0;
+        let i = ffi::lua_tointegerx(state, 2, &mut isnum);
+        if isnum == 0 || !(1..=i64::from(c_int::MAX)).contains(&i) {
+            return 0;
+        }
+        ffi::lua_getiuservalue(state, -1, i as c_int);
         1
     }
 }
@@ -306,75 +335,124 @@ pub(crate) struct Keep {
 
 /// The parameters of one call of `build`.
 struct Build<'a> {
-    raw: &'a RawLua,
+    lua: &'a Lua,
     payload: Payload<'a>,
     shapes: &'a Shapes,
     views: &'a Views,
     /// The name of a `context.state` view (`state`, `session_state`), for a table given so.
-    state: Option<&'a LuaString>,
+    state: Option<&'a RegistryKey>,
     /// Where it is listed among the kept answers, when kept.
     at: ffi::lua_Integer,
 }
 
-/// Makes `payload` a Lua value on top of the stack of the callback in progress, in one
-/// protected call: a record's view and values, a string, a read-only view of a table. With
-/// `keep`, the value is also kept in the memo for the key (both in the callback's stack) and
-/// listed among the kept answers. `state` names the view of `context.state` a table answer is
-/// given as.
+/// Makes `payload` a Lua value on top of `stack` (the stack of the `fetch` call in progress),
+/// in one protected call: a record's view and values, a string, a read-only view of a table.
+/// With `keep`, the value is also kept in the memo for the key (both in that stack) and listed
+/// among the kept answers. `state` names the view of `context.state` a table answer is given
+/// as.
 pub(crate) fn deliver(
     lua: &Lua,
+    stack: *mut ffi::lua_State,
     shapes: &Shapes,
     payload: Payload<'_>,
     keep: Option<Keep>,
-    state: Option<&LuaString>,
+    state: Option<&RegistryKey>,
 ) -> mlua::Result<()> {
     let (Some(views), Some(kept)) = (&shapes.views, &shapes.kept) else {
         return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
     };
-    // SAFETY: called from a callback, whose state `RawLua` holds (the lock is held). Room is
-    // checked first; `build` runs under `lua_pcall`, so what it raises (out of memory, an
-    // error of `freeze`) comes back as a status, and it holds no Rust value that needs
+    // SAFETY: `stack` is a coroutine of the state, in a call during a run (the lock is held).
+    // Room is checked first; `build` runs under `lua_pcall`, so what it raises (out of memory,
+    // an error of `freeze`) comes back as a status, and it holds no Rust value that needs
     // dropping while it may raise.
     unsafe {
-        lua.exec_raw_lua(|raw| {
-            let s = raw.state();
-            if ffi::lua_checkstack(s, 8) == 0 {
-                return Err(mlua::Error::StackError);
+        let s = stack;
+        if ffi::lua_checkstack(s, 8) == 0 {
+            return Err(mlua::Error::StackError);
+        }
+        let params = Build {
+            lua,
+            payload,
+            shapes,
+            views,
+            state,
+            at: keep.map_or(0, |k| k.at),
+        };
+        ffi::lua_pushcfunction(s, build);
+        ffi::lua_pushlightuserdata(s, std::ptr::addr_of!(params) as *mut c_void);
+        let nargs = match keep {
+            Some(k) => {
+                ffi::lua_pushvalue(s, k.memo);
+                ffi::lua_pushvalue(s, k.key);
+                registry(s, kept);
+                4
             }
-            let params = Build {
-                raw,
-                payload,
-                shapes,
-                views,
-                state,
-                at: keep.map_or(0, |k| k.at),
-            };
-            ffi::lua_pushcfunction(s, build);
-            ffi::lua_pushlightuserdata(s, std::ptr::addr_of!(params) as *mut c_void);
-            let nargs = match keep {
-                Some(k) => {
-                    ffi::lua_pushvalue(s, k.memo);
-                    ffi::lua_pushvalue(s, k.key);
-                    raw.push(kept)?;
-                    4
+            None => 1,
+        };
+        match ffi::lua_pcall(s, nargs, 1, 0) {
+            ffi::LUA_OK => Ok(()),
+            ffi::LUA_ERRMEM => {
+                ffi::lua_pop(s, 1);
+                Err(mlua::Error::MemoryError("not enough memory".into()))
+            }
+            _ => lua.exec_raw_lua(|raw| {
+                // The error object, read where mlua reads values.
+                let m = raw.state();
+                if m != s {
+                    if ffi::lua_checkstack(m, 1) == 0 {
+                        ffi::lua_pop(s, 1);
+                        return Err(mlua::Error::StackError);
+                    }
+                    ffi::lua_xmove(s, m, 1);
                 }
-                None => 1,
-            };
-            match ffi::lua_pcall(s, nargs, 1, 0) {
-                ffi::LUA_OK => Ok(()),
-                ffi::LUA_ERRMEM => {
-                    ffi::lua_pop(s, 1);
-                    Err(mlua::Error::MemoryError("not enough memory".into()))
-                }
-                _ => match raw.pop_value() {
+                match raw.pop_value() {
                     Value::Error(e) => Err(*e),
                     Value::String(m) => Err(mlua::Error::RuntimeError(m.to_string_lossy())),
                     _ => Err(mlua::Error::RuntimeError(
                         "internal: a field could not be given to the script".into(),
                     )),
-                },
-            }
-        })
+                }
+            }),
+        }
+    }
+}
+
+/// Pushes the value `key` holds in the registry onto `state`.
+///
+/// # Safety
+/// `state` is a coroutine of the state whose registry `key` is in, with a free slot.
+unsafe fn registry(state: *mut ffi::lua_State, key: &RegistryKey) {
+    unsafe {
+        ffi::lua_rawgeti(
+            state,
+            ffi::LUA_REGISTRYINDEX,
+            ffi::lua_Integer::from(key.id()),
+        );
+    }
+}
+
+/// Pushes `v` onto `state`: a plain value (a number, a boolean, nil) directly, a reference (a
+/// string, a table...) through mlua, onto the stack mlua pushes on, then moved.
+///
+/// # Safety
+/// `state` is a coroutine of `lua`'s state with a free slot, during a run (the lock is held).
+unsafe fn push_value(lua: &Lua, state: *mut ffi::lua_State, v: &Value) {
+    unsafe {
+        match *v {
+            Value::Nil => ffi::lua_pushnil(state),
+            Value::Boolean(b) => ffi::lua_pushboolean(state, c_int::from(b)),
+            Value::Integer(n) => ffi::lua_pushinteger(state, n),
+            Value::Number(x) => ffi::lua_pushnumber(state, x),
+            Value::LightUserData(p) => ffi::lua_pushlightuserdata(state, p.0),
+            _ => lua.exec_raw_lua(|raw| {
+                let m = raw.state();
+                if ffi::lua_checkstack(m, 3) == 0 || raw.push_value(v).is_err() {
+                    ffi::lua_pushnil(state);
+                } else if m != state {
+                    ffi::lua_xmove(m, state, 1);
+                }
+            }),
+        }
     }
 }
 
@@ -386,26 +464,24 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
     unsafe {
         let keep = ffi::lua_gettop(state) == 4;
         let b = &*(ffi::lua_touserdata(state, 1) as *const Build);
-        let raw = b.raw;
+        let lua = b.lua;
         match b.payload {
             Payload::Nil => ffi::lua_pushnil(state),
-            Payload::Value(v) => {
-                let _ = raw.push_value(v);
-            }
+            Payload::Value(v) => push_value(lua, state, v),
             Payload::Text(t) => {
                 ffi::lua_pushlstring(state, t.as_ptr().cast(), t.len());
             }
             Payload::Table(v) => {
                 match b.state {
                     Some(name) => {
-                        let _ = raw.push(&b.views.state_view);
-                        let _ = raw.push_value(v);
-                        let _ = raw.push(name);
+                        registry(state, &b.views.state_view);
+                        push_value(lua, state, v);
+                        registry(state, name);
                         ffi::lua_call(state, 2, 1);
                     }
                     None => {
-                        let _ = raw.push(&b.views.freeze);
-                        let _ = raw.push_value(v);
+                        registry(state, &b.views.freeze);
+                        push_value(lua, state, v);
                         ffi::lua_call(state, 1, 1);
                     }
                 };
@@ -413,26 +489,28 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
             Payload::Record(n, _, values) => match b.shapes.known.get(n) {
                 None => ffi::lua_pushnil(state),
                 Some((_, shape)) => {
-                    // The values: the shape, then each field's, a table made a view.
-                    ffi::lua_createtable(state, values.len() as c_int + 1, 0);
-                    let _ = raw.push(shape);
-                    ffi::lua_rawseti(state, -2, 1);
-                    for (i, v) in values.iter().enumerate() {
+                    // The values: a userdata, its user values the shape then each field's
+                    // (a table made a view), set without hashing.
+                    let n = values.len().min(usize::from(u16::MAX) - 1);
+                    ffi::lua_newuserdatauv(state, 0, n as c_int + 1);
+                    registry(state, shape);
+                    ffi::lua_setiuservalue(state, -2, 1);
+                    for (i, v) in values[..n].iter().enumerate() {
                         if let Value::Table(_) = v {
-                            let _ = raw.push(&b.views.freeze);
-                            let _ = raw.push_value(v);
+                            registry(state, &b.views.freeze);
+                            push_value(lua, state, v);
                             ffi::lua_call(state, 1, 1);
                         } else {
-                            let _ = raw.push_value(v);
+                            push_value(lua, state, v);
                         }
-                        ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 2);
+                        ffi::lua_setiuservalue(state, -2, i as c_int + 2);
                     }
                     // The view, holding them.
                     ffi::lua_createtable(state, 0, 1);
                     ffi::lua_pushlightuserdata(state, record_key());
                     ffi::lua_rotate(state, -3, -1);
                     ffi::lua_rawset(state, -3);
-                    let _ = raw.push(&b.views.record);
+                    registry(state, &b.views.record);
                     ffi::lua_setmetatable(state, -2);
                 }
             },
@@ -457,101 +535,4 @@ fn is_identifier(k: &str) -> bool {
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-}
-
-/// The arguments of `fetch` (the `__index` of a root's memo): the memo's address and where the
-/// memo and the field's name are in the stack, the name read in place on the Lua stack (where
-/// it stays for the whole call) rather than copied into a reference.
-pub(crate) struct Ask {
-    pub(crate) memo: usize,
-    /// Where the memo and the key are in the stack of the call.
-    pub(crate) slots: (c_int, c_int),
-    key: AskKey,
-}
-
-enum AskKey {
-    None,
-    /// A string argument of the call in progress: valid until it returns.
-    Stack(*const u8, usize),
-    Owned(Vec<u8>),
-}
-
-impl Ask {
-    /// The field's name, when it is a string.
-    pub(crate) fn key(&self) -> Option<&[u8]> {
-        match &self.key {
-            AskKey::None => None,
-            // SAFETY: the string is an argument of the `fetch` call that made this `Ask`, on the
-            // Lua stack until the call returns, and an `Ask` does not outlive its call.
-            AskKey::Stack(p, len) => Some(unsafe { std::slice::from_raw_parts(*p, *len) }),
-            AskKey::Owned(v) => Some(v),
-        }
-    }
-}
-
-impl FromLuaMulti for Ask {
-    fn from_lua_multi(values: MultiValue, _: &Lua) -> mlua::Result<Self> {
-        // Not the way mlua calls a function's arguments (`from_stack_args` is): a memo cannot
-        // be kept without its place on the stack.
-        let mut values = values.into_iter();
-        let memo = values.next().map_or(0, |v| v.to_pointer() as usize);
-        let key = match values.next() {
-            Some(Value::String(s)) => AskKey::Owned(s.as_bytes().to_vec()),
-            _ => AskKey::None,
-        };
-        Ok(Ask {
-            memo,
-            slots: (0, 0),
-            key,
-        })
-    }
-
-    unsafe fn from_stack_args(
-        nargs: c_int,
-        _: usize,
-        _: Option<&str>,
-        lua: &RawLua,
-    ) -> mlua::Result<Self> {
-        let state = lua.state();
-        // SAFETY: `nargs` values are on the stack of the call in progress; reading an address,
-        // an index or a string's bytes in place neither allocates nor raises.
-        unsafe {
-            if nargs < 2 {
-                return Ok(Ask {
-                    memo: 0,
-                    slots: (0, 0),
-                    key: AskKey::None,
-                });
-            }
-            let memo = ffi::lua_absindex(state, -nargs);
-            let key = ffi::lua_absindex(state, -nargs + 1);
-            let name = if ffi::lua_type(state, key) == ffi::LUA_TSTRING {
-                let mut len = 0;
-                let p = ffi::lua_tolstring(state, key, &mut len);
-                AskKey::Stack(p.cast::<u8>(), len)
-            } else {
-                AskKey::None
-            };
-            Ok(Ask {
-                memo: ffi::lua_topointer(state, memo) as usize,
-                slots: (memo, key),
-                key: name,
-            })
-        }
-    }
-}
-
-/// The answer of a callback that pushed its results onto the Lua stack itself: how many.
-pub(crate) struct Pushed(pub(crate) c_int);
-
-impl IntoLuaMulti for Pushed {
-    fn into_lua_multi(self, _: &Lua) -> mlua::Result<MultiValue> {
-        Err(mlua::Error::RuntimeError(
-            "internal: pushed values read as a list".into(),
-        ))
-    }
-
-    unsafe fn push_into_stack_multi(self, _: &RawLua) -> mlua::Result<c_int> {
-        Ok(self.0)
-    }
 }

@@ -47,6 +47,7 @@
 
 mod effect;
 mod errors;
+mod fetch;
 mod host;
 mod journal;
 mod lmatch;
@@ -291,6 +292,9 @@ struct RunState {
     /// [`Runtime::run`] for exactly the duration of a run and cleared on the way out, even if
     /// the run unwinds, so it never outlives the reference it was made from.
     host: Option<*const (dyn Host + 'static)>,
+    /// The runtime's `Lua`, for `fetch` (a C function, given only the coroutine's stack), set
+    /// and cleared with `host`: finding it from the stack costs a registry lookup.
+    lua: Option<*const Lua>,
     /// Whether the run's tick concerns a tool.
     has_tool: bool,
     /// Whether the result is read lazily through the host, and else its value.
@@ -305,7 +309,7 @@ struct RunState {
     stop: Option<String>,
 }
 
-// SAFETY: the host pointer is only dereferenced by `fetch`, which Lua calls only while a run
+// SAFETY: the host and Lua pointers are only dereferenced by `fetch`, which Lua calls only while a run
 // is in progress on the thread that set it (see `HostGuard`); a state is never used from two
 // threads at once (mlua's `send` feature serializes access).
 unsafe impl Send for RunState {}
@@ -358,6 +362,7 @@ impl Drop for HostGuard<'_> {
         if self.armed {
             let mut state = lock(self.shared);
             state.host = None;
+            state.lua = None;
             state.result = Value::Nil;
             state.tripped = false;
             state.deadline = None;
@@ -375,7 +380,7 @@ pub struct Runtime {
     handler: Function,
     /// What runs keep in the roots' memos (see `prelude.lua`): memo, key, memo, key..., and
     /// how many pairs the run in progress (or one cut short) listed.
-    kept_list: Table,
+    kept_list: mlua::RegistryKey,
     kept: Arc<AtomicUsize>,
     /// The coroutines Warden made (where a script may wait), weak keys.
     task_threads: Table,

@@ -130,17 +130,19 @@ RO.__pairs = function(p)
 end
 
 -- Records (a few named values the host hands out, such as `context.turn`) are views the host
--- builds as { [REC] = R } with RECORD as metatable, where R = { SHAPE, value1, value2, ... }
--- holds the values in the order of the shape's fields (made without hashing a field) and SHAPE
--- (one per shape, from `shape`) maps each field to its place. RECORD's `__index` is a C
--- function of the host: a read is a few lookups, no Lua call. A misspelt field calls the
--- shape's MISS, which raises at the script that read it (level 3, past `__index`). Records
--- walk in the order of their sorted field names, like views of data.
-local REC, MISS = host.record_key, host.miss_key
+-- builds as { [REC] = U } with RECORD as metatable, where U is a userdata (no metatable: a
+-- script that digs it out with `next` can do nothing with it) whose user values are SHAPE
+-- then the values, in the order of the shape's fields (set without hashing a field), and
+-- SHAPE (one per shape, from `shape`) maps each field to its place. RECORD's `__index` is a C
+-- function of the host: a read is a few lookups, no Lua call; `record_at(view, i)` reads user
+-- value i (1: the shape). A misspelt field calls the shape's MISS, which raises at the script
+-- that read it (level 3, past `__index`). Records walk in the order of their sorted field
+-- names, like views of data.
+local REC, MISS, record_at = host.record_key, host.miss_key, host.record_at
 local ORDER, RANK = {}, {}
 
-local function record_next(r, k)
-  local shape = r[1]
+local function record_next(p, k)
+  local shape = record_at(p, 1)
   local order = shape[ORDER]
   local i = 1
   if k ~= nil then
@@ -151,7 +153,7 @@ local function record_next(r, k)
     if name == nil then
       return nil
     end
-    local v = r[shape[name]]
+    local v = record_at(p, shape[name])
     if v ~= nil then
       return name, v
     end
@@ -167,9 +169,8 @@ local RECORD = {
     return 0
   end,
   __pairs = function(p)
-    local r = rawget(p, REC)
     return function(_, k)
-      return record_next(r, k)
+      return record_next(p, k)
     end, p, nil
   end,
 }
@@ -198,9 +199,8 @@ local function safe_next(t, k)
     if real then
       return ordered_next(real, k)
     end
-    real = rawget(t, REC)
-    if real then
-      return record_next(real, k)
+    if rawget(t, REC) then
+      return record_next(t, k)
     end
     real = locked[t]
     if real then
@@ -221,11 +221,10 @@ local function thaw(v, depth)
     error("the value is nested more than 32 levels deep (or refers to itself)", 3)
   end
   local out = {}
-  local r = rawget(v, REC)
-  if r then
-    local shape = r[1]
+  if rawget(v, REC) then
+    local shape = record_at(v, 1)
     for _, name in ipairs(shape[ORDER]) do
-      out[name] = thaw(r[shape[name]], depth)
+      out[name] = thaw(record_at(v, shape[name]), depth)
     end
     return out
   end

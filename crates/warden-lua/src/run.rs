@@ -55,6 +55,7 @@ impl Runtime {
             state.stop = None;
             state.effects.clear();
             state.host = Some(erased);
+            state.lua = Some(&raw const self.lua);
             state.has_tool = host.has_tool();
             state.lazy_result = lazy_result;
             state.result = result;
@@ -144,7 +145,7 @@ impl Runtime {
                     return Err(mlua::Error::StackError);
                 }
                 if kept != 0 {
-                    clear_kept(raw, &self.kept_list, kept)?;
+                    clear_kept(raw.state(), &self.kept_list, kept);
                 }
                 let nargs = match first {
                     Some(key) => {
@@ -172,6 +173,7 @@ impl Runtime {
                 {
                     let mut state = lock(&self.shared);
                     state.host = None;
+                    state.lua = None;
                     state.result = Value::Nil;
                     state.deadline = None;
                     state.tripped = false;
@@ -183,7 +185,7 @@ impl Runtime {
                 }
                 let kept = self.take_kept();
                 if kept != 0 {
-                    clear_kept(raw, &self.kept_list, kept)?;
+                    clear_kept(raw.state(), &self.kept_list, kept);
                 }
                 end.grown = memory(main) - before;
                 match status {
@@ -271,13 +273,16 @@ unsafe fn memory(state: *mut ffi::lua_State) -> i64 {
 /// entry for its key is set to nil, on the Lua API.
 ///
 /// # Safety
-/// The runtime's lock is held, no Lua code runs on `raw`'s state, and it has room for 4
-/// values. Reading a table and setting a key to nil neither allocate nor raise (a key never
-/// stored is left alone: Lua does not insert nil).
-unsafe fn clear_kept(raw: &mlua::state::RawLua, list: &Table, n: usize) -> mlua::Result<()> {
-    let state = raw.state();
+/// The runtime's lock is held, no Lua code runs on `state`, and it has room for 4 values.
+/// Reading a table and setting a key to nil neither allocate nor raise (a key never stored is
+/// left alone: Lua does not insert nil).
+unsafe fn clear_kept(state: *mut ffi::lua_State, list: &mlua::RegistryKey, n: usize) {
     unsafe {
-        raw.push(list)?;
+        ffi::lua_rawgeti(
+            state,
+            ffi::LUA_REGISTRYINDEX,
+            ffi::lua_Integer::from(list.id()),
+        );
         for i in 0..n {
             let at = 2 * i as ffi::lua_Integer + 1;
             if ffi::lua_rawgeti(state, -1, at) == ffi::LUA_TTABLE {
@@ -292,7 +297,6 @@ unsafe fn clear_kept(raw: &mlua::state::RawLua, list: &Table, n: usize) -> mlua:
         }
         ffi::lua_pop(state, 1);
     }
-    Ok(())
 }
 
 /// What a run of a task's coroutine came to.

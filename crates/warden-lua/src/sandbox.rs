@@ -4,22 +4,8 @@
 use super::*;
 use std::sync::atomic::AtomicUsize;
 
-use crate::host::{self, Ask, Keep, Out, Payload, Pushed, ShapeKey, Shapes, Views, deliver};
-
-/// The roots a script reads, numbered as the prelude numbers them (from 1).
-const ROOTS: [&str; 5] = ["context", "event", "tool", "result", "settings"];
-
-/// What `fetch` keeps from one read to the next: the record shapes, the addresses of the
-/// roots' memos (the order of `ROOTS`), and the names of the views of `context.state`.
-struct Answers {
-    shapes: Shapes,
-    memos: [usize; 5],
-    state_names: Option<[LuaString; 2]>,
-}
-
-fn lock_answers(answers: &Mutex<Answers>) -> std::sync::MutexGuard<'_, Answers> {
-    answers.lock().unwrap_or_else(|p| p.into_inner())
-}
+use crate::fetch::{Answers, Fetch, lock_answers};
+use crate::host::{self, Shapes, Views};
 
 impl Runtime {
     /// Builds a sandboxed state with the given limits.
@@ -40,6 +26,7 @@ impl Runtime {
             tripped_by: String::new(),
             effects: Vec::new(),
             host: None,
+            lua: None,
             has_tool: false,
             lazy_result: false,
             result: Value::Nil,
@@ -56,7 +43,7 @@ impl Runtime {
         // The record shapes, the roots' memos, and the list of what runs keep in them.
         let kept_list = lua.create_table()?;
         let mut shapes = Shapes::new();
-        shapes.kept = Some(kept_list.clone());
+        shapes.kept = Some(lua.create_registry_value(kept_list.clone())?);
         let answers = Arc::new(Mutex::new(Answers {
             shapes,
             memos: [0; 5],
@@ -75,6 +62,10 @@ impl Runtime {
         host.set("record_index", unsafe {
             lua.create_c_function(host::record_index)?
         })?;
+        // SAFETY: as `record_index`, reading without calling anything.
+        host.set("record_at", unsafe {
+            lua.create_c_function(host::record_at)?
+        })?;
         // The prelude hands over what building answers needs, once.
         let slot = answers.clone();
         host.set(
@@ -89,126 +80,25 @@ impl Runtime {
                 )| {
                     let mut answers = lock_answers(&slot);
                     answers.shapes.views = Some(Views {
-                        record,
-                        freeze,
-                        state_view,
+                        record: lua.create_registry_value(record)?,
+                        freeze: lua.create_registry_value(freeze)?,
+                        state_view: lua.create_registry_value(state_view)?,
                         shape,
                     });
                     answers.state_names = Some([
-                        lua.create_string("state")?,
-                        lua.create_string("session_state")?,
+                        lua.create_registry_value("state")?,
+                        lua.create_registry_value("session_state")?,
                     ]);
                     Ok(())
                 },
             )?,
         )?;
-        let sh = shared.clone();
-        let all = answers.clone();
-        let count = kept.clone();
-        host.set(
-            "fetch",
-            lua.create_function(move |lua, ask: Ask| {
-                let mut answers = lock_answers(&all);
-                let Answers {
-                    shapes,
-                    memos,
-                    state_names,
-                } = &mut *answers;
-                let (Some(n), Some(key)) = (memos.iter().position(|m| *m == ask.memo), ask.key())
-                else {
-                    return Ok(Pushed(0));
-                };
-                let root = ROOTS[n];
-                let key = std::str::from_utf8(key).map_err(|_| {
-                    mlua::Error::RuntimeError(format!("`{root}`: a field name is not UTF-8 text"))
-                })?;
-                // `context.state` and `context.session_state` are given as their own views.
-                let state = match (n, key, state_names.as_ref()) {
-                    (0, "state", Some([s, _])) => Some(s),
-                    (0, "session_state", Some([_, s])) => Some(s),
-                    _ => None,
-                };
-                let mut run = lock(&sh);
-                if run.tape.replaying() {
-                    let want = Input::Field {
-                        root: root.to_string(),
-                        key: key.to_string(),
-                        value: Recorded::Nil,
-                    };
-                    let Input::Field { value, .. } = replayed(&mut run, &want)? else {
-                        return Err(mlua::Error::RuntimeError("internal: replay".into()));
-                    };
-                    drop(run);
-                    let mut make = |keys: &[String], values| shapes.build(lua, keys, values);
-                    match &value {
-                        Recorded::Record { record, values } => {
-                            let values = values
-                                .iter()
-                                .map(|v| v.to_lua(lua, &mut make))
-                                .collect::<mlua::Result<Vec<_>>>()?;
-                            let shape =
-                                shapes.shape(lua, ShapeKey::Named(record.join(",")), record)?;
-                            let names: Vec<&str> = record.iter().map(String::as_str).collect();
-                            let values = &values[..values.len().min(names.len())];
-                            deliver(
-                                lua,
-                                shapes,
-                                Payload::Record(shape, &names, values),
-                                None,
-                                state,
-                            )?;
-                        }
-                        other => {
-                            let v = other.to_lua(lua, &mut make)?;
-                            deliver(lua, shapes, Payload::of(&v), None, state)?;
-                        }
-                    }
-                    return Ok(Pushed(1));
-                }
-                // A run that records what it reads asks at every read, as its replay will.
-                let recording = run.tape.recording();
-                let current = run.host;
-                drop(run);
-                let Some(host) = current else {
-                    return Err(mlua::Error::RuntimeError(format!(
-                        "`{root}` can only be read while the script runs"
-                    )));
-                };
-                let at = count.load(Ordering::Relaxed);
-                let mut out = Out {
-                    lua,
-                    shapes,
-                    keep: (!recording).then_some(Keep {
-                        memo: ask.slots.0,
-                        key: ask.slots.1,
-                        at: 2 * at as mlua::ffi::lua_Integer + 1,
-                    }),
-                    state,
-                    recorded: None,
-                    recording,
-                    delivered: false,
-                };
-                // SAFETY: set only during a run, while the host it points to is borrowed by
-                // `Runtime::run` (see `RunState::host`).
-                unsafe { (*host).field(&mut out, root, key)? };
-                if !out.delivered {
-                    out.nothing()?;
-                } else if !recording {
-                    count.store(at + 1, Ordering::Relaxed);
-                }
-                if recording {
-                    let value = out.recorded.take().unwrap_or(Recorded::Nil);
-                    lock(&sh).tape.record(|| {
-                        Ok(Input::Field {
-                            root: root.to_string(),
-                            key: key.to_string(),
-                            value,
-                        })
-                    });
-                }
-                Ok(Pushed(1))
-            })?,
-        )?;
+        let fetch = Fetch {
+            answers: answers.clone(),
+            shared: shared.clone(),
+            count: kept.clone(),
+        };
+        host.set("fetch", fetch.into_function(&lua)?)?;
         let sh = shared.clone();
         host.set(
             "tripped",
@@ -399,7 +289,7 @@ impl Runtime {
             new_env,
             call,
             handler,
-            kept_list,
+            kept_list: lua.create_registry_value(kept_list)?,
             kept,
             task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,

@@ -143,6 +143,12 @@ fn records_are_read_only_and_walk_and_copy_like_data() {
          return k == 'iteration_count' and v == 0 and k2 == 'max_iterations'",
         // A misspelt field is an error; a field of the record is readable.
         "return not pcall(function() return context.turn.nubmer end) and context.turn.max_iterations == 0",
+        // Dug out with Lua's own `next`, a record's values are a userdata no script can read
+        // or change (nor reach its shape, which records of its kind share).
+        "local raw_next = pairs({}); local _, u = raw_next(context.turn); \
+         return type(u) == 'userdata' and getmetatable(u) == nil \
+         and not pcall(function() return u[1] end) and not pcall(function() u[1] = 2 end) \
+         and context.turn.number == 1",
     ] {
         let (_, step) = run_with(&mut rt, src, &Frame::default());
         assert!(
@@ -166,4 +172,43 @@ fn records_are_read_only_and_walk_and_copy_like_data() {
         value.to_string(),
         r#"{"turn":{"iteration_count":0,"max_iterations":0,"number":1,"token_usage":0.5}}"#
     );
+}
+
+#[test]
+fn a_record_kept_past_its_run_keeps_the_values_of_that_run() {
+    // Each record is one table of its own, made at the run that read it.
+    let mut rt = runtime();
+    let src = "if kept == nil then kept = context.turn; return false end; \
+               return kept.number == 1 and context.turn.number == 2 and kept ~= context.turn \
+               and kept.token_usage == 0.5";
+    let (_, step) = start(&mut rt, 9, src, &Counting::at(1));
+    assert!(matches!(step, Step::Done { holds: false, .. }), "{step:?}");
+    let (_, step) = start(&mut rt, 9, src, &Counting::at(2));
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+}
+
+/// A host whose record has a field without a value.
+struct Sparse;
+
+impl Host for Sparse {
+    fn field(&self, out: &mut Out<'_>, _: &str, key: &str) -> mlua::Result<()> {
+        match key {
+            "turn" => out.record(
+                &["number", "label", "final"],
+                &[Value::Integer(4), Value::Nil, Value::Boolean(false)],
+            ),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn a_record_field_without_a_value_reads_nil_and_is_not_walked() {
+    let mut rt = runtime();
+    let src = "local names = {}; for k in pairs(context.turn) do names[#names + 1] = k end; \
+               return context.turn.label == nil and context.turn.final == false \
+               and table.concat(names, ',') == 'final,number' \
+               and not pcall(function() return context.turn.lable end)";
+    let (_, step) = rt.start(&Script::new(10, "sparse.lua", src), &Sparse, HANG);
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
 }

@@ -1,0 +1,277 @@
+//! `fetch`, the `__index` of each root's memo: the field a run reads, asked of its [`Host`] and
+//! kept in the memo for the rest of the run (or answered from the replay record).
+//!
+//! A C function on the Lua API rather than an mlua callback, which costs about 350
+//! instructions a call (its wrapper, an unwind guard, its error preallocated) and runs for
+//! every field a run reads first. It leans on mlua's raw interface as `run.rs` does
+//! (`Lua::get_or_init_from_ptr`, `RawLua::push_value` and `pop_value`, `RegistryKey::id`).
+
+use std::ffi::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use mlua::{Function, Lua, RegistryKey, Value, ffi};
+
+use crate::host::{Keep, Out, Payload, ShapeKey, Shapes, deliver};
+use crate::{Input, Recorded, Shared, lock, replayed};
+
+/// The roots a script reads, numbered as the prelude numbers them (from 1).
+const ROOTS: [&str; 5] = ["context", "event", "tool", "result", "settings"];
+
+/// What `fetch` keeps from one read to the next: the record shapes, the addresses of the
+/// roots' memos (the order of `ROOTS`), and the names of the views of `context.state`.
+pub(crate) struct Answers {
+    pub(crate) shapes: Shapes,
+    pub(crate) memos: [usize; 5],
+    pub(crate) state_names: Option<[RegistryKey; 2]>,
+}
+
+pub(crate) fn lock_answers(answers: &Mutex<Answers>) -> std::sync::MutexGuard<'_, Answers> {
+    answers.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What `fetch` reaches, held by the state (a userdata, its upvalue): the answers, the run's
+/// state (its host, its tape), and how many answers the run keeps.
+pub(crate) struct Fetch {
+    pub(crate) answers: Arc<Mutex<Answers>>,
+    pub(crate) shared: Shared,
+    pub(crate) count: Arc<AtomicUsize>,
+}
+
+impl Fetch {
+    /// `fetch` as a Lua function, its `Fetch` held by the state (and dropped with it).
+    pub(crate) fn into_function(self, lua: &Lua) -> mlua::Result<Function> {
+        let mut slot = Some(self);
+        // SAFETY: on the main stack, outside any run, with room checked; `make` runs under
+        // `lua_pcall` and moves `slot` into Lua memory only once nothing it does next can
+        // leave it unowned.
+        unsafe {
+            lua.exec_raw_lua(|raw| {
+                let s = raw.state();
+                if ffi::lua_checkstack(s, 4) == 0 {
+                    return Err(mlua::Error::StackError);
+                }
+                ffi::lua_pushcfunction(s, make);
+                ffi::lua_pushlightuserdata(s, std::ptr::addr_of_mut!(slot).cast::<c_void>());
+                match ffi::lua_pcall(s, 1, 1, 0) {
+                    ffi::LUA_OK => match raw.pop_value() {
+                        Value::Function(f) => Ok(f),
+                        _ => Err(mlua::Error::RuntimeError("internal: fetch".into())),
+                    },
+                    _ => {
+                        ffi::lua_pop(s, 1);
+                        Err(mlua::Error::MemoryError("not enough memory".into()))
+                    }
+                }
+            })
+        }
+    }
+}
+
+/// Makes `fetch` with its `Fetch` (argument: a light userdata, an `Option<Fetch>` to take):
+/// a userdata holding it, dropped by its `__gc`, as the closure's upvalue.
+unsafe extern "C-unwind" fn make(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: called by `into_function` under `lua_pcall`. Everything that may raise (the
+    // metatable, the userdata) comes before the `Fetch` is moved in; the closure made after
+    // owns the userdata, which its `__gc` drops if making the closure raises.
+    unsafe {
+        let slot = &mut *(ffi::lua_touserdata(state, 1) as *mut Option<Fetch>);
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_pushcfunction(state, drop_fetch);
+        ffi::lua_setfield(state, -2, c"__gc".as_ptr());
+        let ud = ffi::lua_newuserdatauv(state, std::mem::size_of::<Fetch>(), 0).cast::<Fetch>();
+        let Some(fetch) = slot.take() else {
+            return 0;
+        };
+        std::ptr::write(ud, fetch);
+        ffi::lua_rotate(state, -2, 1);
+        ffi::lua_setmetatable(state, -2);
+        ffi::lua_pushcclosure(state, self::fetch, 1);
+        1
+    }
+}
+
+/// The `__gc` of the userdata holding a `Fetch`.
+unsafe extern "C-unwind" fn drop_fetch(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: only the userdata `make` initialized has this metatable, and Lua calls `__gc`
+    // once; no script can reach it (it is only an upvalue of `fetch`).
+    unsafe {
+        let ud = ffi::lua_touserdata(state, 1).cast::<Fetch>();
+        if !ud.is_null() {
+            std::ptr::drop_in_place(ud);
+        }
+    }
+    0
+}
+
+/// `fetch` (arguments: a root's memo, the key): the host's answer, kept in the memo for the
+/// run. Its work is `answer`; an error is raised here, once nothing is left to drop.
+unsafe extern "C-unwind" fn fetch(state: *mut ffi::lua_State) -> c_int {
+    // SAFETY: Lua calls it with at least 20 free slots; its upvalue is the userdata `make`
+    // filled, alive as long as the closure. `lua_error` is reached with nothing to drop.
+    unsafe {
+        let f = &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Fetch);
+        let error = match std::panic::catch_unwind(AssertUnwindSafe(|| answer(f, state))) {
+            Ok(Ok(n)) => return n,
+            Ok(Err(e)) => e,
+            Err(_) => mlua::Error::RuntimeError("internal: reading a field failed".into()),
+        };
+        // Found from the stack (a registry lookup): errors are rare.
+        let lua = Lua::get_or_init_from_ptr(state);
+        if !push_error(lua, state, error) {
+            ffi::lua_pushstring(state, c"not enough memory".as_ptr());
+        }
+        ffi::lua_error(state)
+    }
+}
+
+/// Pushes `e` onto `state` as mlua's error object (what the handler reads as an error of
+/// Warden's, for the script's line); false if it could not.
+///
+/// # Safety
+/// `state` is a coroutine of `lua`'s state during a run.
+unsafe fn push_error(lua: &Lua, state: *mut ffi::lua_State, e: mlua::Error) -> bool {
+    unsafe {
+        lua.exec_raw_lua(|raw| {
+            let m = raw.state();
+            if ffi::lua_checkstack(m, 3) == 0 || ffi::lua_checkstack(state, 1) == 0 {
+                return false;
+            }
+            if raw.push_value(&Value::Error(Box::new(e))).is_err() {
+                return false;
+            }
+            if m != state {
+                ffi::lua_xmove(m, state, 1);
+            }
+            true
+        })
+    }
+}
+
+/// The answer of `fetch`, pushed onto `state`: how many values (none for a memo or key it does
+/// not know).
+///
+/// # Safety
+/// `state` is the stack of a `fetch` call: the memo at 1, the key at 2.
+unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
+    // The key is read in place: it stays on the stack for the whole call.
+    let (memo, key) = unsafe {
+        if ffi::lua_gettop(state) < 2 || ffi::lua_type(state, 2) != ffi::LUA_TSTRING {
+            return Ok(0);
+        }
+        let mut len = 0;
+        let p = ffi::lua_tolstring(state, 2, &mut len);
+        (
+            ffi::lua_topointer(state, 1) as usize,
+            std::slice::from_raw_parts(p.cast::<u8>(), len),
+        )
+    };
+    let mut answers = lock_answers(&f.answers);
+    let Answers {
+        shapes,
+        memos,
+        state_names,
+    } = &mut *answers;
+    let Some(n) = memos.iter().position(|m| *m == memo) else {
+        return Ok(0);
+    };
+    let root = ROOTS[n];
+    let key = std::str::from_utf8(key).map_err(|_| {
+        mlua::Error::RuntimeError(format!("`{root}`: a field name is not UTF-8 text"))
+    })?;
+    // `context.state` and `context.session_state` are given as their own views.
+    let state_name = match (n, key, state_names.as_ref()) {
+        (0, "state", Some([s, _])) => Some(s),
+        (0, "session_state", Some([_, s])) => Some(s),
+        _ => None,
+    };
+    let mut run = lock(&f.shared);
+    let Some(lua) = run.lua else {
+        return Err(mlua::Error::RuntimeError(format!(
+            "`{root}` can only be read while the script runs"
+        )));
+    };
+    // SAFETY: set only during a run, to the runtime's `Lua`, which that run borrows (see
+    // `RunState::lua`).
+    let lua = unsafe { &*lua };
+    if run.tape.replaying() {
+        let want = Input::Field {
+            root: root.to_string(),
+            key: key.to_string(),
+            value: Recorded::Nil,
+        };
+        let Input::Field { value, .. } = replayed(&mut run, &want)? else {
+            return Err(mlua::Error::RuntimeError("internal: replay".into()));
+        };
+        drop(run);
+        let mut make = |keys: &[String], values| shapes.build(lua, keys, values);
+        match &value {
+            Recorded::Record { record, values } => {
+                let values = values
+                    .iter()
+                    .map(|v| v.to_lua(lua, &mut make))
+                    .collect::<mlua::Result<Vec<_>>>()?;
+                let shape = shapes.shape(lua, ShapeKey::Named(record.join(",")), record)?;
+                let names: Vec<&str> = record.iter().map(String::as_str).collect();
+                let values = &values[..values.len().min(names.len())];
+                deliver(
+                    lua,
+                    state,
+                    shapes,
+                    Payload::Record(shape, &names, values),
+                    None,
+                    state_name,
+                )?;
+            }
+            other => {
+                let v = other.to_lua(lua, &mut make)?;
+                deliver(lua, state, shapes, Payload::of(&v), None, state_name)?;
+            }
+        }
+        return Ok(1);
+    }
+    // A run that records what it reads asks at every read, as its replay will.
+    let recording = run.tape.recording();
+    let current = run.host;
+    drop(run);
+    let Some(host) = current else {
+        return Err(mlua::Error::RuntimeError(format!(
+            "`{root}` can only be read while the script runs"
+        )));
+    };
+    let at = f.count.load(Ordering::Relaxed);
+    let mut out = Out {
+        lua,
+        stack: state,
+        shapes,
+        keep: (!recording).then_some(Keep {
+            memo: 1,
+            key: 2,
+            at: 2 * at as ffi::lua_Integer + 1,
+        }),
+        state: state_name,
+        recorded: None,
+        recording,
+        delivered: false,
+    };
+    // SAFETY: set only during a run, while the host it points to is borrowed by
+    // `Runtime::run` (see `RunState::host`).
+    unsafe { (*host).field(&mut out, root, key)? };
+    if !out.delivered {
+        out.nothing()?;
+    } else if !recording {
+        f.count.store(at + 1, Ordering::Relaxed);
+    }
+    if recording {
+        let value = out.recorded.take().unwrap_or(Recorded::Nil);
+        lock(&f.shared).tape.record(|| {
+            Ok(Input::Field {
+                root: root.to_string(),
+                key: key.to_string(),
+                value,
+            })
+        });
+    }
+    Ok(1)
+}

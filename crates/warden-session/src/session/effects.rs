@@ -61,7 +61,7 @@ pub(crate) fn apply(
     program: &Program,
     hook: Hook,
     memory: &mut [RuleMemory],
-    fired: Vec<Fired>,
+    fired: &[Fired],
     rendered: Vec<Effect>,
     errors: &mut Vec<RuleError>,
     trace: &mut [TraceEntry],
@@ -70,7 +70,7 @@ pub(crate) fn apply(
         .iter()
         .any(|e| matches!(e, Effect::SetState { scope, .. } if !scope.is_session()))
     {
-        write_state(tx, unavailable, actor, &fired, &rendered)
+        write_state(tx, unavailable, actor, fired, &rendered)
     } else {
         Vec::new()
     };
@@ -258,7 +258,10 @@ pub(crate) fn deliver(
     if dropped > 0 {
         mailbox.drain(..dropped);
     }
-    due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    // Usually in order already (rules of one priority level fire together).
+    if !due.is_sorted_by_key(|n| std::cmp::Reverse(n.priority)) {
+        due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    }
     (due, dropped)
 }
 

@@ -119,7 +119,7 @@ pub(crate) fn apply(
                     payload,
                 } => after.push(AfterCommit::Publish(BusEvent {
                     event_type: event_type.clone(),
-                    payload: payload.clone(),
+                    payload: (**payload).clone(),
                     rule: rule.clone(),
                     plugin: program.rules[f.rule as usize].def.plugin.clone(),
                     session: actor.session.to_string(),
@@ -168,7 +168,7 @@ fn write_state(
                     } => Some(StateWrite::set(
                         StateScope::new(actor.user, actor.project, plugin.as_ref()),
                         key.as_str(),
-                        value.clone(),
+                        (**value).clone(),
                     )),
                     _ => None,
                 })
@@ -216,7 +216,7 @@ pub(crate) fn write_session_state(
                 .session_state
                 .entry(plugin.to_string())
                 .or_default()
-                .insert(key.clone(), value.clone());
+                .insert(key.clone(), (**value).clone());
         }
     }
 }

@@ -708,7 +708,7 @@ impl Tick<'_, '_> {
                         .render(state_key, &mut values)
                         .map_err(which)?
                         .to_string(),
-                    value: templates.render_value(value, &mut values).map_err(which)?,
+                    value: Box::new(templates.render_value(value, &mut values).map_err(which)?),
                 },
                 CompiledAction::Enrich { query } => {
                     let text = match query {
@@ -747,9 +747,11 @@ impl Tick<'_, '_> {
                 } => Effect::EmitEvent {
                     rule: key.clone(),
                     event_type: event_type.clone(),
-                    payload: templates
-                        .render_value(payload, &mut values)
-                        .map_err(which)?,
+                    payload: Box::new(
+                        templates
+                            .render_value(payload, &mut values)
+                            .map_err(which)?,
+                    ),
                 },
                 CompiledAction::Decide { decision, reason } => Effect::Decide {
                     rule: key.clone(),

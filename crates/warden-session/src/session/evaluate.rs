@@ -89,6 +89,9 @@ pub(crate) struct Tick<'a, 'f> {
     /// The entry being ticked is a lone rule whose condition the threshold index found true
     /// (`HookTree::holds_when_chosen`): it is not evaluated again.
     pub(crate) holds: bool,
+    /// The plugin `context.state` was last pointed at in this step (`Frame::plugin`, which
+    /// only `select_plugin` sets), to tell a rule of the same plugin at a glance.
+    pub(crate) plugin: Option<Arc<str>>,
     /// The session, for the seed of the scripts this step starts.
     pub(crate) session: &'a str,
     /// The seed of the random numbers of the scripts this step starts (mixed with the rule
@@ -600,6 +603,11 @@ impl Tick<'_, '_> {
     /// Points `context.state` at `plugin`'s state for what follows.
     #[inline]
     fn select_plugin(&mut self, plugin: &Arc<str>) {
+        // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed.
+        if self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
+            return;
+        }
+        self.plugin = Some(plugin.clone());
         let mut current = self.facts.plugin.borrow_mut();
         match current.as_mut() {
             Some(c) if Arc::ptr_eq(c, plugin) || **c == **plugin => {}

@@ -105,6 +105,7 @@ impl Step<'_, '_, '_> {
             session: self.session,
             seed: None,
             holds: false,
+            plugin: None,
         };
 
         // Waiting scripts a saved session could not bring back: their rules halt now, a

@@ -327,6 +327,7 @@ impl Templates {
     }
 
     /// Renders a text with `values` (asked for only when the text is a template).
+    #[inline]
     pub fn render(&self, text: &Text, values: &mut dyn Values) -> Result<Arc<str>, String> {
         match text {
             Text::Static(s) => Ok(s.clone()),

@@ -460,6 +460,19 @@ impl Condition {
         }
     }
 
+    /// The threshold this condition is, when it is that and nothing else
+    /// (`context.turn.token_usage > 0.8`): then it is true exactly when
+    /// [`Threshold::holds`] for the fact's value, and an embedder that found the threshold
+    /// holding need not evaluate it.
+    pub fn exact_threshold(&self) -> Option<Threshold> {
+        match &self.program {
+            Program::Native(n @ (Native::FloatThreshold(..) | Native::IntThreshold(..))) => {
+                n.necessary_threshold()
+            }
+            _ => None,
+        }
+    }
+
     /// Evaluates the condition against `frame`. Never panics; every failure is a verdict.
     pub fn eval(&self, frame: &mut Frame<'_>) -> Verdict {
         let script = match &self.program {

@@ -37,6 +37,9 @@ pub struct HookTree {
     pub entries: Vec<Entry>,
     /// Which entries can fire, by the thresholds their rules need (None: nothing to index).
     pub(crate) index: Option<ThresholdIndex>,
+    /// Per entry: a lone rule whose condition is exactly the threshold it is indexed by, so
+    /// that the index choosing it means the condition holds.
+    exact: Vec<bool>,
     /// For tool hooks: the entries that apply to each named tool, in priority order.
     by_tool: HashMap<String, Vec<u32>>,
     /// The entries without a tool filter (all of them, for other hooks).
@@ -54,13 +57,14 @@ impl HookTree {
 
     /// The entries to tick, in priority order, into `out`: those for `tool`, less those the
     /// threshold index shows cannot fire (unless `every_rule`, which evaluates them all).
+    /// True when the index chose them: then [`HookTree::holds_when_chosen`] applies.
     pub fn select(
         &self,
         tool: Option<&str>,
         facts: &dyn warden_expr::Facts,
         every_rule: bool,
         out: &mut Vec<u32>,
-    ) {
+    ) -> bool {
         let base = self.entries_for(tool);
         match (&self.index, every_rule) {
             (Some(index), false) => {
@@ -68,12 +72,21 @@ impl HookTree {
                 if base.len() < self.entries.len() {
                     out.retain(|e| base.binary_search(e).is_ok());
                 }
+                true
             }
             _ => {
                 out.clear();
                 out.extend_from_slice(base);
+                false
             }
         }
+    }
+
+    /// Whether entry `e`'s lone rule certainly has a true condition when the threshold index
+    /// chose `e` (with the same facts): its condition is exactly the threshold the index found
+    /// holding ([`warden_expr::Condition::exact_threshold`]), so it need not be evaluated.
+    pub fn holds_when_chosen(&self, e: u32) -> bool {
+        self.exact.get(e as usize).copied().unwrap_or(false)
     }
 }
 
@@ -236,5 +249,19 @@ pub(crate) fn build_hook(
         })
         .collect();
     tree.index = ThresholdIndex::build(&thresholds);
+    if tree.index.is_some() {
+        tree.exact = tree
+            .entries
+            .iter()
+            .map(|e| {
+                match e.rules[..] {
+                [r] => rules[r as usize].body().is_some_and(|b| {
+                    matches!(&b.condition, RuleCondition::Expr(c) if c.exact_threshold().is_some())
+                }),
+                _ => false,
+            }
+            })
+            .collect();
+    }
     tree
 }

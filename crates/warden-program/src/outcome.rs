@@ -33,8 +33,9 @@ pub enum Effect {
         scope: Scope,
         /// The key.
         key: String,
-        /// The value.
-        value: Json,
+        /// The value (boxed: a JSON value is larger than every other effect, and each
+        /// effect is as large as the largest).
+        value: Box<Json>,
     },
     /// `emit_event`: an event was published on the bus.
     EmitEvent {
@@ -42,8 +43,8 @@ pub enum Effect {
         rule: Arc<str>,
         /// The event type.
         event_type: Arc<str>,
-        /// The rendered payload.
-        payload: Json,
+        /// The rendered payload (boxed, as [`Effect::SetState`]'s value).
+        payload: Box<Json>,
     },
     /// `enrich_context`: the query was enriched with knowledge (see [`Outcome::enrichment`]).
     EnrichContext {

@@ -83,7 +83,17 @@ impl CompiledRule {
 
     /// Its body, compiled now if it was not yet; `None` when it does not compile (a rule
     /// compiled on demand: its problems are added to the program's diagnostics).
+    #[inline]
     pub fn body(&self) -> Option<&Body> {
+        // Compiled already (every tick after a rule's first): a load, inlined where it is read.
+        if let Some(body) = self.body.get() {
+            return body.as_ref();
+        }
+        self.compile_body()
+    }
+
+    #[cold]
+    fn compile_body(&self) -> Option<&Body> {
         self.body
             .get_or_init(|| {
                 let (mut diagnostics, mut scripts) = (Vec::new(), Vec::new());

@@ -149,19 +149,19 @@ fn everything() -> Outcome {
             plugin: "local".into(),
             scope: Scope::Shared,
             key: "count".into(),
-            value: json!(3),
+            value: Box::new(json!(3)),
         },
         Effect::SetState {
             rule: "notes".into(),
             plugin: "local".into(),
             scope: Scope::Session,
             key: "seen".into(),
-            value: json!({"a": [1, null, "x"]}),
+            value: Box::new(json!({"a": [1, null, "x"]})),
         },
         Effect::EmitEvent {
             rule: "notes".into(),
             event_type: "audit".into(),
-            payload: json!({"tool": "bash", "n": 1.5}),
+            payload: Box::new(json!({"tool": "bash", "n": 1.5})),
         },
         Effect::EnrichContext {
             rule: "notes".into(),

@@ -158,4 +158,20 @@ proptest! {
                 prop_assert_eq!(c.eval(&mut Frame::new(&facts)), Verdict::False, "{}", src);
             }
     }
+
+    /// An embedder may take a condition whose exact threshold holds as true without
+    /// evaluating it: it must then really be true, and false when it does not hold.
+    #[test]
+    fn an_exact_threshold_is_the_condition(
+        src in cmp_expr(),
+        usage in prop_oneof![Just(0.0f64), Just(0.8), Just(-2.5), Just(1e19), Just(f64::NAN), Just(f64::INFINITY)],
+        turn in prop_oneof![Just(0i64), Just(3), Just(-7), Just(i64::MAX)],
+    ) {
+        let c = compiler().compile(&src, &CompileOptions::default()).unwrap();
+        let facts = TestFacts { token_usage: usage, turn, ..TestFacts::default() };
+        if let Some(t) = c.exact_threshold() {
+            let want = if t.holds(facts.scalar(t.fact)) { Verdict::True } else { Verdict::False };
+            prop_assert_eq!(c.eval(&mut Frame::new(&facts)), want, "{}", src);
+        }
+    }
 }

@@ -61,7 +61,7 @@ pub(crate) fn apply(
     program: &Program,
     hook: Hook,
     memory: &mut [RuleMemory],
-    fired: Vec<Fired>,
+    fired: &[Fired],
     rendered: Vec<Effect>,
     errors: &mut Vec<RuleError>,
     trace: &mut [TraceEntry],
@@ -70,7 +70,7 @@ pub(crate) fn apply(
         .iter()
         .any(|e| matches!(e, Effect::SetState { scope, .. } if !scope.is_session()))
     {
-        write_state(tx, unavailable, actor, &fired, &rendered)
+        write_state(tx, unavailable, actor, fired, &rendered)
     } else {
         Vec::new()
     };
@@ -119,7 +119,7 @@ pub(crate) fn apply(
                     payload,
                 } => after.push(AfterCommit::Publish(BusEvent {
                     event_type: event_type.clone(),
-                    payload: payload.clone(),
+                    payload: (**payload).clone(),
                     rule: rule.clone(),
                     plugin: program.rules[f.rule as usize].def.plugin.clone(),
                     session: actor.session.to_string(),
@@ -168,7 +168,7 @@ fn write_state(
                     } => Some(StateWrite::set(
                         StateScope::new(actor.user, actor.project, plugin.as_ref()),
                         key.as_str(),
-                        value.clone(),
+                        (**value).clone(),
                     )),
                     _ => None,
                 })
@@ -216,7 +216,7 @@ pub(crate) fn write_session_state(
                 .session_state
                 .entry(plugin.to_string())
                 .or_default()
-                .insert(key.clone(), value.clone());
+                .insert(key.clone(), (**value).clone());
         }
     }
 }
@@ -258,7 +258,10 @@ pub(crate) fn deliver(
     if dropped > 0 {
         mailbox.drain(..dropped);
     }
-    due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    // Usually in order already (rules of one priority level fire together).
+    if !due.is_sorted_by_key(|n| std::cmp::Reverse(n.priority)) {
+        due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    }
     (due, dropped)
 }
 

@@ -13,6 +13,7 @@ use warden_load::{Decision, Hook, OnError};
 use crate::session::keys::HookSet;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
 use warden_context::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
+use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
 use warden_program::behavior::run::{self as tree_run, NodeStatus, TreeRun};
 use warden_program::hooks::Node;
@@ -85,9 +86,17 @@ pub(crate) struct Tick<'a, 'f> {
     pub(crate) halted: Vec<Halted>,
     /// While a tree is halted from outside (`Tick::halt_tree`): why, for its scripts' reports.
     pub(crate) halt_reason: Option<String>,
+    /// The entry being ticked is a lone rule whose condition the threshold index found true
+    /// (`HookTree::holds_when_chosen`): it is not evaluated again.
+    pub(crate) holds: bool,
+    /// The plugin `context.state` was last pointed at in this step (`Frame::plugin`, which
+    /// only `select_plugin` sets), to tell a rule of the same plugin at a glance.
+    pub(crate) plugin: Option<Arc<str>>,
+    /// The session, for the seed of the scripts this step starts.
+    pub(crate) session: &'a str,
     /// The seed of the random numbers of the scripts this step starts (mixed with the rule
-    /// and node of each).
-    pub(crate) seed: u64,
+    /// and node of each), made when the first starts: most steps start none.
+    pub(crate) seed: Option<u64>,
 }
 
 /// The rules of an entry whose leaf is still running: a few, kept inline (a tick with a waiting
@@ -135,7 +144,10 @@ impl Tick<'_, '_> {
         // timeout, a firing in shadow is logged with how long it took); other expressions only
         // when the tick is sampled.
         let shadow = self.is_shadow(ix);
-        let condition = self.program.rules[ix as usize].body().map(|b| &b.condition);
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let body = rule.body();
+        let condition = body.map(|b| &b.condition);
         let timed =
             self.timings.is_some() || shadow || !matches!(condition, Some(RuleCondition::Expr(_)));
         // A script is timed by the clock its run's time limit counts from (one reading of the
@@ -147,7 +159,7 @@ impl Tick<'_, '_> {
         let start = (timed && !script).then(Instant::now);
         // What the rule fires is recorded with the trace entry its evaluation gets.
         self.at = Some(self.trace.len());
-        let evaluation = self.rule(ix);
+        let evaluation = self.rule(ix, rule, body);
         if let Evaluation::Failed(error) = &evaluation {
             self.fail_closed(ix, error);
         }
@@ -216,8 +228,8 @@ impl Tick<'_, '_> {
         !self.shadow.is_empty() && self.shadow.get(ix as usize).copied().unwrap_or(false)
     }
 
-    fn rule(&mut self, ix: u32) -> Evaluation {
-        let rule = &self.program.rules[ix as usize];
+    /// Evaluates rule `ix` (`rule`, with its `body` when it compiles).
+    fn rule(&mut self, ix: u32, rule: &CompiledRule, body: Option<&Body>) -> Evaluation {
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
             let off = !self.user_enabled.get(ix as usize).copied().unwrap_or(true);
             // Switched off (or out of mode) while it ran: what it ran stops here (a tree's
@@ -275,7 +287,7 @@ impl Tick<'_, '_> {
             }
         }
         // Only rules that compile are in a hook's trees.
-        let Some(body) = rule.body() else {
+        let Some(body) = body else {
             return Evaluation::NotMatched;
         };
         self.select_plugin(&def.plugin);
@@ -284,7 +296,10 @@ impl Tick<'_, '_> {
             RuleCondition::Script { script, .. } => return self.script(ix, Some(script.clone())),
             RuleCondition::Tree(_) => return self.tree(ix),
         };
-        let verdict = condition.eval(&mut self.frame);
+        let verdict = match std::mem::take(&mut self.holds) {
+            true => Verdict::True,
+            false => condition.eval(&mut self.frame),
+        };
         if self.facts.state_error.replace(false) {
             return Evaluation::Failed(self.state_failure(&def.plugin));
         }
@@ -347,7 +362,10 @@ impl Tick<'_, '_> {
                         seed
                     }
                 };
-                let seed = self.seed ^ key_seed.rotate_left(32) ^ u64::from(slot.1);
+                let step_seed = *self.seed.get_or_insert_with(|| {
+                    super::keys::step_seed(self.session, self.turn, facts.hook())
+                });
+                let seed = step_seed ^ key_seed.rotate_left(32) ^ u64::from(slot.1);
                 let (task, step) = runtime.start_seeded(script, facts, timeout, seed);
                 let over = task
                     .as_ref()
@@ -583,21 +601,49 @@ impl Tick<'_, '_> {
     }
 
     /// Points `context.state` at `plugin`'s state for what follows.
+    #[inline]
     fn select_plugin(&mut self, plugin: &Arc<str>) {
+        // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed.
+        if self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
+            return;
+        }
+        self.plugin = Some(plugin.clone());
         let mut current = self.facts.plugin.borrow_mut();
-        if current
-            .as_ref()
-            .is_none_or(|c| !Arc::ptr_eq(c, plugin) && **c != **plugin)
-        {
-            *current = Some(plugin.clone());
-            drop(current);
-            self.frame.invalidate(STATE_ROOT);
-            self.frame.invalidate(SETTINGS_ROOT);
+        match current.as_mut() {
+            Some(c) if Arc::ptr_eq(c, plugin) || **c == **plugin => {}
+            _ => {
+                *current = Some(plugin.clone());
+                drop(current);
+                self.frame.invalidate(STATE_ROOT);
+                self.frame.invalidate(SETTINGS_ROOT);
+            }
         }
     }
 
     /// Renders every action of a fired rule into `rendered`; any failure discards them all.
     fn render(&mut self, rule: &CompiledRule, body: &Body) -> Result<(), String> {
+        // A lone notification of a fixed text, the most common action, needs neither the
+        // template engine nor a way back on failure: it is pushed as it is.
+        if let [
+            CompiledAction::Notify {
+                message: Text::Static(message),
+                category,
+                priority,
+                deliver_at,
+            },
+        ] = &body.actions[..]
+            && !self.facts.state_error.get()
+        {
+            self.rendered.push(Effect::NotifySelf(Notification {
+                rule: rule.key.clone(),
+                message: message.clone(),
+                category: category.clone(),
+                priority: *priority,
+                deliver_at: *deliver_at,
+                fired_at: self.facts.hook(),
+            }));
+            return Ok(());
+        }
         self.render_actions(&rule.key, &rule.def.plugin, &body.actions)
     }
 
@@ -670,7 +716,7 @@ impl Tick<'_, '_> {
                         .render(state_key, &mut values)
                         .map_err(which)?
                         .to_string(),
-                    value: templates.render_value(value, &mut values).map_err(which)?,
+                    value: Box::new(templates.render_value(value, &mut values).map_err(which)?),
                 },
                 CompiledAction::Enrich { query } => {
                     let text = match query {
@@ -709,9 +755,11 @@ impl Tick<'_, '_> {
                 } => Effect::EmitEvent {
                     rule: key.clone(),
                     event_type: event_type.clone(),
-                    payload: templates
-                        .render_value(payload, &mut values)
-                        .map_err(which)?,
+                    payload: Box::new(
+                        templates
+                            .render_value(payload, &mut values)
+                            .map_err(which)?,
+                    ),
                 },
                 CompiledAction::Decide { decision, reason } => Effect::Decide {
                     rule: key.clone(),
@@ -732,7 +780,9 @@ impl Tick<'_, '_> {
             };
             // Rule files are checked at load; a behavior's action node may run at any hook
             // its tree waits for, so its decisions are checked where they are made.
-            if let Some(why) = effect.misplaced_at(facts.hook()) {
+            if matches!(effect, Effect::Decide { .. } | Effect::Rewrite { .. })
+                && let Some(why) = effect.misplaced_at(facts.hook())
+            {
                 return Err(which(why));
             }
             out.push(effect);

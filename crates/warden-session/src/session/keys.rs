@@ -108,6 +108,16 @@ impl RuleId {
     }
 }
 
+/// The seed of the random numbers of the scripts a step starts: the same for the same session,
+/// turn and hook, in this process or another (so a session read back from the store draws the
+/// numbers it would have drawn).
+pub(crate) fn step_seed(session: &str, turn: u32, hook: Hook) -> u64 {
+    fnv(session
+        .bytes()
+        .chain(turn.to_le_bytes())
+        .chain([hook.index() as u8]))
+}
+
 /// What a rule adds to the seed of the scripts it starts: from its key, the same in every
 /// process.
 pub(crate) fn key_seed(key: &str) -> u64 {

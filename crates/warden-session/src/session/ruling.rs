@@ -28,6 +28,13 @@ pub(crate) fn merge(
     errors: &mut Vec<RuleError>,
 ) -> Merged {
     let mut out = Merged::default();
+    // Most steps decide nothing: one look at the effects, and nothing to merge.
+    if !effects
+        .iter()
+        .any(|e| matches!(e, Effect::Decide { .. } | Effect::Rewrite { .. }))
+    {
+        return out;
+    }
     let mut winner: Option<(&Arc<str>, Decision, &Arc<str>)> = None;
     let mut count = 0;
     for e in effects {

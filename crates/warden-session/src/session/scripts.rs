@@ -310,7 +310,7 @@ pub(crate) fn script_effect(
                 Scope::Shared
             },
             key,
-            value,
+            value: Box::new(value),
         },
         warden_lua::Effect::EmitEvent {
             event_type,
@@ -318,7 +318,7 @@ pub(crate) fn script_effect(
         } => Effect::EmitEvent {
             rule: rule.key.clone(),
             event_type: Arc::from(event_type),
-            payload,
+            payload: Box::new(payload),
         },
         warden_lua::Effect::Decide { decision, reason } => Effect::Decide {
             rule: rule.key.clone(),

@@ -88,7 +88,7 @@ impl Step<'_, '_, '_> {
             knowledge: &knowledge,
             knowledge_configured: shared.knowledge_config.is_some(),
             turn: frame.facts.turn.number,
-            fired: Vec::new(),
+            fired: std::mem::take(&mut trees.fired),
             rendered: Vec::new(),
             errors,
             trace: Vec::new(),
@@ -102,7 +102,10 @@ impl Step<'_, '_, '_> {
             node_trace: self.explain.then(Vec::new),
             halted,
             halt_reason: None,
-            seed: seed_of(self.session, frame.facts.turn.number, hook),
+            session: self.session,
+            seed: None,
+            holds: false,
+            plugin: None,
         };
 
         // Waiting scripts a saved session could not bring back: their rules halt now, a
@@ -120,11 +123,14 @@ impl Step<'_, '_, '_> {
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
         let running = &mut trees.running;
         let mut selected = std::mem::take(&mut trees.selected);
+        // Whether the threshold index chose the entries (so that a lone threshold rule it
+        // chose holds without evaluating its condition).
+        let mut indexed = false;
         if hook.is_tool_hook() && event.tool.is_none() {
             // Reported by the facts; rules of a tool hook need to know which tool.
             selected.clear();
         } else {
-            tree.select(tool, frame, self.explain || self.logging, &mut selected);
+            indexed = tree.select(tool, frame, self.explain || self.logging, &mut selected);
             // A running tree resumes at its hook whatever the tool: its filter was checked when
             // it started (and its rules check theirs when they start).
             if !running.is_empty() {
@@ -153,6 +159,7 @@ impl Step<'_, '_, '_> {
             if running.get(&key).is_some_and(|r| !r.wake.contains(hook)) {
                 continue;
             }
+            tick.holds = indexed && tree.holds_when_chosen(e) && !running.contains_key(&key);
             tick_entry(
                 running,
                 key,
@@ -161,6 +168,7 @@ impl Step<'_, '_, '_> {
                 &bonsai_event,
             );
         }
+        tick.holds = false;
         trees.selected = selected;
         // Trees of other hooks waiting for this one (a script's `wait_for`) resume now, after
         // this hook's own trees.
@@ -235,11 +243,14 @@ impl Step<'_, '_, '_> {
             program,
             hook,
             &mut trees.memory,
-            fired,
+            &fired,
             rendered,
             &mut errors,
             &mut trace,
         );
+        // Kept for the next step: a tick of many firing rules allocates nothing for them.
+        trees.fired = fired;
+        trees.fired.clear();
         // A rule in shadow remembers its own firings (its decorators work as they would live);
         // nothing else of what it rendered applies.
         for f in shadow_fired.iter().filter(|f| f.counts) {
@@ -320,16 +331,4 @@ impl Step<'_, '_, '_> {
             program: program.clone(),
         }
     }
-}
-
-/// The seed of the random numbers of the scripts a step starts: the same for the same session,
-/// turn and hook, in this process or another (so a session read back from the store draws the
-/// numbers it would have drawn).
-fn seed_of(session: &str, turn: u32, hook: Hook) -> u64 {
-    super::keys::fnv(
-        session
-            .bytes()
-            .chain(turn.to_le_bytes())
-            .chain([hook.index() as u8]),
-    )
 }

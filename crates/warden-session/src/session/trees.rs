@@ -9,7 +9,7 @@ use warden_load::Hook;
 
 use crate::control::Resolved;
 use crate::session::bonsai::{Running, standing_at};
-use crate::session::evaluate::RuleMemory;
+use crate::session::evaluate::{Fired, RuleMemory};
 use crate::session::keys::IndexMap;
 use crate::session::scripts::Scripts;
 use warden_program::hooks::Entry;
@@ -28,6 +28,8 @@ pub(crate) struct Trees {
     pub(crate) scripts: Scripts,
     /// Reused between ticks: the entries selected for the current step.
     pub(crate) selected: Vec<u32>,
+    /// Reused between ticks: the rules that acted in the current step (empty between steps).
+    pub(crate) fired: Vec<Fired>,
     /// Rules on for the user and in the current mode (when the program has modes), and what
     /// it was computed for.
     pub(crate) active: Vec<bool>,
@@ -42,6 +44,7 @@ impl Trees {
             running: IndexMap::default(),
             scripts: Scripts::new(limits),
             selected: Vec::new(),
+            fired: Vec::new(),
             active: Vec::new(),
             active_key: None,
         }

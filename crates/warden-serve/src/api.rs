@@ -10,7 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use warden_wire::v1;
 use warden_wire::v1::line::parse_value;
@@ -153,7 +153,9 @@ pub(crate) async fn events(
     let rx = app.feed.subscribe();
     let ready = SseEvent::default()
         .event("ready")
-        .data(json!({"generation": app.warden.program().generation()}).to_string());
+        .data(json_text(&v1::FeedReady {
+            generation: app.warden.program().generation(),
+        }));
     let state = (Some(ready), rx, app.shutdown.clone());
     let stream = futures_util::stream::unfold(state, |(first, mut rx, mut shutdown)| async move {
         if let Some(ready) = first {
@@ -166,7 +168,7 @@ pub(crate) async fn events(
                     .data(crate::feed::to_json(&item).to_string()),
                 Err(RecvError::Lagged(n)) => SseEvent::default()
                     .event("lagged")
-                    .data(json!({"missed": n}).to_string()),
+                    .data(json_text(&v1::FeedLagged { missed: n })),
                 Err(RecvError::Closed) => return None,
             },
             _ = shutdown.wait_for(|down| *down) => return None,
@@ -174,4 +176,9 @@ pub(crate) async fn events(
         Some((Ok(event), (None, rx, shutdown)))
     });
     Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+/// A small body of the live feed as JSON text (numbers only: writing it does not fail).
+fn json_text<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
 }

@@ -130,3 +130,17 @@ impl FeedItem {
         }
     }
 }
+
+/// The first event of the live feed (`ready`): the program in force when the client joined.
+#[derive(Debug, Serialize)]
+pub struct FeedReady {
+    /// The generation of the program in force.
+    pub generation: u64,
+}
+
+/// A live feed's `lagged` event: the client fell behind and this many items were dropped.
+#[derive(Debug, Serialize)]
+pub struct FeedLagged {
+    /// Items the client missed.
+    pub missed: u64,
+}

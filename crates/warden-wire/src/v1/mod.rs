@@ -18,7 +18,7 @@ pub use control::{
     setting_value,
 };
 pub use event::{Event, EventError, read_event};
-pub use feed::FeedItem;
+pub use feed::{FeedItem, FeedLagged, FeedReady};
 pub use line::{TraceError, TraceEvent};
 pub use outcome::{
     Effect, Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError, Ruling,

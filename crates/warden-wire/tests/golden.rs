@@ -532,10 +532,20 @@ fn the_live_feed() {
         generation: 4,
         errors: vec!["rules/x.toml:3: bad".into()],
     });
-    let written: Vec<String> = items
+    let mut written: Vec<String> = items
         .iter()
         .map(|i| format!("{} {}", i.name(), serde_json::to_string(i).unwrap()))
         .collect();
+    // The two events the service writes itself: `ready` first, `lagged` when a client fell
+    // behind.
+    written.push(format!(
+        "ready {}",
+        serde_json::to_string(&v1::FeedReady { generation: 4 }).unwrap()
+    ));
+    written.push(format!(
+        "lagged {}",
+        serde_json::to_string(&v1::FeedLagged { missed: 12 }).unwrap()
+    ));
     golden("feed", &written.join("\n"));
 }
 

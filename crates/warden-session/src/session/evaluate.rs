@@ -635,6 +635,7 @@ impl Tick<'_, '_> {
     /// Records what rule `ix` rendered since `mark` as one firing (its effects apply
     /// together), with the trace entry of the evaluation under way; `counts`: it fired (for
     /// its decorators), which records it even without effects.
+    #[inline]
     fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
         if (self.rendered.len() > mark || counts) && self.is_shadow(ix) {
             // What a rule in shadow rendered is kept apart, and never applied.
@@ -661,12 +662,19 @@ impl Tick<'_, '_> {
     }
 
     /// Points `context.state` at `plugin`'s state for what follows.
-    #[inline]
+    #[inline(always)]
     fn select_plugin(&mut self, plugin: &Arc<str>) {
-        // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed.
-        if self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
-            return;
+        // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed
+        // (checked inline at every leaf; the change itself is out of line).
+        if !self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
+            self.point_at(plugin);
         }
+    }
+
+    /// The change of [`Tick::select_plugin`]: at the first rule of a step, and where a rule of
+    /// another plugin follows.
+    #[inline(never)]
+    fn point_at(&mut self, plugin: &Arc<str>) {
         self.plugin = Some(plugin.clone());
         let mut current = self.facts.plugin.borrow_mut();
         match current.as_mut() {

@@ -635,7 +635,7 @@ impl Tick<'_, '_> {
     /// Records what rule `ix` rendered since `mark` as one firing (its effects apply
     /// together), with the trace entry of the evaluation under way; `counts`: it fired (for
     /// its decorators), which records it even without effects.
-    #[inline]
+    #[inline(always)]
     fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
         if (self.rendered.len() > mark || counts) && self.is_shadow(ix) {
             // What a rule in shadow rendered is kept apart, and never applied.

@@ -155,16 +155,17 @@ impl Step<'_, '_, '_> {
             tick.rendered.reserve(selected.len());
         }
         tick.trace.reserve(selected.len());
+        // The lean leaf: a lone expression rule when nothing runs (no tree left running, no
+        // script waiting), no rule is in shadow and the tick is not sampled. It cannot be left
+        // running nor leave a script behind, so bonsai's bridge has nothing to do for it
+        // (`Tick::lone_expression`), and it changes none of this: only an entry that takes the
+        // general path may, so it is looked at again after each of those.
+        let mut lean = running.is_empty() && tick.plain();
         for &e in &selected {
             let key = (hook, e);
             let entry = &tree.entries[e as usize];
             let holds = indexed && tree.holds_when_chosen(e);
-            // The lean leaf: a lone expression rule when nothing runs (no tree left running,
-            // no script waiting), no rule is in shadow and the tick is not sampled. It cannot
-            // be left running nor leave a script behind, so bonsai's bridge has nothing to do
-            // for it (`Tick::lone_expression`).
-            if running.is_empty()
-                && tick.plain()
+            if lean
                 && let Behavior::Action(Node::Rule(ix)) = entry.behavior
                 && tick.lone_expression(ix, holds)
             {
@@ -176,6 +177,7 @@ impl Step<'_, '_, '_> {
             }
             tick.holds = holds && !running.contains_key(&key);
             tick_entry(running, key, entry, &mut tick, &bonsai_event);
+            lean = running.is_empty() && tick.plain();
         }
         tick.holds = false;
         trees.selected = selected;

@@ -21,6 +21,7 @@ mod durable;
 mod effects;
 mod evaluate;
 mod keys;
+mod lean;
 mod ruling;
 mod scripts;
 mod step;
@@ -850,9 +851,7 @@ impl Session {
 
     /// Commits the tick (with the session, when it is saved after every tick), then publishes
     /// its events and writes its rules' log lines. A tick that could not be saved says so in
-    /// its outcome; its decisions and notifications stand. (Inlined: the transaction is then
-    /// not moved once more on its way to its own commit.)
-    #[inline]
+    /// its outcome; its decisions and notifications stand.
     fn commit(
         &mut self,
         tx: warden_store::TickTransaction<'_>,

@@ -155,8 +155,12 @@ impl ThresholdIndex {
                     .map(|(_, e)| *e),
             );
         }
-        out.sort_unstable();
-        out.dedup();
+        // Usually in order already, each tree once (one fact, each tree's bound after the
+        // last's): then neither sorting nor removing duplicates changes anything.
+        if !out.is_sorted_by(|a, b| a < b) {
+            out.sort_unstable();
+            out.dedup();
+        }
     }
 }
 

@@ -66,10 +66,17 @@ pub(crate) fn apply(
     errors: &mut Vec<RuleError>,
     trace: &mut [TraceEntry],
 ) -> Vec<Effect> {
-    let failures = if rendered
-        .iter()
-        .any(|e| matches!(e, Effect::SetState { scope, .. } if !scope.is_session()))
-    {
+    // One look at what was rendered: shared state to write, and anything to do after the
+    // commit (most ticks render notifications only, and need neither).
+    let (mut shared_state, mut later) = (false, false);
+    for e in &rendered {
+        match e {
+            Effect::SetState { scope, .. } if !scope.is_session() => shared_state = true,
+            Effect::Log { .. } | Effect::EmitEvent { .. } => later = true,
+            _ => {}
+        }
+    }
+    let failures = if shared_state {
         write_state(tx, unavailable, actor, fired, &rendered)
     } else {
         Vec::new()
@@ -83,8 +90,8 @@ pub(crate) fn apply(
         }
     ];
     for (i, f) in fired.iter().enumerate() {
-        let rule = &program.rules[f.rule as usize];
         if let Some((_, e)) = failures.iter().find(|(at, _)| *at == i) {
+            let rule = &program.rules[f.rule as usize];
             let error =
                 format!("its state could not be saved, so none of its effects applied: {e}");
             if let Some(t) = f.trace.and_then(|at| trace.get_mut(at)) {
@@ -101,6 +108,9 @@ pub(crate) fn apply(
             let m = &mut memory[f.rule as usize];
             m.fires = m.fires.saturating_add(1);
             m.last_fired_turn = Some(actor.turn);
+        }
+        if !later {
+            continue;
         }
         for effect in &rendered[f.effects.clone()] {
             match effect {

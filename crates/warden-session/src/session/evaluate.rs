@@ -229,7 +229,7 @@ impl Tick<'_, '_> {
     }
 
     /// Evaluates rule `ix` (`rule`, with its `body` when it compiles).
-    fn rule(&mut self, ix: u32, rule: &CompiledRule, body: Option<&Body>) -> Evaluation {
+    pub(super) fn rule(&mut self, ix: u32, rule: &CompiledRule, body: Option<&Body>) -> Evaluation {
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
             let off = !self.user_enabled.get(ix as usize).copied().unwrap_or(true);
             // Switched off (or out of mode) while it ran: what it ran stops here (a tree's
@@ -555,7 +555,7 @@ impl Tick<'_, '_> {
     }
 
     /// A guard that failed decides deny when its rule says `on_error = "deny"` (fail closed).
-    fn fail_closed(&mut self, ix: u32, error: &str) {
+    pub(super) fn fail_closed(&mut self, ix: u32, error: &str) {
         let rule = &self.program.rules[ix as usize];
         if rule.on_error != OnError::Deny {
             return;
@@ -575,6 +575,7 @@ impl Tick<'_, '_> {
     /// Records what rule `ix` rendered since `mark` as one firing (its effects apply
     /// together), with the trace entry of the evaluation under way; `counts`: it fired (for
     /// its decorators), which records it even without effects.
+    #[inline(always)]
     fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
         if (self.rendered.len() > mark || counts) && self.is_shadow(ix) {
             // What a rule in shadow rendered is kept apart, and never applied.
@@ -601,12 +602,19 @@ impl Tick<'_, '_> {
     }
 
     /// Points `context.state` at `plugin`'s state for what follows.
-    #[inline]
+    #[inline(always)]
     fn select_plugin(&mut self, plugin: &Arc<str>) {
-        // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed.
-        if self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
-            return;
+        // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed
+        // (checked inline at every leaf; the change itself is out of line).
+        if !self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
+            self.point_at(plugin);
         }
+    }
+
+    /// The change of [`Tick::select_plugin`]: at the first rule of a step, and where a rule of
+    /// another plugin follows.
+    #[inline(never)]
+    fn point_at(&mut self, plugin: &Arc<str>) {
         self.plugin = Some(plugin.clone());
         let mut current = self.facts.plugin.borrow_mut();
         match current.as_mut() {

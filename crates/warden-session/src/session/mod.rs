@@ -21,6 +21,7 @@ mod durable;
 mod effects;
 mod evaluate;
 mod keys;
+mod lean;
 mod ruling;
 mod scripts;
 mod step;

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use bonsai_bt::Behavior;
 use warden_expr::Frame as Eval;
 use warden_load::Hook;
 
@@ -17,6 +18,7 @@ use crate::session::ruling;
 use crate::session::trees::Trees;
 use crate::shared::Shared;
 use warden_context::context::Frame;
+use warden_program::hooks::Node;
 use warden_program::outcome::{Effect, Halted, Notification, Outcome, RuleError};
 use warden_program::program::Program;
 
@@ -153,20 +155,29 @@ impl Step<'_, '_, '_> {
             tick.rendered.reserve(selected.len());
         }
         tick.trace.reserve(selected.len());
+        // The lean leaf: a lone expression rule when nothing runs (no tree left running, no
+        // script waiting), no rule is in shadow and the tick is not sampled. It cannot be left
+        // running nor leave a script behind, so bonsai's bridge has nothing to do for it
+        // (`Tick::lone_expression`), and it changes none of this: only an entry that takes the
+        // general path may, so it is looked at again after each of those.
+        let mut lean = running.is_empty() && tick.plain();
         for &e in &selected {
             let key = (hook, e);
+            let entry = &tree.entries[e as usize];
+            let holds = indexed && tree.holds_when_chosen(e);
+            if lean
+                && let Behavior::Action(Node::Rule(ix)) = entry.behavior
+                && tick.lone_expression(ix, holds)
+            {
+                continue;
+            }
             // A tree waiting for another hook is not ticked at this one.
             if running.get(&key).is_some_and(|r| !r.wake.contains(hook)) {
                 continue;
             }
-            tick.holds = indexed && tree.holds_when_chosen(e) && !running.contains_key(&key);
-            tick_entry(
-                running,
-                key,
-                &tree.entries[e as usize],
-                &mut tick,
-                &bonsai_event,
-            );
+            tick.holds = holds && !running.contains_key(&key);
+            tick_entry(running, key, entry, &mut tick, &bonsai_event);
+            lean = running.is_empty() && tick.plain();
         }
         tick.holds = false;
         trees.selected = selected;

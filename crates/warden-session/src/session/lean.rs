@@ -1,0 +1,71 @@
+//! The lean leaf: a lone rule whose condition is an expression, in a step where no script
+//! waits, no behavior's tree runs, no rule is in shadow and the tick is not sampled, is ticked
+//! without what the general leaf (`Tick::run`, through bonsai's bridge) does for every other:
+//! most ticks of many rules are made of such leaves.
+
+use warden_program::outcome::{Evaluation, RuleError, TraceEntry};
+use warden_program::rule::{Body, RuleCondition};
+
+use crate::session::evaluate::Tick;
+
+impl Tick<'_, '_> {
+    /// Whether the step's leaves may take the lean path (`Tick::lone_expression`): no script
+    /// waits, no behavior's tree runs, no rule is in shadow and the tick is not sampled.
+    #[inline]
+    pub(crate) fn plain(&self) -> bool {
+        self.scripts.tasks.is_empty()
+            && self.scripts.trees.is_empty()
+            && self.shadow.is_empty()
+            && self.timings.is_none()
+    }
+
+    /// The leaf of a lone rule `ix` whose condition is an expression, in a [`Tick::plain`]
+    /// step (`holds`: the threshold index found its condition true). What [`Tick::run`] does
+    /// for it, without what such a leaf never needs: it is not in shadow, not timed (an
+    /// expression is timed only when the tick is sampled), never left running, and starts no
+    /// script (so bonsai's bridge, `tick_entry`, has nothing to keep or halt after it). False,
+    /// having done nothing, when the rule is not such a rule: the caller takes the general
+    /// path. A property test (`warden-core`'s `tests/lean.rs`) holds the two paths to the
+    /// same outcomes.
+    pub(crate) fn lone_expression(&mut self, ix: u32, holds: bool) -> bool {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let body = rule.body();
+        if !matches!(
+            body,
+            Some(Body {
+                condition: RuleCondition::Expr(_),
+                ..
+            })
+        ) {
+            return false;
+        }
+        self.holds = holds;
+        self.at = Some(self.trace.len());
+        let evaluation = self.rule(ix, rule, body);
+        if let Evaluation::Failed(error) = &evaluation {
+            self.fail_closed(ix, error);
+        }
+        self.at = None;
+        match &evaluation {
+            Evaluation::Failed(error) => {
+                // A failure goes into the execution log whatever the sampling (untimed).
+                self.unsampled_rows.push((self.trace.len(), 0.0));
+                self.errors.push(RuleError {
+                    rule: Some(rule.key.clone()),
+                    error: error.clone(),
+                });
+            }
+            Evaluation::Undetermined(why) => {
+                tracing::debug!(rule = %rule.key, reason = %why, "condition undetermined");
+            }
+            _ => {}
+        }
+        self.trace.push(TraceEntry {
+            rule: ix,
+            evaluation,
+            shadow: false,
+        });
+        true
+    }
+}

@@ -200,9 +200,11 @@ enum PluginsCommand {
 
 /// What the binary that runs the command line lets it change in the process.
 pub struct Host {
-    /// Called once, when `warden serve` starts (before it reads the rules): the process will
-    /// now run long and allocate on every request. The `warden` binary switches its allocator
-    /// here (`src/allocator.rs`).
+    /// Called when the process is found to run long and allocate on every event: once when
+    /// `warden serve` starts (before it reads the rules), and when `warden replay` reaches the
+    /// 1,000th line of its trace (a short replay, like a hook process, stays as it started).
+    /// The `warden` binary switches its allocator here (`src/allocator.rs`); calling it again
+    /// does nothing more.
     pub serving: fn(),
 }
 
@@ -248,7 +250,7 @@ pub fn main_with(host: Host) -> ExitCode {
     let result = cli
         .setup
         .config()
-        .and_then(|config| run(&config, builtin_by_default, command));
+        .and_then(|config| run(&config, builtin_by_default, command, &host));
     match result {
         Ok(code) => code,
         Err(message) => {
@@ -258,10 +260,15 @@ pub fn main_with(host: Host) -> ExitCode {
     }
 }
 
-fn run(config: &Config, builtin_by_default: bool, command: Command) -> Result<ExitCode, String> {
+fn run(
+    config: &Config,
+    builtin_by_default: bool,
+    command: Command,
+    host: &Host,
+) -> Result<ExitCode, String> {
     match command {
         Command::Check { paths, json } => check::check(config, &paths, json),
-        Command::Replay(args) => replay::run(config, &args),
+        Command::Replay(args) => replay::run(config, &args, host.serving),
         Command::Tree {
             hook,
             mode,

@@ -78,7 +78,17 @@ enum Format {
     Text,
 }
 
-pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
+/// The line of a trace from which a replay runs long: the process's host is told
+/// ([`crate::Host::serving`]), and the `warden` binary takes its blocks from mimalloc from
+/// then on. A replay allocates and frees a few blocks of every size at each event, which
+/// mimalloc's per-size free lists serve faster than the system's allocator; a short replay
+/// (a rule test, the seed's 42-event session) stays on the system's, which starts faster.
+const LONG_TRACE: usize = 1_000;
+
+/// How many lines of a trace file are read ahead of the ticks (see [`run`]).
+const READ_AHEAD: usize = 32;
+
+pub(crate) fn run(config: &Config, a: &ReplayArgs, long_run: fn()) -> Result<ExitCode, String> {
     if a.from.is_some() {
         if a.explain || a.nodes || a.all || a.render || a.session.is_some() {
             return Err(
@@ -130,52 +140,67 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let mut bad_lines = 0;
     let mut unsaved = 0;
-    for (index, parsed) in read_trace(input) {
-        let written = match (parsed, &mut narrator) {
-            (Ok(e), Some(n)) => {
-                let mut text = n.event(index, e.hook, &e.event);
-                let outcome = session.tick(e.hook, e.event);
-                if outcome.unsaved.is_some() {
-                    unsaved += 1;
-                }
-                text.push_str(&n.outcome(&outcome));
-                out.write_all(text.as_bytes())
+    // A file is read a few lines ahead of the ticks. Reading a line and ticking its event
+    // each run more code than the processor's instruction cache holds: read in turn with
+    // each tick, the reader's code was fetched again at every event. A stream is read a line
+    // at a time, so that each answer goes out as its event comes in.
+    let ahead = if streaming { 1 } else { READ_AHEAD };
+    let mut lines = read_trace(input);
+    let mut batch = Vec::with_capacity(ahead);
+    loop {
+        batch.extend(lines.by_ref().take(ahead));
+        if batch.is_empty() {
+            break;
+        }
+        for (index, parsed) in batch.drain(..) {
+            if index == LONG_TRACE {
+                long_run();
             }
-            (Ok(e), None) => {
-                let hook = e.hook;
-                let outcome = session.tick(e.hook, e.event);
-                if outcome.unsaved.is_some() {
-                    unsaved += 1;
+            let written = match (parsed, &mut narrator) {
+                (Ok(e), Some(n)) => {
+                    let mut text = n.event(index, e.hook, &e.event);
+                    let outcome = session.tick(e.hook, e.event);
+                    if outcome.unsaved.is_some() {
+                        unsaved += 1;
+                    }
+                    text.push_str(&n.outcome(&outcome));
+                    out.write_all(text.as_bytes())
                 }
-                (|| {
-                    if a.nodes {
-                        write_node_lines(&mut out, index, &outcome)?;
+                (Ok(e), None) => {
+                    let hook = e.hook;
+                    let outcome = session.tick(e.hook, e.event);
+                    if outcome.unsaved.is_some() {
+                        unsaved += 1;
                     }
-                    if explain {
-                        write_explain_lines(&mut out, index, &outcome)?;
-                    }
-                    write_outcome_lines(&mut out, index, &outcome)?;
-                    if let (true, Some(text)) = (a.render, outcome.rendered()) {
-                        let line = json!({"event": index, "hook": hook.name(), "render": text});
-                        writeln!(out, "{line}")?;
-                    }
-                    if a.all {
-                        let line = json!({
-                            "event": index,
-                            "hook": hook.name(),
-                            "done": true,
-                            "fired": outcome.fired(),
-                            "errors": outcome.errors.len(),
-                        });
-                        writeln!(out, "{line}")?;
-                    }
-                    Ok(())
-                })()
-            }
-            (Err(e), narrator) => {
-                bad_lines += 1;
-                let error = format!("{name}: {e}");
-                match narrator {
+                    (|| {
+                        if a.nodes {
+                            write_node_lines(&mut out, index, &outcome)?;
+                        }
+                        if explain {
+                            write_explain_lines(&mut out, index, &outcome)?;
+                        }
+                        write_outcome_lines(&mut out, index, &outcome)?;
+                        if let (true, Some(text)) = (a.render, outcome.rendered()) {
+                            let line = json!({"event": index, "hook": hook.name(), "render": text});
+                            writeln!(out, "{line}")?;
+                        }
+                        if a.all {
+                            let line = json!({
+                                "event": index,
+                                "hook": hook.name(),
+                                "done": true,
+                                "fired": outcome.fired(),
+                                "errors": outcome.errors.len(),
+                            });
+                            writeln!(out, "{line}")?;
+                        }
+                        Ok(())
+                    })()
+                }
+                (Err(e), narrator) => {
+                    bad_lines += 1;
+                    let error = format!("{name}: {e}");
+                    match narrator {
                     Some(n) => out.write_all(n.unreadable(index, &error).as_bytes()),
                     None => write_bad_line(&mut out, index, &error).and_then(|()| {
                         if a.all {
@@ -185,11 +210,12 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs) -> Result<ExitCode, String> {
                         Ok(())
                     }),
                 }
+                }
+            };
+            written.map_err(|e| e.to_string())?;
+            if streaming {
+                out.flush().map_err(|e| e.to_string())?;
             }
-        };
-        written.map_err(|e| e.to_string())?;
-        if streaming {
-            out.flush().map_err(|e| e.to_string())?;
         }
     }
     if let Some(n) = &narrator {

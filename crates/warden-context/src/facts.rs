@@ -367,12 +367,18 @@ impl SessionFacts {
 
     fn record_tool(&mut self, hook: Hook, event: &Event, name: &str, arguments: &Value, now: f64) {
         let h = &mut self.history;
-        let pending = h
-            .tools
-            .iter()
-            .rposition(|t| t.name == name && t.status == ToolStatus::Pending);
-        let index = match (hook, pending) {
-            (Hook::OnToolCall, _) | (_, None) => {
+        // A call always starts a record: only a completion or a failure looks for its call.
+        // The status is read before the name, which is a string elsewhere in memory: a call
+        // that finds nothing pending (every earlier call answered) reads no name at all.
+        let pending = match hook {
+            Hook::OnToolCall => None,
+            _ => h
+                .tools
+                .iter()
+                .rposition(|t| t.status == ToolStatus::Pending && t.name == name),
+        };
+        let index = match pending {
+            None => {
                 h.counts.tool_calls += 1;
                 tally(&mut h.calls, name);
                 h.tools.push_back(ToolRecord {
@@ -387,7 +393,7 @@ impl SessionFacts {
                 });
                 h.tools.len() - 1
             }
-            (_, Some(i)) => i,
+            Some(i) => i,
         };
         self.log
             .changed(TOOLS, self.log.first[TOOLS].saturating_add(index as u64));

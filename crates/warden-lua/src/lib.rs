@@ -562,7 +562,17 @@ impl Runtime {
         } else {
             Tape::Off
         };
-        let (step, tape, rng, grown) = self.run(state, host, timeout, script.key, true, tape, seed);
+        let (step, tape, rng, grown) = self.run(
+            run::On {
+                thread: state,
+                key: script.key,
+                first: true,
+            },
+            host,
+            timeout,
+            tape,
+            seed,
+        );
         let task = if matches!(step, Step::Waiting { .. }) {
             self.ledger.own(&thread, script.key);
             let journal = match tape {
@@ -608,11 +618,13 @@ impl Runtime {
             None => Tape::Off,
         };
         let (step, tape, rng, grown) = self.run(
-            task.state,
+            run::On {
+                thread: task.state,
+                key: task.key,
+                first: false,
+            },
             host,
             timeout,
-            task.key,
-            false,
             tape,
             task.rng.get(),
         );
@@ -691,15 +703,12 @@ impl Runtime {
                 inputs: run.inputs.iter().cloned().collect(),
                 diverged: None,
             };
-            let (step, tape, next, _) = self.run(
-                state,
-                &Replaying,
-                timeout,
-                script.key,
-                std::mem::take(&mut first),
-                tape,
-                rng,
-            );
+            let on = run::On {
+                thread: state,
+                key: script.key,
+                first: std::mem::take(&mut first),
+            };
+            let (step, tape, next, _) = self.run(on, &Replaying, timeout, tape, rng);
             rng = next;
             let left = match tape {
                 Tape::Replay { inputs, .. } => inputs.len(),

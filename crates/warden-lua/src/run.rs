@@ -10,22 +10,28 @@
 
 use super::*;
 
+/// What a run runs: the task coroutine whose state is `thread` (the caller holds the
+/// coroutine), on the script of key `key`, started if `first`, else resumed.
+#[derive(Clone, Copy)]
+pub(crate) struct On {
+    pub(crate) thread: usize,
+    pub(crate) key: u64,
+    pub(crate) first: bool,
+}
+
 impl Runtime {
-    /// One run of the task coroutine whose state is `thread` (the caller holds the coroutine),
-    /// on the script of key `key` (started if `first`, else resumed), with
-    /// `tape` for what it receives and `rng` for its random numbers:
-    /// what it came to, the tape and generator afterwards, and how much the state grew during
-    /// the run (for the ledger).
+    /// One run (see [`On`]), with `tape` for what it receives and `rng` for its random
+    /// numbers: what it came to, the tape and generator afterwards, and how much the state
+    /// grew during the run (for the ledger).
     pub(crate) fn run(
         &mut self,
-        thread: usize,
+        on: On,
         host: &dyn Host,
         timeout: Duration,
-        key: u64,
-        first: bool,
         tape: Tape,
         rng: u64,
     ) -> (Step, Tape, u64, i64) {
+        let On { thread, key, first } = on;
         // Only a result that is not a table is converted up front; the rest is read lazily.
         let lazy_result = host.has_result();
         let result = if lazy_result {

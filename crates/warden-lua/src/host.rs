@@ -2,6 +2,7 @@
 //! [`Out`], where it writes each answer (a value, a serialized value, or a record).
 
 use std::ffi::{c_int, c_void};
+use std::sync::atomic::Ordering;
 
 use mlua::{Function, IntoLua, Lua, LuaSerdeExt, MultiValue, RegistryKey, Table, Value, ffi};
 
@@ -184,14 +185,26 @@ pub(crate) struct Shapes {
     pub(crate) views: Option<Views>,
     /// Where kept answers are listed (memo, key, memo, key...), to be let go when the run ends.
     pub(crate) kept: Option<RegistryKey>,
+    /// The reusable record views, by shape (`cache[2n + 1]`: the view of shape `n`, `cache[2n +
+    /// 2]`: its values), and which
+    /// of them the run in progress was handed (see [`Lent`]).
+    pub(crate) cache: Option<RegistryKey>,
+    pub(crate) lent: Lent,
     known: Vec<(ShapeKey, RegistryKey)>,
 }
+
+/// Which reusable record views (one bit per shape, the first 64 shapes) runs were handed since
+/// the runtime last looked (see `run.rs`): a view handed out is refilled by a later run only if
+/// nothing a script can reach still holds it when its run ends.
+pub(crate) type Lent = std::sync::Arc<std::sync::atomic::AtomicU64>;
 
 impl Shapes {
     pub(crate) fn new() -> Self {
         Shapes {
             views: None,
             kept: None,
+            cache: None,
+            lent: Lent::default(),
             known: Vec::new(),
         }
     }
@@ -343,6 +356,9 @@ struct Build<'a> {
     state: Option<&'a RegistryKey>,
     /// Where it is listed among the kept answers, when kept.
     at: ffi::lua_Integer,
+    /// Whether a record may be given as its shape's reusable view (an answer kept in the memo
+    /// of a run that neither records nor replays).
+    reuse: bool,
 }
 
 /// Makes `payload` a Lua value on top of `stack` (the stack of the `fetch` call in progress),
@@ -377,6 +393,7 @@ pub(crate) fn deliver(
             views,
             state,
             at: keep.map_or(0, |k| k.at),
+            reuse: keep.is_some(),
         };
         ffi::lua_pushcfunction(s, build);
         ffi::lua_pushlightuserdata(s, std::ptr::addr_of!(params) as *mut c_void);
@@ -486,32 +503,44 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
                     }
                 };
             }
-            Payload::Record(n, _, values) => match b.shapes.known.get(n) {
+            Payload::Record(n, keys, values) => match b.shapes.known.get(n) {
                 None => ffi::lua_pushnil(state),
                 Some((_, shape)) => {
-                    // The values: a userdata, its user values the shape then each field's
-                    // (a table made a view), set without hashing.
-                    let n = values.len().min(usize::from(u16::MAX) - 1);
-                    ffi::lua_newuserdatauv(state, 0, n as c_int + 1);
-                    registry(state, shape);
-                    ffi::lua_setiuservalue(state, -2, 1);
-                    for (i, v) in values[..n].iter().enumerate() {
-                        if let Value::Table(_) = v {
-                            registry(state, &b.views.freeze);
-                            push_value(lua, state, v);
-                            ffi::lua_call(state, 1, 1);
-                        } else {
-                            push_value(lua, state, v);
+                    let bit = if b.reuse && n < 64 { 1u64 << n } else { 0 };
+                    let cache = match &b.shapes.cache {
+                        Some(cache)
+                            if bit != 0 && b.shapes.lent.load(Ordering::Relaxed) & bit == 0 =>
+                        {
+                            Some(cache)
                         }
-                        ffi::lua_setiuservalue(state, -2, i as c_int + 2);
+                        _ => None,
+                    };
+                    if let Some(cache) = cache {
+                        let top = ffi::lua_gettop(state);
+                        let at = 2 * n as ffi::lua_Integer + 1;
+                        // top + 1: the cache; + 2: the shape's values, then its view.
+                        registry(state, cache);
+                        if ffi::lua_rawgeti(state, top + 1, at + 1) == ffi::LUA_TUSERDATA {
+                            // Refilled: no script can reach it since its last run (`run.rs`).
+                            b.shapes.lent.fetch_or(bit, Ordering::Relaxed);
+                            fill(lua, state, b.views, keys.len(), values);
+                            ffi::lua_rawgeti(state, top + 1, at);
+                            ffi::lua_copy(state, -1, top + 1);
+                        } else {
+                            ffi::lua_settop(state, top);
+                            new_record(lua, state, b.views, shape, keys.len(), values);
+                            // Kept for the next runs, and handed to this one.
+                            b.shapes.lent.fetch_or(bit, Ordering::Relaxed);
+                            registry(state, cache);
+                            ffi::lua_pushvalue(state, top + 1);
+                            ffi::lua_rawseti(state, top + 2, at);
+                            ffi::lua_rawgetp(state, top + 1, record_key());
+                            ffi::lua_rawseti(state, top + 2, at + 1);
+                        }
+                        ffi::lua_settop(state, top + 1);
+                    } else {
+                        new_record(lua, state, b.views, shape, values.len(), values);
                     }
-                    // The view, holding them.
-                    ffi::lua_createtable(state, 0, 1);
-                    ffi::lua_pushlightuserdata(state, record_key());
-                    ffi::lua_rotate(state, -3, -1);
-                    ffi::lua_rawset(state, -3);
-                    registry(state, &b.views.record);
-                    ffi::lua_setmetatable(state, -2);
                 }
             },
         }
@@ -526,6 +555,67 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
             ffi::lua_rawseti(state, 4, b.at + 1);
         }
         1
+    }
+}
+
+/// Pushes a new record: its view and a userdata with room for `room` values (at least
+/// `values.len()`), its user values the shape then each field's.
+///
+/// # Safety
+/// As `build`'s body: under `lua_pcall`, with room, nothing to drop if a call raises.
+unsafe fn new_record(
+    lua: &Lua,
+    state: *mut ffi::lua_State,
+    views: &Views,
+    shape: &RegistryKey,
+    room: usize,
+    values: &[Value],
+) {
+    unsafe {
+        // The values: a userdata, its user values the shape then each field's (a table made a
+        // view), set without hashing.
+        let room = room.max(values.len()).min(usize::from(u16::MAX) - 1);
+        ffi::lua_newuserdatauv(state, 0, room as c_int + 1);
+        registry(state, shape);
+        ffi::lua_setiuservalue(state, -2, 1);
+        fill(lua, state, views, room, values);
+        // The view, holding them.
+        ffi::lua_createtable(state, 0, 1);
+        ffi::lua_pushlightuserdata(state, record_key());
+        ffi::lua_rotate(state, -3, -1);
+        ffi::lua_rawset(state, -3);
+        registry(state, &views.record);
+        ffi::lua_setmetatable(state, -2);
+    }
+}
+
+/// Sets the user values 2 to `count + 1` of the record's userdata on top of `state` to
+/// `values` (a table made a view), nil past them: a refilled view shows nothing of the run
+/// that had it before. A place the userdata lacks is skipped (`lua_setiuservalue` pops).
+///
+/// # Safety
+/// As `build`'s body: under `lua_pcall`, with room, nothing to drop if a call raises.
+unsafe fn fill(
+    lua: &Lua,
+    state: *mut ffi::lua_State,
+    views: &Views,
+    count: usize,
+    values: &[Value],
+) {
+    unsafe {
+        let count = count.min(usize::from(u16::MAX) - 1);
+        for i in 0..count {
+            match values.get(i) {
+                Some(v @ Value::Table(_)) => {
+                    registry(state, &views.freeze);
+                    push_value(lua, state, v);
+                    ffi::lua_call(state, 1, 1);
+                }
+                Some(v) => push_value(lua, state, v),
+                None => ffi::lua_pushnil(state),
+            }
+            ffi::lua_setiuservalue(state, -2, i as c_int + 2);
+        }
     }
 }
 

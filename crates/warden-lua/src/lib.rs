@@ -247,11 +247,20 @@ pub enum Step {
     },
 }
 
+/// A compiled script's globals, and whether the script's source never names `_ENV` (so that
+/// no run of it can give its chunk other globals), for the check of `Runtime::release_views`.
+pub(crate) struct Env {
+    pub(crate) table: Table,
+    pub(crate) fixed: bool,
+}
+
 /// A running script, waiting to be resumed. Dropping it without [`Runtime::halt`] leaves the
 /// coroutine to the garbage collector without running its to-be-closed variables.
 #[derive(Debug)]
 pub struct Task {
     thread: Thread,
+    /// The coroutine's state (`thread.to_pointer()`, which costs a lock and a lookup).
+    state: usize,
     script: Arc<str>,
     /// Its script's key (for what the script keeps, see `memory.rs`).
     key: u64,
@@ -382,14 +391,20 @@ pub struct Runtime {
     /// how many pairs the run in progress (or one cut short) listed.
     kept_list: mlua::RegistryKey,
     kept: Arc<AtomicUsize>,
+    /// The reusable record views, by shape (`[2n + 1]`, their values at `[2n + 2]`), and which
+    /// of them runs were handed
+    /// since the last run ended (see `run.rs`).
+    record_cache: mlua::RegistryKey,
+    lent: host::Lent,
     /// The coroutines Warden made (where a script may wait), weak keys.
     task_threads: Table,
     wait_tag: String,
     compiled: KeyMap<Function>,
     /// The globals of each compiled script.
-    envs: KeyMap<Table>,
-    /// Finished coroutines, reused by the next start (creating one costs more).
-    spare: Vec<Thread>,
+    envs: KeyMap<Env>,
+    /// Finished coroutines, reused by the next start (creating one costs more), with their
+    /// states.
+    spare: Vec<(Thread, usize)>,
     limits: Limits,
     /// Whether waiting scripts keep a replay record.
     recording: bool,
@@ -455,13 +470,14 @@ impl Runtime {
     }
 
     /// A coroutine for a task: a finished one reused, or a new one, marked as Warden's.
-    fn task_thread(&mut self) -> mlua::Result<Thread> {
+    fn task_thread(&mut self) -> mlua::Result<(Thread, usize)> {
         if let Some(t) = self.spare.pop() {
             return Ok(t);
         }
         let t = self.lua.create_thread(self.call.clone())?;
         self.task_threads.raw_set(&t, true)?;
-        Ok(t)
+        let state = t.to_pointer() as usize;
+        Ok((t, state))
     }
 
     /// Compiles `script` unless it is (its function is then `compiled[key]`).
@@ -485,7 +501,10 @@ impl Runtime {
             .set_environment(env.clone())
             .into_function()?;
         self.compiled.insert(script.key, f.clone());
-        self.envs.insert(script.key, env);
+        // Only a script that never names `_ENV` keeps these globals for good (see
+        // `Runtime::release_views`).
+        let fixed = !script.source.contains("_ENV");
+        self.envs.insert(script.key, Env { table: env, fixed });
         Ok(f)
     }
 
@@ -521,7 +540,7 @@ impl Runtime {
         }
         self.started = None;
         let prepared = self.compile(script).and_then(|()| self.task_thread());
-        let thread = match prepared {
+        let (thread, state) = match prepared {
             Ok(p) => p,
             Err(e) => {
                 return (
@@ -543,8 +562,17 @@ impl Runtime {
         } else {
             Tape::Off
         };
-        let (step, tape, rng, grown) =
-            self.run(&thread, host, timeout, Some(script.key), tape, seed);
+        let (step, tape, rng, grown) = self.run(
+            run::On {
+                thread: state,
+                key: script.key,
+                first: true,
+            },
+            host,
+            timeout,
+            tape,
+            seed,
+        );
         let task = if matches!(step, Step::Waiting { .. }) {
             self.ledger.own(&thread, script.key);
             let journal = match tape {
@@ -557,6 +585,7 @@ impl Runtime {
             };
             Some(Task {
                 thread,
+                state,
                 script: script.name.clone(),
                 key: script.key,
                 rng: Cell::new(rng),
@@ -565,7 +594,7 @@ impl Runtime {
         } else {
             // A coroutine that returned can run the next script; one that failed is dropped.
             if matches!(step, Step::Done { .. }) && self.spare.len() < 4 {
-                self.spare.push(thread);
+                self.spare.push((thread, state));
             } else {
                 // Before the ledger collects what the run left.
                 drop(thread);
@@ -588,8 +617,17 @@ impl Runtime {
             Some(_) => Tape::Record(Vec::new()),
             None => Tape::Off,
         };
-        let (step, tape, rng, grown) =
-            self.run(&task.thread, host, timeout, None, tape, task.rng.get());
+        let (step, tape, rng, grown) = self.run(
+            run::On {
+                thread: task.state,
+                key: task.key,
+                first: false,
+            },
+            host,
+            timeout,
+            tape,
+            task.rng.get(),
+        );
         task.rng.set(rng);
         if let (Tape::Record(inputs), Some(journal)) = (tape, &mut *task.journal.borrow_mut())
             && matches!(step, Step::Waiting { .. })
@@ -657,16 +695,20 @@ impl Runtime {
         self.compile(script).map_err(|e| describe_error(&e))?;
         self.set_globals(script, &journal.globals)
             .map_err(|e| describe_error(&e))?;
-        let thread = self.task_thread().map_err(|e| describe_error(&e))?;
+        let (thread, state) = self.task_thread().map_err(|e| describe_error(&e))?;
         let mut rng = journal.seed;
-        let mut first = Some(script.key);
+        let mut first = true;
         for (n, run) in journal.runs.iter().enumerate() {
             let tape = Tape::Replay {
                 inputs: run.inputs.iter().cloned().collect(),
                 diverged: None,
             };
-            let (step, tape, next, _) =
-                self.run(&thread, &Replaying, timeout, first.take(), tape, rng);
+            let on = run::On {
+                thread: state,
+                key: script.key,
+                first: std::mem::take(&mut first),
+            };
+            let (step, tape, next, _) = self.run(on, &Replaying, timeout, tape, rng);
             rng = next;
             let left = match tape {
                 Tape::Replay { inputs, .. } => inputs.len(),
@@ -702,6 +744,7 @@ impl Runtime {
         self.ledger.own(&thread, script.key);
         Ok(Task {
             thread,
+            state,
             script: script.name.clone(),
             key: script.key,
             rng: Cell::new(rng),
@@ -715,7 +758,7 @@ impl Runtime {
     pub fn globals(&self, script: &Script) -> Option<Recorded> {
         let env = self.envs.get(&script.key)?;
         Some(Recorded::data_of(
-            env,
+            &env.table,
             &Value::String(self.lua.create_string("_G").ok()?),
         ))
     }
@@ -724,7 +767,7 @@ impl Runtime {
     /// process); the globals it had are dropped.
     pub fn set_globals(&mut self, script: &Script, data: &Recorded) -> mlua::Result<()> {
         self.function(script)?;
-        let Some(env) = self.envs.get(&script.key) else {
+        let Some(Env { table: env, .. }) = self.envs.get(&script.key) else {
             return Ok(());
         };
         let old: Vec<Value> = env

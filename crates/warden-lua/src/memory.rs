@@ -77,7 +77,7 @@ pub(crate) struct Roots<'a> {
     /// The compiled scripts, by key: each holds its globals (`_ENV`).
     pub(crate) compiled: &'a mut KeyMap<Function>,
     /// The globals of each compiled script.
-    pub(crate) envs: &'a mut KeyMap<Table>,
+    pub(crate) envs: &'a mut KeyMap<crate::Env>,
 }
 
 impl Ledger {

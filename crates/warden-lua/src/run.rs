@@ -10,20 +10,28 @@
 
 use super::*;
 
+/// What a run runs: the task coroutine whose state is `thread` (the caller holds the
+/// coroutine), on the script of key `key`, started if `first`, else resumed.
+#[derive(Clone, Copy)]
+pub(crate) struct On {
+    pub(crate) thread: usize,
+    pub(crate) key: u64,
+    pub(crate) first: bool,
+}
+
 impl Runtime {
-    /// One run of `thread` (started on the compiled script of key `first`, or resumed), with
-    /// `tape` for what it receives and `rng` for its random numbers:
-    /// what it came to, the tape and generator afterwards, and how much the state grew during
-    /// the run (for the ledger).
+    /// One run (see [`On`]), with `tape` for what it receives and `rng` for its random
+    /// numbers: what it came to, the tape and generator afterwards, and how much the state
+    /// grew during the run (for the ledger).
     pub(crate) fn run(
         &mut self,
-        thread: &Thread,
+        on: On,
         host: &dyn Host,
         timeout: Duration,
-        first: Option<u64>,
         tape: Tape,
         rng: u64,
     ) -> (Step, Tape, u64, i64) {
+        let On { thread, key, first } = on;
         // Only a result that is not a table is converted up front; the rest is read lazily.
         let lazy_result = host.has_result();
         let result = if lazy_result {
@@ -70,7 +78,7 @@ impl Runtime {
             armed: true,
         };
         let mut end = End::default();
-        let ran = self.run_raw(thread, first, kept, &mut end);
+        let ran = self.run_raw(thread, key, first, kept, &mut end);
         guard.armed = !end.ended;
         drop(guard);
         let step = match (end.stop, ran) {
@@ -116,23 +124,26 @@ impl Runtime {
         self.started.take()
     }
 
-    /// Starts `thread` on `first` (the key of the script's function), or resumes it where it
-    /// waits, and reads what it came to into `end` and the result. The roots' memos in `kept`
-    /// (left by a run cut short) are emptied first, and what this run kept in them is let go
-    /// when it ends.
+    /// Starts the coroutine `thread` on the script of key `key` (if `first`), or resumes it
+    /// where it waits,
+    /// and reads what it came to into `end` and the result. The roots' memos in `kept` (left
+    /// by a run cut short) are emptied first, and what this run kept in them is let go when it
+    /// ends; the record views it was handed are kept for the next runs only if no script can
+    /// reach them any more (see [`Runtime::release_views`]).
     ///
     /// Straight on the Lua API: mlua's `Thread::resume` would convert every value the
     /// coroutine yields or returns into a reference, and it runs at every tick of every script.
     fn run_raw(
         &self,
-        thread: &Thread,
-        first: Option<u64>,
+        thread: usize,
+        key: u64,
+        first: bool,
         kept: usize,
         end: &mut End,
     ) -> mlua::Result<Ran> {
-        let th = thread.to_pointer() as *mut ffi::lua_State;
+        let th = thread as *mut ffi::lua_State;
         let wait_tag = self.wait_tag.as_bytes();
-        // SAFETY: `th` is the state of `thread`, which this function borrows, so it lives; the
+        // SAFETY: `th` is the state of a task's coroutine, which the caller holds, so it lives; the
         // runtime's lock is held (by `exec_raw_lua`) for the whole block. Nothing here raises
         // a Lua error: `lua_resume` runs the coroutine protected and returns its status; the
         // pushes of references and integers, the moves between stacks, the reads of strings in
@@ -141,31 +152,37 @@ impl Runtime {
         unsafe {
             self.lua.exec_raw_lua(|raw| {
                 let main = raw.state();
-                if ffi::lua_checkstack(main, 6) == 0 || ffi::lua_checkstack(th, 4) == 0 {
+                if ffi::lua_checkstack(main, 8) == 0 || ffi::lua_checkstack(th, 4) == 0 {
                     return Err(mlua::Error::StackError);
                 }
                 if kept != 0 {
                     clear_kept(raw.state(), &self.kept_list, kept);
                 }
-                let nargs = match first {
-                    Some(key) => {
-                        let Some(f) = self.compiled.get(&key) else {
-                            return Err(mlua::Error::RuntimeError(
-                                "internal: the script is not compiled".into(),
-                            ));
-                        };
-                        if ffi::lua_status(th) != ffi::LUA_OK {
-                            return Err(mlua::Error::CoroutineUnresumable);
-                        }
-                        ffi::lua_settop(th, 0);
-                        raw.push(&self.call)?;
-                        raw.push(f)?;
-                        raw.push(&self.handler)?;
-                        ffi::lua_xmove(main, th, 3);
-                        2
+                // Views handed to a run cut short are not refilled: it may have left them
+                // anywhere.
+                let lent = self.lent.swap(0, Ordering::Relaxed);
+                if lent != 0 {
+                    forget_views(main, &self.record_cache, lent);
+                }
+                let nargs = if first {
+                    let Some(f) = self.compiled.get(&key) else {
+                        return Err(mlua::Error::RuntimeError(
+                            "internal: the script is not compiled".into(),
+                        ));
+                    };
+                    if ffi::lua_status(th) != ffi::LUA_OK {
+                        return Err(mlua::Error::CoroutineUnresumable);
                     }
-                    None if ffi::lua_status(th) == ffi::LUA_YIELD => 0,
-                    None => return Err(mlua::Error::CoroutineUnresumable),
+                    ffi::lua_settop(th, 0);
+                    raw.push(&self.call)?;
+                    raw.push(f)?;
+                    raw.push(&self.handler)?;
+                    ffi::lua_xmove(main, th, 3);
+                    2
+                } else if ffi::lua_status(th) == ffi::LUA_YIELD {
+                    0
+                } else {
+                    return Err(mlua::Error::CoroutineUnresumable);
                 };
                 let before = memory(main);
                 let mut n = 0;
@@ -186,6 +203,10 @@ impl Runtime {
                 let kept = self.take_kept();
                 if kept != 0 {
                     clear_kept(raw.state(), &self.kept_list, kept);
+                }
+                let lent = self.lent.swap(0, Ordering::Relaxed);
+                if lent != 0 {
+                    self.release_views(raw, key, status, lent);
                 }
                 end.grown = memory(main) - before;
                 match status {
@@ -244,6 +265,81 @@ impl Runtime {
                 }
             })
         }
+    }
+}
+
+impl Runtime {
+    /// After a run of script `key` that ended with `status`, and was handed the reusable
+    /// record views of the shapes in `lent` (bits): they stay for the next runs to refill
+    /// only when nothing a script can reach holds them, else they are forgotten (they keep
+    /// their values, a snapshot of their tick, for whoever holds them) and the next read
+    /// makes new ones.
+    ///
+    /// What a script can reach after its run: its coroutine's stack, when it waits (locals
+    /// live across `coroutine.yield` and `wait_turns`), and its globals, which persist from
+    /// run to run and hold everything else it keeps (tables, closures, coroutines it made).
+    /// Everything else it can reach is read-only (the libraries, the roots, the views), and
+    /// the roots' memos are emptied when the run ends. So the views are refilled only after
+    /// a run that did not wait and whose globals are as they were made: one entry, `_G`, the
+    /// globals themselves. A script whose source names `_ENV` never has its views refilled: it
+    /// can set `_ENV`, the upvalue of its chunk, to a table of its own, which the next run
+    /// starts with (no other way to change an upvalue is in the sandbox: no `debug`).
+    ///
+    /// # Safety
+    /// Called by `run_raw`, the runtime's lock held, with room for 4 values on `raw`'s stack.
+    unsafe fn release_views(&self, raw: &mlua::state::RawLua, key: u64, status: i32, lent: u64) {
+        let s = raw.state();
+        // SAFETY: the lock is held and there is room; reading tables and a table's next key
+        // neither allocate nor raise (`lua_next` raises only on a key that
+        // is not in the table, and it is given nil then a key it returned).
+        unsafe {
+            let clean = status != ffi::LUA_YIELD
+                && match self.envs.get(&key) {
+                    Some(env) if env.fixed => {
+                        let top = ffi::lua_gettop(s);
+                        let clean = raw.push(&env.table).is_ok() && {
+                            ffi::lua_pushnil(s);
+                            ffi::lua_next(s, top + 1) != 0
+                                && ffi::lua_rawequal(s, -1, top + 1) != 0
+                                && {
+                                    ffi::lua_pop(s, 1);
+                                    ffi::lua_next(s, top + 1) == 0
+                                }
+                        };
+                        ffi::lua_settop(s, top);
+                        clean
+                    }
+                    _ => false,
+                };
+            if !clean {
+                forget_views(s, &self.record_cache, lent);
+            }
+        }
+    }
+}
+
+/// Forgets the reusable record views of the shapes in `lent` (bits): the next read of each
+/// makes a new one.
+///
+/// # Safety
+/// The runtime's lock is held, no Lua code runs on `state`, and it has room for 2 values.
+/// Setting an integer key to nil neither allocates nor raises.
+unsafe fn forget_views(state: *mut ffi::lua_State, cache: &mlua::RegistryKey, lent: u64) {
+    unsafe {
+        ffi::lua_rawgeti(
+            state,
+            ffi::LUA_REGISTRYINDEX,
+            ffi::lua_Integer::from(cache.id()),
+        );
+        for n in 0..64 {
+            if lent & (1 << n) != 0 {
+                ffi::lua_pushnil(state);
+                ffi::lua_rawseti(state, -2, 2 * n + 1);
+                ffi::lua_pushnil(state);
+                ffi::lua_rawseti(state, -2, 2 * n + 2);
+            }
+        }
+        ffi::lua_pop(state, 1);
     }
 }
 

@@ -44,6 +44,10 @@ impl Runtime {
         let kept_list = lua.create_table()?;
         let mut shapes = Shapes::new();
         shapes.kept = Some(lua.create_registry_value(kept_list.clone())?);
+        // The reusable record views, by shape (see `run.rs`).
+        let record_cache = lua.create_table()?;
+        shapes.cache = Some(lua.create_registry_value(record_cache.clone())?);
+        let lent = shapes.lent.clone();
         let answers = Arc::new(Mutex::new(Answers {
             shapes,
             memos: [0; 5],
@@ -291,6 +295,8 @@ impl Runtime {
             handler,
             kept_list: lua.create_registry_value(kept_list)?,
             kept,
+            record_cache: lua.create_registry_value(record_cache)?,
+            lent,
             task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: KeyMap::default(),

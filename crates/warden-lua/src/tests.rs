@@ -786,3 +786,4 @@ mod limits;
 mod memo;
 mod patterns;
 mod redteam;
+mod views;

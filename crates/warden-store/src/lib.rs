@@ -501,6 +501,11 @@ impl Store {
     ) {
         match &self.backend {
             Inner::Sqlite(s) => {
+                // The saving thread locks the connection itself: the schema is made first.
+                if let Err(e) = s.conn() {
+                    done(Err(e));
+                    return;
+                }
                 let done: sqlite::batch::Done = Box::new(done);
                 let mut batcher = self.batcher.lock().unwrap_or_else(PoisonError::into_inner);
                 if batcher.is_none() {

@@ -11,8 +11,12 @@ use crate::types::{RuleState, RuleToggle, SettingOverride};
 impl SqliteStore {
     /// Every rule toggle, ordered by user and rule.
     pub(crate) fn toggles(&self) -> Result<Vec<RuleToggle>, StoreError> {
+        if self.is_unmade() {
+            // Nothing was ever written: read at every start, this makes no schema.
+            return Ok(Vec::new());
+        }
         select(
-            &self.reader(),
+            &*self.reader()?,
             "SELECT user_id, rule_id, enabled, shadow, updated_at FROM rule_toggle ORDER BY user_id, rule_id",
             [],
             |r| sql::rule_toggle(r),
@@ -28,7 +32,7 @@ impl SqliteStore {
         rule_id: &str,
         state: Option<RuleState>,
     ) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn()?;
         let changed = match state.map(RuleState::columns) {
             // A row that already holds the value is left alone: no change to report.
             Some((on, shadow)) => conn.execute(
@@ -51,8 +55,11 @@ impl SqliteStore {
     /// Every setting override, ordered by user, project, plugin and name. A stored value that
     /// is not valid JSON is an error naming it.
     pub(crate) fn overrides(&self) -> Result<Vec<SettingOverride>, StoreError> {
+        if self.is_unmade() {
+            return Ok(Vec::new());
+        }
         let rows = select(
-            &self.reader(),
+            &*self.reader()?,
             "SELECT user_id, project_id, plugin_id, name, value_json, updated_at
              FROM setting_override ORDER BY user_id, project_id, plugin_id, name",
             [],
@@ -74,7 +81,7 @@ impl SqliteStore {
         plugin_id: &str,
         values: &[(&str, Option<&serde_json::Value>)],
     ) -> Result<usize, StoreError> {
-        let mut conn = self.lock();
+        let mut conn = self.conn()?;
         (|| {
             let tx = conn.transaction()?;
             let mut changed = 0;

@@ -17,12 +17,12 @@ fn counts(conn: &Connection) -> rusqlite::Result<[usize; 5]> {
 impl SqliteStore {
     /// How many rows each table holds (in the order of a [`CopyReport`]).
     pub(crate) fn counts(&self) -> Result<[usize; 5], StoreError> {
-        counts(&self.lock()).map_err(|e| self.sql_err(e))
+        counts(&*self.conn()?).map_err(|e| self.sql_err(e))
     }
 
     /// Every row but the execution log's.
     pub(crate) fn dump(&self) -> Result<Dump, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn()?;
         (|| {
             let mut dump = Dump {
                 state: select(
@@ -82,7 +82,7 @@ impl SqliteStore {
             sql::execution_columns!(),
             " FROM rule_execution_log WHERE id > ?1 ORDER BY id LIMIT ?2"
         );
-        select(&self.lock(), query, params![after, limit], |r| {
+        select(&*self.conn()?, query, params![after, limit], |r| {
             sql::execution_row(r)
         })
         .map_err(|e| self.sql_err(e))
@@ -96,7 +96,7 @@ impl SqliteStore {
         replace: bool,
         log: Pages<'_>,
     ) -> Result<(), StoreError> {
-        let mut conn = self.lock();
+        let mut conn = self.conn()?;
         let tx = conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(|e| self.sql_err(e))?;

@@ -109,6 +109,12 @@ pub(crate) struct SqliteStore {
     /// The lock timeout in milliseconds, for the checkpoint thread to put back on the store's
     /// connection after a restart of the log (it may change after the thread starts).
     timeout_ms: Arc<std::sync::atomic::AtomicU64>,
+    /// The schema is still to be made. A file's is made when it opens, where a migration's
+    /// failure belongs; an in-memory database's at its first use
+    /// ([`SqliteStore::conn`]): a replay, or a session whose rules never touch the store,
+    /// does not pay for it (half of a replay's start-up). Read and cleared under the
+    /// connection's lock.
+    unmade: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for SqliteStore {
@@ -417,10 +423,15 @@ impl SqliteStore {
         // (and the migrations after it) are tried again until `timeout`, like any write.
         let deadline = std::time::Instant::now() + timeout;
         let mut pause = Duration::from_millis(1);
+        let in_memory = path.is_none();
         loop {
-            let setup = wal(&conn)
-                .map_err(open_err)
-                .and_then(|()| migrations::migrate(&mut conn, &db));
+            let setup = wal(&conn).map_err(open_err).and_then(|()| {
+                if in_memory {
+                    Ok(())
+                } else {
+                    migrations::migrate(&mut conn, &db)
+                }
+            });
             match setup {
                 Ok(()) => break,
                 Err(e) if busy_opening(&e) => {
@@ -449,6 +460,7 @@ impl SqliteStore {
             timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
                 u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             )),
+            unmade: std::sync::atomic::AtomicBool::new(in_memory),
         })
     }
 
@@ -567,13 +579,15 @@ impl SqliteStore {
     }
 
     pub(crate) fn schema_version(&self) -> Result<u32, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn()?;
         migrations::user_version(&conn).map_err(|e| self.sql_err(e))
     }
 
     pub(crate) fn check_integrity(&self) -> Result<Vec<String>, StoreError> {
-        let rows = select(&self.lock(), "PRAGMA integrity_check", [], |row| row.get(0))
-            .map_err(|e| self.sql_err(e))?;
+        let rows = select(&*self.conn()?, "PRAGMA integrity_check", [], |row| {
+            row.get(0)
+        })
+        .map_err(|e| self.sql_err(e))?;
         Ok(rows.into_iter().filter(|r: &String| r != "ok").collect())
     }
 
@@ -582,21 +596,21 @@ impl SqliteStore {
         scope: &StateScope,
         key: &str,
     ) -> Result<Option<serde_json::Value>, StoreError> {
-        read_state(&self.db, &self.reader(), scope, key)
+        read_state(&self.db, &*self.reader()?, scope, key)
     }
 
     pub(crate) fn state_all(
         &self,
         scope: &StateScope,
     ) -> Result<BTreeMap<String, serde_json::Value>, StoreError> {
-        read_scope(&self.db, &self.reader(), scope)
+        read_scope(&self.db, &*self.reader()?, scope)
     }
 
     pub(crate) fn apply_writes(
         &self,
         groups: &[Vec<StateWrite>],
     ) -> Result<Vec<Result<(), StoreError>>, StoreError> {
-        let mut conn = self.lock();
+        let mut conn = self.conn()?;
         // IMMEDIATE takes the write lock up front, so the busy timeout applies here
         // instead of failing later when a read transaction tries to upgrade.
         let tx = conn
@@ -614,7 +628,7 @@ impl SqliteStore {
         let (query, texts, limit) = sql::executions_query(filter, &DIALECT);
         let mut args: Vec<&dyn rusqlite::ToSql> = texts.iter().map(|t| t as _).collect();
         args.push(&limit);
-        select(&self.reader(), &query, args.as_slice(), |r| {
+        select(&*self.reader()?, &query, args.as_slice(), |r| {
             execution_row(r)
         })
         .map_err(|e| self.sql_err(e))
@@ -626,7 +640,7 @@ impl SqliteStore {
     /// server's threads up (they would wait for the store's connection otherwise). Anywhere
     /// else (a hook process, a command, the blocking pool), the store's connection, and no
     /// second one is opened.
-    pub(crate) fn reader(&self) -> MutexGuard<'_, Connection> {
+    pub(crate) fn reader(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         if let Some(path) = self.path.as_ref().filter(|_| on_runtime_worker()) {
             let reader = self.reader.get_or_init(|| {
                 let conn = Connection::open(path).ok()?;
@@ -635,16 +649,41 @@ impl SqliteStore {
                 Some(Mutex::new(conn))
             });
             if let Some(reader) = reader {
-                return reader.lock().unwrap_or_else(PoisonError::into_inner);
+                return Ok(reader.lock().unwrap_or_else(PoisonError::into_inner));
             }
         }
-        self.lock()
+        self.conn()
     }
 
-    /// Locks the connection. A poisoned mutex is recovered: rusqlite rolls back any
-    /// open transaction when a panic unwinds through it, so the connection is usable.
+    /// Locks the connection, whose schema may not be made yet: for what does not read or
+    /// write the tables (pragmas, checkpoints). A poisoned mutex is recovered: rusqlite rolls
+    /// back any open transaction when a panic unwinds through it, so the connection is usable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Locks the connection, its schema made first if it is not yet (an in-memory database's,
+    /// at its first use: see [`SqliteStore::unmade`]).
+    pub(crate) fn conn(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
+        let mut conn = self.lock();
+        self.make_schema(&mut conn)?;
+        Ok(conn)
+    }
+
+    /// Whether the schema is still to be made: then nothing was ever written, and every table
+    /// is empty.
+    pub(crate) fn is_unmade(&self) -> bool {
+        self.unmade.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Makes the schema on `conn` (this store's, locked) if it is not made yet.
+    pub(crate) fn make_schema(&self, conn: &mut Connection) -> Result<(), StoreError> {
+        use std::sync::atomic::Ordering::{Acquire, Release};
+        if self.unmade.load(Acquire) {
+            migrations::migrate(conn, &self.db)?;
+            self.unmade.store(false, Release);
+        }
+        Ok(())
     }
 
     pub(crate) fn sql_err(&self, cause: rusqlite::Error) -> StoreError {
@@ -654,7 +693,7 @@ impl SqliteStore {
     /// Runs `sql` (tests: install triggers, poke at rows).
     #[cfg(test)]
     pub(crate) fn exec(&self, sql: &str) -> Result<(), StoreError> {
-        self.lock().execute_batch(sql).map_err(|e| self.sql_err(e))
+        self.conn()?.execute_batch(sql).map_err(|e| self.sql_err(e))
     }
 }
 

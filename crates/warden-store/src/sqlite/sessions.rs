@@ -311,7 +311,7 @@ pub(crate) fn session_version(
 impl SqliteStore {
     /// The saved session `id`, or `None` if it was never saved (or was deleted).
     pub(crate) fn load_session(&self, id: &str) -> Result<Option<StoredSession>, StoreError> {
-        let conn = self.reader();
+        let conn = self.reader()?;
         // A read transaction: the row and its entries from one snapshot of the database.
         let tx = conn.unchecked_transaction().map_err(|e| self.sql_err(e))?;
         let found = load_session(self, &tx, id)?;
@@ -322,7 +322,7 @@ impl SqliteStore {
     /// The version of the saved session `id` (cheap: to tell whether a copy in memory is
     /// still the latest).
     pub(crate) fn session_version(&self, id: &str) -> Result<Option<i64>, StoreError> {
-        session_version(self, &self.reader(), id)
+        session_version(self, &*self.reader()?, id)
     }
 
     /// Saved sessions, most recently touched first, at most `limit`.
@@ -330,13 +330,15 @@ impl SqliteStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let query =
             format!("SELECT {SUMMARY_COLUMNS} FROM session ORDER BY updated_at DESC, id LIMIT ?1");
-        select(&self.reader(), &query, [limit], |r| sql::session_summary(r))
-            .map_err(|e| self.sql_err(e))
+        select(&*self.reader()?, &query, [limit], |r| {
+            sql::session_summary(r)
+        })
+        .map_err(|e| self.sql_err(e))
     }
 
     /// Deletes the saved session `id`; whether there was one.
     pub(crate) fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn()?;
         (|| {
             let tx = conn.unchecked_transaction()?;
             tx.execute("DELETE FROM session_entry WHERE session_id = ?1", [id])?;
@@ -350,7 +352,7 @@ impl SqliteStore {
     /// Deletes every saved session last touched before `before` (seconds since the Unix
     /// epoch); how many.
     pub(crate) fn prune_sessions(&self, before: f64) -> Result<usize, StoreError> {
-        let conn = self.lock();
+        let conn = self.conn()?;
         (|| {
             let tx = conn.unchecked_transaction()?;
             tx.execute(

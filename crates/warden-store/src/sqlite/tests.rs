@@ -624,3 +624,120 @@ fn stores_opening_a_fresh_database_at_once_all_open_and_write() {
         assert_eq!(all.len(), 10, "round {round}: every write is there");
     }
 }
+
+/// Whether `s`'s schema is still to be made.
+fn unmade(s: &Store) -> bool {
+    let crate::Inner::Sqlite(db) = &s.backend else {
+        unreachable!("a SQLite store")
+    };
+    db.is_unmade()
+}
+
+/// An in-memory store makes its schema at its first use, whichever use comes first: opening it
+/// costs no migrations (a replay whose rules never touch the store does not pay for them), and
+/// each way in finds its tables.
+#[test]
+fn an_in_memory_store_makes_its_schema_at_its_first_use() {
+    let sc = StateScope::new("u", "p", "x");
+    type Use<'a> = Box<dyn Fn(&Store) + 'a>;
+    let uses: Vec<(&str, Use)> = vec![
+        (
+            "a read of state",
+            Box::new(|s| {
+                assert_eq!(s.state_get(&sc, "k").expect("get"), None);
+            }),
+        ),
+        (
+            "a write of state",
+            Box::new(|s| {
+                s.apply_writes(&[vec![StateWrite::set(sc.clone(), "k", json!(1))]])
+                    .expect("write");
+                assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(1)));
+            }),
+        ),
+        (
+            "a tick's read",
+            Box::new(|s| {
+                let tick = s.tick();
+                assert_eq!(tick.state_get(&sc, "k").expect("get"), None);
+                tick.commit(None).expect("commit");
+            }),
+        ),
+        (
+            "a tick's write",
+            Box::new(|s| {
+                let tick = s.tick();
+                tick.write_groups(&[vec![StateWrite::set(sc.clone(), "k", json!(2))]])
+                    .expect("write");
+                tick.commit(None).expect("commit");
+                assert_eq!(s.state_get(&sc, "k").expect("get"), Some(json!(2)));
+            }),
+        ),
+        (
+            "a tick that touches nothing, then a read",
+            Box::new(|s| {
+                s.tick().commit(None).expect("commit");
+                assert!(unmade(s), "a tick that touched nothing made no schema");
+                assert_eq!(s.state_get(&sc, "k").expect("get"), None);
+            }),
+        ),
+        (
+            "the users' choices, then a toggle",
+            Box::new(|s| {
+                // Read at every start: an unmade schema holds none, and makes none.
+                assert!(s.toggles().expect("toggles").is_empty());
+                assert!(s.overrides().expect("overrides").is_empty());
+                assert!(unmade(s), "reading no choices made no schema");
+                assert!(
+                    s.set_toggle("u", "r", Some(crate::RuleState::Off))
+                        .expect("toggle")
+                );
+                assert_eq!(s.toggles().expect("toggles").len(), 1);
+            }),
+        ),
+        (
+            "the saved sessions",
+            Box::new(|s| {
+                assert!(s.sessions(10).expect("sessions").is_empty());
+                assert_eq!(s.load_session("a").expect("load"), None);
+            }),
+        ),
+        (
+            "the schema's version",
+            Box::new(|s| {
+                assert_eq!(
+                    s.schema_version().expect("version"),
+                    super::migrations::latest_version()
+                );
+            }),
+        ),
+        (
+            "a save in a batch",
+            Box::new(|s| {
+                let (tx, rx) = std::sync::mpsc::channel();
+                let save = crate::SessionSave {
+                    id: "a".into(),
+                    snapshot: "{}".into(),
+                    ..Default::default()
+                };
+                s.save_in_batch(save, move |r| tx.send(r).expect("send"));
+                assert_eq!(rx.recv().expect("saved").expect("the save"), 1);
+                assert!(s.load_session("a").expect("load").is_some());
+            }),
+        ),
+    ];
+    for (what, use_it) in uses {
+        let s = Store::in_memory().expect("open");
+        assert!(unmade(&s), "{what}: no schema made at open");
+        use_it(&s);
+        assert!(!unmade(&s), "{what}: the schema was made");
+    }
+}
+
+/// A file's schema is made when it opens, where a migration's failure belongs.
+#[test]
+fn a_file_store_makes_its_schema_when_it_opens() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = Store::open(dir.path().join("warden.db")).expect("open");
+    assert!(!unmade(&s));
+}

@@ -65,7 +65,13 @@ impl<'s> SqliteTick<'s> {
             Some(conn) => conn,
             None if self.refused.get() => return Err(self.store.db.busy()),
             None => {
-                let conn = self.store.lock();
+                let conn = match self.store.conn() {
+                    Ok(conn) => conn,
+                    Err(e) => {
+                        self.failed.replace(Some(format!("making its schema: {e}")));
+                        return Err(e);
+                    }
+                };
                 if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
                     // Held too long by another process, or refused outright (a read-only
                     // connection, a damaged file): either way, what follows fails at once, and

@@ -14,8 +14,10 @@ use serde_json::{Map, Value};
 pub struct Event {
     /// Turn values that changed (turn number, token and context usage, iterations).
     pub turn: Option<TurnUpdate>,
-    /// The user's query, at `on_query_start`.
-    pub query: Option<Query>,
+    /// The user's query, at `on_query_start`. (Boxed, as are the rarely given user and
+    /// project: an event is moved by value from its reading to its tick several times, and is
+    /// smaller for it.)
+    pub query: Option<Box<Query>>,
     /// The tool concerned, at the tool hooks.
     pub tool: Option<ToolCall>,
     /// What the tool returned, at `on_tool_complete`. Free-form JSON.
@@ -25,9 +27,9 @@ pub struct Event {
     /// A message to add to the history (the agent's reply at `on_turn_end`, say).
     pub message: Option<Message>,
     /// The user, when it is first known or changes.
-    pub user: Option<Party>,
+    pub user: Option<Box<Party>>,
     /// The project, when it is first known or changes.
-    pub project: Option<Party>,
+    pub project: Option<Box<Party>>,
     /// Anything else the agent loop wants rules to see, as `event.data`.
     pub data: Option<Value>,
     /// When it happened, in seconds since the Unix epoch (now, when absent).
@@ -103,10 +105,10 @@ impl Event {
     /// A new user query.
     pub fn query(text: impl Into<String>) -> Self {
         Event {
-            query: Some(Query {
+            query: Some(Box::new(Query {
                 text: text.into(),
                 extra: Map::new(),
-            }),
+            })),
             ..Self::default()
         }
     }
@@ -183,19 +185,19 @@ impl Event {
 
     /// Sets the user id.
     pub fn with_user(mut self, id: impl Into<String>) -> Self {
-        self.user.get_or_insert_with(Party::default).id = Some(id.into());
+        self.user.get_or_insert_default().id = Some(id.into());
         self
     }
 
     /// Sets the project id.
     pub fn with_project(mut self, id: impl Into<String>) -> Self {
-        self.project.get_or_insert_with(Party::default).id = Some(id.into());
+        self.project.get_or_insert_default().id = Some(id.into());
         self
     }
 
     /// Sets the project's folder, which rules read as `context.project.root`.
     pub fn with_project_root(mut self, root: impl Into<String>) -> Self {
-        self.project.get_or_insert_with(Party::default).root = Some(root.into());
+        self.project.get_or_insert_default().root = Some(root.into());
         self
     }
 

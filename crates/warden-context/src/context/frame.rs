@@ -219,7 +219,7 @@ impl<'a> Frame<'a> {
         EventView {
             hook: self.hook().name(),
             tool_name: self.tool_name(),
-            query: self.event().query.as_ref(),
+            query: self.event().query.as_deref(),
             message: self.event().message.as_ref(),
             error: self.event().error.as_deref(),
             data: self.event().data.as_ref(),

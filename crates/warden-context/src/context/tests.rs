@@ -114,7 +114,7 @@ fn legacy_values(
         event => minijinja::Value::from(Serde(EventView {
             hook: hook.name(),
             tool_name,
-            query: event.query.as_ref(),
+            query: event.query.as_deref(),
             message: event.message.as_ref(),
             error: event.error.as_deref(),
             data: event.data.as_ref(),

@@ -159,13 +159,13 @@ impl Event {
     pub fn into_engine(self) -> engine::Event {
         engine::Event {
             turn: self.turn.map(Turn::into_engine),
-            query: self.query.map(Query::into_engine),
+            query: self.query.map(|q| Box::new(q.into_engine())),
             tool: self.tool.map(Tool::into_engine),
             result: self.result,
             error: self.error,
             message: self.message.map(Message::into_engine),
-            user: self.user.map(Party::into_engine),
-            project: self.project.map(Party::into_engine),
+            user: self.user.map(|p| Box::new(p.into_engine())),
+            project: self.project.map(|p| Box::new(p.into_engine())),
             data: self.data,
             time: self.time,
         }
@@ -189,8 +189,8 @@ impl Event {
                 role: m.role.clone(),
                 content: m.content.clone(),
             }),
-            user: e.user.as_ref().map(Party::of),
-            project: e.project.as_ref().map(Party::of),
+            user: e.user.as_deref().map(Party::of),
+            project: e.project.as_deref().map(Party::of),
             data: e.data.clone(),
             time: e.time,
         }

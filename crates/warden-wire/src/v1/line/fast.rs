@@ -172,7 +172,7 @@ impl<'de> Deserialize<'de> for Line {
                         LineKey::Time => e.time = number(map.next_value()?)?,
                         LineKey::Query => {
                             e.query = checked::<wire::Query, _>("query", free(&mut map)?)?
-                                .map(wire::Query::into_engine)
+                                .map(|q| Box::new(q.into_engine()))
                         }
                         LineKey::Message => {
                             e.message = checked::<wire::Message, _>("message", free(&mut map)?)?
@@ -180,11 +180,11 @@ impl<'de> Deserialize<'de> for Line {
                         }
                         LineKey::User => {
                             e.user = checked::<wire::Party, _>("user", free(&mut map)?)?
-                                .map(wire::Party::into_engine)
+                                .map(|p| Box::new(p.into_engine()))
                         }
                         LineKey::Project => {
                             e.project = checked::<wire::Party, _>("project", free(&mut map)?)?
-                                .map(wire::Party::into_engine)
+                                .map(|p| Box::new(p.into_engine()))
                         }
                     }
                 }

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex};
 
 use mlua::{Function, Lua, RegistryKey, Value, ffi};
 
-use crate::host::{Keep, Out, Payload, ShapeKey, Shapes, deliver};
-use crate::{Input, Recorded, Shared, lock, replayed};
+use crate::host::{Keep, Kind, Out, Payload, Refresh, ShapeKey, Shapes, deliver};
+use crate::{Host, Input, Recorded, Shared, lock, replayed};
 
 /// The roots a script reads, numbered as the prelude numbers them (from 1).
 const ROOTS: [&str; 5] = ["context", "event", "tool", "result", "settings"];
@@ -25,6 +25,19 @@ pub(crate) struct Answers {
     pub(crate) shapes: Shapes,
     pub(crate) memos: [usize; 5],
     pub(crate) state_names: Option<[RegistryKey; 2]>,
+    /// The answers kept in the memos across runs, in the order of their list (`Shapes::persist`).
+    pub(crate) persisted: Vec<Persisted>,
+}
+
+/// Most answers kept across runs: each is asked of the host again at the start of every run
+/// that neither records nor replays, whether the run reads it or not.
+const MAX_PERSISTED: usize = 8;
+
+/// An answer kept in its root's memo across runs (see [`refresh`]).
+pub(crate) struct Persisted {
+    root: usize,
+    key: Box<str>,
+    kind: Kind,
 }
 
 pub(crate) fn lock_answers(answers: &Mutex<Answers>) -> std::sync::MutexGuard<'_, Answers> {
@@ -172,6 +185,7 @@ unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
         shapes,
         memos,
         state_names,
+        persisted,
     } = &mut *answers;
     let Some(n) = memos.iter().position(|m| *m == memo) else {
         return Ok(0);
@@ -249,17 +263,30 @@ unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
             memo: 1,
             key: 2,
             at: 2 * at as ffi::lua_Integer + 1,
+            persist: if persisted.len() < MAX_PERSISTED {
+                2 * persisted.len() as ffi::lua_Integer + 1
+            } else {
+                0
+            },
         }),
         state: state_name,
         recorded: None,
         recording,
         delivered: false,
+        persisted: None,
+        refresh: None,
     };
     // SAFETY: set only during a run, while the host it points to is borrowed by
     // `Runtime::run` (see `RunState::host`).
     unsafe { (*host).field(&mut out, root, key)? };
     if !out.delivered {
         out.nothing()?;
+    } else if let Some(kind) = out.persisted.take() {
+        persisted.push(Persisted {
+            root: n,
+            key: key.into(),
+            kind,
+        });
     } else if !recording {
         f.count.store(at + 1, Ordering::Relaxed);
     }
@@ -274,4 +301,165 @@ unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
         });
     }
     Ok(1)
+}
+
+/// At the start of a run that neither records nor replays, before any script code runs: each
+/// answer kept in the memos across runs is asked of `host` again and brought up to date in
+/// place (a record's view refilled, a number set again, a text left as it is while the host's
+/// is the same), so that a read of it is a plain table lookup; an answer that cannot be (the
+/// host answers otherwise, fails, or gives values that would need converting) is let go, and
+/// the run's first read of it asks the host as usual.
+///
+/// So no run ever reads a kept answer of another tick: every one in the memos is this tick's
+/// by the time the script runs, and a record's view a script could still reach after its run
+/// is let go then (see [`let_go`] and `run.rs`).
+///
+/// # Safety
+/// `state` is the main stack of `lua`'s state, in a run (the runtime's lock held, the run's
+/// host set), no Lua code running on it.
+pub(crate) unsafe fn refresh(
+    answers: &Mutex<Answers>,
+    lua: &Lua,
+    state: *mut ffi::lua_State,
+    host: &dyn Host,
+) {
+    let mut answers = lock_answers(answers);
+    let Answers {
+        shapes, persisted, ..
+    } = &mut *answers;
+    if persisted.is_empty() {
+        return;
+    }
+    let Some(list) = shapes.persist.as_ref().map(RegistryKey::id) else {
+        return;
+    };
+    // SAFETY: as the function's; reading tables and setting an existing key to nil neither
+    // allocate nor raise, and the host's answers are put in place by `host::refresh`, which
+    // does not either.
+    unsafe {
+        if ffi::lua_checkstack(state, 8) == 0 {
+            return;
+        }
+        let top = ffi::lua_gettop(state);
+        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(list));
+        let mut stale = 0u64;
+        for (i, p) in persisted.iter_mut().enumerate() {
+            let mut out = Out {
+                lua,
+                stack: state,
+                shapes,
+                keep: None,
+                state: None,
+                recorded: None,
+                recording: false,
+                delivered: false,
+                persisted: None,
+                refresh: Some(Refresh {
+                    kind: &mut p.kind,
+                    list: top + 1,
+                    at: 2 * i as ffi::lua_Integer + 1,
+                    fresh: false,
+                }),
+            };
+            let asked = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                host.field(&mut out, ROOTS[p.root], &p.key)
+            }));
+            let fresh =
+                matches!(asked, Ok(Ok(()))) && out.refresh.as_ref().is_some_and(|r| r.fresh);
+            if ffi::lua_gettop(state) != top + 1 {
+                ffi::lua_settop(state, top + 1);
+            }
+            if !fresh {
+                stale |= 1 << i;
+            }
+        }
+        ffi::lua_settop(state, top);
+        if stale != 0 {
+            drop_persisted(state, list, persisted, |i, _| stale & (1 << i) != 0);
+        }
+    }
+}
+
+/// Lets go of the answers kept across runs that `which` picks (by place and kind): `Record`s
+/// when a script may still reach the views a run was handed, all before a run that records or
+/// replays what it reads (which must ask the host at every read).
+///
+/// # Safety
+/// As [`refresh`]'s, with the host not needed.
+pub(crate) unsafe fn let_go(
+    answers: &Mutex<Answers>,
+    state: *mut ffi::lua_State,
+    which: impl Fn(&Kind) -> bool,
+) {
+    let mut answers = lock_answers(answers);
+    let Answers {
+        shapes, persisted, ..
+    } = &mut *answers;
+    if persisted.is_empty() {
+        return;
+    }
+    let Some(list) = shapes.persist.as_ref().map(RegistryKey::id) else {
+        return;
+    };
+    // SAFETY: as the function's.
+    unsafe {
+        if ffi::lua_checkstack(state, 8) == 0 {
+            return;
+        }
+        drop_persisted(state, list, persisted, |_, k| which(k));
+    }
+}
+
+/// Removes the answers kept across runs that `which` picks (by place and kind): each memo's
+/// entry set to nil, the list (registry key `list`) and `persisted` closed up.
+///
+/// # Safety
+/// `state` has room for 8 values, the runtime's lock is held and no Lua code runs on it.
+/// Setting an existing key or index to nil, or an existing index to a value, neither allocates
+/// nor raises.
+unsafe fn drop_persisted(
+    state: *mut ffi::lua_State,
+    list: c_int,
+    persisted: &mut Vec<Persisted>,
+    which: impl Fn(usize, &Kind) -> bool,
+) {
+    unsafe {
+        let top = ffi::lua_gettop(state);
+        ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(list));
+        let l = top + 1;
+        let mut kept = 0usize;
+        let all = persisted.len();
+        let mut i = 0usize;
+        persisted.retain(|p| {
+            let at = 2 * i as ffi::lua_Integer + 1;
+            let gone = which(i, &p.kind);
+            i += 1;
+            if gone {
+                // memo[key] = nil
+                ffi::lua_rawgeti(state, l, at);
+                ffi::lua_rawgeti(state, l, at + 1);
+                ffi::lua_pushnil(state);
+                ffi::lua_rawset(state, -3);
+                ffi::lua_settop(state, l);
+            } else {
+                let to = 2 * kept as ffi::lua_Integer + 1;
+                if to != at {
+                    ffi::lua_rawgeti(state, l, at);
+                    ffi::lua_rawseti(state, l, to);
+                    ffi::lua_rawgeti(state, l, at + 1);
+                    ffi::lua_rawseti(state, l, to + 1);
+                }
+                kept += 1;
+            }
+            !gone
+        });
+        for j in kept..all {
+            let at = 2 * j as ffi::lua_Integer + 1;
+            ffi::lua_pushnil(state);
+            ffi::lua_rawseti(state, l, at);
+            ffi::lua_pushnil(state);
+            ffi::lua_rawseti(state, l, at + 1);
+        }
+        ffi::lua_settop(state, top);
+    }
 }

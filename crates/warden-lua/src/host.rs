@@ -13,7 +13,10 @@ pub trait Host {
     /// Writes the value of `root.key` into `out` (`root` is `context`, `event`, `tool`,
     /// `result` or `settings`); writing nothing means `nil`. Called when a run first reads the
     /// field (its answer is kept for the rest of the run), or at every read of a run that
-    /// records or replays what it reads; the host must answer the same within a tick.
+    /// records or replays what it reads; and, for a few fields earlier runs read whose answers
+    /// were a record, a text, a number or a boolean, at the start of each run (the answer is
+    /// then kept in place from run to run, brought up to date with each run's tick). The host
+    /// must answer the same within a tick.
     fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()>;
 
     /// The tool result when it is not a table (a string, a number...), or `None` when the
@@ -51,6 +54,31 @@ pub struct Out<'a> {
     pub(crate) recording: bool,
     /// Whether an answer was delivered (nothing written means nil).
     pub(crate) delivered: bool,
+    /// What the answer was kept as for the next runs too (see `fetch::refresh`), when it was.
+    pub(crate) persisted: Option<Kind>,
+    /// When the host answers again for an answer kept across runs (at the start of a run):
+    /// where it is, and whether it was brought up to date in place.
+    pub(crate) refresh: Option<Refresh<'a>>,
+}
+
+/// What an answer kept across runs is: its record's shape and the values its view holds when
+/// they are all numbers, booleans or nil (the view is refilled in place when the host's differ),
+/// a text (kept while the host's text is the same), or a number or boolean (set again).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Kind {
+    Record(usize, Option<Vec<Value>>),
+    Text(Box<str>),
+    Scalar,
+}
+
+/// An answer kept across runs, asked again: what it was, where its memo and key are (`list[at]`
+/// and `list[at + 1]`, the list at `list` on the stack), and whether the host's answer was put
+/// in place (else it is let go).
+pub(crate) struct Refresh<'a> {
+    pub(crate) kind: &'a mut Kind,
+    pub(crate) list: c_int,
+    pub(crate) at: ffi::lua_Integer,
+    pub(crate) fresh: bool,
 }
 
 impl Out<'_> {
@@ -60,10 +88,17 @@ impl Out<'_> {
     }
 
     fn deliver(&mut self, payload: Payload<'_>) -> mlua::Result<()> {
+        if let Some(r) = &mut self.refresh {
+            // SAFETY: `stack` holds the list `fetch::refresh` reads, with room; the
+            // runtime's lock is held and no Lua code runs on it.
+            r.fresh = unsafe { refresh(self.stack, self.shapes, r, payload) };
+            self.delivered = true;
+            return Ok(());
+        }
         if self.recording {
             self.recorded = Some(payload.recorded().map_err(mlua::Error::RuntimeError)?);
         }
-        deliver(
+        let persisted = deliver(
             self.lua,
             self.stack,
             self.shapes,
@@ -71,6 +106,15 @@ impl Out<'_> {
             self.keep,
             self.state,
         )?;
+        if persisted {
+            self.persisted = Some(match payload {
+                Payload::Record(n, _, values) => {
+                    Kind::Record(n, values.iter().all(plain).then(|| values.to_vec()))
+                }
+                Payload::Text(t) => Kind::Text(t.into()),
+                _ => Kind::Scalar,
+            });
+        }
         self.delivered = true;
         Ok(())
     }
@@ -185,6 +229,8 @@ pub(crate) struct Shapes {
     pub(crate) views: Option<Views>,
     /// Where kept answers are listed (memo, key, memo, key...), to be let go when the run ends.
     pub(crate) kept: Option<RegistryKey>,
+    /// Where the answers kept across runs are listed, likewise (see `fetch::refresh`).
+    pub(crate) persist: Option<RegistryKey>,
     /// The reusable record views, by shape (`cache[2n + 1]`: the view of shape `n`, `cache[2n +
     /// 2]`: its values), and which
     /// of them the run in progress was handed (see [`Lent`]).
@@ -203,6 +249,7 @@ impl Shapes {
         Shapes {
             views: None,
             kept: None,
+            persist: None,
             cache: None,
             lent: Lent::default(),
             known: Vec::new(),
@@ -344,6 +391,8 @@ pub(crate) struct Keep {
     pub(crate) memo: c_int,
     pub(crate) key: c_int,
     pub(crate) at: ffi::lua_Integer,
+    /// Where it goes in the list of answers kept across runs, if it may be (0: it may not).
+    pub(crate) persist: ffi::lua_Integer,
 }
 
 /// The parameters of one call of `build`.
@@ -359,13 +408,18 @@ struct Build<'a> {
     /// Whether a record may be given as its shape's reusable view (an answer kept in the memo
     /// of a run that neither records nor replays).
     reuse: bool,
+    /// Where the answer goes in the list of answers kept across runs (0: it may not be), and
+    /// whether it went there.
+    persist: ffi::lua_Integer,
+    persisted: std::cell::Cell<bool>,
 }
 
 /// Makes `payload` a Lua value on top of `stack` (the stack of the `fetch` call in progress),
 /// in one protected call: a record's view and values, a string, a read-only view of a table.
 /// With `keep`, the value is also kept in the memo for the key (both in that stack) and listed
-/// among the kept answers. `state` names the view of `context.state` a table answer is given
-/// as.
+/// among the kept answers, or among the answers kept across runs (a text, a number or a
+/// boolean, a record given as its shape's reusable view) when `keep` allows it: then it returns
+/// true. `state` names the view of `context.state` a table answer is given as.
 pub(crate) fn deliver(
     lua: &Lua,
     stack: *mut ffi::lua_State,
@@ -373,8 +427,9 @@ pub(crate) fn deliver(
     payload: Payload<'_>,
     keep: Option<Keep>,
     state: Option<&RegistryKey>,
-) -> mlua::Result<()> {
-    let (Some(views), Some(kept)) = (&shapes.views, &shapes.kept) else {
+) -> mlua::Result<bool> {
+    let (Some(views), Some(kept), Some(persist)) = (&shapes.views, &shapes.kept, &shapes.persist)
+    else {
         return Err(mlua::Error::RuntimeError("the sandbox is not ready".into()));
     };
     // SAFETY: `stack` is a coroutine of the state, in a call during a run (the lock is held).
@@ -394,6 +449,8 @@ pub(crate) fn deliver(
             state,
             at: keep.map_or(0, |k| k.at),
             reuse: keep.is_some(),
+            persist: keep.map_or(0, |k| k.persist),
+            persisted: std::cell::Cell::new(false),
         };
         ffi::lua_pushcfunction(s, build);
         ffi::lua_pushlightuserdata(s, std::ptr::addr_of!(params) as *mut c_void);
@@ -402,12 +459,13 @@ pub(crate) fn deliver(
                 ffi::lua_pushvalue(s, k.memo);
                 ffi::lua_pushvalue(s, k.key);
                 registry(s, kept);
-                4
+                registry(s, persist);
+                5
             }
             None => 1,
         };
         match ffi::lua_pcall(s, nargs, 1, 0) {
-            ffi::LUA_OK => Ok(()),
+            ffi::LUA_OK => Ok(params.persisted.get()),
             ffi::LUA_ERRMEM => {
                 ffi::lua_pop(s, 1);
                 Err(mlua::Error::MemoryError("not enough memory".into()))
@@ -474,18 +532,26 @@ unsafe fn push_value(lua: &Lua, state: *mut ffi::lua_State, v: &Value) {
 }
 
 /// The protected half of [`deliver`]: arguments `params` (a light userdata), and with `keep`
-/// the memo, the key and the list of kept answers; leaves the value.
+/// the memo, the key, the list of kept answers and that of answers kept across runs; leaves
+/// the value.
 unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
     // SAFETY: called by `deliver` only, under `lua_pcall`, with its parameters alive; at least
     // 20 free slots. Every value below is borrowed: nothing is left to drop if a call raises.
     unsafe {
-        let keep = ffi::lua_gettop(state) == 4;
+        let keep = ffi::lua_gettop(state) == 5;
         let b = &*(ffi::lua_touserdata(state, 1) as *const Build);
         let lua = b.lua;
+        // Whether the answer may be kept across runs: brought up to date in place at the
+        // start of each (see `refresh`).
+        let mut lasting = false;
         match b.payload {
             Payload::Nil => ffi::lua_pushnil(state),
-            Payload::Value(v) => push_value(lua, state, v),
+            Payload::Value(v) => {
+                lasting = matches!(v, Value::Boolean(_) | Value::Integer(_) | Value::Number(_));
+                push_value(lua, state, v)
+            }
             Payload::Text(t) => {
+                lasting = true;
                 ffi::lua_pushlstring(state, t.as_ptr().cast(), t.len());
             }
             Payload::Table(v) => {
@@ -522,6 +588,7 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
                         registry(state, cache);
                         if ffi::lua_rawgeti(state, top + 1, at + 1) == ffi::LUA_TUSERDATA {
                             // Refilled: no script can reach it since its last run (`run.rs`).
+                            lasting = true;
                             b.shapes.lent.fetch_or(bit, Ordering::Relaxed);
                             fill(lua, state, b.views, keys.len(), values);
                             ffi::lua_rawgeti(state, top + 1, at);
@@ -530,6 +597,7 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
                             ffi::lua_settop(state, top);
                             new_record(lua, state, b.views, shape, keys.len(), values);
                             // Kept for the next runs, and handed to this one.
+                            lasting = true;
                             b.shapes.lent.fetch_or(bit, Ordering::Relaxed);
                             registry(state, cache);
                             ffi::lua_pushvalue(state, top + 1);
@@ -545,16 +613,143 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
             },
         }
         if keep {
-            // memo[key] = value; kept[at], kept[at + 1] = memo, key
+            // memo[key] = value; list[at], list[at + 1] = memo, key, in the list of kept
+            // answers (4) or in that of answers kept across runs (5).
+            let (list, at) = if lasting && b.persist != 0 {
+                (5, b.persist)
+            } else {
+                (4, b.at)
+            };
             ffi::lua_pushvalue(state, 3);
             ffi::lua_pushvalue(state, -2);
             ffi::lua_rawset(state, 2);
             ffi::lua_pushvalue(state, 2);
-            ffi::lua_rawseti(state, 4, b.at);
+            ffi::lua_rawseti(state, list, at);
             ffi::lua_pushvalue(state, 3);
-            ffi::lua_rawseti(state, 4, b.at + 1);
+            ffi::lua_rawseti(state, list, at + 1);
+            // Only once nothing can raise any more.
+            b.persisted.set(list == 5);
         }
         1
+    }
+}
+
+/// Brings the answer kept across runs that `r` names up to date with the host's `payload`, in
+/// place, without calling anything that may raise: a record's view refilled where its values
+/// changed, when they are numbers, booleans or nil; the same text left as it is; a number or
+/// boolean set again in the memo. False when it cannot be (another kind or shape, other text,
+/// values that would need converting): the caller lets it go, and the next read asks the host.
+///
+/// # Safety
+/// `stack` holds the list of answers kept across runs at `r.list`, with room for 4 values; the
+/// runtime's lock is held and no Lua code runs on it.
+unsafe fn refresh(
+    stack: *mut ffi::lua_State,
+    shapes: &Shapes,
+    r: &mut Refresh<'_>,
+    payload: Payload<'_>,
+) -> bool {
+    // SAFETY: reading tables, pushing plain values and setting a userdata's existing user
+    // values or a table's existing key neither allocate nor raise.
+    unsafe {
+        let top = ffi::lua_gettop(stack);
+        // top + 1: the memo; top + 2: the key.
+        let memo_and_key = || {
+            ffi::lua_rawgeti(stack, r.list, r.at);
+            ffi::lua_rawgeti(stack, r.list, r.at + 1);
+        };
+        match (&mut *r.kind, payload) {
+            (Kind::Text(kept), Payload::Text(t)) => **kept == *t,
+            (Kind::Scalar, Payload::Value(v))
+                if matches!(v, Value::Boolean(_) | Value::Integer(_) | Value::Number(_)) =>
+            {
+                memo_and_key();
+                ffi::lua_pushvalue(stack, top + 2);
+                let present = ffi::lua_rawget(stack, top + 1) != ffi::LUA_TNIL;
+                ffi::lua_settop(stack, top + 2);
+                if present {
+                    ffi::lua_pushvalue(stack, top + 2);
+                    push_plain(stack, v);
+                    ffi::lua_rawset(stack, top + 1);
+                }
+                ffi::lua_settop(stack, top);
+                present
+            }
+            (Kind::Record(n, held), Payload::Record(m, keys, values))
+                if *n == m && m < 64 && values.iter().all(plain) =>
+            {
+                let count = keys.len().min(usize::from(u16::MAX) - 1);
+                let nil = Value::Nil;
+                // What place `i` of the view holds, and what the host gives it now.
+                let was: Option<&[Value]> = held.as_deref();
+                let now = |i: usize| values.get(i).unwrap_or(&nil);
+                let changed = |i: usize| match was {
+                    Some(h) => !same(h.get(i).unwrap_or(&nil), now(i)),
+                    None => true,
+                };
+                let mut fresh = true;
+                if (0..count).any(changed) {
+                    memo_and_key();
+                    fresh = ffi::lua_rawget(stack, top + 1) == ffi::LUA_TTABLE
+                        && ffi::lua_rawgetp(stack, -1, record_key()) == ffi::LUA_TUSERDATA;
+                    if fresh {
+                        for i in (0..count).filter(|&i| changed(i)) {
+                            push_plain(stack, now(i));
+                            ffi::lua_setiuservalue(stack, -2, i as c_int + 2);
+                        }
+                    }
+                    ffi::lua_settop(stack, top);
+                }
+                if fresh {
+                    // The run is handed the view (scripts cannot change it): whether a script
+                    // can reach it when the run ends is checked then (`run.rs`).
+                    shapes.lent.fetch_or(1 << m, Ordering::Relaxed);
+                    match held {
+                        Some(h) if h.len() == values.len() => h.clone_from_slice(values),
+                        _ => *held = Some(values.to_vec()),
+                    }
+                } else {
+                    *held = None;
+                }
+                fresh
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether two plain values are the same value of the same type (an integer is not the float
+/// of the same number: `math.type` tells them apart).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Boolean(x), Value::Boolean(y)) => x == y,
+        (Value::Integer(x), Value::Integer(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => x.to_bits() == y.to_bits(),
+        _ => false,
+    }
+}
+
+/// Whether `v` is a value pushed without converting anything (which cannot raise).
+fn plain(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Nil | Value::Boolean(_) | Value::Integer(_) | Value::Number(_)
+    )
+}
+
+/// Pushes a number, a boolean or nil (anything else as nil).
+///
+/// # Safety
+/// `state` has a free slot.
+unsafe fn push_plain(state: *mut ffi::lua_State, v: &Value) {
+    unsafe {
+        match *v {
+            Value::Boolean(b) => ffi::lua_pushboolean(state, c_int::from(b)),
+            Value::Integer(n) => ffi::lua_pushinteger(state, n),
+            Value::Number(x) => ffi::lua_pushnumber(state, x),
+            _ => ffi::lua_pushnil(state),
+        }
     }
 }
 

@@ -11,8 +11,10 @@
 //!
 //! A run reads the frame (`context`, `event`, ...) lazily: a field is asked of the [`Host`]
 //! the first time the run reads it and kept for the rest of the run, so reading it again costs a
-//! table lookup; what a run kept is let go when it ends. Records such as `context.turn` are
-//! read-only views built on the Lua API, their fields read by a C function.
+//! table lookup; what a run kept is let go when it ends, except a few records, texts, numbers
+//! and booleans, kept from run to run and brought up to date with each run's tick before its
+//! script runs. Records such as `context.turn` are read-only views built on the Lua API, their
+//! fields read by a C function.
 //!
 //! What a script can reach is decided in `prelude.lua`: no `io`, `os` beyond `os.time` and
 //! `os.clock`, `require`, `package`, `dofile`, `loadfile`, `debug`, `string.dump`, binary
@@ -396,6 +398,9 @@ pub struct Runtime {
     /// since the last run ended (see `run.rs`).
     record_cache: mlua::RegistryKey,
     lent: host::Lent,
+    /// What `fetch` keeps, for the answers kept in the memos across runs (see
+    /// `fetch::refresh`).
+    answers: Arc<Mutex<fetch::Answers>>,
     /// The coroutines Warden made (where a script may wait), weak keys.
     task_threads: Table,
     wait_tag: String,

@@ -443,9 +443,12 @@ host.views(RECORD, freeze, state_view, shape)
 -- A field the memo lacks is asked of the host (`fetch` is the memo's `__index`), whose answer
 -- holds for the whole run (the host serves one frozen frame per tick) and which it keeps in
 -- the memo, so a field read again costs a table lookup. The host empties the memos when the
--- run ends (waiting or not), so a run never sees what another read; and a run that records or
--- replays what it reads (a durable session's waiting script) keeps nothing, asking the host at
--- every read as its record expects. Values taken out of a root keep the tick they were read in.
+-- run ends (waiting or not), so a run never sees what another read, except a few answers (a
+-- record no script can reach once its run ends, a text, a number, a boolean) that it keeps
+-- from run to run and brings up to date with each run's tick before the script runs
+-- (`fetch.rs`); a run that records or replays what it reads (a durable session's waiting
+-- script) keeps nothing, asking the host at every read as its record expects. Values taken
+-- out of a root keep the tick they were read in.
 local root_name = {}
 local ROOT_SET = function(p, k)
   error("`" .. root_name[p] .. "` is read-only: cannot set `" .. tostring(k) .. "`", 2)

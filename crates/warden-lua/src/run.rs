@@ -49,6 +49,9 @@ impl Runtime {
                 return (Step::Failed { error }, tape, rng, 0);
             }
         };
+        // A run that records or replays what it reads asks at every read: it is handed no
+        // answer kept across runs (see `fetch::refresh`).
+        let lasting = matches!(tape, Tape::Off);
         let erased: *const (dyn Host + '_) = host;
         // SAFETY: only the lifetime is erased; the pointer is cleared before `host`'s borrow
         // ends (by `run_raw`, or by `_guard` if the run unwinds), and nothing reads it outside
@@ -78,7 +81,7 @@ impl Runtime {
             armed: true,
         };
         let mut end = End::default();
-        let ran = self.run_raw(thread, key, first, kept, &mut end);
+        let ran = self.run_raw(thread, key, first, kept, lasting.then_some(host), &mut end);
         guard.armed = !end.ended;
         drop(guard);
         let step = match (end.stop, ran) {
@@ -139,6 +142,7 @@ impl Runtime {
         key: u64,
         first: bool,
         kept: usize,
+        host: Option<&dyn Host>,
         end: &mut End,
     ) -> mlua::Result<Ran> {
         let th = thread as *mut ffi::lua_State;
@@ -162,7 +166,13 @@ impl Runtime {
                 // anywhere.
                 let lent = self.lent.swap(0, Ordering::Relaxed);
                 if lent != 0 {
-                    forget_views(main, &self.record_cache, lent);
+                    forget_views(main, &self.record_cache, &self.answers, lent);
+                }
+                // The answers kept in the memos across runs: made this tick's, or let go
+                // before a run that records or replays.
+                match host {
+                    Some(host) => fetch::refresh(&self.answers, &self.lua, main, host),
+                    None => fetch::let_go(&self.answers, main, |_| true),
                 }
                 let nargs = if first {
                     let Some(f) = self.compiled.get(&key) else {
@@ -312,20 +322,27 @@ impl Runtime {
                     _ => false,
                 };
             if !clean {
-                forget_views(s, &self.record_cache, lent);
+                forget_views(s, &self.record_cache, &self.answers, lent);
             }
         }
     }
 }
 
-/// Forgets the reusable record views of the shapes in `lent` (bits): the next read of each
-/// makes a new one.
+/// Forgets the reusable record views of the shapes in `lent` (bits), and lets go of the records
+/// kept in the memos across runs (which are such views): the next read of each makes a new
+/// one.
 ///
 /// # Safety
-/// The runtime's lock is held, no Lua code runs on `state`, and it has room for 2 values.
+/// The runtime's lock is held, no Lua code runs on `state`, and it has room for 8 values.
 /// Setting an integer key to nil neither allocates nor raises.
-unsafe fn forget_views(state: *mut ffi::lua_State, cache: &mlua::RegistryKey, lent: u64) {
+unsafe fn forget_views(
+    state: *mut ffi::lua_State,
+    cache: &mlua::RegistryKey,
+    answers: &Mutex<fetch::Answers>,
+    lent: u64,
+) {
     unsafe {
+        fetch::let_go(answers, state, |k| matches!(k, host::Kind::Record(..)));
         ffi::lua_rawgeti(
             state,
             ffi::LUA_REGISTRYINDEX,

@@ -44,6 +44,8 @@ impl Runtime {
         let kept_list = lua.create_table()?;
         let mut shapes = Shapes::new();
         shapes.kept = Some(lua.create_registry_value(kept_list.clone())?);
+        // The list of answers kept in the memos across runs (see `fetch::refresh`).
+        shapes.persist = Some(lua.create_registry_value(lua.create_table()?)?);
         // The reusable record views, by shape (see `run.rs`).
         let record_cache = lua.create_table()?;
         shapes.cache = Some(lua.create_registry_value(record_cache.clone())?);
@@ -52,6 +54,7 @@ impl Runtime {
             shapes,
             memos: [0; 5],
             state_names: None,
+            persisted: Vec::new(),
         }));
         let kept = Arc::new(AtomicUsize::new(0));
         for (name, key) in [
@@ -297,6 +300,7 @@ impl Runtime {
             kept,
             record_cache: lua.create_registry_value(record_cache)?,
             lent,
+            answers: answers.clone(),
             task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: KeyMap::default(),

@@ -212,3 +212,32 @@ fn a_record_field_without_a_value_reads_nil_and_is_not_walked() {
     let (_, step) = rt.start(&Script::new(10, "sparse.lua", src), &Sparse, HANG);
     assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
 }
+
+#[test]
+fn answers_kept_across_runs_are_asked_again_once_per_run_and_never_by_a_recording_run() {
+    let mut rt = runtime();
+    let src = "return context.turn.number > 0 and context.mode ~= '' and context.turn.number > 0";
+    // The mode is the same at odd turns: its text is kept, the turn's view refilled.
+    for turn in [1, 3, 5] {
+        let host = Counting::at(turn);
+        let (_, step) = start(&mut rt, 1, src, &host);
+        assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+        assert_eq!((host.turns.get(), host.modes.get()), (1, 1), "turn {turn}");
+    }
+    // A run that records what it reads asks at every read, as its replay will.
+    rt.set_recording(true);
+    let host = Counting::at(4);
+    let (task, _) = start(
+        &mut rt,
+        2,
+        "local a = context.turn.number + context.turn.number; coroutine.yield(); return a == 8",
+        &host,
+    );
+    assert_eq!(host.turns.get(), 2);
+    let reads = task.unwrap().journal().unwrap().runs[0]
+        .inputs
+        .iter()
+        .filter(|i| matches!(i, Input::Field { key, .. } if key == "turn"))
+        .count();
+    assert_eq!(reads, 2);
+}

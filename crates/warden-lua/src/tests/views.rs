@@ -207,3 +207,132 @@ fn a_record_that_outlives_its_run_without_escaping_is_not_seen_again() {
     );
     churn(&mut rt);
 }
+
+// Answers kept in the memos across runs (`fetch::refresh`): a run reads them as plain table
+// lookups, each brought up to date with the run's own tick before any script code runs.
+
+/// A script that reads `context.turn` and keeps nothing, so that its view stays in the memo.
+fn settle(rt: &mut Runtime, turn: i64) {
+    let src = format!("return context.turn.number == {turn}");
+    assert!(
+        holds_at(rt, 800 + turn as u64, &src, &Turns::at(turn)),
+        "settle at {turn}"
+    );
+}
+
+#[test]
+fn a_record_taken_from_the_memo_without_reading_it_keeps_its_tick() {
+    let mut rt = runtime();
+    settle(&mut rt, 1);
+    // Handed the view kept from the run before, brought to turn 2, and kept without a read.
+    let src = "if T == nil then T = context.turn; return true end; \
+               return T.number == 2 and T.max_iterations == 20 and context.turn.number == 9 \
+               and T ~= context.turn";
+    assert!(holds_at(&mut rt, 1, src, &Turns::at(2)));
+    churn(&mut rt);
+    settle(&mut rt, 8);
+    assert!(holds_at(&mut rt, 1, src, &Turns::at(9)));
+}
+
+#[test]
+fn a_record_taken_from_the_memo_and_held_across_a_wait_keeps_its_tick() {
+    let mut rt = runtime();
+    settle(&mut rt, 1);
+    let src = "local t = context.turn; coroutine.yield(); \
+               return t.number == 2 and t.max_iterations == 20 and context.turn.number == 9";
+    let (task, step) = rt.start(&Script::new(1, "wait.lua", src), &Turns::at(2), HANG);
+    assert!(matches!(step, Step::Waiting { .. }), "{step:?}");
+    churn(&mut rt);
+    settle(&mut rt, 8);
+    let step = rt.resume(&task.unwrap(), &Turns::at(9), HANG);
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+}
+
+#[test]
+fn a_record_taken_from_the_memo_inside_a_table_or_closure_keeps_its_tick() {
+    let mut rt = runtime();
+    settle(&mut rt, 1);
+    let src = "if keep == nil then local t = context.turn; keep = { get = function() return t end }; \
+               return true end; \
+               return keep.get().number == 3 and keep.get().token_usage == 0.5 \
+               and context.turn.number == 10";
+    assert!(holds_at(&mut rt, 1, src, &Turns::at(3)));
+    churn(&mut rt);
+    settle(&mut rt, 8);
+    assert!(holds_at(&mut rt, 1, src, &Turns::at(10)));
+}
+
+#[test]
+fn a_record_kept_across_runs_shows_each_runs_own_values_including_fewer() {
+    let mut rt = runtime();
+    for turn in 1..4 {
+        settle(&mut rt, turn);
+    }
+    // The same view, given by the host without its later fields: they read nil.
+    let short = Turns {
+        turn: 4,
+        short: true,
+    };
+    let src = "local t = context.turn; return t.number == 4 and t.max_iterations == nil";
+    assert!(holds_at(&mut rt, 2, src, &short));
+    settle(&mut rt, 5);
+    assert!(holds_at(
+        &mut rt,
+        3,
+        "return context.turn.max_iterations == 60 and context.turn.number == 6",
+        &Turns::at(6)
+    ));
+}
+
+/// A host whose answers change from tick to tick: a record with a text field (which the memo
+/// cannot refill without converting it), a text, and a number.
+struct Labels(i64);
+
+impl Host for Labels {
+    fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()> {
+        match (root, key) {
+            ("context", "turn") => {
+                let label = out.lua().create_string(format!("turn {}", self.0))?;
+                out.record(
+                    &["number", "label"],
+                    &[Value::Integer(self.0), Value::String(label)],
+                )
+            }
+            ("context", "mode") => out.text(if self.0 % 2 == 0 { "even" } else { "odd" }),
+            ("context", "token_usage") => out.value(self.0 as f64 / 10.0),
+            ("context", "final") => out.value(self.0 % 2 == 0),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[test]
+fn texts_numbers_and_records_kept_across_runs_follow_the_host() {
+    let mut rt = runtime();
+    let src = "local n = context.turn.number; \
+               return context.turn.label == 'turn ' .. n \
+               and context.mode == (n % 2 == 0 and 'even' or 'odd') \
+               and context.token_usage == n / 10 and context.final == (n % 2 == 0)";
+    for turn in [1, 3, 4, 4, 7, 2] {
+        let step = rt
+            .start(&Script::new(1, "labels.lua", src), &Labels(turn), HANG)
+            .1;
+        assert!(
+            matches!(step, Step::Done { holds: true, .. }),
+            "{turn}: {step:?}"
+        );
+    }
+    // Another script, reading them kept in its own globals: each keeps the tick it was read at.
+    let src = "if M == nil then M, U, F = context.mode, context.token_usage, context.final; \
+               return true end; \
+               return M == 'odd' and U == 0.5 and F == false and context.mode == 'even'";
+    for turn in [5, 6] {
+        let step = rt
+            .start(&Script::new(2, "kept.lua", src), &Labels(turn), HANG)
+            .1;
+        assert!(
+            matches!(step, Step::Done { holds: true, .. }),
+            "{turn}: {step:?}"
+        );
+    }
+}

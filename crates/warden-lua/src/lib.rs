@@ -283,6 +283,7 @@ impl Task {
     }
 
     /// How many values its replay record holds (0 when it does not record).
+    #[inline]
     pub fn journal_len(&self) -> usize {
         self.journal.borrow().as_ref().map_or(0, Journal::len)
     }
@@ -605,7 +606,9 @@ impl Runtime {
 
     /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
     pub fn resume(&mut self, task: &Task, host: &dyn Host, timeout: Duration) -> Step {
-        if let Some(error) = self.ledger.stopped(&task.thread) {
+        if self.ledger.any_stopped()
+            && let Some(error) = self.ledger.stopped(&task.thread)
+        {
             return Step::Failed { error };
         }
         self.started = None;
@@ -651,7 +654,12 @@ impl Runtime {
             let error = self.ledger.out_of_memory(&self.lua, &mut roots, key);
             return Step::Failed { error };
         }
-        let reset = self.ledger.after_run(&self.lua, &mut roots, key, grown);
+        // A run that left the state as it found it (a waiting script resumed that waits
+        // again, most often) changes no account (see `Ledger::after_run`).
+        let reset = match grown {
+            0 => None,
+            _ => self.ledger.after_run(&self.lua, &mut roots, key, grown),
+        };
         match (step, reset) {
             (Step::Failed { error }, None) if is_stack_overflow(&error) => Step::Failed {
                 error: format!("stopped: recursion too deep: {error}"),

@@ -195,9 +195,21 @@ impl Ledger {
         self.accounts.get_mut(&key).and_then(|a| a.notice.take())
     }
 
+    /// Whether a task may have been stopped while it waited ([`Ledger::stopped`] has
+    /// something to say).
+    #[inline]
+    pub(crate) fn any_stopped(&self) -> bool {
+        self.any_stopped
+    }
+
     /// Accounts for a run of `key` that ended without running out of memory, during which the
     /// state grew by `grown` bytes. When the script now keeps more than its share, it is reset
     /// and the message says so.
+    ///
+    /// Between runs every account's growth is within its room (this returns `None` only then,
+    /// and a weighing or a reset sets the growth to 0 wherever it changes what a script
+    /// keeps), so a run that grew the state by 0 has nothing to account for: the caller
+    /// need not call this for it.
     pub(crate) fn after_run(
         &mut self,
         lua: &Lua,

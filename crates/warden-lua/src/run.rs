@@ -109,6 +109,7 @@ impl Runtime {
     /// When the last run started (the clock its time limit counts from), for an embedder that
     /// times its scripts without reading the clock again; `None` once taken, or when the last
     /// [`Runtime::start`] or [`Runtime::resume`] did not reach its run.
+    #[inline]
     pub fn take_run_started(&mut self) -> Option<Instant> {
         self.started.take()
     }

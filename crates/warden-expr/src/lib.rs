@@ -222,8 +222,12 @@ impl<'a> Frame<'a> {
 
     /// Forgets the script value of `root`, so the next condition that needs it asks the facts
     /// again (for a root whose value depends on who asks, such as per-plugin state).
+    #[inline]
     pub fn invalidate(&mut self, root: &str) {
-        self.built.retain(|(r, _)| r != root);
+        // Most often nothing is built yet (a plugin chosen at a step's first rule).
+        if !self.built.is_empty() {
+            self.built.retain(|(r, _)| r != root);
+        }
     }
 
     /// The facts this frame reads.

@@ -285,13 +285,14 @@ impl Task {
     }
 
     /// How many values its replay record holds (0 when it does not record).
+    #[inline]
     pub fn journal_len(&self) -> usize {
         self.journal.borrow().as_ref().map_or(0, Journal::len)
     }
 }
 
 /// What the callbacks of a state share with the runtime during a run: the clock, the actions
-/// taken so far, and the host. One lock, taken briefly; never held while Lua code runs.
+/// taken so far, and the host. Borrowed briefly ([`lock`]); never held while Lua code runs.
 struct RunState {
     deadline: Option<Instant>,
     limit: Duration,
@@ -334,7 +335,20 @@ impl RunState {
     }
 }
 
-type Shared = Arc<Mutex<RunState>>;
+/// The [`RunState`] of a runtime, shared with its callbacks. Not a mutex of its own: it is
+/// only ever borrowed with the runtime's `Lua` locked (mlua's lock, which serializes every use
+/// of a state across threads), so a run takes one lock, mlua's, and not three. The callbacks
+/// borrow it when Lua calls them (Lua code runs only under mlua's lock: its API takes it, and
+/// `run_raw` resumes a coroutine within `Lua::exec_raw_lua`); the runtime borrows it within
+/// `run_raw` and [`Runtime::set_deadline`], both within `exec_raw_lua`. A borrow while another
+/// is held (which a mutex would deadlock on) panics.
+struct RunCell(RefCell<RunState>);
+
+// SAFETY: every borrow is made with the runtime's mlua lock held (see `RunCell`), so no two
+// threads touch the cell at once; `RunState` itself is `Send`.
+unsafe impl Sync for RunCell {}
+
+type Shared = Arc<RunCell>;
 
 /// The clock of the pattern functions: `None` while the run in progress may go on, else the
 /// message that stops it (and the run is then stopped for good).
@@ -357,28 +371,9 @@ fn pattern_clock(shared: &Shared, pattern: &[u8]) -> Option<String> {
     }
 }
 
-fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, RunState> {
-    shared.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Clears the current host, and the clock, if a run ends without `run_raw` doing it (it
-/// unwinds, or fails before it resumes the coroutine).
-struct HostGuard<'a> {
-    shared: &'a Shared,
-    armed: bool,
-}
-
-impl Drop for HostGuard<'_> {
-    fn drop(&mut self) {
-        if self.armed {
-            let mut state = lock(self.shared);
-            state.host = None;
-            state.lua = None;
-            state.result = Value::Nil;
-            state.tripped = false;
-            state.deadline = None;
-        }
-    }
+/// The run's state, borrowed; only with the runtime's mlua lock held (see [`RunCell`]).
+fn lock(shared: &Shared) -> std::cell::RefMut<'_, RunState> {
+    shared.0.borrow_mut()
 }
 
 /// One sandboxed Lua state and the scripts compiled in it (see the crate docs).
@@ -420,6 +415,8 @@ pub struct Runtime {
     ran_out: AtomicBool,
     /// When the last run started (see [`Runtime::take_run_started`]).
     started: Option<Instant>,
+    /// The count of mlua's allocator, when it can be read (see `memory::allocator_count`).
+    allocated: Option<memory::Count>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -614,7 +611,9 @@ impl Runtime {
 
     /// Resumes a waiting task. When the step is not [`Step::Waiting`] the task is over.
     pub fn resume(&mut self, task: &Task, host: &dyn Host, timeout: Duration) -> Step {
-        if let Some(error) = self.ledger.stopped(&task.thread) {
+        if self.ledger.any_stopped()
+            && let Some(error) = self.ledger.stopped(&task.thread)
+        {
             return Step::Failed { error };
         }
         self.started = None;
@@ -660,7 +659,12 @@ impl Runtime {
             let error = self.ledger.out_of_memory(&self.lua, &mut roots, key);
             return Step::Failed { error };
         }
-        let reset = self.ledger.after_run(&self.lua, &mut roots, key, grown);
+        // A run that left the state as it found it (a waiting script resumed that waits
+        // again, most often) changes no account (see `Ledger::after_run`).
+        let reset = match grown {
+            0 => None,
+            _ => self.ledger.after_run(&self.lua, &mut roots, key, grown),
+        };
         match (step, reset) {
             (Step::Failed { error }, None) if is_stack_overflow(&error) => Step::Failed {
                 error: format!("stopped: recursion too deep: {error}"),
@@ -806,12 +810,15 @@ impl Runtime {
     }
 
     fn set_deadline(&self, timeout: Option<Duration>) {
-        let mut state = lock(&self.shared);
-        state.tripped = false;
-        state.deadline = timeout.map(|t| Instant::now() + t);
-        if let Some(t) = timeout {
-            state.limit = t;
-        }
+        // The run's state is borrowed under mlua's lock (see `RunCell`).
+        self.lua.exec_raw_lua(|_| {
+            let mut state = lock(&self.shared);
+            state.tripped = false;
+            state.deadline = timeout.map(|t| Instant::now() + t);
+            if let Some(t) = timeout {
+                state.limit = t;
+            }
+        });
     }
 }
 

@@ -33,6 +33,42 @@ const USERDATA: usize = 64;
 /// counted at a table's size without being walked.
 const MAX_PENDING: usize = 100_000;
 
+/// Where the runtime's allocator keeps its count of the bytes the state holds (see
+/// [`allocator_count`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Count(pub(crate) *const isize);
+
+// SAFETY: read only under the runtime's mlua lock (`run_raw`), while its `Lua` lives.
+unsafe impl Send for Count {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Count {}
+
+/// The count of bytes mlua's allocator keeps for `lua`'s state, to be read in one load rather
+/// than asked of Lua (`lua_gc(LUA_GCCOUNT)`, a call that takes Lua's own lock, at every run,
+/// twice). mlua 0.12.2 gives Lua its allocator's state as the allocator's userdata: a
+/// `#[repr(C)] MemoryState` whose first field, `used_memory: isize`, is what
+/// `Lua::used_memory` reads. That is hidden from mlua's interface, so it is checked here
+/// against `Lua::used_memory` around an allocation; `None` (Lua's own count is used then)
+/// if it does not hold, as after an upgrade of mlua that changed it.
+pub(crate) fn allocator_count(lua: &Lua) -> Option<Count> {
+    lua.exec_raw_lua(|raw| {
+        let mut ud = std::ptr::null_mut();
+        // SAFETY: the state is the runtime's, whose lock is held; reading the allocator
+        // neither allocates nor raises.
+        unsafe { ffi::lua_getallocf(raw.state(), &mut ud) };
+        if ud.is_null() || !ud.cast::<isize>().is_aligned() {
+            return None;
+        }
+        let count = ud.cast_const().cast::<isize>();
+        // SAFETY: the userdata of the state's allocator lives as long as the state, and is at
+        // least a pointer's size (mlua's `MemoryState`, or another allocator's, checked here).
+        let agrees = || unsafe { *count } as usize == lua.used_memory();
+        let before = lua.used_memory();
+        let agreed = agrees() && lua.create_table_with_capacity(8, 8).is_ok() && agrees();
+        (agreed && lua.used_memory() > before).then_some(Count(count))
+    })
+}
+
 /// A script's account.
 struct Account {
     name: Arc<str>,
@@ -159,9 +195,21 @@ impl Ledger {
         self.accounts.get_mut(&key).and_then(|a| a.notice.take())
     }
 
+    /// Whether a task may have been stopped while it waited ([`Ledger::stopped`] has
+    /// something to say).
+    #[inline]
+    pub(crate) fn any_stopped(&self) -> bool {
+        self.any_stopped
+    }
+
     /// Accounts for a run of `key` that ended without running out of memory, during which the
     /// state grew by `grown` bytes. When the script now keeps more than its share, it is reset
     /// and the message says so.
+    ///
+    /// Between runs every account's growth is within its room (this returns `None` only then,
+    /// and a weighing or a reset sets the growth to 0 wherever it changes what a script
+    /// keeps), so a run that grew the state by 0 has nothing to account for: the caller
+    /// need not call this for it.
     pub(crate) fn after_run(
         &mut self,
         lua: &Lua,

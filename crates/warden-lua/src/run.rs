@@ -54,36 +54,33 @@ impl Runtime {
         let lasting = matches!(tape, Tape::Off);
         let erased: *const (dyn Host + '_) = host;
         // SAFETY: only the lifetime is erased; the pointer is cleared before `host`'s borrow
-        // ends (by `run_raw`, or by `_guard` if the run unwinds), and nothing reads it outside
-        // this run.
+        // ends (by `run_raw`, or by its `HostGuard` if the run unwinds), and nothing reads it
+        // outside this run.
         let erased: *const (dyn Host + 'static) = unsafe { std::mem::transmute(erased) };
         let now = Instant::now();
         self.started = Some(now);
-        {
-            let mut state = lock(&self.shared);
-            state.tape = tape;
-            state.rng = rng;
-            state.stop = None;
-            state.effects.clear();
-            state.host = Some(erased);
-            state.lua = Some(&raw const self.lua);
-            state.has_tool = host.has_tool();
-            state.lazy_result = lazy_result;
-            state.result = result;
-            state.tripped = false;
-            state.deadline = Some(now + timeout);
-            state.limit = timeout;
+        let mut begin = Begin {
+            tape,
+            rng,
+            host: erased,
+            has_tool: host.has_tool(),
+            lazy_result,
+            result,
+            deadline: now + timeout,
+            limit: timeout,
         };
         // Emptied when the run that filled them ended; here only if that was cut short.
         let kept = self.take_kept();
-        let mut guard = HostGuard {
-            shared: &self.shared,
-            armed: true,
-        };
         let mut end = End::default();
-        let ran = self.run_raw(thread, key, first, kept, lasting.then_some(host), &mut end);
-        guard.armed = !end.ended;
-        drop(guard);
+        let ran = self.run_raw(
+            thread,
+            key,
+            first,
+            kept,
+            lasting.then_some(host),
+            &mut begin,
+            &mut end,
+        );
         let step = match (end.stop, ran) {
             (Some(why), _) => Step::Failed { error: why },
             (None, Ok(Ran::Waiting(wake))) => Step::Waiting {
@@ -123,6 +120,7 @@ impl Runtime {
     /// When the last run started (the clock its time limit counts from), for an embedder that
     /// times its scripts without reading the clock again; `None` once taken, or when the last
     /// [`Runtime::start`] or [`Runtime::resume`] did not reach its run.
+    #[inline]
     pub fn take_run_started(&mut self) -> Option<Instant> {
         self.started.take()
     }
@@ -132,7 +130,9 @@ impl Runtime {
     /// and reads what it came to into `end` and the result. The roots' memos in `kept` (left
     /// by a run cut short) are emptied first, and what this run kept in them is let go when it
     /// ends; the record views it was handed are kept for the next runs only if no script can
-    /// reach them any more (see [`Runtime::release_views`]).
+    /// reach them any more (see [`Runtime::release_views`]). The answers kept across runs
+    /// are made this tick's from `host` first, or let go when there is none (a run that records
+    /// or replays what it reads).
     ///
     /// Straight on the Lua API: mlua's `Thread::resume` would convert every value the
     /// coroutine yields or returns into a reference, and it runs at every tick of every script.
@@ -143,6 +143,7 @@ impl Runtime {
         first: bool,
         kept: usize,
         host: Option<&dyn Host>,
+        begin: &mut Begin,
         end: &mut End,
     ) -> mlua::Result<Ran> {
         let th = thread as *mut ffi::lua_State;
@@ -155,8 +156,36 @@ impl Runtime {
         // check is reported).
         unsafe {
             self.lua.exec_raw_lua(|raw| {
+                // The run's state is set, and taken back, under mlua's lock (see `RunCell`).
+                {
+                    let mut state = lock(&self.shared);
+                    state.tape = std::mem::take(&mut begin.tape);
+                    state.rng = begin.rng;
+                    state.stop = None;
+                    state.effects.clear();
+                    state.host = Some(begin.host);
+                    state.lua = Some(&raw const self.lua);
+                    state.has_tool = begin.has_tool;
+                    state.lazy_result = begin.lazy_result;
+                    state.result = std::mem::replace(&mut begin.result, Value::Nil);
+                    state.tripped = false;
+                    state.deadline = Some(begin.deadline);
+                    state.limit = begin.limit;
+                }
+                // Clears the host if the run leaves before taking its state back.
+                let mut guard = HostGuard {
+                    shared: &self.shared,
+                    armed: true,
+                };
                 let main = raw.state();
-                if ffi::lua_checkstack(main, 8) == 0 || ffi::lua_checkstack(th, 4) == 0 {
+                // What the main state holds at most here: clearing the kept answers 4, the
+                // views' check 4, a failed start's error; the coroutine: a start's 3. A resume
+                // that has nothing to clear pushes nothing on either (its results are read in
+                // place).
+                let clean = kept == 0 && self.lent.load(Ordering::Relaxed) == 0;
+                if (first || !clean)
+                    && (ffi::lua_checkstack(main, 8) == 0 || ffi::lua_checkstack(th, 4) == 0)
+                {
                     return Err(mlua::Error::StackError);
                 }
                 if kept != 0 {
@@ -194,7 +223,7 @@ impl Runtime {
                 } else {
                     return Err(mlua::Error::CoroutineUnresumable);
                 };
-                let before = memory(main);
+                let before = self.memory(main);
                 let mut n = 0;
                 let status = ffi::lua_resume(th, main, nargs, &mut n);
                 {
@@ -208,17 +237,23 @@ impl Runtime {
                     end.tape = std::mem::take(&mut state.tape);
                     end.stop = state.stop.take();
                     end.rng = state.rng;
-                    end.ended = true;
                 }
+                guard.armed = false;
                 let kept = self.take_kept();
-                if kept != 0 {
-                    clear_kept(raw.state(), &self.kept_list, kept);
-                }
                 let lent = self.lent.swap(0, Ordering::Relaxed);
-                if lent != 0 {
-                    self.release_views(raw, key, status, lent);
+                if kept != 0 || lent != 0 {
+                    // Room on the main state's stack (4 values) for what follows.
+                    if ffi::lua_checkstack(main, 8) == 0 {
+                        return Err(mlua::Error::StackError);
+                    }
+                    if kept != 0 {
+                        clear_kept(raw.state(), &self.kept_list, kept);
+                    }
+                    if lent != 0 {
+                        self.release_views(raw, key, status, lent);
+                    }
                 }
-                end.grown = memory(main) - before;
+                end.grown = self.memory(main) - before;
                 match status {
                     ffi::LUA_YIELD => {
                         // A wait says what wakes it: WAIT and the hook.
@@ -258,6 +293,9 @@ impl Runtime {
                     status => {
                         // An error escaped the body (it can only be the memory's): the
                         // coroutine is dead.
+                        if ffi::lua_checkstack(main, 1) == 0 {
+                            return Err(mlua::Error::StackError);
+                        }
                         ffi::lua_xmove(th, main, 1);
                         let e = match raw.pop_value() {
                             _ if status == ffi::LUA_ERRMEM => {
@@ -369,17 +407,57 @@ struct End {
     stop: Option<String>,
     rng: u64,
     grown: i64,
-    /// Whether the run's state was taken (and its host cleared).
-    ended: bool,
 }
 
-/// The memory the state holds, in bytes, as Lua counts it, to the KiB below (the difference
-/// of two counts is off by less than a KiB, either way, and right on average).
-///
-/// # Safety
-/// `state` is a state of the runtime, whose lock is held.
-unsafe fn memory(state: *mut ffi::lua_State) -> i64 {
-    unsafe { i64::from(ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0)) * 1024 }
+/// What a run starts with: its state (see [`RunState`]), set in `run_raw` under mlua's lock
+/// (taken from here: the closure run under the lock only borrows, rather than moves, it).
+struct Begin {
+    tape: Tape,
+    rng: u64,
+    host: *const (dyn Host + 'static),
+    has_tool: bool,
+    lazy_result: bool,
+    result: Value,
+    deadline: Instant,
+    limit: Duration,
+}
+
+/// Clears the current host, and the clock, if a run leaves `run_raw` without taking its state
+/// back (it unwinds, or fails before it resumes the coroutine). Made and dropped under mlua's
+/// lock, within `run_raw`'s `exec_raw_lua`.
+struct HostGuard<'a> {
+    shared: &'a Shared,
+    armed: bool,
+}
+
+impl Drop for HostGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let mut state = lock(self.shared);
+            state.host = None;
+            state.lua = None;
+            state.result = Value::Nil;
+            state.tripped = false;
+            state.deadline = None;
+        }
+    }
+}
+
+impl Runtime {
+    /// The memory the state holds, in bytes: the count mlua's allocator keeps (one load, see
+    /// [`crate::memory::allocator_count`]), or else Lua's own count, to the KiB below (the
+    /// difference of two such counts is off by less than a KiB, either way).
+    ///
+    /// # Safety
+    /// `state` is a state of the runtime, whose lock is held.
+    unsafe fn memory(&self, state: *mut ffi::lua_State) -> i64 {
+        match self.allocated {
+            // SAFETY: the count of the runtime's allocator, which lives as long as its `Lua`;
+            // read under mlua's lock, so no allocation writes it meanwhile.
+            Some(count) => unsafe { *count.0 as i64 },
+            None => unsafe { i64::from(ffi::lua_gc(state, ffi::LUA_GCCOUNT, 0)) * 1024 },
+        }
+    }
 }
 
 /// Lets go of the first `n` answers listed in `list` (memo, key, memo, key...): each memo's

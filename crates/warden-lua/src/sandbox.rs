@@ -19,7 +19,7 @@ impl Runtime {
                 | StdLib::OS,
             LuaOptions::new(),
         )?;
-        let shared: Shared = Arc::new(Mutex::new(RunState {
+        let shared: Shared = Arc::new(RunCell(RefCell::new(RunState {
             deadline: None,
             limit: limits.timeout,
             tripped: false,
@@ -33,7 +33,7 @@ impl Runtime {
             tape: Tape::Off,
             rng: 0,
             stop: None,
-        }));
+        })));
         let host = lua.create_table()?;
         let sh = shared.clone();
         let clock = lua.create_function(move |_, pattern: LuaString| {
@@ -293,6 +293,7 @@ impl Runtime {
             ledger: memory::Ledger::new(&lua, limits.memory)?,
             ran_out: AtomicBool::new(false),
             started: None,
+            allocated: memory::allocator_count(&lua),
             new_env,
             call,
             handler,

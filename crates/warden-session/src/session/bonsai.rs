@@ -123,7 +123,8 @@ pub(crate) fn tick_entry(
     }
     if !tick.scripts.tasks.is_empty() || !tick.scripts.trees.is_empty() {
         for &rule in &entry.rules {
-            if tick.scripts.waiting(rule) && !tick.running_leaves.contains(&rule) {
+            // The leaves left running first: a few inline, where `waiting` looks up two maps.
+            if !tick.running_leaves.contains(&rule) && tick.scripts.waiting(rule) {
                 tick.halted
                     .extend(tick.scripts.halt(rule, "its tree left it behind"));
             }

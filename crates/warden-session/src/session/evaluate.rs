@@ -333,7 +333,10 @@ impl Tick<'_, '_> {
         let timeout = timeout.map_or(limit, |t| t.min(limit));
         let facts = self.facts;
         let journal_limit = self.scripts.journal_limit;
-        if let Err(error) = self.scripts.runtime() {
+        // A waiting script's runtime is there: only a start may have to make it.
+        if start.is_some()
+            && let Err(error) = self.scripts.runtime()
+        {
             return warden_lua::Step::Failed { error };
         }
         let super::scripts::Scripts {

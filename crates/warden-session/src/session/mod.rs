@@ -47,7 +47,7 @@ use warden_context::event::Event;
 use warden_context::facts::SessionFacts;
 use warden_program::mode::ModeState;
 use warden_program::outcome::{
-    Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,
+    Halted, Inject, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,
 };
 use warden_program::program::Program;
 
@@ -768,17 +768,17 @@ impl Session {
                 outcome.ruling = Some(won);
             }
             // The agent gets the mode change's notifications with this hook's.
-            let mut inject = change.outcome.inject.clone();
-            inject.append(&mut outcome.inject);
+            let mut inject = change.outcome.injected().to_vec();
+            inject.extend(outcome.injected().iter().cloned());
             inject.sort_by_key(|n| std::cmp::Reverse(n.priority));
-            outcome.inject = inject;
+            outcome.inject = Inject::new(inject);
             outcome.mode_change = Some(change);
         }
         stop::hold(&mut self.stopped, hook, &mut outcome);
         // Warden's own block is written when a host asks for it (`Outcome::rendered`); an
         // operator's template runs now, so that its failure is one of this tick's errors.
         if shared.renderer.is_custom() {
-            let (rendered, error) = shared.renderer.render(&outcome.inject);
+            let (rendered, error) = shared.renderer.render(outcome.injected());
             let _ = outcome.rendered.set(rendered);
             if let Some(error) = error {
                 outcome.errors.push(RuleError { rule: None, error });

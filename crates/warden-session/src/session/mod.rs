@@ -531,7 +531,7 @@ impl Session {
     /// `on_mode_change` as a first step; then the step of the hook reported.
     pub fn tick(&mut self, hook: Hook, event: Event) -> Outcome {
         // Shared with the template views of the tick.
-        self.tick_from(hook, Arc::new(event), 1)
+        self.tick_from(hook, shared(event), 1)
     }
 
     /// Runs the tick's attempts from the `first`th on, each committing its own transaction.
@@ -573,7 +573,7 @@ impl Session {
         event: Event,
         done: impl FnOnce(Result<i64, warden_store::StoreError>) + Send + 'static,
     ) -> Ticked {
-        let event = Arc::new(event);
+        let event = shared(event);
         let batches = self.durable.is_some() && self.shared.store.batches_saves();
         match self.attempt(hook, &event, true, false, batches) {
             Attempt::Done(outcome) => Ticked::Done(outcome),
@@ -959,4 +959,15 @@ impl Session {
         }
         self.trees.end()
     }
+}
+
+/// `event` shared, copied once into its `Arc`: `Arc::new` builds the `Arc`'s contents on the
+/// stack first and copies them again (an event is about 600 bytes).
+fn shared(event: Event) -> Arc<Event> {
+    let mut shared = Arc::<Event>::new_uninit();
+    Arc::get_mut(&mut shared)
+        .expect("a new Arc has no other owner")
+        .write(event);
+    // SAFETY: the value was written just above.
+    unsafe { shared.assume_init() }
 }

@@ -65,7 +65,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // What the model will see injected, in order.
     let mut context: Vec<String> = Vec::new();
     let mut inject = |outcome: Outcome| {
-        for n in &outcome.inject {
+        for n in outcome.injected() {
             context.push(format!(
                 "[{} {}] {}",
                 n.priority.name(),

@@ -55,7 +55,7 @@ payload = { tool = "{{ tool.name }}", failures = "{{ context.history.failures[to
                 Event::tool_failure("web_search", format!("attempt {attempt} timed out")),
             )
             .await;
-        for n in &outcome.inject {
+        for n in outcome.injected() {
             println!("inject: {}", n.message);
         }
     }

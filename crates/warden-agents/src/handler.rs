@@ -8,9 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use warden_core::{
-    ClaudeCodeConfig, Decision, Event, Hook, Notification, Outcome, Proceed, Session, Warden,
-};
+use warden_core::{ClaudeCodeConfig, Decision, Event, Hook, Outcome, Proceed, Session, Warden};
 
 use crate::agent::Agent;
 use crate::event::HookEvent;
@@ -423,13 +421,9 @@ impl Handler<'_> {
     fn context_of(&self, outcomes: &[&Outcome]) -> Option<String> {
         match outcomes {
             [one] => one.rendered().map(str::to_string),
-            _ => {
-                let all: Vec<Notification> = outcomes
-                    .iter()
-                    .flat_map(|o| o.inject.iter().cloned())
-                    .collect();
-                self.warden.render(&all)
-            }
+            _ => self
+                .warden
+                .render(outcomes.iter().flat_map(|o| o.injected())),
         }
     }
 

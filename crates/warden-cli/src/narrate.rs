@@ -164,7 +164,7 @@ impl Narrator {
                 }
             );
         }
-        for n in &outcome.inject {
+        for n in outcome.injected() {
             let _ = writeln!(
                 s,
                 "   >>> inject [{} {}] from {}: {}",
@@ -224,7 +224,7 @@ impl Narrator {
             );
         }
         self.fired += outcome.fired().len();
-        self.injected += outcome.inject.len();
+        self.injected += outcome.injected().len();
         self.errors += outcome.errors.len();
         s
     }

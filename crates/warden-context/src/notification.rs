@@ -27,17 +27,23 @@ pub struct Notification {
 }
 
 /// Warden's own block for `notifications`, or `None` when there is nothing to say.
-pub fn plain_block(notifications: &[Notification]) -> Option<String> {
-    if notifications.is_empty() {
+pub fn plain_block<'a>(
+    notifications: impl IntoIterator<Item = &'a Notification>,
+) -> Option<String> {
+    let notes = once_each(notifications);
+    if notes.is_empty() {
         return None;
     }
-    Some(plain(&once_each(notifications)))
+    Some(plain(&notes))
 }
 
 /// Each message of a rule once, most urgent first (stable: among equals, the order the rules
 /// fired in).
-pub fn once_each(notifications: &[Notification]) -> Vec<&Notification> {
-    let mut notes: Vec<&Notification> = Vec::with_capacity(notifications.len());
+pub fn once_each<'a>(
+    notifications: impl IntoIterator<Item = &'a Notification>,
+) -> Vec<&'a Notification> {
+    let notifications = notifications.into_iter();
+    let mut notes: Vec<&Notification> = Vec::with_capacity(notifications.size_hint().0);
     for n in notifications {
         let same = |m: &&Notification| {
             (Arc::ptr_eq(&m.rule, &n.rule) || m.rule == n.rule)

@@ -26,7 +26,7 @@
 //! );
 //! assert_eq!(outcome.fired(), ["large-result-summary"]);
 //! assert_eq!(
-//!     &*outcome.inject[0].message,
+//!     &*outcome.injected().first().unwrap().message,
 //!     "vault_search returned 9 results. Summarize the key findings before going on."
 //! );
 //! ```
@@ -83,8 +83,8 @@ pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 pub use warden_program::behavior::NodeStatus;
 pub use warden_program::outcome::{
-    Effect, Evaluation, Halted, Lost, ModeChange, Notification, Outcome, Overridden, Proceed,
-    RuleError, Ruling,
+    Effect, Evaluation, Halted, Inject, Injected, InjectedIter, Lost, ModeChange, Notification,
+    Outcome, Overridden, Proceed, RuleError, Ruling,
 };
 pub use warden_program::program::{Compilation, Program};
 pub use warden_session::control::{

@@ -34,7 +34,7 @@ use warden_session::shared::{BusEvent, Options, Reload, Shared};
 /// session.tick(Hook::OnQueryStart, Event::query("Summarise the design notes"));
 /// let outcome = session.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.85));
 /// assert_eq!(outcome.fired(), ["token-budget-warning"]);
-/// assert_eq!(&*outcome.inject[0].message, "Token budget at 85%. Consider wrapping up or summarizing.");
+/// assert_eq!(&*outcome.injected().first().unwrap().message, "Token budget at 85%. Consider wrapping up or summarizing.");
 /// ```
 #[derive(Clone)]
 pub struct Warden {
@@ -540,7 +540,11 @@ impl Warden {
     /// Writes notifications as one block for the agent's context, as [`Outcome::rendered`]
     /// does for one tick: for a host that answers an event with several ticks (Claude Code's
     /// prompt is a query and a turn) and injects them together.
-    pub fn render(&self, notifications: &[crate::Notification]) -> Option<String> {
+    /// Takes any list of them: a slice, or several outcomes' [`Outcome::injected`] chained.
+    pub fn render<'a>(
+        &self,
+        notifications: impl IntoIterator<Item = &'a crate::Notification>,
+    ) -> Option<String> {
         self.shared.renderer.render(notifications).0
     }
 

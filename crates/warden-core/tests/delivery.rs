@@ -66,7 +66,7 @@ fn a_waiting_message_is_not_queued_twice_and_the_mailbox_is_bounded() {
         "the oldest went first"
     );
     let o = s.tick(Hook::OnTurnEnd, Event::new());
-    assert_eq!(o.inject.len(), 1000);
+    assert_eq!(o.injected().len(), 1000);
     assert!(s.pending().is_empty());
 }
 
@@ -145,7 +145,7 @@ fn an_operators_template_that_fails_at_a_tick_is_one_of_its_errors_and_warden_wr
     let o = w
         .session()
         .tick(Hook::OnToolComplete, Event::tool_complete("web", json!({})));
-    assert_eq!(o.inject.len(), 1);
+    assert_eq!(o.injected().len(), 1);
     assert_eq!(o.rendered(), None);
     assert!(o.errors.is_empty(), "{:?}", o.errors);
 }
@@ -169,7 +169,7 @@ fn a_mode_changes_notifications_are_in_the_events_block_not_a_block_of_their_own
         Event::tool_call("Bash", json!({"command": "ls"})).with_context_window(200_000),
     );
     let change = o.mode_change.as_ref().expect("the mode changed");
-    assert_eq!(change.outcome.inject.len(), 1);
+    assert_eq!(change.outcome.injected().len(), 1);
     assert_eq!(change.outcome.rendered(), None);
     let block = o.rendered().expect("the event's block");
     assert!(block.starts_with("[warden]\n- now "), "{block}");

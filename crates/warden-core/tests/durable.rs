@@ -162,7 +162,7 @@ fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
         c.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
         c.push(format!(
             "{i} inject {:?} ruling {:?}",
-            o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
+            o.injected().iter().map(|n| &n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
         ));
         c.push(facts(
@@ -172,7 +172,7 @@ fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
         a.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
         a.push(format!(
             "{i} inject {:?} ruling {:?}",
-            o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
+            o.injected().iter().map(|n| &n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
         ));
         a.push(facts(&straight));
@@ -183,7 +183,7 @@ fn all_three(steps: &[Step], end: bool) -> [Vec<String>; 3] {
         b.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
         b.push(format!(
             "{i} inject {:?} ruling {:?}",
-            o.inject.iter().map(|n| &n.message).collect::<Vec<_>>(),
+            o.injected().iter().map(|n| &n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &r.reason))
         ));
         b.push(facts(

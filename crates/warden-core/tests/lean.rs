@@ -151,7 +151,13 @@ fn seen(o: &Outcome) -> String {
         .collect();
     format!(
         "effects {:?}\ninject {:?}\nerrors {:?}\nruling {:?}\noverridden {:?}\nhalted {:?}\ntrace {:?}",
-        o.effects, o.inject, o.errors, o.ruling, o.overridden, o.halted, trace
+        o.effects,
+        o.injected().to_vec(),
+        o.errors,
+        o.ruling,
+        o.overridden,
+        o.halted,
+        trace
     )
 }
 

@@ -54,8 +54,8 @@ fn a_program_compiled_on_demand_compiles_the_rules_of_the_hooks_it_ticks() {
         Hook::OnToolCall,
         Event::tool_call("shell", serde_json::json!({"command": "ls"})),
     );
-    assert_eq!(o.inject.len(), 1, "{:?}", o.errors);
-    assert_eq!(&*o.inject[0].message, "shell at turn 0");
+    assert_eq!(o.injected().len(), 1, "{:?}", o.errors);
+    assert_eq!(&*o.injected().get(0).unwrap().message, "shell at turn 0");
     assert_eq!(compiled(), ["shell-call"], "only the ticked hook's rule");
     // The broken rule's problem is found when every rule is compiled to report them all,
     // as a program compiled at once reports it.
@@ -77,9 +77,9 @@ fn a_program_compiled_on_demand_compiles_the_rules_of_the_hooks_it_ticks() {
     );
     // It never fires; the rules of other hooks do.
     let o = session.tick(Hook::OnTurnEnd, Event::new());
-    assert!(o.inject.is_empty() && o.errors.is_empty(), "{o:?}");
+    assert!(o.injected().is_empty() && o.errors.is_empty(), "{o:?}");
     let o = session.tick(Hook::OnTurnStart, Event::new());
-    assert_eq!(o.inject.len(), 1);
+    assert_eq!(o.injected().len(), 1);
 }
 
 /// The same rules as a plugin: its listing names the rules that compile, and the folders

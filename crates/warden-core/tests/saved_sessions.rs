@@ -455,7 +455,7 @@ fn go_on(s: &mut Session, events: &[(Hook, Event)]) -> Vec<String> {
         out.extend(outcome_lines(i, &o).iter().map(ToString::to_string));
         out.push(format!(
             "{i} inject {:?} ruling {:?}",
-            o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+            o.injected().iter().map(|n| &*n.message).collect::<Vec<_>>(),
             o.ruling.as_ref().map(|r| (r.decision, &*r.reason))
         ));
         out.push(format!("{i} halted {:?}", o.halted));
@@ -643,7 +643,7 @@ fn a_damaged_save_is_refused_or_its_tree_halted_with_a_reason() {
         opened_after(&fixture, |v| tree(v, "triage")["wake"] = json!([])).unwrap();
     let o = s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.95));
     assert!(o.halted.is_empty(), "{:?}", o.halted);
-    let said: Vec<_> = o.inject.iter().map(|n| n.message.to_string()).collect();
+    let said: Vec<_> = o.injected().iter().map(|n| n.message.to_string()).collect();
     assert!(
         said.contains(&"triage: held at turn 2".to_string()),
         "{said:?}"

@@ -58,20 +58,23 @@ fn notifications_wait_for_their_delivery_point() {
     let mut s = w.session();
     let o = s.tick(Hook::OnToolComplete, Event::tool_complete("x", json!({})));
     assert_eq!(o.notifications().count(), 3);
-    let now: Vec<_> = o.inject.iter().map(|n| &*n.message).collect();
+    let now: Vec<_> = o.injected().iter().map(|n| &*n.message).collect();
     assert_eq!(now, ["right away"]);
     assert_eq!(s.pending().len(), 2);
     let o = s.tick(Hook::OnTurnEnd, Event::new());
     assert_eq!(
-        o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+        o.injected().iter().map(|n| &*n.message).collect::<Vec<_>>(),
         ["end of turn"]
     );
     let o = s.tick(Hook::OnTurnStart, Event::new());
     assert_eq!(
-        o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+        o.injected().iter().map(|n| &*n.message).collect::<Vec<_>>(),
         ["next turn"]
     );
-    assert_eq!(o.inject[0].deliver_at, DeliverAt::TurnStart);
+    assert_eq!(
+        o.injected().get(0).unwrap().deliver_at,
+        DeliverAt::TurnStart
+    );
     assert!(s.pending().is_empty());
 }
 
@@ -94,7 +97,7 @@ fn shorthands_work_in_templates_as_in_conditions() {
     let mut s = w.session();
     let o = s.tick(Hook::OnTurnStart, Event::new().with_token_usage(0.75));
     assert!(o.errors.is_empty(), "{:?}", o.errors);
-    assert_eq!(&*o.inject[0].message, "0.75 1 0.75 0");
+    assert_eq!(&*o.injected().get(0).unwrap().message, "0.75 1 0.75 0");
 }
 
 #[test]
@@ -123,7 +126,7 @@ fn a_completion_sees_the_arguments_of_its_call() {
         Event::tool_complete("search", json!({"count": 1})),
     );
     assert_eq!(o.fired(), ["args"]);
-    assert_eq!(&*o.inject[0].message, "searched wal");
+    assert_eq!(&*o.injected().get(0).unwrap().message, "searched wal");
 }
 
 #[test]
@@ -317,7 +320,7 @@ fn a_rule_whose_state_cannot_be_saved_applies_nothing_and_the_others_apply() {
     let mut s = w.session();
     let o = s.tick(Hook::OnTurnEnd, Event::new());
     assert_eq!(
-        o.inject.iter().map(|n| &*n.message).collect::<Vec<_>>(),
+        o.injected().iter().map(|n| &*n.message).collect::<Vec<_>>(),
         ["works saved"]
     );
     assert_eq!(
@@ -495,7 +498,7 @@ fn a_script_waits_across_turns_and_resumes_at_its_node() {
     let w = Warden::builder().rules_dir(dir.path()).build().unwrap();
     let mut s = w.session();
     let messages = |o: &warden_core::Outcome| {
-        o.inject
+        o.injected()
             .iter()
             .map(|n| n.message.to_string())
             .collect::<Vec<_>>()

@@ -59,7 +59,7 @@ fn a_rule_in_shadow_by_its_file_decides_nothing_and_is_logged() {
     let o = s.tick(Hook::OnToolCall, rm());
     // The call runs, nothing is injected, nothing fired live.
     assert!(matches!(o.proceed(), Proceed::Yes), "{:?}", o.ruling);
-    assert!(o.inject.is_empty() && o.effects.is_empty() && o.fired().is_empty());
+    assert!(o.injected().is_empty() && o.effects.is_empty() && o.fired().is_empty());
     // What they would have done is in the outcome, marked.
     // In priority order (`nag` has the default priority, 100).
     assert_eq!(o.shadow_fired(), ["nag", "deny-rm"]);

@@ -291,7 +291,7 @@ pub struct ModeChange {
     /// The mode now.
     pub to: Arc<str>,
     /// The `on_mode_change` tick: rules that react to the change. Its notifications due now
-    /// are also in the outer outcome's `inject`, and written in the outer outcome's block
+    /// are also in the outer outcome's [`Outcome::injected`], and written in the outer outcome's block
     /// (this one's [`Outcome::rendered`] is `None`).
     pub outcome: Box<Outcome>,
 }
@@ -307,6 +307,152 @@ pub struct TraceEntry {
     pub shadow: bool,
 }
 
+/// Which notifications an outcome injects ([`Outcome::inject`]; read them with
+/// [`Outcome::injected`]): those it holds, then, when it says so, the `notify_self` effects of
+/// the outcome due at its hook, read in [`Outcome::effects`] rather than copied out of them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Inject {
+    held: Vec<Notification>,
+    effects: bool,
+}
+
+impl Inject {
+    /// Exactly `notifications`, in this order (most urgent first).
+    pub fn new(notifications: Vec<Notification>) -> Self {
+        Inject {
+            held: notifications,
+            effects: false,
+        }
+    }
+
+    /// `delivered` (the notifications the mailbox delivered), then the outcome's `notify_self`
+    /// effects due at its hook, in their order. The whole must be most urgent first already.
+    pub fn with_effects_due(delivered: Vec<Notification>) -> Self {
+        Inject {
+            held: delivered,
+            effects: true,
+        }
+    }
+
+    /// The notifications the outcome holds itself (without those read in its effects).
+    pub fn held(&self) -> &[Notification] {
+        &self.held
+    }
+
+    /// Whether the outcome's effects due at its hook follow [`Inject::held`].
+    pub fn reads_effects(&self) -> bool {
+        self.effects
+    }
+
+    /// The notifications, for an outcome of these `effects` at `hook` ([`Outcome::injected`]
+    /// is this with the outcome's own).
+    pub fn of<'a>(&'a self, effects: &'a [Effect], hook: Hook) -> Injected<'a> {
+        Injected {
+            held: &self.held,
+            effects: if self.effects { effects } else { &[] },
+            hook,
+        }
+    }
+}
+
+/// The notifications an outcome injects ([`Outcome::injected`]), most urgent first.
+#[derive(Debug, Clone, Copy)]
+pub struct Injected<'a> {
+    held: &'a [Notification],
+    effects: &'a [Effect],
+    hook: Hook,
+}
+
+impl<'a> Injected<'a> {
+    /// Each, most urgent first.
+    pub fn iter(&self) -> InjectedIter<'a> {
+        InjectedIter {
+            held: self.held.iter(),
+            effects: self.effects.iter(),
+            hook: self.hook,
+        }
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        let hook = self.hook;
+        self.held.len()
+            + self
+                .effects
+                .iter()
+                .filter(|e| matches!(e, Effect::NotifySelf(n) if n.deliver_at.is_due_at(hook)))
+                .count()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+
+    /// The `i`-th, most urgent first.
+    pub fn get(&self, i: usize) -> Option<&'a Notification> {
+        self.iter().nth(i)
+    }
+
+    /// The most urgent.
+    pub fn first(&self) -> Option<&'a Notification> {
+        self.iter().next()
+    }
+
+    /// A copy of each, in order.
+    pub fn to_vec(&self) -> Vec<Notification> {
+        self.iter().cloned().collect()
+    }
+}
+
+impl<'a> IntoIterator for Injected<'a> {
+    type Item = &'a Notification;
+    type IntoIter = InjectedIter<'a>;
+
+    fn into_iter(self) -> InjectedIter<'a> {
+        self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &Injected<'a> {
+    type Item = &'a Notification;
+    type IntoIter = InjectedIter<'a>;
+
+    fn into_iter(self) -> InjectedIter<'a> {
+        self.iter()
+    }
+}
+
+/// An iterator over the notifications an outcome injects ([`Injected::iter`]).
+#[derive(Debug, Clone)]
+pub struct InjectedIter<'a> {
+    held: std::slice::Iter<'a, Notification>,
+    effects: std::slice::Iter<'a, Effect>,
+    hook: Hook,
+}
+
+impl<'a> Iterator for InjectedIter<'a> {
+    type Item = &'a Notification;
+
+    fn next(&mut self) -> Option<&'a Notification> {
+        if let Some(n) = self.held.next() {
+            return Some(n);
+        }
+        let hook = self.hook;
+        self.effects.find_map(|e| match e {
+            Effect::NotifySelf(n) if n.deliver_at.is_due_at(hook) => Some(n),
+            _ => None,
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let held = self.held.len();
+        (held, Some(held + self.effects.len()))
+    }
+}
+
+impl std::iter::FusedIterator for InjectedIter<'_> {}
+
 /// What the supervisor decided at one hook.
 #[derive(Debug, Clone)]
 pub struct Outcome {
@@ -315,8 +461,11 @@ pub struct Outcome {
     /// The effects applied, in the order they were applied (rule priority order).
     pub effects: Vec<Effect>,
     /// Notifications due now: fired by this hook for now, or queued earlier for this point.
-    /// Most urgent first. An agent loop injects these into the agent's context.
-    pub inject: Vec<Notification>,
+    /// Most urgent first. An agent loop injects these into the agent's context: read them
+    /// with [`Outcome::injected`]. They are held once: those the mailbox delivered, then
+    /// (usually) the `notify_self` effects of [`Outcome::effects`] due at this hook, read where
+    /// they are. [`Inject::new`] sets exactly the notifications given.
+    pub inject: Inject,
     /// The block of [`Outcome::rendered`]: written by the tick when an operator's template is
     /// set (its errors belong to the tick's), else on first asking (most hosts never ask).
     pub rendered: OnceLock<Option<String>>,
@@ -359,7 +508,14 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// The notifications due now ([`Outcome::inject`]) written as one block for the agent's
+    /// The notifications due now, most urgent first: what an agent loop injects into the
+    /// agent's context (those the mailbox delivered, then this hook's own; see
+    /// [`Outcome::inject`]).
+    pub fn injected(&self) -> Injected<'_> {
+        self.inject.of(&self.effects, self.hook)
+    }
+
+    /// The notifications due now ([`Outcome::injected`]) written as one block for the agent's
     /// context: each message once, most urgent first, in few tokens (an operator's
     /// `[render] template` when set). `None` when there is nothing to inject. Every host
     /// injects this same text.
@@ -370,7 +526,7 @@ impl Outcome {
     /// errors.)
     pub fn rendered(&self) -> Option<&str> {
         self.rendered
-            .get_or_init(|| warden_context::notification::plain_block(&self.inject))
+            .get_or_init(|| warden_context::notification::plain_block(self.injected()))
             .as_deref()
     }
 
@@ -493,6 +649,6 @@ impl Outcome {
 
     /// Whether nothing fired and nothing failed.
     pub fn is_quiet(&self) -> bool {
-        self.effects.is_empty() && self.errors.is_empty() && self.inject.is_empty()
+        self.effects.is_empty() && self.errors.is_empty() && self.injected().is_empty()
     }
 }

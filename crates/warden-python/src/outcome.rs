@@ -208,7 +208,7 @@ impl PyOutcome {
     /// Notifications due now, most urgent first: put these into the agent's context.
     #[getter]
     fn inject<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        list(py, self.0.inject.iter().cloned().map(PyNotification))
+        list(py, self.0.injected().iter().cloned().map(PyNotification))
     }
 
     /// The notifications due now, written as one block for the agent's context (most urgent
@@ -361,7 +361,7 @@ impl PyOutcome {
             "<Outcome {} fired={:?}{ruling} inject={} errors={}>",
             o.hook,
             o.fired(),
-            o.inject.len(),
+            o.injected().len(),
             o.errors.len()
         )
     }

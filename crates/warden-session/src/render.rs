@@ -57,14 +57,17 @@ impl Renderer {
     /// The block for `notifications` (most urgent first; a message a rule gave twice is
     /// written once), or `None` when there is nothing to say. An operator's template that
     /// fails falls back to Warden's own rendering, and the error is returned beside it.
-    pub fn render(&self, notifications: &[Notification]) -> (Option<String>, Option<String>) {
+    pub fn render<'a>(
+        &self,
+        notifications: impl IntoIterator<Item = &'a Notification>,
+    ) -> (Option<String>, Option<String>) {
         let Some(env) = &self.template else {
             return (plain_block(notifications), None);
         };
-        if notifications.is_empty() {
+        let notes = once_each(notifications);
+        if notes.is_empty() {
             return (None, None);
         }
-        let notes = once_each(notifications);
         let rendered = env.get_template(TEMPLATE).and_then(|t| {
             t.render(minijinja::context! {
                 notifications => notes

@@ -17,8 +17,8 @@ use warden_load::{
     SettingKind, SettingValue,
 };
 use warden_program::outcome::{
-    Effect, Evaluation, Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,
-    Ruling, TraceEntry,
+    Effect, Evaluation, Halted, Inject, Lost, ModeChange, Notification, Outcome, Overridden,
+    RuleError, Ruling, TraceEntry,
 };
 use warden_program::program::Program;
 use warden_session::control::{RuleInfo, SetBy, SettingInfo};
@@ -63,7 +63,7 @@ fn outcome(hook: Hook) -> Outcome {
     Outcome {
         hook,
         effects: vec![],
-        inject: vec![],
+        inject: Inject::default(),
         rendered: OnceLock::new(),
         errors: vec![],
         halted: vec![],
@@ -185,7 +185,7 @@ fn everything() -> Outcome {
             ],
         },
     ];
-    o.inject = vec![notified];
+    o.inject = Inject::new(vec![notified]);
     o.errors = vec![
         RuleError {
             rule: Some("notes".into()),
@@ -252,12 +252,12 @@ fn mode_changed() -> Outcome {
     inner.trace = vec![fired(2)];
     let mut o = outcome(Hook::OnTurnStart);
     o.mode = "review".into();
-    o.inject = vec![note(
+    o.inject = Inject::new(vec![note(
         "mode-greeter",
         "now reviewing",
         Priority::Normal,
         DeliverAt::Immediate,
-    )];
+    )]);
     o.mode_change = Some(ModeChange {
         from: "default".into(),
         to: "review".into(),

@@ -62,7 +62,7 @@ impl TickReport {
                 .as_ref()
                 .map(|r| (r.name(), r.rule.to_string(), r.reason.to_string())),
             stops: o.ends_session().is_some(),
-            notifications: o.inject.iter().map(|n| n.message.to_string()).collect(),
+            notifications: o.injected().iter().map(|n| n.message.to_string()).collect(),
             errors: o
                 .errors
                 .iter()

@@ -9,7 +9,7 @@ use warden_store::{ExecutionRecord, StateScope, StateWrite, TickTransaction};
 
 use crate::session::evaluate::{Fired, RuleMemory};
 use crate::shared::{BusEvent, Shared};
-use warden_program::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
+use warden_program::outcome::{Effect, Evaluation, Inject, Notification, RuleError, TraceEntry};
 use warden_program::program::Program;
 
 /// What a tick does once it has committed: nothing is published, and no rule's log line is
@@ -237,25 +237,34 @@ pub(crate) const MAILBOX_LIMIT: usize = 1000;
 
 /// The notifications due at `hook`: queued ones whose point has come, then new ones due now;
 /// the rest wait in `mailbox` (a message a rule already has waiting for the same point is not
-/// queued again). Most urgent first. Also how many waiting ones were dropped to keep the
-/// mailbox within [`MAILBOX_LIMIT`].
+/// queued again). Most urgent first. The new ones due now stay in `effects`, read from there
+/// (`Inject::with_effects_due`), unless the whole must be sorted: then each is copied into
+/// place. Also how many waiting ones were dropped to keep the mailbox within
+/// [`MAILBOX_LIMIT`].
 pub(crate) fn deliver(
     mailbox: &mut Vec<Notification>,
     hook: Hook,
     effects: &[Effect],
-) -> (Vec<Notification>, usize) {
-    let mut due = Vec::with_capacity(effects.len() + mailbox.len());
+) -> (Inject, usize) {
+    let mut delivered = Vec::new();
     if !mailbox.is_empty() {
         let (now, later): (Vec<_>, Vec<_>) = mailbox
             .drain(..)
             .partition(|n| n.deliver_at.is_due_at(hook));
-        due.extend(now);
+        delivered = now;
         *mailbox = later;
     }
+    // Whether the delivered ones, then the new ones due now, are most urgent first.
+    let mut sorted = delivered.is_sorted_by_key(|n| std::cmp::Reverse(n.priority));
+    let mut least = delivered.last().map(|n| n.priority);
     for e in effects {
         if let Effect::NotifySelf(n) = e {
             if n.deliver_at.is_due_at(hook) {
-                due.push(n.clone());
+                // Usually in order already (rules of one priority level fire together).
+                if least.is_some_and(|p| n.priority > p) {
+                    sorted = false;
+                }
+                least = Some(n.priority);
             } else if !mailbox
                 .iter()
                 .any(|m| m.rule == n.rule && m.message == n.message && m.deliver_at == n.deliver_at)
@@ -268,11 +277,16 @@ pub(crate) fn deliver(
     if dropped > 0 {
         mailbox.drain(..dropped);
     }
-    // Usually in order already (rules of one priority level fire together).
-    if !due.is_sorted_by_key(|n| std::cmp::Reverse(n.priority)) {
-        due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    if sorted {
+        return (Inject::with_effects_due(delivered), dropped);
     }
-    (due, dropped)
+    let mut due = delivered;
+    due.extend(effects.iter().filter_map(|e| match e {
+        Effect::NotifySelf(n) if n.deliver_at.is_due_at(hook) => Some(n.clone()),
+        _ => None,
+    }));
+    due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+    (Inject::new(due), dropped)
 }
 
 /// Records a step's evaluations (each with how long it took, in milliseconds) in the execution
@@ -338,5 +352,148 @@ fn emit_log(rule: &str, level: LogLevel, message: &str) {
         LogLevel::Info => tracing::info!(target: "warden::rule", rule, "{message}"),
         LogLevel::Warning => tracing::warn!(target: "warden::rule", rule, "{message}"),
         LogLevel::Error => tracing::error!(target: "warden::rule", rule, "{message}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use proptest::prelude::*;
+    use warden_load::{DeliverAt, Hook, Priority};
+
+    use super::*;
+
+    /// What `deliver` returned before the notifications due were read in place: each due one
+    /// copied into one list, sorted when out of order.
+    fn copied(
+        mailbox: &mut Vec<Notification>,
+        hook: Hook,
+        effects: &[Effect],
+    ) -> (Vec<Notification>, usize) {
+        let mut due = Vec::new();
+        if !mailbox.is_empty() {
+            let (now, later): (Vec<_>, Vec<_>) = mailbox
+                .drain(..)
+                .partition(|n| n.deliver_at.is_due_at(hook));
+            due.extend(now);
+            *mailbox = later;
+        }
+        for e in effects {
+            if let Effect::NotifySelf(n) = e {
+                if n.deliver_at.is_due_at(hook) {
+                    due.push(n.clone());
+                } else if !mailbox.iter().any(|m| {
+                    m.rule == n.rule && m.message == n.message && m.deliver_at == n.deliver_at
+                }) {
+                    mailbox.push(n.clone());
+                }
+            }
+        }
+        let dropped = mailbox.len().saturating_sub(MAILBOX_LIMIT);
+        if dropped > 0 {
+            mailbox.drain(..dropped);
+        }
+        if !due.is_sorted_by_key(|n| std::cmp::Reverse(n.priority)) {
+            due.sort_by_key(|n| std::cmp::Reverse(n.priority));
+        }
+        (due, dropped)
+    }
+
+    const HOOKS: [Hook; 3] = [Hook::OnTurnStart, Hook::OnTurnEnd, Hook::OnToolCall];
+    const POINTS: [DeliverAt; 3] = [
+        DeliverAt::Immediate,
+        DeliverAt::TurnStart,
+        DeliverAt::TurnEnd,
+    ];
+    const PRIORITIES: [Priority; 4] = [
+        Priority::Low,
+        Priority::Normal,
+        Priority::High,
+        Priority::Critical,
+    ];
+
+    fn note((rule, message, at, priority): (usize, usize, usize, usize)) -> Notification {
+        Notification {
+            rule: Arc::from(format!("r{rule}")),
+            message: Arc::from(format!("m{message}")),
+            category: Arc::from("info"),
+            priority: PRIORITIES[priority],
+            deliver_at: POINTS[at],
+            fired_at: Hook::OnTurnStart,
+        }
+    }
+
+    fn notes() -> impl Strategy<Value = Vec<Notification>> {
+        prop::collection::vec(
+            (0..4usize, 0..3usize, 0..3usize, 0..4usize).prop_map(note),
+            0..8,
+        )
+    }
+
+    proptest! {
+        /// The notifications due, read where they are, are those the copy held, in the same
+        /// order: the mailbox's first, the tick's own after, sorted only when out of order; the
+        /// mailbox is left the same.
+        #[test]
+        fn read_in_place_is_what_was_copied(
+            waiting in notes(),
+            fired in notes(),
+            logs in prop::collection::vec(any::<bool>(), 0..8),
+            hook in 0..HOOKS.len(),
+        ) {
+            let hook = HOOKS[hook];
+            // Notifications among other effects.
+            let mut effects: Vec<Effect> = Vec::new();
+            for (i, n) in fired.into_iter().enumerate() {
+                if logs.get(i).copied().unwrap_or(false) {
+                    effects.push(Effect::Log {
+                        rule: n.rule.clone(),
+                        level: warden_load::LogLevel::Info,
+                        message: String::new(),
+                    });
+                }
+                effects.push(Effect::NotifySelf(n));
+            }
+            let (mut before, mut now) = (waiting.clone(), waiting);
+            let (expected, dropped_before) = copied(&mut before, hook, &effects);
+            let (inject, dropped) = deliver(&mut now, hook, &effects);
+            let got: Vec<Notification> = inject.of(&effects, hook).to_vec();
+            prop_assert_eq!(&got, &expected);
+            prop_assert_eq!(inject.of(&effects, hook).len(), expected.len());
+            prop_assert_eq!(dropped, dropped_before);
+            prop_assert_eq!(now, before);
+        }
+    }
+
+    #[test]
+    fn mailbox_first_then_the_ticks_own_read_in_place() {
+        let waiting = note((0, 0, 1, 1));
+        let fired = note((1, 1, 0, 1));
+        let effects = vec![Effect::NotifySelf(fired.clone())];
+        let mut mailbox = vec![waiting.clone()];
+        let (inject, _) = deliver(&mut mailbox, Hook::OnTurnStart, &effects);
+        // The tick's own is not copied: it is read in `effects`.
+        assert!(inject.reads_effects());
+        assert_eq!(inject.held(), std::slice::from_ref(&waiting));
+        assert_eq!(
+            inject.of(&effects, Hook::OnTurnStart).to_vec(),
+            [waiting, fired]
+        );
+        assert!(mailbox.is_empty());
+    }
+
+    #[test]
+    fn out_of_order_is_sorted_into_a_list_of_its_own() {
+        let waiting = note((0, 0, 1, 0));
+        let fired = note((1, 1, 0, 3));
+        let effects = vec![Effect::NotifySelf(fired.clone())];
+        let mut mailbox = vec![waiting.clone()];
+        let (inject, _) = deliver(&mut mailbox, Hook::OnTurnStart, &effects);
+        assert!(!inject.reads_effects());
+        assert_eq!(
+            inject.of(&effects, Hook::OnTurnStart).to_vec(),
+            [fired, waiting]
+        );
     }
 }

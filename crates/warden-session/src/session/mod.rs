@@ -47,7 +47,7 @@ use warden_context::event::Event;
 use warden_context::facts::SessionFacts;
 use warden_program::mode::ModeState;
 use warden_program::outcome::{
-    Halted, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,
+    Halted, Inject, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,
 };
 use warden_program::program::Program;
 
@@ -531,7 +531,7 @@ impl Session {
     /// `on_mode_change` as a first step; then the step of the hook reported.
     pub fn tick(&mut self, hook: Hook, event: Event) -> Outcome {
         // Shared with the template views of the tick.
-        self.tick_from(hook, Arc::new(event), 1)
+        self.tick_from(hook, shared(event), 1)
     }
 
     /// Runs the tick's attempts from the `first`th on, each committing its own transaction.
@@ -573,7 +573,7 @@ impl Session {
         event: Event,
         done: impl FnOnce(Result<i64, warden_store::StoreError>) + Send + 'static,
     ) -> Ticked {
-        let event = Arc::new(event);
+        let event = shared(event);
         let batches = self.durable.is_some() && self.shared.store.batches_saves();
         match self.attempt(hook, &event, true, false, batches) {
             Attempt::Done(outcome) => Ticked::Done(outcome),
@@ -768,17 +768,17 @@ impl Session {
                 outcome.ruling = Some(won);
             }
             // The agent gets the mode change's notifications with this hook's.
-            let mut inject = change.outcome.inject.clone();
-            inject.append(&mut outcome.inject);
+            let mut inject = change.outcome.injected().to_vec();
+            inject.extend(outcome.injected().iter().cloned());
             inject.sort_by_key(|n| std::cmp::Reverse(n.priority));
-            outcome.inject = inject;
+            outcome.inject = Inject::new(inject);
             outcome.mode_change = Some(change);
         }
         stop::hold(&mut self.stopped, hook, &mut outcome);
         // Warden's own block is written when a host asks for it (`Outcome::rendered`); an
         // operator's template runs now, so that its failure is one of this tick's errors.
         if shared.renderer.is_custom() {
-            let (rendered, error) = shared.renderer.render(&outcome.inject);
+            let (rendered, error) = shared.renderer.render(outcome.injected());
             let _ = outcome.rendered.set(rendered);
             if let Some(error) = error {
                 outcome.errors.push(RuleError { rule: None, error });
@@ -959,4 +959,15 @@ impl Session {
         }
         self.trees.end()
     }
+}
+
+/// `event` shared, copied once into its `Arc`: `Arc::new` builds the `Arc`'s contents on the
+/// stack first and copies them again (an event is about 600 bytes).
+fn shared(event: Event) -> Arc<Event> {
+    let mut shared = Arc::<Event>::new_uninit();
+    Arc::get_mut(&mut shared)
+        .expect("a new Arc has no other owner")
+        .write(event);
+    // SAFETY: the value was written just above.
+    unsafe { shared.assume_init() }
 }

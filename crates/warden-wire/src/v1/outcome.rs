@@ -59,7 +59,7 @@ impl<'a> Outcome<'a> {
             saved: o.unsaved.is_none(),
             unsaved: o.unsaved.as_deref(),
             ruling: o.ruling.as_ref().map(Ruling::from),
-            inject: o.inject.iter().map(Notification::from).collect(),
+            inject: o.injected().iter().map(Notification::from).collect(),
             rendered: o.rendered(),
             fired: o.fired(),
             effects: o.effects.iter().map(Effect::from).collect(),

@@ -25,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (i, line) in lines.iter().enumerate() {
         match v1::line::parse_line(i, line) {
             Ok(read) => {
-                let outcome = session.tick(read.hook, read.event);
+                let outcome = session.tick_shared(read.hook, read.event);
                 // The answer, as `POST /v1/sessions/{id}/events` writes it.
                 println!(
                     "{}",

@@ -221,15 +221,15 @@ fn run_scenario(dir: &Path, nodes_required: bool, bless: bool, failures: &mut Ve
         let mut saved_output = Vec::new();
         for (index, parsed) in parse_trace(&fs::read_to_string(&trace).unwrap()) {
             let e = parsed.unwrap_or_else(|e| panic!("{}: {e}", trace.display()));
-            let outcome = session.tick(e.hook, e.event.clone());
+            let outcome = session.tick_shared(e.hook, e.event.clone());
             let mut reopened = resumed
                 .open_session(&stem, warden::SessionOptions::default())
                 .unwrap_or_else(|err| panic!("{}: event {index}: {err}", trace.display()));
             saved_output.extend(outcome_lines(
                 index,
-                &reopened.tick(e.hook, e.event.clone()),
+                &reopened.tick_shared(e.hook, e.event.clone()),
             ));
-            let full = explained.tick(e.hook, e.event);
+            let full = explained.tick_shared(e.hook, e.event);
             output.extend(outcome_lines(index, &outcome));
             explain.extend(explain_lines(index, &full));
             // Nodes are recorded in explain mode only.

@@ -281,7 +281,7 @@ pub fn trace(data: &[u8]) {
                 };
                 let again = warden_wire::v1::read_event(map.clone())
                     .unwrap_or_else(|e| panic!("{map:?} written from an event is refused: {e}"));
-                assert_eq!(again, ev.event, "an event written and read back changed");
+                assert_eq!(again, *ev.event, "an event written and read back changed");
             }
             Err(e) => {
                 assert_eq!(e.line, line, "{e}");

@@ -145,7 +145,7 @@ fn long_session_replay(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::R
         for (i, line) in lines.iter().enumerate() {
             mark(&at, sizes.window, i, &mut starts, &mut windows, round > 0);
             if let Ok(e) = parse_line(i, line) {
-                let outcome = session.tick(e.hook, e.event);
+                let outcome = session.tick_shared(e.hook, e.event);
                 write_outcome_lines(&mut sink, i, &outcome)?;
             }
         }
@@ -588,7 +588,7 @@ fn durable_save(out: &mut Report<'_>, rounds: u32, sizes: Sizes) -> io::Result<(
             .map_err(other)?;
         for (i, line) in trace.lines().take(events).enumerate() {
             if let Ok(e) = parse_line(i, line) {
-                black_box(session.tick(e.hook, e.event));
+                black_box(session.tick_shared(e.hook, e.event));
             }
         }
         let size = session.snapshot().len();

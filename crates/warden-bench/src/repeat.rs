@@ -128,7 +128,7 @@ pub fn repeat(name: &str, times: u32) -> Result<(), RepeatError> {
                 let mut session = warden.session();
                 for (i, line) in trace.lines().enumerate() {
                     if let Ok(e) = parse_line(i, black_box(line)) {
-                        let outcome = session.tick(e.hook, e.event);
+                        let outcome = session.tick_shared(e.hook, e.event);
                         write_outcome_lines(&mut out, i, &outcome).map_err(setup)?;
                     }
                 }
@@ -212,7 +212,7 @@ fn durable_save(dir: &Path, times: u32) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     for (i, line) in long_session(200).lines().take(1000).enumerate() {
         if let Ok(e) = parse_line(i, line) {
-            black_box(session.tick(e.hook, e.event));
+            black_box(session.tick_shared(e.hook, e.event));
         }
     }
     for _ in 0..times {

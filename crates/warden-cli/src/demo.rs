@@ -72,7 +72,7 @@ pub(crate) fn run(trace: Option<&Path>, config: &Config) -> Result<ExitCode, Str
         match parsed {
             Ok(e) => {
                 write(&mut out, &narrator.event(index, e.hook, &e.event))?;
-                let outcome = session.tick(e.hook, e.event);
+                let outcome = session.tick_shared(e.hook, e.event);
                 write(&mut out, &narrator.outcome(&outcome))?;
             }
             Err(err) => write(&mut out, &narrator.unreadable(index, &err.to_string()))?,

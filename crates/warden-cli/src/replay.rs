@@ -159,7 +159,7 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs, long_run: fn()) -> Result<Exi
             let written = match (parsed, &mut narrator) {
                 (Ok(e), Some(n)) => {
                     let mut text = n.event(index, e.hook, &e.event);
-                    let outcome = session.tick(e.hook, e.event);
+                    let outcome = session.tick_shared(e.hook, e.event);
                     if outcome.unsaved.is_some() {
                         unsaved += 1;
                     }
@@ -168,7 +168,7 @@ pub(crate) fn run(config: &Config, a: &ReplayArgs, long_run: fn()) -> Result<Exi
                 }
                 (Ok(e), None) => {
                     let hook = e.hook;
-                    let outcome = session.tick(e.hook, e.event);
+                    let outcome = session.tick_shared(e.hook, e.event);
                     if outcome.unsaved.is_some() {
                         unsaved += 1;
                     }

@@ -79,10 +79,10 @@ fn an_agent_over_its_budget_is_told_so_not_refused() {
     let line = r#"{"hook": "on_turn_start", "turn": {"token_usage": 1.706, "context_usage": 1.2}}"#;
     let read = warden_wire::v1::line::parse_line(1, line).unwrap();
     assert_eq!(
-        read.event,
+        *read.event,
         Event::new().with_token_usage(1.706).with_context_usage(1.2)
     );
-    let o = s.tick(read.hook, read.event);
+    let o = s.tick_shared(read.hook, read.event);
     assert_eq!(
         o.rendered(),
         Some(

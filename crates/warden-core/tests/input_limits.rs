@@ -176,7 +176,7 @@ fn a_trace_with_bad_bytes_a_huge_line_and_a_bom_replays_its_good_lines() {
         match parsed {
             Ok(e) => {
                 let hook = e.hook;
-                let outcome = session.tick(hook, e.event);
+                let outcome = session.tick_shared(hook, e.event);
                 let fired: Vec<String> = outcome
                     .effects
                     .iter()

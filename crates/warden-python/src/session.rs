@@ -3,7 +3,7 @@
 //! share it take turns.
 
 use std::str::FromStr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use pyo3::prelude::*;
@@ -97,7 +97,7 @@ pub(crate) fn read_event(py: Python<'_>, event: Option<&Bound<'_, PyAny>>) -> Py
 }
 
 /// Reads a trace line: its hook and its event, or the field that is wrong and why.
-fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
+fn read_line(text: &[u8]) -> Result<(Hook, Arc<Event>), (String, String)> {
     // An ordinary line is read straight into its event; anything else the checked way below,
     // which names what is wrong.
     if let Some((hook, event)) = warden_wire::v1::line::parse_ordinary_line(text)
@@ -130,7 +130,7 @@ fn read_line(text: &[u8]) -> Result<(Hook, Event), (String, String)> {
         None => return Err(("hook".into(), "the line has no `hook`".into())),
     };
     warden_wire::v1::read_event(map)
-        .map(|event| (hook, event))
+        .map(|event| (hook, Arc::new(event)))
         .map_err(|e| (e.field, e.message))
 }
 
@@ -197,7 +197,7 @@ impl PySession {
             read_line(text).map(|(hook, event)| {
                 let mut session = self.lock();
                 let warning = session.undeclared_shell_tool(hook, &event);
-                (session.tick(hook, event), warning)
+                (session.tick_shared(hook, event), warning)
             })
         });
         let (outcome, warning) =

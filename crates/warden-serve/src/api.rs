@@ -2,6 +2,7 @@
 //! a session looked at or ended, the live event stream, and the service's health and metrics.
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Json;
@@ -57,7 +58,7 @@ pub(crate) async fn post_event(
         let start = Instant::now();
         let outcome = app
             .sessions
-            .tick_here(&id, &owner, event.hook, event.event)
+            .tick_here(&id, &owner, event.hook, Arc::unwrap_or_clone(event.event))
             .await;
         (outcome, start.elapsed())
     } else {
@@ -65,7 +66,12 @@ pub(crate) async fn post_event(
         app.on_blocking_pool("tick", move |app| {
             let _counted = app.metrics.tick_started();
             let start = Instant::now();
-            let outcome = app.sessions.tick(&session, &owner, event.hook, event.event);
+            let outcome = app.sessions.tick(
+                &session,
+                &owner,
+                event.hook,
+                Arc::unwrap_or_clone(event.event),
+            );
             (outcome, start.elapsed())
         })
         .await?

@@ -103,7 +103,7 @@ pub(crate) fn run(
     });
     let outcomes: Vec<Outcome> = parsed
         .into_iter()
-        .map(|t| session.tick(t.hook, t.event))
+        .map(|t| session.tick_shared(t.hook, t.event))
         .collect();
     Ok(report(info, tools, &outcomes, events, sample))
 }

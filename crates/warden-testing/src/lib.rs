@@ -108,7 +108,7 @@ struct Expectation {
 #[derive(Debug, Clone)]
 struct Case {
     name: String,
-    events: Vec<(Hook, Event)>,
+    events: Vec<(Hook, Arc<Event>)>,
     /// A Claude Code transcript whose events the case runs through instead of `events`.
     transcript: Option<PathBuf>,
     settings: Vec<(String, Json)>,
@@ -376,7 +376,7 @@ fn run_case(warden: &Warden, index: usize, case: &Case) -> CaseReport {
             }
             None => {
                 for (i, (hook, event)) in case.events.iter().enumerate() {
-                    let outcome = session.tick(*hook, event.clone());
+                    let outcome = session.tick_shared(*hook, Arc::clone(event));
                     let expectations: Vec<&Expectation> =
                         case.expect.iter().filter(|e| e.event == i).collect();
                     check(i, &outcome, &expectations, &mut failures);

@@ -534,6 +534,12 @@ impl Session {
         self.tick_from(hook, shared(event), 1)
     }
 
+    /// [`Session::tick`] on an event already shared: as a trace's reader makes it, once, so
+    /// that the event (about 400 bytes) is not moved again on its way to the tick.
+    pub fn tick_shared(&mut self, hook: Hook, event: Arc<Event>) -> Outcome {
+        self.tick_from(hook, event, 1)
+    }
+
     /// Runs the tick's attempts from the `first`th on, each committing its own transaction.
     fn tick_from(&mut self, hook: Hook, event: Arc<Event>, first: usize) -> Outcome {
         let mut attempts = first;

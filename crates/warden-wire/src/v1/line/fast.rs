@@ -7,6 +7,7 @@
 //! checked way checks them.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
@@ -18,7 +19,7 @@ use crate::v1::event::{self as wire, check_field};
 use warden_context::event::{Event, ToolCall, ToolField, TurnField, TurnUpdate};
 
 /// The hook and event of `line`, when it is an ordinary line; `None` to read it the checked way.
-pub(crate) fn parse(line: &str) -> Option<(Hook, Event)> {
+pub(crate) fn parse(line: &str) -> Option<(Hook, Arc<Event>)> {
     serde_json::from_str::<Line>(line)
         .ok()
         .map(|l| (l.hook, l.event))
@@ -26,7 +27,8 @@ pub(crate) fn parse(line: &str) -> Option<(Hook, Event)> {
 
 struct Line {
     hook: Hook,
-    event: Event,
+    /// Shared as soon as it is read: from here to its tick only the pointer moves.
+    event: Arc<Event>,
 }
 
 /// Gives up on the fast way (the checked way will say what is wrong, if anything).
@@ -189,7 +191,10 @@ impl<'de> Deserialize<'de> for Line {
                     }
                 }
                 match hook {
-                    Some(hook) => Ok(Line { hook, event: e }),
+                    Some(hook) => Ok(Line {
+                        hook,
+                        event: Arc::new(e),
+                    }),
                     None => Err(give_up()),
                 }
             }

@@ -3,6 +3,8 @@
 //! event when it is an ordinary one (`fast.rs`), and checked field by field otherwise, so that
 //! a mistake is named by its field. A key given twice in one object is refused (`unique.rs`).
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -19,8 +21,9 @@ use unique::Unique;
 pub struct TraceEvent {
     /// The hook.
     pub hook: Hook,
-    /// What the agent loop reported.
-    pub event: Event,
+    /// What the agent loop reported; shared as soon as it is read (a session ticks it with
+    /// `Session::tick_shared`, and it is not copied again).
+    pub event: Arc<Event>,
 }
 
 /// A trace line that could not be read.
@@ -38,7 +41,7 @@ pub struct TraceError {
 /// UTF-8), which the caller then reads its checked way to name what is wrong. What it reads, it
 /// reads as [`parse_line`] does. For a host that has events as JSON text (the Python package's
 /// `tick_json`).
-pub fn parse_ordinary_line(line: &[u8]) -> Option<(Hook, Event)> {
+pub fn parse_ordinary_line(line: &[u8]) -> Option<(Hook, Arc<Event>)> {
     fast::parse(std::str::from_utf8(line).ok()?)
 }
 
@@ -108,7 +111,10 @@ pub fn parse_value(line_no: usize, value: Value) -> Result<TraceEvent, TraceErro
         None => return Err(err("the line has no `hook`".into())),
     };
     let event = super::event::read_event(value).map_err(|e| err(e.message))?;
-    Ok(TraceEvent { hook, event })
+    Ok(TraceEvent {
+        hook,
+        event: Arc::new(event),
+    })
 }
 
 /// A trace line as written: the hook, then the event's fields (what [`parse_line`] reads).
@@ -150,7 +156,7 @@ mod tests {
     fn lines_parse_with_their_hook() {
         let e = parse_line(0, r#"{"hook": "on_tool_complete", "tool": {"name": "vault_search"}, "result": {"count": 7}}"#).unwrap();
         assert_eq!(e.hook, Hook::OnToolComplete);
-        assert_eq!(e.event.result.unwrap()["count"], 7);
+        assert_eq!(e.event.result.as_ref().unwrap()["count"], 7);
     }
 
     #[test]

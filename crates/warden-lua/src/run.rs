@@ -31,7 +31,6 @@ impl Runtime {
         tape: Tape,
         rng: u64,
     ) -> (Step, Tape, u64, i64) {
-        let On { thread, key, first } = on;
         // Only a result that is not a table is converted up front; the rest is read lazily.
         let lazy_result = host.has_result();
         let result = if lazy_result {
@@ -72,15 +71,7 @@ impl Runtime {
         // Emptied when the run that filled them ended; here only if that was cut short.
         let kept = self.take_kept();
         let mut end = End::default();
-        let ran = self.run_raw(
-            thread,
-            key,
-            first,
-            kept,
-            lasting.then_some(host),
-            &mut begin,
-            &mut end,
-        );
+        let ran = self.run_raw(on, kept, lasting.then_some(host), &mut begin, &mut end);
         let step = match (end.stop, ran) {
             (Some(why), _) => Step::Failed { error: why },
             (None, Ok(Ran::Waiting(wake))) => Step::Waiting {
@@ -138,14 +129,13 @@ impl Runtime {
     /// coroutine yields or returns into a reference, and it runs at every tick of every script.
     fn run_raw(
         &self,
-        thread: usize,
-        key: u64,
-        first: bool,
+        on: On,
         kept: usize,
         host: Option<&dyn Host>,
         begin: &mut Begin,
         end: &mut End,
     ) -> mlua::Result<Ran> {
+        let On { thread, key, first } = on;
         let th = thread as *mut ffi::lua_State;
         let wait_tag = self.wait_tag.as_bytes();
         // SAFETY: `th` is the state of a task's coroutine, which the caller holds, so it lives; the

@@ -501,8 +501,12 @@ impl Store {
     ) {
         match &self.backend {
             Inner::Sqlite(s) => {
-                // The saving thread locks the connection itself: the schema is made first.
-                if let Err(e) = s.conn() {
+                // The saving thread locks the connection itself: an in-memory store's schema is
+                // made first (a file's was made when it opened: no lock taken here, which would
+                // wait for the batch being committed).
+                if s.is_unmade()
+                    && let Err(e) = s.conn()
+                {
                     done(Err(e));
                     return;
                 }

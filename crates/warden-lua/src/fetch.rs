@@ -278,17 +278,23 @@ unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
     };
     // SAFETY: set only during a run, while the host it points to is borrowed by
     // `Runtime::run` (see `RunState::host`).
-    unsafe { (*host).field(&mut out, root, key)? };
+    let asked = unsafe { (*host).field(&mut out, root, key) };
+    // An answer delivered is in the memo, and listed: it is counted (to be let go, or brought
+    // up to date) even when the host then fails, so that no later run reads it unasked.
+    if out.delivered {
+        if let Some(kind) = out.persisted.take() {
+            persisted.push(Persisted {
+                root: n,
+                key: key.into(),
+                kind,
+            });
+        } else if !recording {
+            f.count.store(at + 1, Ordering::Relaxed);
+        }
+    }
+    asked?;
     if !out.delivered {
         out.nothing()?;
-    } else if let Some(kind) = out.persisted.take() {
-        persisted.push(Persisted {
-            root: n,
-            key: key.into(),
-            kind,
-        });
-    } else if !recording {
-        f.count.store(at + 1, Ordering::Relaxed);
     }
     if recording {
         let value = out.recorded.take().unwrap_or(Recorded::Nil);

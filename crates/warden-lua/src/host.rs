@@ -613,20 +613,22 @@ unsafe extern "C-unwind" fn build(state: *mut ffi::lua_State) -> c_int {
             },
         }
         if keep {
-            // memo[key] = value; list[at], list[at + 1] = memo, key, in the list of kept
-            // answers (4) or in that of answers kept across runs (5).
+            // list[at], list[at + 1] = memo, key, in the list of kept answers (4) or in that
+            // of answers kept across runs (5); then memo[key] = value. In that order: should a
+            // write raise (out of memory), no answer is in the memo without its entry in a list
+            // (an entry without its answer is harmless: letting it go sets a nil to nil).
             let (list, at) = if lasting && b.persist != 0 {
                 (5, b.persist)
             } else {
                 (4, b.at)
             };
-            ffi::lua_pushvalue(state, 3);
-            ffi::lua_pushvalue(state, -2);
-            ffi::lua_rawset(state, 2);
             ffi::lua_pushvalue(state, 2);
             ffi::lua_rawseti(state, list, at);
             ffi::lua_pushvalue(state, 3);
             ffi::lua_rawseti(state, list, at + 1);
+            ffi::lua_pushvalue(state, 3);
+            ffi::lua_pushvalue(state, -2);
+            ffi::lua_rawset(state, 2);
             // Only once nothing can raise any more.
             b.persisted.set(list == 5);
         }

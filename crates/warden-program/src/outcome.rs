@@ -459,6 +459,11 @@ pub struct Outcome {
     /// The hook that was handled.
     pub hook: Hook,
     /// The effects applied, in the order they were applied (rule priority order).
+    ///
+    /// The tick's own notifications due at the hook are read from here by
+    /// [`Outcome::injected`]: a host that edits these effects changes what is injected (and
+    /// their order is not checked again). To edit one without the other, fix the injection
+    /// first: `outcome.inject = Inject::new(outcome.injected().to_vec())`.
     pub effects: Vec<Effect>,
     /// Notifications due now: fired by this hook for now, or queued earlier for this point.
     /// Most urgent first. An agent loop injects these into the agent's context: read them

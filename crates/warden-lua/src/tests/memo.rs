@@ -241,3 +241,51 @@ fn answers_kept_across_runs_are_asked_again_once_per_run_and_never_by_a_recordin
         .count();
     assert_eq!(reads, 2);
 }
+
+/// A host that answers, and then fails.
+struct AnswersThenFails {
+    text: &'static str,
+    number: i64,
+}
+
+impl Host for AnswersThenFails {
+    fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()> {
+        match (root, key) {
+            ("context", "mode") => out.text(self.text)?,
+            ("context", "turn") => out.record(&["number"], &[Value::Integer(self.number)])?,
+            _ => return Ok(()),
+        }
+        Err(mlua::Error::RuntimeError(
+            "the host failed after answering".into(),
+        ))
+    }
+}
+
+/// What a host delivered before it failed is kept like any answer, and so let go or brought
+/// up to date: no later run reads it without the host being asked again.
+#[test]
+fn an_answer_delivered_before_the_host_failed_is_not_read_by_a_later_run() {
+    let mut rt = runtime();
+    let src = "local ok1 = pcall(function() return context.mode end) \
+               local ok2 = pcall(function() return context.turn end) \
+               return not ok1 and not ok2";
+    let host = AnswersThenFails {
+        text: "first",
+        number: 1,
+    };
+    let (_, step) = rt.start(&Script::new(1, "fails.lua", src), &host, HANG);
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+    // The next runs, of this script and another, on a host that answers otherwise.
+    for key in [2, 3] {
+        let host = Counting::at(7);
+        let (_, step) = start(
+            &mut rt,
+            key,
+            "return context.mode == 'odd' and context.turn.number == 7",
+            &host,
+        );
+        assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+        // Asked (at the run's start, to bring a kept answer up to date, or at the read).
+        assert!(host.turns.get() >= 1 && host.modes.get() >= 1);
+    }
+}

@@ -230,6 +230,19 @@ impl Tick<'_, '_> {
 
     /// Evaluates rule `ix` (`rule`, with its `body` when it compiles).
     pub(super) fn rule(&mut self, ix: u32, rule: &CompiledRule, body: Option<&Body>) -> Evaluation {
+        self.rule_inline(ix, rule, body)
+    }
+
+    /// [`Tick::rule`], inlined into the lean leaf (`Tick::lone_expression`), which ticks most
+    /// rules of a many-rule tick: the call's frame and the move of its evaluation cost about a
+    /// fifth of such a rule's work.
+    #[inline(always)]
+    pub(super) fn rule_inline(
+        &mut self,
+        ix: u32,
+        rule: &CompiledRule,
+        body: Option<&Body>,
+    ) -> Evaluation {
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
             let off = !self.user_enabled.get(ix as usize).copied().unwrap_or(true);
             // Switched off (or out of mode) while it ran: what it ran stops here (a tree's
@@ -260,8 +273,8 @@ impl Tick<'_, '_> {
         {
             return self.tree(ix);
         }
-        let gate = rule.gate;
-        let memory = self.memory[ix as usize];
+        let gate = &rule.gate;
+        let memory = &self.memory[ix as usize];
         if gate.once_per_session && memory.fires > 0 {
             return Evaluation::Suppressed("once per session");
         }
@@ -632,6 +645,7 @@ impl Tick<'_, '_> {
     }
 
     /// Renders every action of a fired rule into `rendered`; any failure discards them all.
+    #[inline(always)]
     fn render(&mut self, rule: &CompiledRule, body: &Body) -> Result<(), String> {
         // A lone notification of a fixed text, the most common action, needs neither the
         // template engine nor a way back on failure: it is pushed as it is.

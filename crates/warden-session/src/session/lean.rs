@@ -27,6 +27,7 @@ impl Tick<'_, '_> {
     /// having done nothing, when the rule is not such a rule: the caller takes the general
     /// path. A property test (`warden-core`'s `tests/lean.rs`) holds the two paths to the
     /// same outcomes.
+    #[inline(always)]
     pub(crate) fn lone_expression(&mut self, ix: u32, holds: bool) -> bool {
         let program = self.program;
         let rule = &program.rules[ix as usize];
@@ -42,13 +43,14 @@ impl Tick<'_, '_> {
         }
         self.holds = holds;
         self.at = Some(self.trace.len());
-        let evaluation = self.rule(ix, rule, body);
-        if let Evaluation::Failed(error) = &evaluation {
-            self.fail_closed(ix, error);
-        }
+        let evaluation = self.rule_inline(ix, rule, body);
         self.at = None;
         match &evaluation {
+            Evaluation::Fired | Evaluation::NotMatched => {}
             Evaluation::Failed(error) => {
+                self.at = Some(self.trace.len());
+                self.fail_closed(ix, error);
+                self.at = None;
                 // A failure goes into the execution log whatever the sampling (untimed).
                 self.unsampled_rows.push((self.trace.len(), 0.0));
                 self.errors.push(RuleError {

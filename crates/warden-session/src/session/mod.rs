@@ -806,7 +806,16 @@ impl Session {
             };
             return Attempt::Deferred(pending, save);
         }
-        if self.commit(tx, &mut outcome, after_commit, retry) {
+        let committed = if self.durable.is_none() && tx.is_untouched() {
+            // What `commit` does for a tick that saves no session and used the store for
+            // nothing (most ticks of a session that is not durable), without moving the
+            // transaction there (nor into `drop`): a copy of over 500 bytes, PostgreSQL's
+            // connection being held inline. Unused, it has nothing to roll back when it goes.
+            self.settle(Ok(None), &mut outcome, after_commit, retry, None)
+        } else {
+            self.commit(tx, &mut outcome, after_commit, retry)
+        };
+        if committed {
             if let Some(why) = &shared.store_unavailable {
                 unsaved(&mut outcome, format!("the database is unavailable ({why})"));
             }

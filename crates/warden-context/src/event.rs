@@ -98,6 +98,7 @@ pub struct Party {
 
 impl Event {
     /// An empty event.
+    #[inline]
     pub fn new() -> Self {
         Self::default()
     }
@@ -140,35 +141,41 @@ impl Event {
         }
     }
 
+    #[inline]
     fn turn_mut(&mut self) -> &mut TurnUpdate {
         self.turn.get_or_insert_with(TurnUpdate::default)
     }
 
     /// Sets the turn number.
+    #[inline]
     pub fn with_turn(mut self, number: u32) -> Self {
         self.turn_mut().number = Some(number);
         self
     }
 
     /// Sets the share of the token budget used (0.42 is 42%; above 1.0, over budget).
+    #[inline]
     pub fn with_token_usage(mut self, usage: f64) -> Self {
         self.turn_mut().token_usage = Some(usage);
         self
     }
 
     /// Sets the model's context window, in tokens.
+    #[inline]
     pub fn with_context_window(mut self, tokens: u64) -> Self {
         self.turn_mut().context_window = Some(tokens);
         self
     }
 
     /// Sets the share of the context window used (0.42 is 42%; above 1.0, past the window).
+    #[inline]
     pub fn with_context_usage(mut self, usage: f64) -> Self {
         self.turn_mut().context_usage = Some(usage);
         self
     }
 
     /// Sets the iteration count and budget.
+    #[inline]
     pub fn with_iterations(mut self, count: u32, max: u32) -> Self {
         let t = self.turn_mut();
         t.iteration_count = Some(count);
@@ -211,12 +218,14 @@ impl Event {
     }
 
     /// Attaches free-form data, visible as `event.data`.
+    #[inline]
     pub fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
     /// Sets when it happened (seconds since the Unix epoch).
+    #[inline]
     pub fn at(mut self, time: f64) -> Self {
         self.time = Some(time);
         self

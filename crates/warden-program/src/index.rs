@@ -24,6 +24,72 @@ struct FactIndex {
     below: Vec<(Bound, bool, u32)>,
     /// `fact == bound`, sorted by bound.
     equal: Vec<(Bound, u32)>,
+    /// The same thresholds as floats, for a fact whose value is one (`Floats`).
+    floats: Floats,
+}
+
+/// A fact's thresholds laid out for a float value, the usual kind (a share of the token
+/// budget, of the context): each list's bounds as floats, apart from its trees, in the same
+/// order. A float compares with an integer bound as that bound's float (see [`order`]), so
+/// these answer exactly as the bounds themselves do, with a comparison of two floats per
+/// step of the search and the trees copied as one slice.
+#[derive(Debug, Default)]
+struct Floats {
+    above: Vec<f64>,
+    above_inclusive: Vec<bool>,
+    above_trees: Vec<u32>,
+    below: Vec<f64>,
+    below_inclusive: Vec<bool>,
+    below_trees: Vec<u32>,
+    equal: Vec<f64>,
+    equal_trees: Vec<u32>,
+}
+
+impl Floats {
+    fn of(f: &FactIndex) -> Self {
+        Floats {
+            above: f.above.iter().map(|(b, _, _)| as_f64(b)).collect(),
+            above_inclusive: f.above.iter().map(|(_, i, _)| *i).collect(),
+            above_trees: f.above.iter().map(|(_, _, e)| *e).collect(),
+            below: f.below.iter().map(|(b, _, _)| as_f64(b)).collect(),
+            below_inclusive: f.below.iter().map(|(_, i, _)| *i).collect(),
+            below_trees: f.below.iter().map(|(_, _, e)| *e).collect(),
+            equal: f.equal.iter().map(|(b, _)| as_f64(b)).collect(),
+            equal_trees: f.equal.iter().map(|(_, e)| *e).collect(),
+        }
+    }
+
+    /// [`ThresholdIndex::candidates`] for one fact whose value is the float `x` (not NaN):
+    /// each predicate is `order(Scalar::Float(x), bound)`'s, on the bound's float.
+    fn candidates(&self, x: f64, out: &mut Vec<u32>) {
+        let below_x = self.above.partition_point(|b| x > *b);
+        out.extend_from_slice(&self.above_trees[..below_x]);
+        for i in below_x..self.above.len() {
+            if x != self.above[i] {
+                break;
+            }
+            if self.above_inclusive[i] {
+                out.push(self.above_trees[i]);
+            }
+        }
+        let upto_x = self.below.partition_point(|b| !(x < *b));
+        out.extend_from_slice(&self.below_trees[upto_x..]);
+        for i in (0..upto_x).rev() {
+            if x != self.below[i] {
+                break;
+            }
+            if self.below_inclusive[i] {
+                out.push(self.below_trees[i]);
+            }
+        }
+        let from = self.equal.partition_point(|b| x > *b);
+        for i in from..self.equal.len() {
+            if x != self.equal[i] {
+                break;
+            }
+            out.push(self.equal_trees[i]);
+        }
+    }
 }
 
 /// The threshold index of one hook's trees (see the module docs).
@@ -100,6 +166,7 @@ impl ThresholdIndex {
             f.above.sort_by(|a, b| cmp_bound(&a.0, &b.0));
             f.below.sort_by(|a, b| cmp_bound(&a.0, &b.0));
             f.equal.sort_by(|a, b| cmp_bound(&a.0, &b.0));
+            f.floats = Floats::of(f);
         }
         Some(index)
     }
@@ -118,6 +185,10 @@ impl ThresholdIndex {
             };
             if !comparable {
                 // NaN, or not a number at all: no threshold on it holds.
+                continue;
+            }
+            if let Scalar::Float(x) = v {
+                f.floats.candidates(x, out);
                 continue;
             }
             // `fact > bound` holds for every bound below the value.

@@ -53,6 +53,38 @@ pub(crate) struct Actor<'a> {
 
 /// Applies the effects of the fired rules, in order. Returns the applied ones.
 #[allow(clippy::too_many_arguments)]
+/// Which kinds of effect a step rendered, from one look at them: most steps render
+/// notifications only, and the steps after rendering (applying, merging the ruling, finding
+/// the enrichment) each skip a look of their own at what they would find nothing in.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Kinds {
+    /// Plugin state to write in the store (a `set_state` of a scope other than the session).
+    pub shared_state: bool,
+    /// Something to do after the commit (a log line, an event to publish).
+    pub later: bool,
+    /// A decision or a rewrite, to merge into the ruling.
+    pub ruling: bool,
+    /// An enrichment of the context.
+    pub enrichment: bool,
+}
+
+impl Kinds {
+    pub(crate) fn of(effects: &[Effect]) -> Self {
+        let mut kinds = Kinds::default();
+        for e in effects {
+            match e {
+                Effect::NotifySelf(_) => {}
+                Effect::SetState { scope, .. } => kinds.shared_state |= !scope.is_session(),
+                Effect::Log { .. } | Effect::EmitEvent { .. } => kinds.later = true,
+                Effect::Decide { .. } | Effect::Rewrite { .. } => kinds.ruling = true,
+                Effect::EnrichContext { .. } => kinds.enrichment = true,
+            }
+        }
+        kinds
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     tx: &TickTransaction<'_>,
     unavailable: Option<&str>,
@@ -63,19 +95,17 @@ pub(crate) fn apply(
     memory: &mut [RuleMemory],
     fired: &[Fired],
     rendered: Vec<Effect>,
+    kinds: Kinds,
     errors: &mut Vec<RuleError>,
     trace: &mut [TraceEntry],
 ) -> Vec<Effect> {
-    // One look at what was rendered: shared state to write, and anything to do after the
-    // commit (most ticks render notifications only, and need neither).
-    let (mut shared_state, mut later) = (false, false);
-    for e in &rendered {
-        match e {
-            Effect::SetState { scope, .. } if !scope.is_session() => shared_state = true,
-            Effect::Log { .. } | Effect::EmitEvent { .. } => later = true,
-            _ => {}
-        }
-    }
+    // Shared state to write, and anything to do after the commit (most ticks render
+    // notifications only, and need neither).
+    let Kinds {
+        shared_state,
+        later,
+        ..
+    } = kinds;
     let failures = if shared_state {
         write_state(tx, unavailable, actor, fired, &rendered)
     } else {

@@ -27,14 +27,14 @@ pub(crate) fn merge(
     arguments: Option<&Json>,
     errors: &mut Vec<RuleError>,
 ) -> Merged {
-    let mut out = Merged::default();
     // Most steps decide nothing: one look at the effects, and nothing to merge.
     if !effects
         .iter()
         .any(|e| matches!(e, Effect::Decide { .. } | Effect::Rewrite { .. }))
     {
-        return out;
+        return Merged::default();
     }
+    let mut out = Merged::default();
     let mut winner: Option<(&Arc<str>, Decision, &Arc<str>)> = None;
     let mut count = 0;
     for e in effects {

@@ -246,6 +246,7 @@ impl Step<'_, '_, '_> {
             project: &frame.facts.project.id,
             turn: frame.facts.turn.number,
         };
+        let kinds = effects::Kinds::of(&rendered);
         let effects = effects::apply(
             self.tx,
             self.store_unavailable,
@@ -256,6 +257,7 @@ impl Step<'_, '_, '_> {
             &mut trees.memory,
             &fired,
             rendered,
+            kinds,
             &mut errors,
             &mut trace,
         );
@@ -273,11 +275,16 @@ impl Step<'_, '_, '_> {
             let rule = e.rule.as_deref().unwrap_or("-");
             tracing::warn!(target: "warden::rule", session = self.session, hook = hook.name(), rule, error = %e.error, "a rule failed");
         }
-        let merged = ruling::merge(
-            &effects,
-            event.tool.as_ref().map(|t| &t.arguments),
-            &mut errors,
-        );
+        // (What `apply` kept is some of what was rendered: a kind it found none of is none.)
+        let merged = if kinds.ruling {
+            ruling::merge(
+                &effects,
+                event.tool.as_ref().map(|t| &t.arguments),
+                &mut errors,
+            )
+        } else {
+            ruling::Merged::default()
+        };
         // Beside each evaluation of a rule in shadow, what the live rules decided.
         let live = merged.ruling.as_ref().map_or("none", |r| r.name());
         match timings {
@@ -314,13 +321,15 @@ impl Step<'_, '_, '_> {
                 ),
             });
         }
-        let enrichment = effects
-            .iter()
-            .rev()
-            .find_map(|e| match e {
-                Effect::EnrichContext { enrichment, .. } => Some(enrichment.clone()),
-                _ => None,
+        let enrichment = kinds
+            .enrichment
+            .then(|| {
+                effects.iter().rev().find_map(|e| match e {
+                    Effect::EnrichContext { enrichment, .. } => Some(enrichment.clone()),
+                    _ => None,
+                })
             })
+            .flatten()
             .or(auto_enrichment);
         Outcome {
             hook,

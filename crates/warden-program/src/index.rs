@@ -72,7 +72,9 @@ impl Floats {
                 out.push(self.above_trees[i]);
             }
         }
-        let upto_x = self.below.partition_point(|b| !(x < *b));
+        let upto_x = self
+            .below
+            .partition_point(|b| x.partial_cmp(b) != Some(Ordering::Less));
         out.extend_from_slice(&self.below_trees[upto_x..]);
         for i in (0..upto_x).rev() {
             if x != self.below[i] {
@@ -98,6 +100,11 @@ pub(crate) struct ThresholdIndex {
     /// Trees with a rule that has no threshold: always ticked.
     always: Vec<u32>,
     facts: Vec<FactIndex>,
+    /// Whether the candidates always come out in order, each tree once: the index is one
+    /// fact's lower bounds (`fact > bound`, `fact >= bound`), whose trees are in order of
+    /// their bounds too (rules of rising thresholds, written in that order). The trees chosen
+    /// are then some of that list, in its order.
+    in_order: bool,
 }
 
 /// Orders bounds of one fact (all of one kind in practice; mixed kinds by value).
@@ -168,6 +175,15 @@ impl ThresholdIndex {
             f.equal.sort_by(|a, b| cmp_bound(&a.0, &b.0));
             f.floats = Floats::of(f);
         }
+        index.in_order = match &index.facts[..] {
+            [f] => {
+                index.always.is_empty()
+                    && f.below.is_empty()
+                    && f.equal.is_empty()
+                    && f.floats.above_trees.is_sorted_by(|a, b| a < b)
+            }
+            _ => false,
+        };
         Some(index)
     }
 
@@ -228,7 +244,7 @@ impl ThresholdIndex {
         }
         // Usually in order already, each tree once (one fact, each tree's bound after the
         // last's): then neither sorting nor removing duplicates changes anything.
-        if !out.is_sorted_by(|a, b| a < b) {
+        if !self.in_order && !out.is_sorted_by(|a, b| a < b) {
             out.sort_unstable();
             out.dedup();
         }
@@ -312,6 +328,36 @@ mod tests {
                 Some(index) => index.candidates(&One(v), &mut got),
                 None => got = (0..trees.len() as u32).collect(),
             }
+            prop_assert_eq!(got, expected);
+        }
+
+        /// Rules of rising lower bounds, written in that order (`fact > 0.1`, `fact > 0.2`...,
+        /// the index then trusts its candidates to be in order): still exactly the trees that
+        /// can fire, in order.
+        #[test]
+        fn rising_lower_bounds_come_out_in_order(
+            rules in proptest::collection::vec((any::<bool>(), bound()), 1..40),
+            v in value(),
+        ) {
+            let mut rules = rules;
+            rules.sort_by(|a, b| cmp_bound(&a.1, &b.1));
+            let trees: Vec<Vec<Option<Threshold>>> = rules
+                .iter()
+                .map(|&(inclusive, bound)| {
+                    let comparison = if inclusive { Comparison::Ge } else { Comparison::Gt };
+                    vec![Some(Threshold { fact: ScalarId(0), comparison, bound })]
+                })
+                .collect();
+            let expected: Vec<u32> = trees
+                .iter()
+                .enumerate()
+                .filter(|(_, rules)| rules.iter().flatten().any(|t| t.holds(v)))
+                .map(|(e, _)| e as u32)
+                .collect();
+            let index = ThresholdIndex::build(&trees).expect("every rule has a threshold");
+            prop_assert!(index.in_order);
+            let mut got = Vec::new();
+            index.candidates(&One(v), &mut got);
             prop_assert_eq!(got, expected);
         }
     }

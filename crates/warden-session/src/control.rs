@@ -265,7 +265,9 @@ pub(crate) struct Resolved {
 }
 
 impl Resolved {
-    /// Brings the resolution up to date for `program`, `controls`, `user` and `project`.
+    /// Brings the resolution up to date for `program`, `controls`, `user` and `project`
+    /// (checked inline: at almost every tick it is up to date already).
+    #[inline]
     pub(crate) fn refresh(
         &mut self,
         program: &Program,
@@ -281,6 +283,11 @@ impl Resolved {
         {
             return;
         }
+        self.resolve(program, controls, user, project);
+    }
+
+    #[cold]
+    fn resolve(&mut self, program: &Program, controls: &Controls, user: &str, project: &str) {
         let states = program.rules.iter().map(|r| {
             effective_state(
                 r.def.core,

@@ -3,7 +3,7 @@
 //! changes), knowledge enrichment.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::Instant;
 
 use serde_json::Value as Json;
@@ -96,7 +96,7 @@ pub struct Shared {
     pub reload_lock: Mutex<()>,
     /// The users' choices (rules on or off, setting values), as last read from the store.
     pub controls: RwLock<Arc<Controls>>,
-    /// When the store was last polled for changes by other processes (ms since `started`).
+    /// When the store was last polled for changes by other processes ([`monotonic_millis`]).
     pub polled_at: AtomicU64,
     /// The store's `data_version` at that poll (SQLite: other connections' commits;
     /// PostgreSQL: notifications of changed choices heard by its listener).
@@ -155,7 +155,7 @@ impl Shared {
     /// process changed them, and reads them again if so (on PostgreSQL the question costs no
     /// round trip: a listener connection counts the changes announced).
     pub fn controls(&self) -> Arc<Controls> {
-        let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = monotonic_millis();
         let last = self.polled_at.load(Ordering::Relaxed);
         let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;
         if due
@@ -279,4 +279,27 @@ impl Shared {
             introduced,
         }
     }
+}
+
+/// Milliseconds on a monotonic clock, for [`Shared::controls`]' polling: the coarse clock where
+/// the system has one (Linux), whose read is a few instructions where the precise clock's is a
+/// few dozen (every tick reads it). Its resolution, a few milliseconds, is far finer than the
+/// polling interval it times.
+pub fn monotonic_millis() -> u64 {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a timespec the call may write, and nothing else is touched;
+        // CLOCK_MONOTONIC_COARSE is Linux's since 2.6.32.
+        if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) } == 0 {
+            let secs = u64::try_from(ts.tv_sec).unwrap_or(0);
+            let millis = u64::try_from(ts.tv_nsec).unwrap_or(0) / 1_000_000;
+            return secs.saturating_mul(1000).saturating_add(millis);
+        }
+    }
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    u64::try_from(EPOCH.get_or_init(Instant::now).elapsed().as_millis()).unwrap_or(u64::MAX)
 }

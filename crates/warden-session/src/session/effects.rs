@@ -60,21 +60,35 @@ pub(crate) struct Actor<'a> {
 pub(crate) struct Kinds {
     /// Plugin state to write in the store (a `set_state` of a scope other than the session).
     pub shared_state: bool,
+    /// Plugin state of the session's own scope.
+    pub session_state: bool,
     /// Something to do after the commit (a log line, an event to publish).
     pub later: bool,
     /// A decision or a rewrite, to merge into the ruling.
     pub ruling: bool,
     /// An enrichment of the context.
     pub enrichment: bool,
+    /// A notification not due at this hook (it waits in the mailbox), or due ones out of
+    /// priority order: delivering then takes [`deliver`]'s longer way.
+    pub unusual_delivery: bool,
 }
 
 impl Kinds {
-    pub(crate) fn of(effects: &[Effect]) -> Self {
+    /// The kinds of `effects`, rendered at `hook`.
+    pub(crate) fn of(effects: &[Effect], hook: Hook) -> Self {
         let mut kinds = Kinds::default();
+        // As `deliver` orders them: most urgent first.
+        let mut least = None;
         for e in effects {
             match e {
-                Effect::NotifySelf(_) => {}
-                Effect::SetState { scope, .. } => kinds.shared_state |= !scope.is_session(),
+                Effect::NotifySelf(n) => {
+                    if !n.deliver_at.is_due_at(hook) || least.is_some_and(|p| n.priority > p) {
+                        kinds.unusual_delivery = true;
+                    }
+                    least = Some(n.priority);
+                }
+                Effect::SetState { scope, .. } if scope.is_session() => kinds.session_state = true,
+                Effect::SetState { .. } => kinds.shared_state = true,
                 Effect::Log { .. } | Effect::EmitEvent { .. } => kinds.later = true,
                 Effect::Decide { .. } | Effect::Rewrite { .. } => kinds.ruling = true,
                 Effect::EnrichContext { .. } => kinds.enrichment = true,
@@ -119,6 +133,15 @@ pub(crate) fn apply(
             rendered.len()
         }
     ];
+    if failures.is_empty() && !later {
+        // The usual step: nothing failed to save, nothing to do after the commit.
+        for f in fired.iter().filter(|f| f.counts) {
+            let m = &mut memory[f.rule as usize];
+            m.fires = m.fires.saturating_add(1);
+            m.last_fired_turn = Some(actor.turn);
+        }
+        return rendered;
+    }
     for (i, f) in fired.iter().enumerate() {
         if let Some((_, e)) = failures.iter().find(|(at, _)| *at == i) {
             let rule = &program.rules[f.rule as usize];
@@ -271,6 +294,21 @@ pub(crate) const MAILBOX_LIMIT: usize = 1000;
 /// (`Inject::with_effects_due`), unless the whole must be sorted: then each is copied into
 /// place. Also how many waiting ones were dropped to keep the mailbox within
 /// [`MAILBOX_LIMIT`].
+/// [`deliver`], for effects of these `kinds` (`Kinds::of` them, or of effects they are some
+/// of): with nothing waiting in the mailbox and every new notification due now, most urgent
+/// first, what is injected is those notifications as they are.
+pub(crate) fn deliver_kinds(
+    mailbox: &mut Vec<Notification>,
+    hook: Hook,
+    effects: &[Effect],
+    kinds: Kinds,
+) -> (Inject, usize) {
+    if mailbox.is_empty() && !kinds.unusual_delivery {
+        return (Inject::with_effects_due(Vec::new()), 0);
+    }
+    deliver(mailbox, hook, effects)
+}
+
 pub(crate) fn deliver(
     mailbox: &mut Vec<Notification>,
     hook: Hook,
@@ -485,14 +523,21 @@ mod tests {
                 }
                 effects.push(Effect::NotifySelf(n));
             }
-            let (mut before, mut now) = (waiting.clone(), waiting);
+            let (mut before, mut now) = (waiting.clone(), waiting.clone());
             let (expected, dropped_before) = copied(&mut before, hook, &effects);
             let (inject, dropped) = deliver(&mut now, hook, &effects);
             let got: Vec<Notification> = inject.of(&effects, hook).to_vec();
             prop_assert_eq!(&got, &expected);
             prop_assert_eq!(inject.of(&effects, hook).len(), expected.len());
             prop_assert_eq!(dropped, dropped_before);
-            prop_assert_eq!(now, before);
+            prop_assert_eq!(&now, &before);
+            // The short way, for effects of the kinds one look found, delivers the same.
+            let mut short = waiting;
+            let (inject, dropped) =
+                deliver_kinds(&mut short, hook, &effects, Kinds::of(&effects, hook));
+            prop_assert_eq!(inject.of(&effects, hook).to_vec(), expected);
+            prop_assert_eq!(dropped, dropped_before);
+            prop_assert_eq!(short, before);
         }
     }
 

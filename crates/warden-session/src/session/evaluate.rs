@@ -619,7 +619,7 @@ impl Tick<'_, '_> {
 
     /// Points `context.state` at `plugin`'s state for what follows.
     #[inline(always)]
-    fn select_plugin(&mut self, plugin: &Arc<str>) {
+    pub(super) fn select_plugin(&mut self, plugin: &Arc<str>) {
         // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed
         // (checked inline at every leaf; the change itself is out of line).
         if !self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {

@@ -3,10 +3,12 @@
 //! without what the general leaf (`Tick::run`, through bonsai's bridge) does for every other:
 //! most ticks of many rules are made of such leaves.
 
-use warden_program::outcome::{Evaluation, RuleError, TraceEntry};
-use warden_program::rule::{Body, RuleCondition};
+use warden_context::template::Text;
+use warden_program::actions::CompiledAction;
+use warden_program::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
+use warden_program::rule::{Body, CompiledRule, RuleCondition};
 
-use crate::session::evaluate::Tick;
+use crate::session::evaluate::{Fired, Tick};
 
 impl Tick<'_, '_> {
     /// Whether the step's leaves may take the lean path (`Tick::lone_expression`): no script
@@ -31,19 +33,21 @@ impl Tick<'_, '_> {
     pub(crate) fn lone_expression(&mut self, ix: u32, holds: bool) -> bool {
         let program = self.program;
         let rule = &program.rules[ix as usize];
-        let body = rule.body();
-        if !matches!(
-            body,
-            Some(Body {
+        let Some(
+            body @ Body {
                 condition: RuleCondition::Expr(_),
                 ..
-            })
-        ) {
+            },
+        ) = rule.body()
+        else {
             return false;
+        };
+        if holds && self.fixed_notification(ix, rule, body) {
+            return true;
         }
         self.holds = holds;
         self.at = Some(self.trace.len());
-        let evaluation = self.rule_inline(ix, rule, body);
+        let evaluation = self.rule_inline(ix, rule, Some(body));
         self.at = None;
         match &evaluation {
             Evaluation::Fired | Evaluation::NotMatched => {}
@@ -66,6 +70,59 @@ impl Tick<'_, '_> {
         self.trace.push(TraceEntry {
             rule: ix,
             evaluation,
+            shadow: false,
+        });
+        true
+    }
+
+    /// The leaf of a rule the threshold index proved true (`holds`), without a decorator or a
+    /// tool filter, whose one action is a notification of a fixed text: the most common leaf
+    /// of a many-rule tick (a threshold that notifies). What [`Tick::rule`] would do for it
+    /// (it fires: its notification, its firing, its trace entry), without the checks that
+    /// cannot stop it. False, having done nothing, for any other rule, or when a context
+    /// read failed earlier in the step (`Tick::rule` reports that).
+    #[inline(always)]
+    fn fixed_notification(&mut self, ix: u32, rule: &CompiledRule, body: &Body) -> bool {
+        let [
+            CompiledAction::Notify {
+                message: Text::Static(message),
+                category,
+                priority,
+                deliver_at,
+            },
+        ] = &body.actions[..]
+        else {
+            return false;
+        };
+        let gate = &rule.gate;
+        if gate.once_per_session
+            || gate.max_fires.is_some()
+            || gate.cooldown_turns.is_some()
+            || gate.tool_filter
+            || !self.enabled.get(ix as usize).copied().unwrap_or(true)
+            || self.facts.state_error.get()
+        {
+            return false;
+        }
+        self.select_plugin(&rule.def.plugin);
+        let at = self.rendered.len();
+        self.rendered.push(Effect::NotifySelf(Notification {
+            rule: rule.key.clone(),
+            message: message.clone(),
+            category: category.clone(),
+            priority: *priority,
+            deliver_at: *deliver_at,
+            fired_at: self.facts.hook(),
+        }));
+        self.fired.push(Fired {
+            rule: ix,
+            trace: Some(self.trace.len()),
+            effects: at..at + 1,
+            counts: true,
+        });
+        self.trace.push(TraceEntry {
+            rule: ix,
+            evaluation: Evaluation::Fired,
             shadow: false,
         });
         true

@@ -398,13 +398,17 @@ impl Session {
     /// process saved it since this copy was read. A tick does not check: its save is refused
     /// when another process saved the session meanwhile, and the tick then runs again on the
     /// session read anew; so a session ticked by one process at a time pays no read per tick.
+    /// (The usual answer, nothing to catch up on, is found inline.)
+    #[inline]
     fn catch_up(&mut self, check: bool) -> Result<(), String> {
-        let Some(durable) = self.durable else {
-            return Ok(());
-        };
-        if !check && !durable.stale {
-            return Ok(());
+        match self.durable {
+            Some(durable) if check || durable.stale => self.read_back(durable),
+            _ => Ok(()),
         }
+    }
+
+    #[cold]
+    fn read_back(&mut self, durable: Durable) -> Result<(), String> {
         let store = &self.shared.store;
         let saved = store
             .session_version(&self.id)
@@ -720,6 +724,7 @@ impl Session {
             tx: &tx,
             store_unavailable: shared.store_unavailable.as_deref(),
             after_commit: &mut after_commit,
+            session_state: false,
         };
         // A change of mode ticks Warden's own `on_mode_change` first, in the new mode.
         let change = next.changed.clone().map(|(from, to)| {
@@ -741,12 +746,15 @@ impl Session {
             }
         });
         let mut outcome = step.run(early, halted);
+        let session_state = step.session_state;
         drop(frame);
         // The session's own state, as the rules that fired set it (the mode change's first).
-        if let Some(change) = &change {
-            effects::write_session_state(&mut self.facts, &change.outcome.effects);
+        if session_state {
+            if let Some(change) = &change {
+                effects::write_session_state(&mut self.facts, &change.outcome.effects);
+            }
+            effects::write_session_state(&mut self.facts, &outcome.effects);
         }
-        effects::write_session_state(&mut self.facts, &outcome.effects);
 
         self.mode.enter(&next, &self.id);
         if next.changed.is_some() {

@@ -44,6 +44,9 @@ pub(crate) struct Step<'s, 'f, 't> {
     pub store_unavailable: Option<&'s str>,
     /// What the tick does once it has committed.
     pub after_commit: &'s mut Vec<AfterCommit>,
+    /// Set when a step rendered a `set_state` of the session's own scope: the tick then
+    /// writes it into the session's facts (`effects::write_session_state`).
+    pub session_state: bool,
 }
 
 impl Step<'_, '_, '_> {
@@ -246,7 +249,8 @@ impl Step<'_, '_, '_> {
             project: &frame.facts.project.id,
             turn: frame.facts.turn.number,
         };
-        let kinds = effects::Kinds::of(&rendered);
+        let kinds = effects::Kinds::of(&rendered, hook);
+        self.session_state |= kinds.session_state;
         let effects = effects::apply(
             self.tx,
             self.store_unavailable,
@@ -311,7 +315,7 @@ impl Step<'_, '_, '_> {
             ),
             None => {}
         }
-        let (inject, dropped) = effects::deliver(self.mailbox, hook, &effects);
+        let (inject, dropped) = effects::deliver_kinds(self.mailbox, hook, &effects, kinds);
         if dropped > 0 {
             errors.push(RuleError {
                 rule: None,

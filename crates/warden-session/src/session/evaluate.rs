@@ -356,6 +356,7 @@ impl Tick<'_, '_> {
             runtime,
             tasks,
             seeds,
+            session_seed,
             ..
         } = &mut self.scripts;
         let Some(runtime) = runtime.as_mut() else {
@@ -378,8 +379,16 @@ impl Tick<'_, '_> {
                         seed
                     }
                 };
+                let session_seed = match session_seed {
+                    Some((id, seed)) if **id == *self.session => *seed,
+                    _ => {
+                        let seed = super::keys::session_seed(self.session);
+                        *session_seed = Some((self.session.into(), seed));
+                        seed
+                    }
+                };
                 let step_seed = *self.seed.get_or_insert_with(|| {
-                    super::keys::step_seed(self.session, self.turn, facts.hook())
+                    super::keys::step_seed_from(session_seed, self.turn, facts.hook())
                 });
                 let seed = step_seed ^ key_seed.rotate_left(32) ^ u64::from(slot.1);
                 let (task, step) = runtime.start_seeded(script, facts, timeout, seed);

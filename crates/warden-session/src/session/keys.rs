@@ -110,12 +110,23 @@ impl RuleId {
 
 /// The seed of the random numbers of the scripts a step starts: the same for the same session,
 /// turn and hook, in this process or another (so a session read back from the store draws the
-/// numbers it would have drawn).
+/// numbers it would have drawn). A step hashes the session id once ([`session_seed`], kept by
+/// the session's scripts) and goes on from it ([`step_seed_from`]).
+#[cfg(test)]
 pub(crate) fn step_seed(session: &str, turn: u32, hook: Hook) -> u64 {
-    fnv(session
-        .bytes()
-        .chain(turn.to_le_bytes())
-        .chain([hook.index() as u8]))
+    step_seed_from(session_seed(session), turn, hook)
+}
+
+/// [`step_seed`]'s hash of the session id alone, from which [`step_seed_from`] goes on: the
+/// same for every step of the session.
+pub(crate) fn session_seed(session: &str) -> u64 {
+    fnv_from(FNV_OFFSET, session.as_bytes())
+}
+
+/// [`step_seed`], from the session id's [`session_seed`].
+pub(crate) fn step_seed_from(session_seed: u64, turn: u32, hook: Hook) -> u64 {
+    let h = fnv_from(session_seed, &turn.to_le_bytes());
+    fnv_from(h, &[hook.index() as u8])
 }
 
 /// What a rule adds to the seed of the scripts it starts: from its key, the same in every
@@ -124,11 +135,54 @@ pub(crate) fn key_seed(key: &str) -> u64 {
     fnv(key.bytes())
 }
 
+/// FNV-1a's offset basis: its state before any byte.
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
 /// FNV-1a: stable across processes and builds.
 pub(crate) fn fnv(bytes: impl Iterator<Item = u8>) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    bytes.fold(FNV_OFFSET, fnv_byte)
+}
+
+/// FNV-1a's state after `bytes`, from `state`.
+fn fnv_from(state: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().copied().fold(state, fnv_byte)
+}
+
+fn fnv_byte(h: u64, b: u8) -> u64 {
+    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FNV-1a's published test vectors: the seeds of saved sessions' scripts stay what they were.
+    #[test]
+    fn fnv_is_fnv_1a() {
+        assert_eq!(fnv("".bytes()), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv("a".bytes()), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv("foobar".bytes()), 0x8594_4171_f739_67e8);
     }
-    h
+
+    /// The step's seed from the session's, as from the bytes of the session id, the turn and
+    /// the hook hashed in one go (what it always was).
+    #[test]
+    fn a_step_seed_goes_on_from_the_session_seed() {
+        for (session, turn, hook) in [
+            ("", 0, Hook::OnTurnStart),
+            ("session-1", 3, Hook::OnToolCall),
+            (
+                "c0ffee00-1234-4abc-8def-0123456789ab",
+                u32::MAX,
+                Hook::OnSessionEnd,
+            ),
+        ] {
+            let whole = fnv(session
+                .bytes()
+                .chain(turn.to_le_bytes())
+                .chain([hook.index() as u8]));
+            assert_eq!(step_seed(session, turn, hook), whole);
+            assert_eq!(step_seed_from(session_seed(session), turn, hook), whole);
+        }
+    }
 }

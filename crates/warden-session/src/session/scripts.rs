@@ -47,6 +47,9 @@ pub(crate) struct Scripts {
     /// What each rule adds to the seed of the scripts it starts (`keys::key_seed` of its key),
     /// by rule, with the key it was made from (a reload gives rules new keys).
     pub(crate) seeds: IndexMap<u32, (Arc<str>, u64)>,
+    /// The session id's part of the seed of a step's scripts (`keys::session_seed`), with the
+    /// id it was made from: hashed once, where each step that starts a script hashed it again.
+    pub(crate) session_seed: Option<(Box<str>, u64)>,
 }
 
 /// The names the script API accepts, from the same tables rule files use.
@@ -168,6 +171,7 @@ impl Scripts {
             journal_limit: DEFAULT_JOURNAL_LIMIT,
             lost: Vec::new(),
             seeds: IndexMap::default(),
+            session_seed: None,
         }
     }
 

@@ -56,6 +56,7 @@ mod lmatch;
 mod memory;
 mod run;
 mod sandbox;
+mod straight;
 mod strings;
 
 use errors::{describe_error, is_stack_overflow, root_message, script_frames};
@@ -400,6 +401,11 @@ pub struct Runtime {
     task_threads: Table,
     wait_tag: String,
     compiled: KeyMap<Function>,
+    /// The compiled scripts that are straight-line: their first run has no instruction hook
+    /// (see `straight.rs`).
+    straight: KeyMap<()>,
+    /// The table of the sandbox's globals (`base` in the prelude), for `straight::straight_line`.
+    base: Table,
     /// The globals of each compiled script.
     envs: KeyMap<Env>,
     /// Finished coroutines, reused by the next start (creating one costs more), with their
@@ -456,6 +462,7 @@ impl Runtime {
     /// program may mean other scripts).
     pub fn forget_scripts(&mut self) {
         self.compiled.clear();
+        self.straight.clear();
         // Their globals go with them (a reload starts scripts with fresh globals).
         self.envs.clear();
         self.ledger.forget();
@@ -503,6 +510,16 @@ impl Runtime {
             .set_environment(env.clone())
             .into_function()?;
         self.compiled.insert(script.key, f.clone());
+        let base = &self.base;
+        let straight = straight::straight_line(script.source.as_bytes(), |w| {
+            // A failed read is a global: the script keeps its hook.
+            !matches!(base.raw_get::<Value>(w), Ok(Value::Nil))
+        });
+        if straight {
+            self.straight.insert(script.key, ());
+        } else {
+            self.straight.remove(&script.key);
+        }
         // Only a script that never names `_ENV` keeps these globals for good (see
         // `Runtime::release_views`).
         let fixed = !script.source.contains("_ENV");

@@ -215,7 +215,21 @@ impl Runtime {
                 };
                 let before = self.memory(main);
                 let mut n = 0;
+                // A straight-line script's first run has no instruction hook (see
+                // `straight.rs`): the coroutine's own is put back as soon as it returns.
+                let unhooked = (first && self.straight.contains_key(&key)).then(|| {
+                    let saved = (
+                        ffi::lua_gethook(th),
+                        ffi::lua_gethookmask(th),
+                        ffi::lua_gethookcount(th),
+                    );
+                    ffi::lua_sethook(th, None, 0, 0);
+                    saved
+                });
                 let status = ffi::lua_resume(th, main, nargs, &mut n);
+                if let Some((hook, mask, count)) = unhooked {
+                    ffi::lua_sethook(th, hook, mask, count);
+                }
                 {
                     let mut state = lock(&self.shared);
                     state.host = None;

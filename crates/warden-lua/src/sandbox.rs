@@ -305,6 +305,8 @@ impl Runtime {
             task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: KeyMap::default(),
+            straight: KeyMap::default(),
+            base: exports.get("base")?,
             envs: KeyMap::default(),
             spare: Vec::new(),
             limits,

@@ -250,6 +250,13 @@ pub enum Step {
     },
 }
 
+/// A compiled script: its chunk, and whether it is straight-line (its first run then has no
+/// instruction hook, see `straight.rs`).
+pub(crate) struct Compiled {
+    pub(crate) chunk: Function,
+    pub(crate) straight: bool,
+}
+
 /// A compiled script's globals, and whether the script's source never names `_ENV` (so that
 /// no run of it can give its chunk other globals), for the check of `Runtime::release_views`.
 pub(crate) struct Env {
@@ -397,13 +404,12 @@ pub struct Runtime {
     /// What `fetch` keeps, for the answers kept in the memos across runs (see
     /// `fetch::refresh`).
     answers: Arc<Mutex<fetch::Answers>>,
+    /// How many answers are kept across runs (see `fetch::Persisting`).
+    persisting: fetch::Persisting,
     /// The coroutines Warden made (where a script may wait), weak keys.
     task_threads: Table,
     wait_tag: String,
-    compiled: KeyMap<Function>,
-    /// The compiled scripts that are straight-line: their first run has no instruction hook
-    /// (see `straight.rs`).
-    straight: KeyMap<()>,
+    compiled: KeyMap<Compiled>,
     /// The table of the sandbox's globals (`base` in the prelude), for `straight::straight_line`.
     base: Table,
     /// The globals of each compiled script.
@@ -462,7 +468,6 @@ impl Runtime {
     /// program may mean other scripts).
     pub fn forget_scripts(&mut self) {
         self.compiled.clear();
-        self.straight.clear();
         // Their globals go with them (a reload starts scripts with fresh globals).
         self.envs.clear();
         self.ledger.forget();
@@ -498,8 +503,8 @@ impl Runtime {
     }
 
     fn function(&mut self, script: &Script) -> mlua::Result<Function> {
-        if let Some(f) = self.compiled.get(&script.key) {
-            return Ok(f.clone());
+        if let Some(c) = self.compiled.get(&script.key) {
+            return Ok(c.chunk.clone());
         }
         let env: Table = self.new_env.call(())?;
         let f = self
@@ -509,17 +514,18 @@ impl Runtime {
             .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(env.clone())
             .into_function()?;
-        self.compiled.insert(script.key, f.clone());
         let base = &self.base;
         let straight = straight::straight_line(script.source.as_bytes(), |w| {
             // A failed read is a global: the script keeps its hook.
             !matches!(base.raw_get::<Value>(w), Ok(Value::Nil))
         });
-        if straight {
-            self.straight.insert(script.key, ());
-        } else {
-            self.straight.remove(&script.key);
-        }
+        self.compiled.insert(
+            script.key,
+            Compiled {
+                chunk: f.clone(),
+                straight,
+            },
+        );
         // Only a script that never names `_ENV` keeps these globals for good (see
         // `Runtime::release_views`).
         let fixed = !script.source.contains("_ENV");

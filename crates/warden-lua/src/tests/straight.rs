@@ -43,8 +43,12 @@ impl Host for HookSpy {
 fn mask_of(rt: &mut Runtime, key: u64, src: &str) -> (i32, bool, Step) {
     let spy = HookSpy::new();
     let (_, step) = rt.start(&Script::new(key, "test.lua", src), &spy, HANG);
-    let straight = rt.straight.contains_key(&key);
+    let straight = is_straight(rt, key);
     (spy.mask.load(Ordering::Relaxed), straight, step)
+}
+
+fn is_straight(rt: &Runtime, key: u64) -> bool {
+    rt.compiled.get(&key).is_some_and(|c| c.straight)
 }
 
 #[test]
@@ -79,12 +83,14 @@ fn a_straight_line_script_still_meets_the_memory_limit() {
     let src =
         "local s = string.rep('x', 1e6); return #(s .. s .. s .. s .. s .. s .. s .. s .. s) > 0";
     let script = Script::new(1_000_010, "test.lua", src);
+    rt.compile(&script).unwrap();
+    assert!(is_straight(&rt, 1_000_010));
     let (_, step) = rt.start(&script, &Frame::default(), HANG);
-    assert!(rt.straight.contains_key(&1_000_010));
     assert!(failed(&step).contains("out of memory"), "{step:?}");
     let script = Script::new(1_000_011, "test.lua", "return #string.rep('x', 1e9) > 0");
+    rt.compile(&script).unwrap();
+    assert!(is_straight(&rt, 1_000_011));
     let (_, step) = rt.start(&script, &Frame::default(), HANG);
-    assert!(rt.straight.contains_key(&1_000_011));
     assert!(failed(&step).contains("out of memory"), "{step:?}");
     assert!(holds_in(&mut rt, "return ('a'):rep(3) == 'aaa'"));
 }
@@ -138,11 +144,10 @@ fn scripts_that_reach_a_loop_or_recurse_keep_the_hook_and_are_stopped() {
         static KEY: AtomicI32 = AtomicI32::new(0);
         let key = 2_000_000 + KEY.fetch_add(1, Ordering::Relaxed) as u64;
         let limit = if why == "time limit" { time } else { HANG };
-        let (_, step) = rt.start(&Script::new(key, "test.lua", src), &Frame::default(), limit);
-        assert!(
-            !rt.straight.contains_key(&key),
-            "{src} is not straight-line"
-        );
+        let script = Script::new(key, "test.lua", src);
+        rt.compile(&script).unwrap();
+        assert!(!is_straight(&rt, key), "{src} is not straight-line");
+        let (_, step) = rt.start(&script, &Frame::default(), limit);
         let error = failed(&step);
         assert!(error.contains(why), "{src}: {error}");
         assert!(holds_in(&mut rt, "return ('a'):rep(3) == 'aaa'"));
@@ -175,7 +180,7 @@ fn straight_line_scripts_reach_only_what_loops_nowhere() {
     ] {
         let script = Script::new(key, "test.lua", src);
         let (_, step) = rt.start(&script, &Frame::default(), HANG);
-        assert!(rt.straight.contains_key(&key), "{src}");
+        assert!(is_straight(&rt, key), "{src}");
         assert!(
             matches!(step, Step::Done { holds: true, .. }),
             "{src}: {step:?}"

@@ -250,11 +250,13 @@ pub enum Step {
     },
 }
 
-/// A compiled script: its chunk, and whether it is straight-line (its first run then has no
-/// instruction hook, see `straight.rs`).
+/// A compiled script: its chunk, whether it is straight-line (its first run then has no
+/// instruction hook, see `straight.rs`), and whether it also assigns nothing (and so keeps
+/// nothing past its run, with its globals as they were made: see `Runtime::release_views`).
 pub(crate) struct Compiled {
     pub(crate) chunk: Function,
     pub(crate) straight: bool,
+    pub(crate) keeps_nothing: bool,
 }
 
 /// A compiled script's globals, and whether the script's source never names `_ENV` (so that
@@ -524,6 +526,7 @@ impl Runtime {
             Compiled {
                 chunk: f.clone(),
                 straight,
+                keeps_nothing: straight && straight::assigns_nothing(script.source.as_bytes()),
             },
         );
         // Only a script that never names `_ENV` keeps these globals for good (see
@@ -799,6 +802,10 @@ impl Runtime {
     /// process); the globals it had are dropped.
     pub fn set_globals(&mut self, script: &Script, data: &Recorded) -> mlua::Result<()> {
         self.function(script)?;
+        // Its globals are no longer as they were made: its runs check them.
+        if let Some(c) = self.compiled.get_mut(&script.key) {
+            c.keeps_nothing = false;
+        }
         let Some(Env { table: env, .. }) = self.envs.get(&script.key) else {
             return Ok(());
         };

@@ -344,7 +344,9 @@ impl Runtime {
     /// a run that did not wait and whose globals are as they were made: one entry, `_G`, the
     /// globals themselves. A script whose source names `_ENV` never has its views refilled: it
     /// can set `_ENV`, the upvalue of its chunk, to a table of its own, which the next run
-    /// starts with (no other way to change an upvalue is in the sandbox: no `debug`).
+    /// starts with (no other way to change an upvalue is in the sandbox: no `debug`). A
+    /// straight-line script that assigns nothing (`Compiled::keeps_nothing`) cannot have
+    /// changed its globals, nor kept anything anywhere else: they are not looked at.
     ///
     /// # Safety
     /// Called by `run_raw`, the runtime's lock held, with room for 4 values on `raw`'s stack.
@@ -360,24 +362,26 @@ impl Runtime {
         // neither allocate nor raise (`lua_next` raises only on a key that
         // is not in the table, and it is given nil then a key it returned).
         unsafe {
+            let keeps_nothing = self.compiled.get(&key).is_some_and(|c| c.keeps_nothing);
             let clean = status != ffi::LUA_YIELD
-                && match self.envs.get(&key) {
-                    Some(env) if env.fixed => {
-                        let top = ffi::lua_gettop(s);
-                        let clean = raw.push(&env.table).is_ok() && {
-                            ffi::lua_pushnil(s);
-                            ffi::lua_next(s, top + 1) != 0
-                                && ffi::lua_rawequal(s, -1, top + 1) != 0
-                                && {
-                                    ffi::lua_pop(s, 1);
-                                    ffi::lua_next(s, top + 1) == 0
-                                }
-                        };
-                        ffi::lua_settop(s, top);
-                        clean
-                    }
-                    _ => false,
-                };
+                && (keeps_nothing
+                    || match self.envs.get(&key) {
+                        Some(env) if env.fixed => {
+                            let top = ffi::lua_gettop(s);
+                            let clean = raw.push(&env.table).is_ok() && {
+                                ffi::lua_pushnil(s);
+                                ffi::lua_next(s, top + 1) != 0
+                                    && ffi::lua_rawequal(s, -1, top + 1) != 0
+                                    && {
+                                        ffi::lua_pop(s, 1);
+                                        ffi::lua_next(s, top + 1) == 0
+                                    }
+                            };
+                            ffi::lua_settop(s, top);
+                            clean
+                        }
+                        _ => false,
+                    });
             if !clean {
                 return self.forget_lent(s, lent);
             }

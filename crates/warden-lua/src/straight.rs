@@ -88,6 +88,23 @@ pub(crate) fn straight_line(source: &[u8], is_global: impl Fn(&str) -> bool) -> 
         })
 }
 
+/// Whether `source` assigns nothing: every `=` in it (read naively, as for [`straight_line`])
+/// is part of `==`, `~=`, `<=` or `>=`. No assignment, global or local, field or table
+/// constructor, is written without an `=` of its own (`local x <const>= v` aside, which is a
+/// local's). A straight-line script that assigns nothing keeps nothing after its run: it sets
+/// no global, fills no table, makes no closure, and what it may call stores nothing it is
+/// given (see the module's comment), so the record views it was handed are out of its reach
+/// when it ends (see `Runtime::release_views`).
+pub(crate) fn assigns_nothing(source: &[u8]) -> bool {
+    source.iter().enumerate().all(|(i, &b)| {
+        b != b'='
+            || source.get(i + 1) == Some(&b'=')
+            || i.checked_sub(1)
+                .and_then(|j| source.get(j))
+                .is_some_and(|p| matches!(p, b'=' | b'~' | b'<' | b'>'))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +125,27 @@ mod tests {
             "x = (x or 0) + 1; return x > 2",
         ] {
             assert!(straight_line(src.as_bytes(), globals), "{src}");
+        }
+    }
+
+    #[test]
+    fn only_comparisons_are_not_assignments() {
+        for src in [
+            "return context.turn.number >= 0 and context.mode ~= '' and context.turn.token_usage > 0.9",
+            "return 1 == 1 and 2 <= 3",
+            // A local's, which ends with the run.
+            "local x <const>= context.turn; return x.number > 0",
+        ] {
+            assert!(assigns_nothing(src.as_bytes()), "{src}");
+        }
+        for src in [
+            "x = context.turn",
+            "local t = { context.turn }; return t",
+            "return { a = 1 }",
+            "x=1",
+            "=",
+        ] {
+            assert!(!assigns_nothing(src.as_bytes()), "{src}");
         }
     }
 

@@ -187,3 +187,51 @@ fn straight_line_scripts_reach_only_what_loops_nowhere() {
         );
     }
 }
+
+/// A straight-line script that assigns nothing keeps nothing past its run: the record views it
+/// was handed are refilled for the next runs without looking at its globals. One that assigns
+/// (or whose globals the embedder set) has them looked at, and a view it kept keeps its tick.
+#[test]
+fn only_a_straight_line_script_that_assigns_nothing_skips_the_check_of_its_globals() {
+    let mut rt = runtime();
+    let reads = Script::new(
+        4_000_001,
+        "test.lua",
+        "return deny(tostring(context.turn.number))",
+    );
+    let keeps = Script::new(
+        4_000_002,
+        "test.lua",
+        "kept = kept or context.turn; return kept.number == 1",
+    );
+    for script in [&reads, &keeps] {
+        rt.compile(script).unwrap();
+    }
+    let flag = |rt: &Runtime, key: u64| rt.compiled.get(&key).is_some_and(|c| c.keeps_nothing);
+    assert!(flag(&rt, 4_000_001));
+    assert!(!flag(&rt, 4_000_002));
+    for turn in 1..4 {
+        let frame = Frame {
+            turn,
+            ..Frame::default()
+        };
+        for script in [&reads, &keeps] {
+            let (_, step) = rt.start(script, &frame, HANG);
+            assert!(
+                matches!(step, Step::Done { holds: true, .. }),
+                "turn {turn}: {step:?}"
+            );
+            // The reused view shows this run's tick.
+            if let Step::Done { effects, .. } = &step
+                && script.key == reads.key
+            {
+                assert!(
+                    matches!(&effects[..], [Effect::Decide { reason, .. }] if *reason == turn.to_string()),
+                    "turn {turn}: {effects:?}"
+                );
+            }
+        }
+    }
+    rt.set_globals(&reads, &Recorded::Nil).unwrap();
+    assert!(!flag(&rt, 4_000_001));
+}

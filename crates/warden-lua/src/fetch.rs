@@ -9,7 +9,7 @@
 use std::ffi::{c_int, c_void};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use mlua::{Function, Lua, RegistryKey, Value, ffi};
 
@@ -45,12 +45,19 @@ pub(crate) fn lock_answers(answers: &Mutex<Answers>) -> std::sync::MutexGuard<'_
 }
 
 /// What `fetch` reaches, held by the state (a userdata, its upvalue): the answers, the run's
-/// state (its host, its tape), and how many answers the run keeps.
+/// state (its host, its tape), how many answers the run keeps, and how many are kept across
+/// runs.
 pub(crate) struct Fetch {
     pub(crate) answers: Arc<Mutex<Answers>>,
     pub(crate) shared: Shared,
     pub(crate) count: Arc<AtomicUsize>,
+    pub(crate) persisting: Persisting,
 }
+
+/// How many answers are kept in the memos across runs (`Answers::persisted`'s length), read
+/// without the answers' lock: most runs have none to bring up to date or let go. Written
+/// with the lock held, and read under the runtime's, as everything of a run.
+pub(crate) type Persisting = Arc<AtomicUsize>;
 
 impl Fetch {
     /// `fetch` as a Lua function, its `Fetch` held by the state (and dropped with it).
@@ -288,6 +295,7 @@ unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
                 key: key.into(),
                 kind,
             });
+            f.persisting.store(persisted.len(), Ordering::Relaxed);
         } else if !recording {
             f.count.store(at + 1, Ordering::Relaxed);
         }
@@ -325,27 +333,22 @@ unsafe fn answer(f: &Fetch, state: *mut ffi::lua_State) -> mlua::Result<c_int> {
 /// host set), no Lua code running on it.
 pub(crate) unsafe fn refresh(
     answers: &Mutex<Answers>,
+    persisting: &AtomicUsize,
     lua: &Lua,
     state: *mut ffi::lua_State,
     host: &dyn Host,
-) {
-    let mut answers = lock_answers(answers);
+) -> mlua::Result<()> {
+    // SAFETY: as the function's.
+    let Some((mut answers, list)) = (unsafe { held(answers, persisting, state)? }) else {
+        return Ok(());
+    };
     let Answers {
         shapes, persisted, ..
     } = &mut *answers;
-    if persisted.is_empty() {
-        return;
-    }
-    let Some(list) = shapes.persist.as_ref().map(RegistryKey::id) else {
-        return;
-    };
-    // SAFETY: as the function's; reading tables and setting an existing key to nil neither
-    // allocate nor raise, and the host's answers are put in place by `host::refresh`, which
-    // does not either.
+    // SAFETY: as the function's, with room for 8 values; reading tables and setting an
+    // existing key to nil neither allocate nor raise, and the host's answers are put in place
+    // by `host::refresh`, which does not either.
     unsafe {
-        if ffi::lua_checkstack(state, 8) == 0 {
-            return;
-        }
         let top = ffi::lua_gettop(state);
         ffi::lua_rawgeti(state, ffi::LUA_REGISTRYINDEX, ffi::lua_Integer::from(list));
         let mut stale = 0u64;
@@ -382,8 +385,38 @@ pub(crate) unsafe fn refresh(
         ffi::lua_settop(state, top);
         if stale != 0 {
             drop_persisted(state, list, persisted, |i, _| stale & (1 << i) != 0);
+            persisting.store(persisted.len(), Ordering::Relaxed);
         }
     }
+    Ok(())
+}
+
+/// The answers, locked, and the registry id of the list of those kept across runs, with room
+/// for 8 values on `state`: `None` when none are kept (known without the lock), an error when
+/// the room cannot be made (the run then fails: a kept answer left as it is would be another
+/// tick's).
+///
+/// # Safety
+/// As [`refresh`]'s.
+#[inline(always)]
+unsafe fn held<'a>(
+    answers: &'a Mutex<Answers>,
+    persisting: &AtomicUsize,
+    state: *mut ffi::lua_State,
+) -> mlua::Result<Option<(MutexGuard<'a, Answers>, c_int)>> {
+    if persisting.load(Ordering::Relaxed) == 0 {
+        return Ok(None);
+    }
+    let answers = lock_answers(answers);
+    let list = match answers.shapes.persist.as_ref() {
+        Some(list) if !answers.persisted.is_empty() => list.id(),
+        _ => return Ok(None),
+    };
+    // SAFETY: as the function's.
+    if unsafe { ffi::lua_checkstack(state, 8) } == 0 {
+        return Err(mlua::Error::StackError);
+    }
+    Ok(Some((answers, list)))
 }
 
 /// Lets go of the answers kept across runs that `which` picks (by place and kind): `Record`s
@@ -394,26 +427,19 @@ pub(crate) unsafe fn refresh(
 /// As [`refresh`]'s, with the host not needed.
 pub(crate) unsafe fn let_go(
     answers: &Mutex<Answers>,
+    persisting: &AtomicUsize,
     state: *mut ffi::lua_State,
     which: impl Fn(&Kind) -> bool,
-) {
-    let mut answers = lock_answers(answers);
-    let Answers {
-        shapes, persisted, ..
-    } = &mut *answers;
-    if persisted.is_empty() {
-        return;
-    }
-    let Some(list) = shapes.persist.as_ref().map(RegistryKey::id) else {
-        return;
-    };
+) -> mlua::Result<()> {
     // SAFETY: as the function's.
-    unsafe {
-        if ffi::lua_checkstack(state, 8) == 0 {
-            return;
-        }
-        drop_persisted(state, list, persisted, |_, k| which(k));
-    }
+    let Some((mut answers, list)) = (unsafe { held(answers, persisting, state)? }) else {
+        return Ok(());
+    };
+    let persisted = &mut answers.persisted;
+    // SAFETY: as the function's, with room for 8 values.
+    unsafe { drop_persisted(state, list, persisted, |_, k| which(k)) };
+    persisting.store(persisted.len(), Ordering::Relaxed);
+    Ok(())
 }
 
 /// Removes the answers kept across runs that `which` picks (by place and kind): each memo's

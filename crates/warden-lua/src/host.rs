@@ -66,7 +66,7 @@ pub struct Out<'a> {
 /// a text (kept while the host's text is the same), or a number or boolean (set again).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Kind {
-    Record(usize, Option<Vec<Value>>),
+    Record(usize, Option<Vec<Plain>>),
     Text(Box<str>),
     Scalar,
 }
@@ -109,7 +109,7 @@ impl Out<'_> {
         if persisted {
             self.persisted = Some(match payload {
                 Payload::Record(n, _, values) => {
-                    Kind::Record(n, values.iter().all(plain).then(|| values.to_vec()))
+                    Kind::Record(n, values.iter().map(Plain::of).collect())
                 }
                 Payload::Text(t) => Kind::Text(t.into()),
                 _ => Kind::Scalar,
@@ -682,34 +682,43 @@ unsafe fn refresh(
             {
                 let count = keys.len().min(usize::from(u16::MAX) - 1);
                 let nil = Value::Nil;
-                // What place `i` of the view holds, and what the host gives it now.
-                let was: Option<&[Value]> = held.as_deref();
-                let now = |i: usize| values.get(i).unwrap_or(&nil);
-                let changed = |i: usize| match was {
-                    Some(h) => !same(h.get(i).unwrap_or(&nil), now(i)),
-                    None => true,
-                };
+                // One pass: each place whose value changed is set in the view (found at the
+                // first) and noted in `held`; with nothing held of this length, every place.
+                let all = !matches!(held, Some(h) if h.len() == values.len());
+                if all {
+                    *held = Some(values.iter().map(Plain::or_nil).collect());
+                }
+                let mut found = false;
                 let mut fresh = true;
-                if (0..count).any(changed) {
-                    memo_and_key();
-                    fresh = ffi::lua_rawget(stack, top + 1) == ffi::LUA_TTABLE
-                        && ffi::lua_rawgetp(stack, -1, record_key()) == ffi::LUA_TUSERDATA;
-                    if fresh {
-                        for i in (0..count).filter(|&i| changed(i)) {
-                            push_plain(stack, now(i));
-                            ffi::lua_setiuservalue(stack, -2, i as c_int + 2);
+                for i in 0..count {
+                    let v = values.get(i).unwrap_or(&nil);
+                    if !all {
+                        let now = Plain::or_nil(v);
+                        match held.as_mut().and_then(|h| h.get_mut(i)) {
+                            Some(was) if *was != now => *was = now,
+                            // The same, or past the values (nil, as it was).
+                            _ => continue,
                         }
                     }
+                    if !found {
+                        found = true;
+                        memo_and_key();
+                        fresh = ffi::lua_rawget(stack, top + 1) == ffi::LUA_TTABLE
+                            && ffi::lua_rawgetp(stack, -1, record_key()) == ffi::LUA_TUSERDATA;
+                        if !fresh {
+                            break;
+                        }
+                    }
+                    push_plain(stack, v);
+                    ffi::lua_setiuservalue(stack, -2, i as c_int + 2);
+                }
+                if found {
                     ffi::lua_settop(stack, top);
                 }
                 if fresh {
                     // The run is handed the view (scripts cannot change it): whether a script
                     // can reach it when the run ends is checked then (`run.rs`).
                     shapes.lent.fetch_or(1 << m, Ordering::Relaxed);
-                    match held {
-                        Some(h) if h.len() == values.len() => h.clone_from_slice(values),
-                        _ => *held = Some(values.to_vec()),
-                    }
                 } else {
                     *held = None;
                 }
@@ -720,15 +729,33 @@ unsafe fn refresh(
     }
 }
 
-/// Whether two plain values are the same value of the same type (an integer is not the float
-/// of the same number: `math.type` tells them apart).
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Nil, Value::Nil) => true,
-        (Value::Boolean(x), Value::Boolean(y)) => x == y,
-        (Value::Integer(x), Value::Integer(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => x.to_bits() == y.to_bits(),
-        _ => false,
+/// A plain value (see [`plain`]) as a record's view kept across runs last held it: copied and
+/// compared without touching an mlua `Value` (whose clone and drop cost a match each). Equal
+/// when the same value of the same type (an integer is not the float of the same number:
+/// `math.type` tells them apart; a float is compared by its bits).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Plain {
+    Nil,
+    Boolean(bool),
+    Integer(ffi::lua_Integer),
+    Number(u64),
+}
+
+impl Plain {
+    /// `v`, if it is plain.
+    fn of(v: &Value) -> Option<Plain> {
+        match *v {
+            Value::Nil => Some(Plain::Nil),
+            Value::Boolean(b) => Some(Plain::Boolean(b)),
+            Value::Integer(n) => Some(Plain::Integer(n)),
+            Value::Number(x) => Some(Plain::Number(x.to_bits())),
+            _ => None,
+        }
+    }
+
+    /// `v`, known to be plain (anything else as nil).
+    fn or_nil(v: &Value) -> Plain {
+        Plain::of(v).unwrap_or(Plain::Nil)
     }
 }
 

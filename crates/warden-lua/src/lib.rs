@@ -56,6 +56,7 @@ mod lmatch;
 mod memory;
 mod run;
 mod sandbox;
+mod straight;
 mod strings;
 
 use errors::{describe_error, is_stack_overflow, root_message, script_frames};
@@ -249,6 +250,15 @@ pub enum Step {
     },
 }
 
+/// A compiled script: its chunk, whether it is straight-line (its first run then has no
+/// instruction hook, see `straight.rs`), and whether it also assigns nothing (and so keeps
+/// nothing past its run, with its globals as they were made: see `Runtime::release_views`).
+pub(crate) struct Compiled {
+    pub(crate) chunk: Function,
+    pub(crate) straight: bool,
+    pub(crate) keeps_nothing: bool,
+}
+
 /// A compiled script's globals, and whether the script's source never names `_ENV` (so that
 /// no run of it can give its chunk other globals), for the check of `Runtime::release_views`.
 pub(crate) struct Env {
@@ -396,10 +406,14 @@ pub struct Runtime {
     /// What `fetch` keeps, for the answers kept in the memos across runs (see
     /// `fetch::refresh`).
     answers: Arc<Mutex<fetch::Answers>>,
+    /// How many answers are kept across runs (see `fetch::Persisting`).
+    persisting: fetch::Persisting,
     /// The coroutines Warden made (where a script may wait), weak keys.
     task_threads: Table,
     wait_tag: String,
-    compiled: KeyMap<Function>,
+    compiled: KeyMap<Compiled>,
+    /// The table of the sandbox's globals (`base` in the prelude), for `straight::straight_line`.
+    base: Table,
     /// The globals of each compiled script.
     envs: KeyMap<Env>,
     /// Finished coroutines, reused by the next start (creating one costs more), with their
@@ -491,8 +505,8 @@ impl Runtime {
     }
 
     fn function(&mut self, script: &Script) -> mlua::Result<Function> {
-        if let Some(f) = self.compiled.get(&script.key) {
-            return Ok(f.clone());
+        if let Some(c) = self.compiled.get(&script.key) {
+            return Ok(c.chunk.clone());
         }
         let env: Table = self.new_env.call(())?;
         let f = self
@@ -502,7 +516,19 @@ impl Runtime {
             .set_mode(mlua::chunk::ChunkMode::Text)
             .set_environment(env.clone())
             .into_function()?;
-        self.compiled.insert(script.key, f.clone());
+        let base = &self.base;
+        let straight = straight::straight_line(script.source.as_bytes(), |w| {
+            // A failed read is a global: the script keeps its hook.
+            !matches!(base.raw_get::<Value>(w), Ok(Value::Nil))
+        });
+        self.compiled.insert(
+            script.key,
+            Compiled {
+                chunk: f.clone(),
+                straight,
+                keeps_nothing: straight && straight::assigns_nothing(script.source.as_bytes()),
+            },
+        );
         // Only a script that never names `_ENV` keeps these globals for good (see
         // `Runtime::release_views`).
         let fixed = !script.source.contains("_ENV");
@@ -776,6 +802,10 @@ impl Runtime {
     /// process); the globals it had are dropped.
     pub fn set_globals(&mut self, script: &Script, data: &Recorded) -> mlua::Result<()> {
         self.function(script)?;
+        // Its globals are no longer as they were made: its runs check them.
+        if let Some(c) = self.compiled.get_mut(&script.key) {
+            c.keeps_nothing = false;
+        }
         let Some(Env { table: env, .. }) = self.envs.get(&script.key) else {
             return Ok(());
         };

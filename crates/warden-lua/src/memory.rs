@@ -111,7 +111,7 @@ pub(crate) struct Roots<'a> {
     /// The sandbox's own roots (the real globals, the prelude's functions).
     pub(crate) shared: &'a [Value],
     /// The compiled scripts, by key: each holds its globals (`_ENV`).
-    pub(crate) compiled: &'a mut KeyMap<Function>,
+    pub(crate) compiled: &'a mut KeyMap<crate::Compiled>,
     /// The globals of each compiled script.
     pub(crate) envs: &'a mut KeyMap<crate::Env>,
 }
@@ -376,8 +376,8 @@ impl Ledger {
             .filter(|(k, _)| *k == key)
             .map(|(_, t)| Value::Thread(t))
             .collect();
-        if let Some(f) = roots.compiled.get(&key) {
-            owned.push(Value::Function(f.clone()));
+        if let Some(c) = roots.compiled.get(&key) {
+            owned.push(Value::Function(c.chunk.clone()));
         }
         let skip = self.shared.take().unwrap_or_default();
         let mut scale = Scale::new(&skip);

@@ -719,4 +719,6 @@ return {
   memos = memos,
   task_threads = task_threads,
   wait_tag = WAIT,
+  -- For the host's check of which names a script's source can reach (`straight_line`).
+  base = base,
 }

@@ -176,6 +176,8 @@ impl Runtime {
                 if (first || !clean)
                     && (ffi::lua_checkstack(main, 8) == 0 || ffi::lua_checkstack(th, 4) == 0)
                 {
+                    // What this run took to let go is left for the next.
+                    self.kept.fetch_add(kept, Ordering::Relaxed);
                     return Err(mlua::Error::StackError);
                 }
                 if kept != 0 {
@@ -185,16 +187,19 @@ impl Runtime {
                 // anywhere.
                 let lent = self.lent.swap(0, Ordering::Relaxed);
                 if lent != 0 {
-                    forget_views(main, &self.record_cache, &self.answers, lent);
+                    self.forget_lent(main, lent)?;
                 }
                 // The answers kept in the memos across runs: made this tick's, or let go
-                // before a run that records or replays.
+                // before a run that records or replays. A run that cannot do either fails.
                 match host {
-                    Some(host) => fetch::refresh(&self.answers, &self.lua, main, host),
-                    None => fetch::let_go(&self.answers, main, |_| true),
+                    Some(host) => {
+                        fetch::refresh(&self.answers, &self.persisting, &self.lua, main, host)?
+                    }
+                    None => fetch::let_go(&self.answers, &self.persisting, main, |_| true)?,
                 }
+                let mut straight = false;
                 let nargs = if first {
-                    let Some(f) = self.compiled.get(&key) else {
+                    let Some(compiled) = self.compiled.get(&key) else {
                         return Err(mlua::Error::RuntimeError(
                             "internal: the script is not compiled".into(),
                         ));
@@ -203,8 +208,9 @@ impl Runtime {
                         return Err(mlua::Error::CoroutineUnresumable);
                     }
                     ffi::lua_settop(th, 0);
+                    straight = compiled.straight;
                     raw.push(&self.call)?;
-                    raw.push(f)?;
+                    raw.push(&compiled.chunk)?;
                     raw.push(&self.handler)?;
                     ffi::lua_xmove(main, th, 3);
                     2
@@ -215,7 +221,21 @@ impl Runtime {
                 };
                 let before = self.memory(main);
                 let mut n = 0;
+                // A straight-line script's first run has no instruction hook (see
+                // `straight.rs`): the coroutine's own is put back as soon as it returns.
+                let unhooked = straight.then(|| {
+                    let saved = (
+                        ffi::lua_gethook(th),
+                        ffi::lua_gethookmask(th),
+                        ffi::lua_gethookcount(th),
+                    );
+                    ffi::lua_sethook(th, None, 0, 0);
+                    saved
+                });
                 let status = ffi::lua_resume(th, main, nargs, &mut n);
+                if let Some((hook, mask, count)) = unhooked {
+                    ffi::lua_sethook(th, hook, mask, count);
+                }
                 {
                     let mut state = lock(&self.shared);
                     state.host = None;
@@ -232,15 +252,18 @@ impl Runtime {
                 let kept = self.take_kept();
                 let lent = self.lent.swap(0, Ordering::Relaxed);
                 if kept != 0 || lent != 0 {
-                    // Room on the main state's stack (4 values) for what follows.
+                    // Room on the main state's stack (4 values) for what follows; without it,
+                    // what this run kept and was lent is left for the next run to let go.
                     if ffi::lua_checkstack(main, 8) == 0 {
+                        self.kept.fetch_add(kept, Ordering::Relaxed);
+                        self.lent.fetch_or(lent, Ordering::Relaxed);
                         return Err(mlua::Error::StackError);
                     }
                     if kept != 0 {
                         clear_kept(raw.state(), &self.kept_list, kept);
                     }
                     if lent != 0 {
-                        self.release_views(raw, key, status, lent);
+                        self.release_views(raw, key, status, lent)?;
                     }
                 }
                 end.grown = self.memory(main) - before;
@@ -321,38 +344,71 @@ impl Runtime {
     /// a run that did not wait and whose globals are as they were made: one entry, `_G`, the
     /// globals themselves. A script whose source names `_ENV` never has its views refilled: it
     /// can set `_ENV`, the upvalue of its chunk, to a table of its own, which the next run
-    /// starts with (no other way to change an upvalue is in the sandbox: no `debug`).
+    /// starts with (no other way to change an upvalue is in the sandbox: no `debug`). A
+    /// straight-line script that assigns nothing (`Compiled::keeps_nothing`) cannot have
+    /// changed its globals, nor kept anything anywhere else: they are not looked at.
     ///
     /// # Safety
     /// Called by `run_raw`, the runtime's lock held, with room for 4 values on `raw`'s stack.
-    unsafe fn release_views(&self, raw: &mlua::state::RawLua, key: u64, status: i32, lent: u64) {
+    unsafe fn release_views(
+        &self,
+        raw: &mlua::state::RawLua,
+        key: u64,
+        status: i32,
+        lent: u64,
+    ) -> mlua::Result<()> {
         let s = raw.state();
         // SAFETY: the lock is held and there is room; reading tables and a table's next key
         // neither allocate nor raise (`lua_next` raises only on a key that
         // is not in the table, and it is given nil then a key it returned).
         unsafe {
+            let keeps_nothing = self.compiled.get(&key).is_some_and(|c| c.keeps_nothing);
             let clean = status != ffi::LUA_YIELD
-                && match self.envs.get(&key) {
-                    Some(env) if env.fixed => {
-                        let top = ffi::lua_gettop(s);
-                        let clean = raw.push(&env.table).is_ok() && {
-                            ffi::lua_pushnil(s);
-                            ffi::lua_next(s, top + 1) != 0
-                                && ffi::lua_rawequal(s, -1, top + 1) != 0
-                                && {
-                                    ffi::lua_pop(s, 1);
-                                    ffi::lua_next(s, top + 1) == 0
-                                }
-                        };
-                        ffi::lua_settop(s, top);
-                        clean
-                    }
-                    _ => false,
-                };
+                && (keeps_nothing
+                    || match self.envs.get(&key) {
+                        Some(env) if env.fixed => {
+                            let top = ffi::lua_gettop(s);
+                            let clean = raw.push(&env.table).is_ok() && {
+                                ffi::lua_pushnil(s);
+                                ffi::lua_next(s, top + 1) != 0
+                                    && ffi::lua_rawequal(s, -1, top + 1) != 0
+                                    && {
+                                        ffi::lua_pop(s, 1);
+                                        ffi::lua_next(s, top + 1) == 0
+                                    }
+                            };
+                            ffi::lua_settop(s, top);
+                            clean
+                        }
+                        _ => false,
+                    });
             if !clean {
-                forget_views(s, &self.record_cache, &self.answers, lent);
+                return self.forget_lent(s, lent);
             }
         }
+        Ok(())
+    }
+
+    /// [`forget_views`] of this runtime's views; when the answers kept across runs cannot be
+    /// let go, the views stay lent, for the next run to forget before it starts.
+    ///
+    /// # Safety
+    /// As [`forget_views`]'s.
+    unsafe fn forget_lent(&self, state: *mut ffi::lua_State, lent: u64) -> mlua::Result<()> {
+        // SAFETY: as the function's.
+        let forgotten = unsafe {
+            forget_views(
+                state,
+                &self.record_cache,
+                &self.answers,
+                &self.persisting,
+                lent,
+            )
+        };
+        if forgotten.is_err() {
+            self.lent.fetch_or(lent, Ordering::Relaxed);
+        }
+        forgotten
     }
 }
 
@@ -367,10 +423,13 @@ unsafe fn forget_views(
     state: *mut ffi::lua_State,
     cache: &mlua::RegistryKey,
     answers: &Mutex<fetch::Answers>,
+    persisting: &AtomicUsize,
     lent: u64,
-) {
+) -> mlua::Result<()> {
     unsafe {
-        fetch::let_go(answers, state, |k| matches!(k, host::Kind::Record(..)));
+        fetch::let_go(answers, persisting, state, |k| {
+            matches!(k, host::Kind::Record(..))
+        })?;
         ffi::lua_rawgeti(
             state,
             ffi::LUA_REGISTRYINDEX,
@@ -386,6 +445,7 @@ unsafe fn forget_views(
         }
         ffi::lua_pop(state, 1);
     }
+    Ok(())
 }
 
 /// What a run leaves besides its result: the actions it took, what it received, why it must

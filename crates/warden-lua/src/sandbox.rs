@@ -57,6 +57,7 @@ impl Runtime {
             persisted: Vec::new(),
         }));
         let kept = Arc::new(AtomicUsize::new(0));
+        let persisting = Arc::new(AtomicUsize::new(0));
         for (name, key) in [
             ("real", host::real_key()),
             ("record_key", host::record_key()),
@@ -104,6 +105,7 @@ impl Runtime {
             answers: answers.clone(),
             shared: shared.clone(),
             count: kept.clone(),
+            persisting: persisting.clone(),
         };
         host.set("fetch", fetch.into_function(&lua)?)?;
         let sh = shared.clone();
@@ -302,9 +304,11 @@ impl Runtime {
             record_cache: lua.create_registry_value(record_cache)?,
             lent,
             answers: answers.clone(),
+            persisting,
             task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: KeyMap::default(),
+            base: exports.get("base")?,
             envs: KeyMap::default(),
             spare: Vec::new(),
             limits,

@@ -786,4 +786,5 @@ mod limits;
 mod memo;
 mod patterns;
 mod redteam;
+mod straight;
 mod views;

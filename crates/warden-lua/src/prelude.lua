@@ -283,6 +283,17 @@ for k, v in next, string do
   S[k] = v
 end
 S.dump = nil
+-- `string.rep` loops in C once for each repetition, even when each adds nothing, and there the
+-- time limit cannot stop it: `(''):rep(math.maxinteger)` ran for ages. An empty string repeated
+-- with an empty separator is empty whatever the count: it is answered without the loop, for a
+-- count the library would take (an integer, or a number or string that is one).
+local rep, tointeger = string.rep, math.tointeger
+S.rep = function(s, n, sep)
+  if s == "" and (sep == nil or sep == "") and tointeger(n) then
+    return ""
+  end
+  return rep(s, n, sep)
+end
 local strings = host.strings
 S.find, S.match, S.gmatch, S.gsub = strings.find, strings.match, strings.gmatch, strings.gsub
 -- In the real library too, where Lua looks for a function's name for its error messages.

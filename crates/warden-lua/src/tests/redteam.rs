@@ -231,6 +231,35 @@ fn patterns() {
     );
 }
 
+/// An empty string repeated with an empty separator loops in C once a repetition, where the
+/// time limit cannot reach: it is answered without the loop, and `rep` is otherwise the same.
+#[test]
+fn repeating_nothing_does_not_loop() {
+    for src in [
+        "return (''):rep(math.maxinteger) == ''",
+        "return string.rep('', math.maxinteger, '') == ''",
+        "return string.rep('', '9223372036854775807') == ''",
+        "return string.rep('', -3) == '' and string.rep('', 0, '') == ''",
+        "return ('ab'):rep(3, ',') == 'ab,ab,ab' and string.rep('x', 2) == 'xx'",
+        "return string.rep(5, 2) == '55' and string.rep('', 2, 'x') == 'x'",
+    ] {
+        // On a thread, so that the loop coming back fails the test rather than hangs it.
+        let (done, answer) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(holds(src)));
+        match answer.recv_timeout(HANG) {
+            Ok(held) => assert!(held, "{src}"),
+            Err(_) => panic!("{src}: still running after {HANG:?}"),
+        }
+    }
+    // A count the library refuses is refused as before.
+    assert!(failed(&run("return (''):rep(2.5)")).contains("number has no integer representation"));
+    assert!(failed(&run("return (''):rep('x')")).contains("bad argument #2 to 'rep'"));
+    stopped(
+        "return string.rep('', math.maxinteger, 'x')",
+        &["resulting string too large", "out of memory"],
+    );
+}
+
 #[test]
 fn string_builders() {
     stopped(

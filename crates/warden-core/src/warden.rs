@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Instant;
 
 use serde_json::Value as Json;
 use tokio::sync::broadcast;
@@ -431,7 +430,6 @@ impl WardenBuilder {
                 controls: RwLock::new(Arc::new(controls)),
                 polled_at: AtomicU64::new(warden_session::shared::monotonic_millis()),
                 data_version: AtomicI64::new(data_version),
-                started: Instant::now(),
                 knowledge_config: self.knowledge,
                 store_unavailable: self.store_unavailable,
                 knowledge: RwLock::new(Arc::new(knowledge)),
@@ -484,7 +482,6 @@ impl Warden {
                 controls: RwLock::new(Arc::new(controls)),
                 polled_at: AtomicU64::new(warden_session::shared::monotonic_millis()),
                 data_version: AtomicI64::new(data_version),
-                started: Instant::now(),
                 knowledge_config: s.knowledge_config.clone(),
                 knowledge: RwLock::new(s.knowledge()),
                 // A store of its own: what it needs is there.

@@ -3,25 +3,27 @@
 //! The sandbox's hook (see `sandbox.rs`) checks the time limit, the stop flag and the depth of
 //! calls every `CHECK_EVERY` Lua instructions. Any count hook makes Lua trace every instruction
 //! it runs (about 40 machine instructions each), whether the hook then fires or not. A chunk
-//! with no loop that defines no function runs each of its instructions at most once, so the
-//! hook can never fire in it for cause: what such a script can do in Lua is bounded by the
-//! length of its source. Its run starts with its coroutine's hook removed, and the hook is put
-//! back when the run ends.
+//! with no loop that defines no function runs each of its instructions at most once, and a
+//! short one ([`MAX_STRAIGHT`] bytes) runs fewer than the hook counts between two checks: a
+//! hooked run of it would not be checked either. Its run starts with its coroutine's hook
+//! removed, and the hook is put back when the run ends.
 //!
 //! That holds only while the chunk reaches no Lua code that loops or loads more code: a Lua
 //! function it calls would run unhooked too. So a script is straight-line only when every word
 //! of its source (read naively: in strings and comments too, whole runs of letters, digits and
 //! `_`) is neither a word that makes a loop or a function (`while`, `for`, `repeat`, `goto`,
-//! `function`), nor `_ENV` or `_G` (which reach any global by a computed name), nor a global
-//! of the sandbox outside [`REACHABLE`]. A global of the sandbox is a key of its `base` table,
+//! `function`), nor `_ENV` or `_G` (which reach any global by a computed name), nor `gsub`
+//! (whose replacement function or table runs Lua at every match: many calls for one
+//! instruction of the chunk), nor a global of the sandbox outside [`REACHABLE`]; and it has no
+//! `[` (an index by a computed name could reach `gsub` without naming it). A global of the sandbox is a key of its `base` table,
 //! so a global the prelude adds later keeps scripts that name it hooked until it is listed.
 //! A word read wrongly only keeps a script hooked; every doubt does.
 //!
 //! What a straight-line script can still reach, and why none of it loops over what the script
 //! controls: the functions of [`REACHABLE`] (C functions, and the prelude's Lua functions that
-//! run no loop and call only those); the libraries `string`, `math`, `utf8` and `os` (C
-//! functions, the host's pattern matcher, which counts its own steps against the time limit,
-//! and `os`'s two Lua functions, which loop nowhere); the roots' data and their views, whose
+//! run no loop and call only those); the libraries `string` (but `gsub`), `math`, `utf8` and
+//! `os` (C functions; the host's pattern matcher, which counts its own steps against the time
+//! limit; `string.rep`'s wrapper and `os`'s two Lua functions, which loop nowhere); the roots' data and their views, whose
 //! metamethods are C functions or the prelude's read-only views' Lua functions, which loop
 //! nowhere (walking a view needs `pairs` or `next`); and string methods (`string`'s). It
 //! cannot set a metatable (`setmetatable` is not reachable), load code (`load`), make a
@@ -29,8 +31,11 @@
 //! outside any hook, for every script: they are bounded by the memory limit, as before.
 
 /// Words that make a chunk run an instruction more than once, or define code it may call in
-/// a loop; and the names that reach any global by a computed name.
-const LOOPING: [&str; 7] = ["while", "for", "repeat", "goto", "function", "_ENV", "_G"];
+/// a loop; the names that reach any global by a computed name; and `gsub`, which calls Lua
+/// once a match.
+const LOOPING: [&str; 8] = [
+    "while", "for", "repeat", "goto", "function", "_ENV", "_G", "gsub",
+];
 
 /// The sandbox's globals a straight-line script may name (see the module's comment). Each is
 /// a C function, a library of C functions (and the pattern matcher, `os`'s clock and time), a
@@ -73,9 +78,21 @@ const REACHABLE: &[&str] = &[
     "query_mentions",
 ];
 
+/// The longest straight-line source. A chunk this short runs fewer Lua instructions than the
+/// hook counts between two checks (`CHECK_EVERY`), so a hooked run of it would not be checked
+/// either: what its statements may cost in C (a call on a string as large as the memory limit
+/// allows) is what it was with the hook.
+const MAX_STRAIGHT: usize = 512;
+
 /// Whether `source` is straight-line (see the module's comment), `is_global` saying whether a
-/// word names a global of the sandbox.
+/// word names a global of the sandbox. Besides the words, it keeps the hook for a source
+/// longer than [`MAX_STRAIGHT`], one that names `gsub` (whose replacement function or table
+/// runs Lua at every match: many calls for one instruction of the chunk), and one with a `[`
+/// (an index by a computed name, which could reach `gsub` without naming it).
 pub(crate) fn straight_line(source: &[u8], is_global: impl Fn(&str) -> bool) -> bool {
+    if source.len() > MAX_STRAIGHT || source.contains(&b'[') {
+        return false;
+    }
     source
         .split(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
         .filter(|w| !w.is_empty())
@@ -172,8 +189,25 @@ mod tests {
             "return 1 -- while",
             // A word glued to a number does not hide it.
             "return 1;while true do end",
+            // `gsub` runs Lua at every match, by its name or by a computed one.
+            "return (('x'):rep(1e7)):gsub('', context.x)",
+            "return string.gsub('xx', '.', context.x)",
+            "return ('x')['g' .. 'sub']('x', '.', context.x)",
+            "return context[1]",
         ] {
             assert!(!straight_line(src.as_bytes(), globals), "{src}");
         }
+        // Longer than a hooked run would go unchecked.
+        let long = format!(
+            "return {}",
+            "context.turn.number > 1 and ".repeat(20) + "true"
+        );
+        assert!(long.len() > MAX_STRAIGHT);
+        assert!(!straight_line(long.as_bytes(), globals));
+        let short = format!(
+            "return {}",
+            "context.turn.number > 1 and ".repeat(10) + "true"
+        );
+        assert!(straight_line(short.as_bytes(), globals), "{short}");
     }
 }

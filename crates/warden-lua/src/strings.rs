@@ -362,6 +362,13 @@ unsafe fn add_value(
     }
 }
 
+/// How many positions `gsub` walks between two looks at the clock, a replacement by a function
+/// or a table counting [`REPLACEMENT_CALL`].
+const WALK_CHECK: u32 = 4096;
+/// What a replacement that runs Lua (a function called, a table indexed) counts in `gsub`'s
+/// walk: the clock is asked at least every 64 of them.
+const REPLACEMENT_CALL: u32 = 64;
+
 /// `string.gsub` (Lua's `str_gsub`).
 unsafe extern "C-unwind" fn gsub(state: *mut lua_State) -> c_int {
     unsafe {
@@ -380,11 +387,26 @@ unsafe extern "C-unwind" fn gsub(state: *mut lua_State) -> c_int {
         let (anchored, body) = strip_anchor(pat);
         let mut m = Matcher::new(src, body);
         let (mut s, mut last, mut n, mut changed) = (0, None, 0i64, false);
+        // Each position is matched with a budget of its own, which a short match never spends,
+        // and a replacement function or table runs Lua at each match (without the instruction
+        // hook in a straight-line script): the walk itself asks the clock too, every so often.
+        let mut walked = 0u32;
+        let calls = matches!(kind, ffi::LUA_TFUNCTION | ffi::LUA_TTABLE);
         while n < max {
+            walked += 1;
+            if walked >= WALK_CHECK {
+                walked = 0;
+                if !may_go_on(state, 2) {
+                    ffi::lua_error(state);
+                }
+            }
             let end = matching(state, 2, |budget| m.at(s, budget));
             match end {
                 Some(e) if Some(e) != last => {
                     n += 1;
+                    if calls {
+                        walked += REPLACEMENT_CALL;
+                    }
                     changed |= add_value(state, &mut b, src, &m, (s, e), kind);
                     s = e;
                     last = Some(e);

@@ -101,8 +101,6 @@ pub struct Shared {
     /// The store's `data_version` at that poll (SQLite: other connections' commits;
     /// PostgreSQL: notifications of changed choices heard by its listener).
     pub data_version: AtomicI64,
-    /// When the Warden was built.
-    pub started: Instant,
     /// How notifications are written into the agent's context.
     pub renderer: crate::render::Renderer,
     /// Knowledge enrichment, when configured.

@@ -251,13 +251,29 @@ fn repeating_nothing_does_not_loop() {
             Err(_) => panic!("{src}: still running after {HANG:?}"),
         }
     }
-    // A count the library refuses is refused as before.
+    // A count the library refuses is refused (the argument numbered as in a call of
+    // `string.rep`, a method call's too).
     assert!(failed(&run("return (''):rep(2.5)")).contains("number has no integer representation"));
     assert!(failed(&run("return (''):rep('x')")).contains("bad argument #2 to 'rep'"));
     stopped(
         "return string.rep('', math.maxinteger, 'x')",
         &["resulting string too large", "out of memory"],
     );
+}
+
+/// `gsub` matches each position of its subject with a budget of its own, which a one-step
+/// pattern never spends: its walk looks at the clock itself (a long subject, a replacement
+/// function run at every match). Four million positions outlast a millisecond anywhere.
+#[test]
+fn a_long_gsub_walk_meets_the_time_limit() {
+    for src in [
+        "local s = ('x'):rep(4e6); return s:gsub('.', 'y')",
+        "local s = ('x'):rep(4e6); return s:gsub('', tostring)",
+    ] {
+        let mut rt = runtime();
+        let (_, step) = run_within(&mut rt, src, &Frame::default(), Duration::from_millis(1));
+        assert!(failed(&step).contains("time limit"), "{src}: {step:?}");
+    }
 }
 
 #[test]

@@ -51,8 +51,6 @@ pub(crate) struct Actor<'a> {
     pub turn: u32,
 }
 
-/// Applies the effects of the fired rules, in order. Returns the applied ones.
-#[allow(clippy::too_many_arguments)]
 /// Which kinds of effect a step rendered, from one look at them: most steps render
 /// notifications only, and the steps after rendering (applying, merging the ruling, finding
 /// the enrichment) each skip a look of their own at what they would find nothing in.
@@ -98,6 +96,7 @@ impl Kinds {
     }
 }
 
+/// Applies the effects of the fired rules, in order. Returns the applied ones.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     tx: &TickTransaction<'_>,
@@ -288,12 +287,6 @@ pub(crate) fn write_session_state(
 /// are dropped (a session whose turns never end would otherwise keep every one).
 pub(crate) const MAILBOX_LIMIT: usize = 1000;
 
-/// The notifications due at `hook`: queued ones whose point has come, then new ones due now;
-/// the rest wait in `mailbox` (a message a rule already has waiting for the same point is not
-/// queued again). Most urgent first. The new ones due now stay in `effects`, read from there
-/// (`Inject::with_effects_due`), unless the whole must be sorted: then each is copied into
-/// place. Also how many waiting ones were dropped to keep the mailbox within
-/// [`MAILBOX_LIMIT`].
 /// [`deliver`], for effects of these `kinds` (`Kinds::of` them, or of effects they are some
 /// of): with nothing waiting in the mailbox and every new notification due now, most urgent
 /// first, what is injected is those notifications as they are.
@@ -309,6 +302,12 @@ pub(crate) fn deliver_kinds(
     deliver(mailbox, hook, effects)
 }
 
+/// The notifications due at `hook`: queued ones whose point has come, then new ones due now;
+/// the rest wait in `mailbox` (a message a rule already has waiting for the same point is not
+/// queued again). Most urgent first. The new ones due now stay in `effects`, read from there
+/// (`Inject::with_effects_due`), unless the whole must be sorted: then each is copied into
+/// place. Also how many waiting ones were dropped to keep the mailbox within
+/// [`MAILBOX_LIMIT`].
 pub(crate) fn deliver(
     mailbox: &mut Vec<Notification>,
     hook: Hook,

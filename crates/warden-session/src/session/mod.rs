@@ -817,8 +817,8 @@ impl Session {
         let committed = if self.durable.is_none() && tx.is_untouched() {
             // What `commit` does for a tick that saves no session and used the store for
             // nothing (most ticks of a session that is not durable), without moving the
-            // transaction there (nor into `drop`): a copy of over 500 bytes, PostgreSQL's
-            // connection being held inline. Unused, it has nothing to roll back when it goes.
+            // transaction into it: a copy of over 500 bytes, PostgreSQL's connection being held
+            // inline. It is dropped where it is, at the end, with nothing to roll back.
             self.settle(Ok(None), &mut outcome, after_commit, retry, None)
         } else {
             self.commit(tx, &mut outcome, after_commit, retry)

@@ -1,11 +1,13 @@
-//! The lean leaf (`Tick::lone_expression` in warden-session): a lone expression rule, in a step
-//! where nothing runs, no rule is in shadow and the tick is not sampled, skips the general
-//! leaf's machinery (bonsai's bridge, timing, shadow). A sampled tick always takes the general
-//! path (and evaluates every rule, not only those the threshold index chooses), so a session
-//! whose every tick is sampled is the general path's reference: random rule sets (thresholds
-//! exact or not, decorators, tool filters, exclusive groups, conditions that cannot be decided
-//! or fail, fail-closed guards, every kind of delivery) over random events must come to the
-//! same outcomes both ways.
+//! The lean leaves (`Tick::lone_expression` and `Tick::lone_script` in warden-session): a lone
+//! expression rule, in a step where nothing runs, no rule is in shadow and the tick is not
+//! sampled, and a lone rule whose script waits, resumed at its own hook in a step where no rule
+//! is in shadow and the tick is not sampled, skip the general leaf's machinery (bonsai's
+//! bridge, timing, shadow). A sampled tick always takes the general path (and evaluates every
+//! rule, not only those the threshold index chooses), so a session whose every tick is sampled
+//! is the general path's reference: random rule sets (thresholds exact or not, decorators,
+//! tool filters, exclusive groups, conditions that cannot be decided or fail, scripts that
+//! wait at their own hook or another, act while they wait, end or fail, fail-closed guards,
+//! every kind of delivery) over random events must come to the same outcomes both ways.
 
 use proptest::prelude::*;
 use warden_core::{Event, Hook, Outcome, Store, Warden};
@@ -26,7 +28,7 @@ struct Rule {
 fn rule() -> impl Strategy<Value = Rule> {
     (
         any::<bool>(),
-        0u8..5,
+        0u8..11,
         0u8..10,
         0u8..4,
         any::<bool>(),
@@ -58,6 +60,29 @@ fn rule() -> impl Strategy<Value = Rule> {
                 priority,
             },
         )
+}
+
+/// The script of rule `i`'s condition, for the conditions from 5 on.
+fn script(i: usize, r: &Rule) -> Option<String> {
+    let t = f64::from(r.threshold) / 10.0;
+    Some(match r.condition {
+        // Waits a few ticks of its hook, then decides.
+        5 => format!(
+            "for _ = 1, {} do coroutine.yield() end\nreturn context.turn.token_usage > {t:.1}",
+            r.threshold % 3 + 1
+        ),
+        // Acts while it waits.
+        6 => format!("coroutine.yield()\nnotify('resumed r{i}')\ncoroutine.yield()\nreturn true"),
+        // Waits at its own hook, then for another (a tree woken by a hook not its own).
+        7 => "coroutine.yield()\nwait_for('on_turn_end')\nreturn true".into(),
+        // Fails when it is resumed.
+        8 => format!("coroutine.yield()\nerror('boom r{i}')"),
+        // Never ends.
+        9 => "while true do coroutine.yield() end".into(),
+        // Waits for the next turn (at its own hook, or another's for a tool hook's rule).
+        10 => "wait_turns(1)\nreturn true".into(),
+        _ => return None,
+    })
 }
 
 fn toml(i: usize, r: &Rule) -> String {
@@ -99,9 +124,11 @@ fn toml(i: usize, r: &Rule) -> String {
             "context.turn.token_usage > {t:.1} and 1 / (context.turn.number - context.turn.number) > 0"
         ),
     };
-    s.push_str(&format!(
-        "\n[condition]\nexpression = \"{condition}\"\n\n[action]\n"
-    ));
+    let condition = match script(i, r) {
+        Some(_) => format!("script = \"r{i}.lua\""),
+        None => format!("expression = \"{condition}\""),
+    };
+    s.push_str(&format!("\n[condition]\n{condition}\n\n[action]\n"));
     let action = match (r.action, r.tool_hook) {
         (0, _) => "type = \"notify_self\"\nmessage = \"fixed\"\ndeliver_at = \"immediate\"".into(),
         (1, _) => "type = \"notify_self\"\nmessage = \"at turn start\"\ndeliver_at = \"turn_start\"".into(),
@@ -172,6 +199,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         for (i, r) in rules.iter().enumerate() {
             std::fs::write(dir.path().join(format!("r{i}.toml")), toml(i, r)).unwrap();
+            if let Some(lua) = script(i, r) {
+                std::fs::write(dir.path().join(format!("r{i}.lua")), lua).unwrap();
+            }
         }
         let (lean, general) = (warden(dir.path(), false), warden(dir.path(), true));
         prop_assert!(lean.diagnostics().iter().all(|d| !d.is_error()), "{:?}", lean.diagnostics());

@@ -659,10 +659,17 @@ impl Runtime {
             task.rng.get(),
         );
         task.rng.set(rng);
-        if let (Tape::Record(inputs), Some(journal)) = (tape, &mut *task.journal.borrow_mut())
-            && matches!(step, Step::Waiting { .. })
-        {
-            journal.runs.push(run_record(inputs, &step));
+        // (Matched whole, so that a tape that is off is not handed to its drop.)
+        match tape {
+            Tape::Off => {}
+            Tape::Record(inputs) => {
+                if let Some(journal) = &mut *task.journal.borrow_mut()
+                    && matches!(step, Step::Waiting { .. })
+                {
+                    journal.runs.push(run_record(inputs, &step));
+                }
+            }
+            replay @ Tape::Replay { .. } => drop(replay),
         }
         if self.ran_out.load(Ordering::Relaxed)
             && let Ok(noop) = self.lua.create_function(|_, ()| Ok(()))
@@ -681,7 +688,8 @@ impl Runtime {
             compiled: &mut self.compiled,
             envs: &mut self.envs,
         };
-        if self.ran_out.swap(false, Ordering::Relaxed) {
+        // Read first: a swap is a locked instruction, and runs seldom run out.
+        if self.ran_out.load(Ordering::Relaxed) && self.ran_out.swap(false, Ordering::Relaxed) {
             let error = self.ledger.out_of_memory(&self.lua, &mut roots, key);
             return Step::Failed { error };
         }

@@ -149,7 +149,11 @@ impl Runtime {
                 // The run's state is set, and taken back, under mlua's lock (see `RunCell`).
                 {
                     let mut state = lock(&self.shared);
-                    state.tape = std::mem::take(&mut begin.tape);
+                    // (A tape that is off, and a result that is nil, as the state holds
+                    // them between runs, are not moved: a move drops what it replaces.)
+                    if !matches!((&begin.tape, &state.tape), (Tape::Off, Tape::Off)) {
+                        state.tape = std::mem::take(&mut begin.tape);
+                    }
                     state.rng = begin.rng;
                     state.stop = None;
                     state.effects.clear();
@@ -157,7 +161,9 @@ impl Runtime {
                     state.lua = Some(&raw const self.lua);
                     state.has_tool = begin.has_tool;
                     state.lazy_result = begin.lazy_result;
-                    state.result = std::mem::replace(&mut begin.result, Value::Nil);
+                    if !matches!((&begin.result, &state.result), (Value::Nil, Value::Nil)) {
+                        state.result = std::mem::replace(&mut begin.result, Value::Nil);
+                    }
                     state.tripped = false;
                     state.deadline = Some(begin.deadline);
                     state.limit = begin.limit;
@@ -185,7 +191,7 @@ impl Runtime {
                 }
                 // Views handed to a run cut short are not refilled: it may have left them
                 // anywhere.
-                let lent = self.lent.swap(0, Ordering::Relaxed);
+                let lent = take_bits(&self.lent);
                 if lent != 0 {
                     self.forget_lent(main, lent)?;
                 }
@@ -240,17 +246,21 @@ impl Runtime {
                     let mut state = lock(&self.shared);
                     state.host = None;
                     state.lua = None;
-                    state.result = Value::Nil;
+                    if !matches!(state.result, Value::Nil) {
+                        state.result = Value::Nil;
+                    }
                     state.deadline = None;
                     state.tripped = false;
                     end.effects = std::mem::take(&mut state.effects);
-                    end.tape = std::mem::take(&mut state.tape);
+                    if !matches!(state.tape, Tape::Off) {
+                        end.tape = std::mem::take(&mut state.tape);
+                    }
                     end.stop = state.stop.take();
                     end.rng = state.rng;
                 }
                 guard.armed = false;
                 let kept = self.take_kept();
-                let lent = self.lent.swap(0, Ordering::Relaxed);
+                let lent = take_bits(&self.lent);
                 if kept != 0 || lent != 0 {
                     // Room on the main state's stack (4 values) for what follows; without it,
                     // what this run kept and was lent is left for the next run to let go.
@@ -580,5 +590,15 @@ unsafe fn type_name(state: *mut ffi::lua_State, idx: i32, t: i32) -> &'static st
         ffi::LUA_TTHREAD => "a thread",
         ffi::LUA_TLIGHTUSERDATA => "a lightuserdata",
         _ => "a userdata",
+    }
+}
+
+/// The bits of `lent`, and none from now. Read first: most runs are lent nothing, and a read
+/// costs less than a swap (a locked instruction).
+#[inline]
+fn take_bits(lent: &std::sync::atomic::AtomicU64) -> u64 {
+    match lent.load(Ordering::Relaxed) {
+        0 => 0,
+        _ => lent.swap(0, Ordering::Relaxed),
     }
 }

@@ -334,6 +334,7 @@ impl Tick<'_, '_> {
 
     /// Starts the script of task `slot` (`start` given) or resumes it, within `timeout`
     /// (capped by the host's limit). A task that waits is kept; the wait is recorded.
+    #[inline]
     fn drive_script(
         &mut self,
         slot: (u32, u32),
@@ -453,7 +454,7 @@ impl Tick<'_, '_> {
     /// Starts a rule's script (`start` given) or resumes its waiting task, and turns what the
     /// run came to into the rule's evaluation. The script's own actions and, when it returns
     /// true, the rule's actions apply together, or not at all.
-    fn script(&mut self, ix: u32, start: Option<Arc<warden_lua::Script>>) -> Evaluation {
+    pub(super) fn script(&mut self, ix: u32, start: Option<Arc<warden_lua::Script>>) -> Evaluation {
         let program = self.program;
         let rule = &program.rules[ix as usize];
         self.select_plugin(&rule.def.plugin);
@@ -483,15 +484,18 @@ impl Tick<'_, '_> {
             }
         };
         let mark = self.rendered.len();
-        for e in effects {
-            match script_effect(rule, facts.hook(), e) {
-                Ok(effect) => self.rendered.push(effect),
-                Err(why) => {
-                    self.rendered.truncate(mark);
-                    let error = format!("script {}: {why}", script.name());
-                    // A run that failed does not wait on.
-                    self.halted.extend(self.scripts.halt(ix, &error));
-                    return Evaluation::Failed(error);
+        // (Most runs act on nothing: no iterator is made, and dropped, for them.)
+        if !effects.is_empty() {
+            for e in effects {
+                match script_effect(rule, facts.hook(), e) {
+                    Ok(effect) => self.rendered.push(effect),
+                    Err(why) => {
+                        self.rendered.truncate(mark);
+                        let error = format!("script {}: {why}", script.name());
+                        // A run that failed does not wait on.
+                        self.halted.extend(self.scripts.halt(ix, &error));
+                        return Evaluation::Failed(error);
+                    }
                 }
             }
         }

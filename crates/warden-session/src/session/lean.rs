@@ -1,7 +1,9 @@
 //! The lean leaf: a lone rule whose condition is an expression, in a step where no script
 //! waits, no behavior's tree runs, no rule is in shadow and the tick is not sampled, is ticked
 //! without what the general leaf (`Tick::run`, through bonsai's bridge) does for every other:
-//! most ticks of many rules are made of such leaves.
+//! most ticks of many rules are made of such leaves. And its second leaf: a lone rule whose
+//! script waits, resumed at its own hook (`Tick::lone_script`), the leaf of a tick of a
+//! session with a waiting script.
 
 use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
@@ -9,6 +11,8 @@ use warden_program::outcome::{Effect, Evaluation, Notification, RuleError, Trace
 use warden_program::rule::{Body, CompiledRule, RuleCondition};
 
 use crate::session::evaluate::{Fired, Tick};
+use crate::session::keys::HookSet;
+use crate::session::scripts::ROOT;
 
 impl Tick<'_, '_> {
     /// Whether the step's leaves may take the lean path (`Tick::lone_expression`): no script
@@ -130,5 +134,74 @@ impl Tick<'_, '_> {
             shadow: false,
         });
         true
+    }
+
+    /// The leaf of a lone rule `ix` whose script waits, ticked at its own hook (the hook it
+    /// waits for is the one of its tree), in a step where no rule is in shadow and the tick is
+    /// not sampled: what bonsai's bridge (`tick_entry`) and [`Tick::run`] do for it, without
+    /// what such a leaf never needs (bonsai, the timing of a sampled tick, shadow, the
+    /// checks of a rule that starts). `Some(true)` when its script waits on (the caller keeps
+    /// its tree running, waiting for [`Tick::wake_of`] its hook), `Some(false)` when it is
+    /// done (the caller drops its tree); `None`, having done nothing, when the rule is not
+    /// such a rule (switched off or out of mode, or no script of it waits): the caller takes
+    /// the general path. A property test (`warden-core`'s `tests/lean.rs`) holds the two paths
+    /// to the same outcomes.
+    pub(crate) fn lone_script(&mut self, ix: u32) -> Option<bool> {
+        if !self.shadow.is_empty()
+            || self.timings.is_some()
+            || !self.enabled.get(ix as usize).copied().unwrap_or(true)
+            || !matches!(
+                self.program.rules[ix as usize].body(),
+                Some(Body {
+                    condition: RuleCondition::Script { .. },
+                    ..
+                })
+            )
+            || !self.scripts.tasks.contains_key(&(ix, ROOT))
+        {
+            return None;
+        }
+        let hook = self.facts.hook();
+        self.wake = HookSet::default();
+        self.entry_hook = hook;
+        self.in_group = false;
+        // A script is timed by the clock its run's time limit counts from: a failure is
+        // logged with how long its run took.
+        if let Some(rt) = &mut self.scripts.runtime {
+            rt.take_run_started();
+        }
+        self.at = Some(self.trace.len());
+        let evaluation = self.script(ix, None);
+        if let Evaluation::Failed(error) = &evaluation {
+            self.fail_closed(ix, error);
+        }
+        self.at = None;
+        let waits = matches!(evaluation, Evaluation::Running);
+        if let Evaluation::Failed(error) = &evaluation {
+            let ms = self
+                .scripts
+                .runtime
+                .as_mut()
+                .and_then(warden_lua::Runtime::take_run_started)
+                .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0);
+            // A failure goes into the execution log whatever the sampling.
+            self.unsampled_rows.push((self.trace.len(), ms));
+            self.errors.push(RuleError {
+                rule: Some(self.program.rules[ix as usize].key.clone()),
+                error: error.clone(),
+            });
+        }
+        self.trace.push(TraceEntry {
+            rule: ix,
+            evaluation,
+            shadow: false,
+        });
+        // A script its leaf no longer runs is halted, as after any tree (a run whose effects
+        // could not be read fails while its script still waits).
+        if !waits && self.scripts.waiting(ix) {
+            self.halted
+                .extend(self.scripts.halt(ix, "its tree left it behind"));
+        }
+        Some(waits)
     }
 }

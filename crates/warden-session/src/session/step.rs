@@ -131,6 +131,9 @@ impl Step<'_, '_, '_> {
         // Whether the threshold index chose the entries (so that a lone threshold rule it
         // chose holds without evaluating its condition).
         let mut indexed = false;
+        // Whether a tree of another hook runs (it may wait for this one): most often none
+        // does, and then none is looked for after this hook's own trees.
+        let mut foreign = !running.is_empty();
         if hook.is_tool_hook() && event.tool.is_none() {
             // Reported by the facts; rules of a tool hook need to know which tool.
             selected.clear();
@@ -140,8 +143,11 @@ impl Step<'_, '_, '_> {
             // it started (and its rules check theirs when they start).
             if !running.is_empty() {
                 let before = selected.len();
+                foreign = false;
                 for &(h, e) in running.keys() {
-                    if h == hook && !selected.contains(&e) {
+                    if h != hook {
+                        foreign = true;
+                    } else if !selected.contains(&e) {
                         selected.push(e);
                     }
                 }
@@ -174,9 +180,25 @@ impl Step<'_, '_, '_> {
             {
                 continue;
             }
-            // A tree waiting for another hook is not ticked at this one.
-            if running.get(&key).is_some_and(|r| !r.wake.contains(hook)) {
-                continue;
+            if !running.is_empty()
+                && let Some(r) = running.get_mut(&key)
+            {
+                // A tree waiting for another hook is not ticked at this one.
+                if !r.wake.contains(hook) {
+                    continue;
+                }
+                // The second lean leaf: a lone rule whose script waits, at its own hook.
+                if let Behavior::Action(Node::Rule(ix)) = entry.behavior
+                    && let Some(waits) = tick.lone_script(ix)
+                {
+                    if waits {
+                        r.wake = tick.wake_of(hook);
+                    } else {
+                        running.remove(&key);
+                    }
+                    lean = running.is_empty() && tick.plain();
+                    continue;
+                }
             }
             tick.holds = holds && !running.contains_key(&key);
             tick_entry(running, key, entry, &mut tick, &bonsai_event);
@@ -185,8 +207,8 @@ impl Step<'_, '_, '_> {
         tick.holds = false;
         trees.selected = selected;
         // Trees of other hooks waiting for this one (a script's `wait_for`) resume now, after
-        // this hook's own trees.
-        if !running.is_empty() {
+        // this hook's own trees. (The trees this hook's ticked are all of this hook.)
+        if foreign && !running.is_empty() {
             let mut waiting: Vec<(Hook, u32)> = running
                 .iter()
                 .filter(|(k, r)| k.0 != hook && r.wake.contains(hook))

@@ -34,18 +34,11 @@ impl Runtime {
         // Only a result that is not a table is converted up front; the rest is read lazily.
         let lazy_result = host.has_result();
         let result = if lazy_result {
-            Ok(None)
+            Value::Nil
         } else {
-            host.result_value(&self.lua)
-        };
-        let result = match result {
-            Ok(r) => r.unwrap_or(Value::Nil),
-            Err(e) => {
-                let error = match &e {
-                    mlua::Error::MemoryError(_) => self.out_of_memory(),
-                    e => describe_error(e),
-                };
-                return (Step::Failed { error }, tape, rng, 0);
+            match self.plain_result(host) {
+                Ok(result) => result,
+                Err(failed) => return (failed, tape, rng, 0),
             }
         };
         // A run that records or replays what it reads asks at every read: it is handed no
@@ -73,7 +66,6 @@ impl Runtime {
         let mut end = End::default();
         let ran = self.run_raw(on, kept, lasting.then_some(host), &mut begin, &mut end);
         let step = match (end.stop, ran) {
-            (Some(why), _) => Step::Failed { error: why },
             (None, Ok(Ran::Waiting(wake))) => Step::Waiting {
                 wake,
                 effects: end.effects,
@@ -82,21 +74,47 @@ impl Runtime {
                 holds,
                 effects: end.effects,
             },
-            (None, Ok(Ran::Failed(message))) => Step::Failed {
-                error: if message.starts_with("not enough memory") {
-                    self.out_of_memory()
-                } else {
-                    message.trim_end().to_string()
-                },
-            },
-            (None, Err(e)) => Step::Failed {
-                error: match &e {
-                    mlua::Error::MemoryError(_) => self.out_of_memory(),
-                    e => describe_error(e),
-                },
-            },
+            (Some(why), _) => Step::Failed { error: why },
+            (None, Ok(Ran::Failed(message))) => self.script_failed(&message),
+            (None, Err(e)) => self.run_failed(&e),
         };
         (step, end.tape, end.rng, end.grown)
+    }
+
+    /// The result of the event, converted whole (it is not a table, read lazily): nil when
+    /// there is none; a failed step when it cannot be converted. (Out of line, as the
+    /// failures below: a run's own path is what stays in the instruction cache.)
+    #[inline(never)]
+    fn plain_result(&self, host: &dyn Host) -> Result<Value, Step> {
+        match host.result_value(&self.lua) {
+            Ok(r) => Ok(r.unwrap_or(Value::Nil)),
+            Err(e) => Err(self.run_failed(&e)),
+        }
+    }
+
+    /// The step of a script that failed with `message`.
+    #[cold]
+    #[inline(never)]
+    fn script_failed(&self, message: &str) -> Step {
+        Step::Failed {
+            error: if message.starts_with("not enough memory") {
+                self.out_of_memory()
+            } else {
+                message.trim_end().to_string()
+            },
+        }
+    }
+
+    /// The step of a run that could not be made, or that an error escaped.
+    #[cold]
+    #[inline(never)]
+    fn run_failed(&self, e: &mlua::Error) -> Step {
+        Step::Failed {
+            error: match e {
+                mlua::Error::MemoryError(_) => self.out_of_memory(),
+                e => describe_error(e),
+            },
+        }
     }
 
     /// How many answers the runs since the last call kept in the roots' memos (and none from
@@ -205,20 +223,7 @@ impl Runtime {
                 }
                 let mut straight = false;
                 let nargs = if first {
-                    let Some(compiled) = self.compiled.get(&key) else {
-                        return Err(mlua::Error::RuntimeError(
-                            "internal: the script is not compiled".into(),
-                        ));
-                    };
-                    if ffi::lua_status(th) != ffi::LUA_OK {
-                        return Err(mlua::Error::CoroutineUnresumable);
-                    }
-                    ffi::lua_settop(th, 0);
-                    straight = compiled.straight;
-                    raw.push(&self.call)?;
-                    raw.push(&compiled.chunk)?;
-                    raw.push(&self.handler)?;
-                    ffi::lua_xmove(main, th, 3);
+                    straight = self.prepare_start(raw, th, key)?;
                     2
                 } else if ffi::lua_status(th) == ffi::LUA_YIELD {
                     0
@@ -262,19 +267,7 @@ impl Runtime {
                 let kept = self.take_kept();
                 let lent = take_bits(&self.lent);
                 if kept != 0 || lent != 0 {
-                    // Room on the main state's stack (4 values) for what follows; without it,
-                    // what this run kept and was lent is left for the next run to let go.
-                    if ffi::lua_checkstack(main, 8) == 0 {
-                        self.kept.fetch_add(kept, Ordering::Relaxed);
-                        self.lent.fetch_or(lent, Ordering::Relaxed);
-                        return Err(mlua::Error::StackError);
-                    }
-                    if kept != 0 {
-                        clear_kept(raw.state(), &self.kept_list, kept);
-                    }
-                    if lent != 0 {
-                        self.release_views(raw, key, status, lent)?;
-                    }
+                    self.let_go_after(raw, key, status, kept, lent)?;
                 }
                 end.grown = self.memory(main) - before;
                 match status {
@@ -288,51 +281,8 @@ impl Runtime {
                         ffi::lua_pop(th, n);
                         Ok(Ran::Waiting(wake))
                     }
-                    ffi::LUA_OK => {
-                        // What xpcall returned: true and the script's results, or false and
-                        // the handler's message.
-                        let ok = n >= 1 && ffi::lua_toboolean(th, -n) != 0;
-                        let ran = if !ok {
-                            match if n >= 2 { bytes_at(th, -n + 1) } else { None } {
-                                Some(m) => Ran::Failed(String::from_utf8_lossy(m).into_owned()),
-                                None => Ran::Failed("the script stopped without a result".into()),
-                            }
-                        } else if n < 2 {
-                            Ran::Done(false)
-                        } else {
-                            match ffi::lua_type(th, -n + 1) {
-                                ffi::LUA_TNIL => Ran::Done(false),
-                                ffi::LUA_TBOOLEAN => Ran::Done(ffi::lua_toboolean(th, -n + 1) != 0),
-                                t => Ran::Failed(format!(
-                                    "a script used as a condition returns true or false (or nothing); this one returned {}",
-                                    type_name(th, -n + 1, t)
-                                )),
-                            }
-                        };
-                        // Finished with an empty stack: the coroutine can run the next script.
-                        ffi::lua_settop(th, 0);
-                        Ok(ran)
-                    }
-                    status => {
-                        // An error escaped the body (it can only be the memory's): the
-                        // coroutine is dead.
-                        if ffi::lua_checkstack(main, 1) == 0 {
-                            return Err(mlua::Error::StackError);
-                        }
-                        ffi::lua_xmove(th, main, 1);
-                        let e = match raw.pop_value() {
-                            _ if status == ffi::LUA_ERRMEM => {
-                                mlua::Error::MemoryError("not enough memory".into())
-                            }
-                            Value::Error(e) => *e,
-                            Value::String(s) => mlua::Error::RuntimeError(s.to_string_lossy()),
-                            other => mlua::Error::RuntimeError(format!(
-                                "the script stopped with an error object of type {}",
-                                other.type_name()
-                            )),
-                        };
-                        Err(e)
-                    }
+                    ffi::LUA_OK => Ok(finished(th, n)),
+                    status => Err(escaped(raw, th, status)),
                 }
             })
         }
@@ -340,6 +290,73 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Puts a start of script `key` on the coroutine `th`: `xpcall`, the script's chunk and
+    /// the handler (its 2 arguments); whether the script is straight-line (see
+    /// `straight.rs`). Out of line: most runs resume.
+    ///
+    /// # Safety
+    /// Called by `run_raw`, the runtime's lock held, with room for 3 values on both stacks.
+    #[inline(never)]
+    unsafe fn prepare_start(
+        &self,
+        raw: &mlua::state::RawLua,
+        th: *mut ffi::lua_State,
+        key: u64,
+    ) -> mlua::Result<bool> {
+        let Some(compiled) = self.compiled.get(&key) else {
+            return Err(mlua::Error::RuntimeError(
+                "internal: the script is not compiled".into(),
+            ));
+        };
+        // SAFETY: as the function's; the pushes of references do not raise.
+        unsafe {
+            if ffi::lua_status(th) != ffi::LUA_OK {
+                return Err(mlua::Error::CoroutineUnresumable);
+            }
+            ffi::lua_settop(th, 0);
+            raw.push(&self.call)?;
+            raw.push(&compiled.chunk)?;
+            raw.push(&self.handler)?;
+            ffi::lua_xmove(raw.state(), th, 3);
+        }
+        Ok(compiled.straight)
+    }
+
+    /// Lets go of what the run that ended with `status` kept in the roots' memos (`kept`
+    /// pairs) and of the record views it was handed (`lent`, see [`Runtime::release_views`]).
+    ///
+    /// # Safety
+    /// Called by `run_raw`, the runtime's lock held.
+    #[cold]
+    #[inline(never)]
+    unsafe fn let_go_after(
+        &self,
+        raw: &mlua::state::RawLua,
+        key: u64,
+        status: i32,
+        kept: usize,
+        lent: u64,
+    ) -> mlua::Result<()> {
+        let main = raw.state();
+        // SAFETY: as the function's.
+        unsafe {
+            // Room on the main state's stack (4 values) for what follows; without it, what
+            // this run kept and was lent is left for the next run to let go.
+            if ffi::lua_checkstack(main, 8) == 0 {
+                self.kept.fetch_add(kept, Ordering::Relaxed);
+                self.lent.fetch_or(lent, Ordering::Relaxed);
+                return Err(mlua::Error::StackError);
+            }
+            if kept != 0 {
+                clear_kept(main, &self.kept_list, kept);
+            }
+            if lent != 0 {
+                self.release_views(raw, key, status, lent)?;
+            }
+        }
+        Ok(())
+    }
+
     /// After a run of script `key` that ended with `status`, and was handed the reusable
     /// record views of the shapes in `lent` (bits): they stay for the next runs to refill
     /// only when nothing a script can reach holds them, else they are forgotten (they keep
@@ -419,6 +436,66 @@ impl Runtime {
             self.lent.fetch_or(lent, Ordering::Relaxed);
         }
         forgotten
+    }
+}
+
+/// What a script that returned came to, from the `n` values `xpcall` left on `th`: true and
+/// the script's results, or false and the handler's message. The stack is emptied: the
+/// coroutine can run the next script.
+///
+/// # Safety
+/// `th` is a task's coroutine that returned, the runtime's lock held.
+#[inline(never)]
+unsafe fn finished(th: *mut ffi::lua_State, n: i32) -> Ran {
+    // SAFETY: as the function's; reading the values in place neither allocates nor raises.
+    unsafe {
+        let ok = n >= 1 && ffi::lua_toboolean(th, -n) != 0;
+        let ran = if !ok {
+            match if n >= 2 { bytes_at(th, -n + 1) } else { None } {
+                Some(m) => Ran::Failed(String::from_utf8_lossy(m).into_owned()),
+                None => Ran::Failed("the script stopped without a result".into()),
+            }
+        } else if n < 2 {
+            Ran::Done(false)
+        } else {
+            match ffi::lua_type(th, -n + 1) {
+                ffi::LUA_TNIL => Ran::Done(false),
+                ffi::LUA_TBOOLEAN => Ran::Done(ffi::lua_toboolean(th, -n + 1) != 0),
+                t => Ran::Failed(format!(
+                    "a script used as a condition returns true or false (or nothing); this one returned {}",
+                    type_name(th, -n + 1, t)
+                )),
+            }
+        };
+        ffi::lua_settop(th, 0);
+        ran
+    }
+}
+
+/// The error that escaped the body of coroutine `th` (it can only be the memory's: the
+/// coroutine is dead), ended with `status`.
+///
+/// # Safety
+/// `th` is a task's coroutine whose run ended in error, the runtime's lock held.
+#[cold]
+#[inline(never)]
+unsafe fn escaped(raw: &mlua::state::RawLua, th: *mut ffi::lua_State, status: i32) -> mlua::Error {
+    // SAFETY: as the function's; the checked room takes the error object.
+    unsafe {
+        let main = raw.state();
+        if ffi::lua_checkstack(main, 1) == 0 {
+            return mlua::Error::StackError;
+        }
+        ffi::lua_xmove(th, main, 1);
+        match raw.pop_value() {
+            _ if status == ffi::LUA_ERRMEM => mlua::Error::MemoryError("not enough memory".into()),
+            Value::Error(e) => *e,
+            Value::String(s) => mlua::Error::RuntimeError(s.to_string_lossy()),
+            other => mlua::Error::RuntimeError(format!(
+                "the script stopped with an error object of type {}",
+                other.type_name()
+            )),
+        }
     }
 }
 

@@ -146,6 +146,7 @@ impl Tick<'_, '_> {
     /// such a rule (switched off or out of mode, or no script of it waits): the caller takes
     /// the general path. A property test (`warden-core`'s `tests/lean.rs`) holds the two paths
     /// to the same outcomes.
+    #[inline]
     pub(crate) fn lone_script(&mut self, ix: u32) -> Option<bool> {
         if !self.shadow.is_empty()
             || self.timings.is_some()

@@ -10,16 +10,16 @@ use warden_expr::Frame as Eval;
 use warden_load::Hook;
 
 use crate::control::Resolved;
-use crate::session::bonsai::tick_entry;
+use crate::session::bonsai::{Running, tick_entry};
 use crate::session::effects::{self, Actor, AfterCommit};
 use crate::session::evaluate::Tick;
-use crate::session::keys::HookSet;
+use crate::session::keys::{HookSet, IndexMap};
 use crate::session::ruling;
 use crate::session::trees::Trees;
 use crate::shared::Shared;
 use warden_context::context::Frame;
 use warden_program::hooks::Node;
-use warden_program::outcome::{Effect, Halted, Notification, Outcome, RuleError};
+use warden_program::outcome::{Effect, Halted, Notification, Outcome, RuleError, TraceEntry};
 use warden_program::program::Program;
 
 /// What a step reads and the parts of the session it changes.
@@ -116,14 +116,7 @@ impl Step<'_, '_, '_> {
         // Waiting scripts a saved session could not bring back: their rules halt now, a
         // behavior through its `on_halted` path.
         if !tick.scripts.lost.is_empty() {
-            for (ix, why) in std::mem::take(&mut tick.scripts.lost) {
-                if !tick.halt_tree(ix, &why) {
-                    tick.halted.push(warden_program::outcome::Halted {
-                        rule: program.rules[ix as usize].key.clone(),
-                        reason: why,
-                    });
-                }
-            }
+            halt_lost(&mut tick);
         }
         let bonsai_event = bonsai_bt::Event::zero_dt_args();
         let running = &mut trees.running;
@@ -180,25 +173,11 @@ impl Step<'_, '_, '_> {
             {
                 continue;
             }
-            if !running.is_empty()
-                && let Some(r) = running.get_mut(&key)
-            {
-                // A tree waiting for another hook is not ticked at this one.
-                if !r.wake.contains(hook) {
-                    continue;
-                }
-                // The second lean leaf: a lone rule whose script waits, at its own hook.
-                if let Behavior::Action(Node::Rule(ix)) = entry.behavior
-                    && let Some(waits) = tick.lone_script(ix)
-                {
-                    if waits {
-                        r.wake = tick.wake_of(hook);
-                    } else {
-                        running.remove(&key);
-                    }
-                    lean = running.is_empty() && tick.plain();
-                    continue;
-                }
+            // A tree left running: not ticked at this hook when it waits for another, and a
+            // lone rule whose script waits takes the second lean leaf.
+            if !running.is_empty() && resumed_lean(running, key, entry, &mut tick) {
+                lean = running.is_empty() && tick.plain();
+                continue;
             }
             tick.holds = holds && !running.contains_key(&key);
             tick_entry(running, key, entry, &mut tick, &bonsai_event);
@@ -209,31 +188,12 @@ impl Step<'_, '_, '_> {
         // Trees of other hooks waiting for this one (a script's `wait_for`) resume now, after
         // this hook's own trees. (The trees this hook's ticked are all of this hook.)
         if foreign && !running.is_empty() {
-            let mut waiting: Vec<(Hook, u32)> = running
-                .iter()
-                .filter(|(k, r)| k.0 != hook && r.wake.contains(hook))
-                .map(|(k, _)| *k)
-                .collect();
-            waiting.sort();
-            for key in waiting {
-                let entry = &program.hook(key.0).entries[key.1 as usize];
-                tick_entry(running, key, entry, &mut tick, &bonsai_event);
-            }
+            resume_waiting(running, program, hook, &mut tick, &bonsai_event);
         }
         // The session ends: trees still running are halted in this tick, so that their
         // `on_halted` actions apply (scripts of plain rules are closed when the session ends).
         if hook == Hook::OnSessionEnd && !tick.scripts.trees.is_empty() {
-            let mut running: Vec<u32> = tick
-                .scripts
-                .trees
-                .iter()
-                .filter(|(_, r)| r.is_running())
-                .map(|(ix, _)| *ix)
-                .collect();
-            running.sort_unstable();
-            for ix in running {
-                tick.halt_tree(ix, "the session ended");
-            }
+            halt_at_session_end(&mut tick);
         }
         let Tick {
             fired,
@@ -251,19 +211,13 @@ impl Step<'_, '_, '_> {
         } = tick;
         // A rule in shadow changes nothing the host sees: its scripts' halts are reported with
         // its other failures, apart.
-        if !self.resolved.shadow.is_empty() {
-            halted.retain(|h| {
-                let shadow = program
-                    .rule_index(&h.rule)
-                    .is_some_and(|ix| self.resolved.shadow.get(ix).copied().unwrap_or(false));
-                if shadow {
-                    shadow_errors.push(RuleError {
-                        rule: Some(h.rule.clone()),
-                        error: format!("halted: {}", h.reason),
-                    });
-                }
-                !shadow
-            });
+        if !self.resolved.shadow.is_empty() && !halted.is_empty() {
+            shadow_halts(
+                program,
+                &self.resolved.shadow,
+                &mut halted,
+                &mut shadow_errors,
+            );
         }
         let actor = Actor {
             session: self.session,
@@ -297,9 +251,8 @@ impl Step<'_, '_, '_> {
             m.fires = m.fires.saturating_add(1);
             m.last_fired_turn = Some(actor.turn);
         }
-        for e in &errors {
-            let rule = e.rule.as_deref().unwrap_or("-");
-            tracing::warn!(target: "warden::rule", session = self.session, hook = hook.name(), rule, error = %e.error, "a rule failed");
+        if !errors.is_empty() {
+            warn_failures(self.session, hook, &errors);
         }
         // (What `apply` kept is some of what was rendered: a kind it found none of is none.)
         let merged = if kinds.ruling {
@@ -311,41 +264,27 @@ impl Step<'_, '_, '_> {
         } else {
             ruling::Merged::default()
         };
-        // Beside each evaluation of a rule in shadow, what the live rules decided.
-        let live = merged.ruling.as_ref().map_or("none", |r| r.name());
-        match timings {
-            Some(timings) => effects::record_executions(
-                self.tx,
-                &actor,
+        // The execution log: a sampled tick's evaluations, and whatever the sampling, the
+        // failures and the firings in shadow.
+        if timings.is_some() || !unsampled_rows.is_empty() {
+            let log = Log {
+                tx: self.tx,
+                actor: &actor,
                 program,
                 hook,
-                trace.iter().zip(timings),
+            };
+            log.record(
+                &trace,
+                timings,
+                &unsampled_rows,
                 &effects,
-                (&shadow_rendered, live),
-            ),
-            // A failure, and a firing in shadow, are recorded whatever the sampling.
-            None if !unsampled_rows.is_empty() => effects::record_executions(
-                self.tx,
-                &actor,
-                program,
-                hook,
-                unsampled_rows
-                    .iter()
-                    .filter_map(|&(at, ms)| Some((trace.get(at)?, ms))),
-                &effects,
-                (&shadow_rendered, live),
-            ),
-            None => {}
+                &shadow_rendered,
+                merged.ruling.as_ref(),
+            );
         }
         let (inject, dropped) = effects::deliver_kinds(self.mailbox, hook, &effects, kinds);
         if dropped > 0 {
-            errors.push(RuleError {
-                rule: None,
-                error: format!(
-                    "{dropped} notification(s) waiting for their delivery point were dropped: at most {} wait, and the oldest go first",
-                    effects::MAILBOX_LIMIT
-                ),
-            });
+            errors.push(dropped_notifications(dropped));
         }
         let enrichment = kinds
             .enrichment
@@ -375,6 +314,193 @@ impl Step<'_, '_, '_> {
             trace,
             nodes: node_trace.unwrap_or_default(),
             program: program.clone(),
+        }
+    }
+}
+
+/// The entry `key` when a tree of it is left running: true, having done all there is to do
+/// for it, when it waits for another hook (it is not ticked at this one) or is a lone rule
+/// whose script waits and took the lean leaf (`Tick::lone_script`); false when the general
+/// path ticks it. (Out of line: a tick of many rules and nothing running has no use for it.)
+#[inline(never)]
+fn resumed_lean(
+    running: &mut IndexMap<(Hook, u32), Running>,
+    key: (Hook, u32),
+    entry: &warden_program::hooks::Entry,
+    tick: &mut Tick<'_, '_>,
+) -> bool {
+    let Some(r) = running.get_mut(&key) else {
+        return false;
+    };
+    if !r.wake.contains(key.0) {
+        return true;
+    }
+    let Behavior::Action(Node::Rule(ix)) = entry.behavior else {
+        return false;
+    };
+    match tick.lone_script(ix) {
+        Some(true) => r.wake = tick.wake_of(key.0),
+        Some(false) => {
+            running.remove(&key);
+        }
+        None => return false,
+    }
+    true
+}
+
+// The step's rare work, out of line: `Step::run` runs at every tick, and what it leaves
+// inline is what the processor's instruction cache holds for it.
+
+/// Halts the rules whose waiting scripts a saved session could not bring back (a behavior
+/// through its `on_halted` path).
+#[cold]
+#[inline(never)]
+fn halt_lost(tick: &mut Tick<'_, '_>) {
+    let program = tick.program;
+    for (ix, why) in std::mem::take(&mut tick.scripts.lost) {
+        if !tick.halt_tree(ix, &why) {
+            tick.halted.push(Halted {
+                rule: program.rules[ix as usize].key.clone(),
+                reason: why,
+            });
+        }
+    }
+}
+
+/// Resumes the trees of other hooks waiting for `hook` (a script's `wait_for`), in order.
+#[inline(never)]
+fn resume_waiting(
+    running: &mut IndexMap<(Hook, u32), Running>,
+    program: &Program,
+    hook: Hook,
+    tick: &mut Tick<'_, '_>,
+    bonsai_event: &bonsai_bt::Event,
+) {
+    let mut waiting: Vec<(Hook, u32)> = running
+        .iter()
+        .filter(|(k, r)| k.0 != hook && r.wake.contains(hook))
+        .map(|(k, _)| *k)
+        .collect();
+    waiting.sort();
+    for key in waiting {
+        let entry = &program.hook(key.0).entries[key.1 as usize];
+        tick_entry(running, key, entry, tick, bonsai_event);
+    }
+}
+
+/// Halts the behaviors still running when the session ends, in this tick.
+#[cold]
+#[inline(never)]
+fn halt_at_session_end(tick: &mut Tick<'_, '_>) {
+    let mut running: Vec<u32> = tick
+        .scripts
+        .trees
+        .iter()
+        .filter(|(_, r)| r.is_running())
+        .map(|(ix, _)| *ix)
+        .collect();
+    running.sort_unstable();
+    for ix in running {
+        tick.halt_tree(ix, "the session ended");
+    }
+}
+
+/// Moves the halts of rules in `shadow` from `halted` to their failures.
+#[cold]
+#[inline(never)]
+fn shadow_halts(
+    program: &Program,
+    shadow: &[bool],
+    halted: &mut Vec<Halted>,
+    shadow_errors: &mut Vec<RuleError>,
+) {
+    halted.retain(|h| {
+        let in_shadow = program
+            .rule_index(&h.rule)
+            .is_some_and(|ix| shadow.get(ix).copied().unwrap_or(false));
+        if in_shadow {
+            shadow_errors.push(RuleError {
+                rule: Some(h.rule.clone()),
+                error: format!("halted: {}", h.reason),
+            });
+        }
+        !in_shadow
+    });
+}
+
+/// Logs the step's failures.
+#[cold]
+#[inline(never)]
+fn warn_failures(session: &str, hook: Hook, errors: &[RuleError]) {
+    for e in errors {
+        let rule = e.rule.as_deref().unwrap_or("-");
+        tracing::warn!(target: "warden::rule", session, hook = hook.name(), rule, error = %e.error, "a rule failed");
+    }
+}
+
+/// The failure that says `dropped` notifications did not fit the mailbox.
+#[cold]
+#[inline(never)]
+fn dropped_notifications(dropped: usize) -> RuleError {
+    RuleError {
+        rule: None,
+        error: format!(
+            "{dropped} notification(s) waiting for their delivery point were dropped: at most {} wait, and the oldest go first",
+            effects::MAILBOX_LIMIT
+        ),
+    }
+}
+
+/// Where a step's evaluations are logged (`effects::record_executions`).
+struct Log<'a, 't> {
+    tx: &'a warden_store::TickTransaction<'t>,
+    actor: &'a Actor<'a>,
+    program: &'a Program,
+    hook: Hook,
+}
+
+impl Log<'_, '_> {
+    /// Records the evaluations of `trace` timed in `timings` (a sampled tick), or else those
+    /// of `unsampled` (trace entry, milliseconds), beside what the live rules decided.
+    #[inline(never)]
+    fn record(
+        &self,
+        trace: &[TraceEntry],
+        timings: Option<Vec<f64>>,
+        unsampled: &[(usize, f64)],
+        effects: &[Effect],
+        shadow: &[Effect],
+        ruling: Option<&warden_program::outcome::Ruling>,
+    ) {
+        // Beside each evaluation of a rule in shadow, what the live rules decided.
+        let live = ruling.map_or("none", |r| r.name());
+        let Log {
+            tx,
+            actor,
+            program,
+            hook,
+        } = *self;
+        match timings {
+            Some(timings) => effects::record_executions(
+                tx,
+                actor,
+                program,
+                hook,
+                trace.iter().zip(timings),
+                effects,
+                (shadow, live),
+            ),
+            None => effects::record_executions(
+                tx,
+                actor,
+                program,
+                hook,
+                unsampled
+                    .iter()
+                    .filter_map(|&(at, ms)| Some((trace.get(at)?, ms))),
+                effects,
+                (shadow, live),
+            ),
         }
     }
 }

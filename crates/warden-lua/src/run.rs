@@ -168,7 +168,8 @@ impl Runtime {
                 {
                     let mut state = lock(&self.shared);
                     // (A tape that is off, and a result that is nil, as the state holds
-                    // them between runs, are not moved: a move drops what it replaces.)
+                    // them between runs (a run takes them back, or its `HostGuard` clears
+                    // them), are not moved: a move drops what it replaces.)
                     if !matches!((&begin.tape, &state.tape), (Tape::Off, Tape::Off)) {
                         state.tape = std::mem::take(&mut begin.tape);
                     }
@@ -576,6 +577,11 @@ impl Drop for HostGuard<'_> {
             state.result = Value::Nil;
             state.tripped = false;
             state.deadline = None;
+            // What the run was given to record or replay, and what it did, go with it.
+            if !matches!(state.tape, Tape::Off) {
+                state.tape = Tape::Off;
+            }
+            state.effects.clear();
         }
     }
 }

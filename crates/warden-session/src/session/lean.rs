@@ -166,6 +166,10 @@ impl Tick<'_, '_> {
         self.wake = HookSet::default();
         self.entry_hook = hook;
         self.in_group = false;
+        // (Neither is read on this path; cleared as `tick_entry` clears them, so that no
+        // later leaf can find them stale.)
+        self.running_leaves.clear();
+        self.holds = false;
         // A script is timed by the clock its run's time limit counts from: a failure is
         // logged with how long its run took.
         if let Some(rt) = &mut self.scripts.runtime {

@@ -179,11 +179,7 @@ impl Tick<'_, '_> {
                     || matches!(evaluation, Evaluation::Failed(_))
                     || (shadow && matches!(evaluation, Evaluation::Fired))) =>
             {
-                self.scripts
-                    .runtime
-                    .as_mut()
-                    .and_then(warden_lua::Runtime::take_run_started)
-                    .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0)
+                self.script_ms()
             }
             None => 0.0,
         };
@@ -221,6 +217,29 @@ impl Tick<'_, '_> {
             return Status::Failure;
         }
         status
+    }
+
+    /// How long the last script run took, in milliseconds, by the clock its time limit
+    /// counted from (taken: 0 when no run started since).
+    pub(super) fn script_ms(&mut self) -> f64 {
+        self.scripts
+            .runtime
+            .as_mut()
+            .and_then(warden_lua::Runtime::take_run_started)
+            .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0)
+    }
+
+    /// Reports the failure of rule `ix` (not in shadow) in a tick that is not sampled: among
+    /// the step's errors, and in the execution log whatever the sampling, taking `ms`. (The
+    /// lean leaves'; `Tick::run` also knows shadow and sampled ticks.)
+    #[cold]
+    #[inline(never)]
+    pub(super) fn failed_unsampled(&mut self, ix: u32, error: &str, ms: f64) {
+        self.unsampled_rows.push((self.trace.len(), ms));
+        self.errors.push(RuleError {
+            rule: Some(self.program.rules[ix as usize].key.clone()),
+            error: error.to_string(),
+        });
     }
 
     /// Whether rule `ix` runs in shadow for this session.
@@ -334,7 +353,6 @@ impl Tick<'_, '_> {
 
     /// Starts the script of task `slot` (`start` given) or resumes it, within `timeout`
     /// (capped by the host's limit). A task that waits is kept; the wait is recorded.
-    #[inline]
     fn drive_script(
         &mut self,
         slot: (u32, u32),

@@ -7,7 +7,7 @@
 
 use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
-use warden_program::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
+use warden_program::outcome::{Effect, Evaluation, Notification, TraceEntry};
 use warden_program::rule::{Body, CompiledRule, RuleCondition};
 
 use crate::session::evaluate::{Fired, Tick};
@@ -59,12 +59,8 @@ impl Tick<'_, '_> {
                 self.at = Some(self.trace.len());
                 self.fail_closed(ix, error);
                 self.at = None;
-                // A failure goes into the execution log whatever the sampling (untimed).
-                self.unsampled_rows.push((self.trace.len(), 0.0));
-                self.errors.push(RuleError {
-                    rule: Some(rule.key.clone()),
-                    error: error.clone(),
-                });
+                // (An expression is timed only in a sampled tick.)
+                self.failed_unsampled(ix, error, 0.0);
             }
             Evaluation::Undetermined(why) => {
                 tracing::debug!(rule = %rule.key, reason = %why, "condition undetermined");
@@ -183,18 +179,8 @@ impl Tick<'_, '_> {
         self.at = None;
         let waits = matches!(evaluation, Evaluation::Running);
         if let Evaluation::Failed(error) = &evaluation {
-            let ms = self
-                .scripts
-                .runtime
-                .as_mut()
-                .and_then(warden_lua::Runtime::take_run_started)
-                .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0);
-            // A failure goes into the execution log whatever the sampling.
-            self.unsampled_rows.push((self.trace.len(), ms));
-            self.errors.push(RuleError {
-                rule: Some(self.program.rules[ix as usize].key.clone()),
-                error: error.clone(),
-            });
+            let ms = self.script_ms();
+            self.failed_unsampled(ix, error, ms);
         }
         self.trace.push(TraceEntry {
             rule: ix,

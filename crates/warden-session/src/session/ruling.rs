@@ -21,19 +21,13 @@ pub(crate) struct Merged {
 
 /// Merges the decisions and rewrites among `effects` (applied, in priority order) for a call
 /// with `arguments`. A rewrite that cannot apply is a rule error, and leaves the arguments as
-/// they were.
+/// they were. (A step calls it only when it rendered a decision or a rewrite: its
+/// `effects::Kinds` says so, from the one look at what it rendered.)
 pub(crate) fn merge(
     effects: &[Effect],
     arguments: Option<&Json>,
     errors: &mut Vec<RuleError>,
 ) -> Merged {
-    // Most steps decide nothing: one look at the effects, and nothing to merge.
-    if !effects
-        .iter()
-        .any(|e| matches!(e, Effect::Decide { .. } | Effect::Rewrite { .. }))
-    {
-        return Merged::default();
-    }
     let mut out = Merged::default();
     let mut winner: Option<(&Arc<str>, Decision, &Arc<str>)> = None;
     let mut count = 0;

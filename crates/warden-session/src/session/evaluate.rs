@@ -229,19 +229,6 @@ impl Tick<'_, '_> {
             .map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0)
     }
 
-    /// Reports the failure of rule `ix` (not in shadow) in a tick that is not sampled: among
-    /// the step's errors, and in the execution log whatever the sampling, taking `ms`. (The
-    /// lean leaves'; `Tick::run` also knows shadow and sampled ticks.)
-    #[cold]
-    #[inline(never)]
-    pub(super) fn failed_unsampled(&mut self, ix: u32, error: &str, ms: f64) {
-        self.unsampled_rows.push((self.trace.len(), ms));
-        self.errors.push(RuleError {
-            rule: Some(self.program.rules[ix as usize].key.clone()),
-            error: error.to_string(),
-        });
-    }
-
     /// Whether rule `ix` runs in shadow for this session.
     pub(crate) fn is_shadow(&self, ix: u32) -> bool {
         !self.shadow.is_empty() && self.shadow.get(ix as usize).copied().unwrap_or(false)

@@ -7,7 +7,7 @@
 
 use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
-use warden_program::outcome::{Effect, Evaluation, Notification, TraceEntry};
+use warden_program::outcome::{Effect, Evaluation, Notification, RuleError, TraceEntry};
 use warden_program::rule::{Body, CompiledRule, RuleCondition};
 
 use crate::session::evaluate::{Fired, Tick};
@@ -194,5 +194,18 @@ impl Tick<'_, '_> {
                 .extend(self.scripts.halt(ix, "its tree left it behind"));
         }
         Some(waits)
+    }
+
+    /// Reports the failure of rule `ix` (not in shadow) in a tick that is not sampled: among
+    /// the step's errors, and in the execution log whatever the sampling, taking `ms`. (The
+    /// lean leaves'; `Tick::run` also knows shadow and sampled ticks.)
+    #[cold]
+    #[inline(never)]
+    fn failed_unsampled(&mut self, ix: u32, error: &str, ms: f64) {
+        self.unsampled_rows.push((self.trace.len(), ms));
+        self.errors.push(RuleError {
+            rule: Some(self.program.rules[ix as usize].key.clone()),
+            error: error.to_string(),
+        });
     }
 }

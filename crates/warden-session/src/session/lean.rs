@@ -110,25 +110,36 @@ impl Tick<'_, '_> {
         }
         self.select_plugin(&rule.def.plugin);
         let at = self.rendered.len();
-        self.rendered.push(Effect::NotifySelf(Notification {
-            rule: rule.key.clone(),
-            message: message.clone(),
-            category: category.clone(),
-            priority: *priority,
-            deliver_at: *deliver_at,
-            fired_at: self.facts.hook(),
-        }));
+        let end = room_for_one(&mut self.rendered);
+        // SAFETY: `end` is the vector's end, with room for one more: written, then counted.
+        unsafe {
+            end.write(Effect::NotifySelf(Notification {
+                rule: rule.key.clone(),
+                message: message.clone(),
+                category: category.clone(),
+                priority: *priority,
+                deliver_at: *deliver_at,
+                fired_at: self.facts.hook(),
+            }));
+            self.rendered.set_len(at + 1);
+        }
         self.fired.push(Fired {
             rule: ix,
             trace: Some(self.trace.len()),
             effects: at..at + 1,
             counts: true,
         });
-        self.trace.push(TraceEntry {
-            rule: ix,
-            evaluation: Evaluation::Fired,
-            shadow: false,
-        });
+        let len = self.trace.len();
+        let end = room_for_one(&mut self.trace);
+        // SAFETY: as above.
+        unsafe {
+            end.write(TraceEntry {
+                rule: ix,
+                evaluation: Evaluation::Fired,
+                shadow: false,
+            });
+            self.trace.set_len(len + 1);
+        }
         true
     }
 
@@ -208,4 +219,21 @@ impl Tick<'_, '_> {
             error: error.to_string(),
         });
     }
+}
+
+/// The end of `v`'s elements, with room for one more: where the caller writes a value in
+/// place (`end.write(Value { .. })`), then counts it (`v.set_len(len + 1)`).
+///
+/// `v.push(value)` copies a value built just before from the stack, and the copy's wide loads
+/// wait for the narrower stores that built it to reach the cache (a failed store-to-load
+/// forwarding): in a 100-rule tick, the two pushes of a firing rule's leaf took a fifth of its
+/// time. A value written in place goes straight to the vector. (It must be built in the
+/// `write` call itself: a helper taking the value, or a closure making it, was measured, and
+/// the compiler then built it on the stack again.)
+#[inline(always)]
+fn room_for_one<T>(v: &mut Vec<T>) -> *mut T {
+    if v.len() == v.capacity() {
+        v.reserve(1);
+    }
+    v.as_mut_ptr().wrapping_add(v.len())
 }

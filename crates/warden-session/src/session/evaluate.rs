@@ -11,6 +11,7 @@ use warden_expr::{Frame as Eval, Verdict};
 use warden_load::{Decision, Hook, OnError};
 
 use crate::session::keys::HookSet;
+use crate::session::place::room_for_one;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
 use warden_context::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
 use warden_context::template::Text;
@@ -677,14 +678,19 @@ impl Tick<'_, '_> {
         ] = &body.actions[..]
             && !self.facts.state_error.get()
         {
-            self.rendered.push(Effect::NotifySelf(Notification {
-                rule: rule.key.clone(),
-                message: message.clone(),
-                category: category.clone(),
-                priority: *priority,
-                deliver_at: *deliver_at,
-                fired_at: self.facts.hook(),
-            }));
+            let (len, end) = (self.rendered.len(), room_for_one(&mut self.rendered));
+            // SAFETY: `end` is the vector's end, with room for one more: written, then counted.
+            unsafe {
+                end.write(Effect::NotifySelf(Notification {
+                    rule: rule.key.clone(),
+                    message: message.clone(),
+                    category: category.clone(),
+                    priority: *priority,
+                    deliver_at: *deliver_at,
+                    fired_at: self.facts.hook(),
+                }));
+                self.rendered.set_len(len + 1);
+            }
             return Ok(());
         }
         self.render_actions(&rule.key, &rule.def.plugin, &body.actions)

@@ -12,6 +12,7 @@ use warden_program::rule::{Body, CompiledRule, RuleCondition};
 
 use crate::session::evaluate::{Fired, Tick};
 use crate::session::keys::HookSet;
+use crate::session::place::room_for_one;
 use crate::session::scripts::ROOT;
 
 impl Tick<'_, '_> {
@@ -219,21 +220,4 @@ impl Tick<'_, '_> {
             error: error.to_string(),
         });
     }
-}
-
-/// The end of `v`'s elements, with room for one more: where the caller writes a value in
-/// place (`end.write(Value { .. })`), then counts it (`v.set_len(len + 1)`).
-///
-/// `v.push(value)` copies a value built just before from the stack, and the copy's wide loads
-/// wait for the narrower stores that built it to reach the cache (a failed store-to-load
-/// forwarding): in a 100-rule tick, the two pushes of a firing rule's leaf took a fifth of its
-/// time. A value written in place goes straight to the vector. (It must be built in the
-/// `write` call itself: a helper taking the value, or a closure making it, was measured, and
-/// the compiler then built it on the stack again.)
-#[inline(always)]
-fn room_for_one<T>(v: &mut Vec<T>) -> *mut T {
-    if v.len() == v.capacity() {
-        v.reserve(1);
-    }
-    v.as_mut_ptr().wrapping_add(v.len())
 }

@@ -22,6 +22,7 @@ mod effects;
 mod evaluate;
 mod keys;
 mod lean;
+mod place;
 mod ruling;
 mod scripts;
 mod step;

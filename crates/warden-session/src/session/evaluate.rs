@@ -60,9 +60,8 @@ pub(crate) struct Tick<'a, 'f> {
     pub(crate) shadow_fired: Vec<Fired>,
     pub(crate) shadow_rendered: Vec<Effect>,
     pub(crate) shadow_errors: Vec<RuleError>,
-    /// Knowledge enrichment, for `enrich_context` actions.
-    pub(crate) knowledge: &'a crate::knowledge::KnowledgeState,
-    pub(crate) knowledge_configured: bool,
+    /// What the Warden's clones share: its knowledge, read (under a lock) by `enrich_context`.
+    pub(crate) shared: &'a crate::shared::Shared,
     pub(crate) turn: u32,
     pub(crate) fired: Vec<Fired>,
     pub(crate) rendered: Vec<Effect>,
@@ -720,7 +719,7 @@ impl Tick<'_, '_> {
     ) -> Result<(), String> {
         let templates = &self.program.compiler.templates;
         let facts = self.facts;
-        let (knowledge, knowledge_configured) = (self.knowledge, self.knowledge_configured);
+        let shared = self.shared;
         let mut values = facts.template_context();
         let out = &mut self.rendered;
         for (i, action) in actions.iter().enumerate() {
@@ -772,8 +771,9 @@ impl Tick<'_, '_> {
                         Some(q) => templates.render(q, &mut values).map_err(which)?.to_string(),
                         None => facts.facts.query.clone(),
                     };
+                    let knowledge = shared.knowledge();
                     let Some(k) = knowledge.registered() else {
-                        return Err(which(if !knowledge_configured {
+                        return Err(which(if shared.knowledge_config.is_none() {
                             "knowledge enrichment is not configured (WardenBuilder::knowledge, or [knowledge] in warden.toml)".to_string()
                         } else if knowledge.knowledge.is_none() {
                             "the knowledge sources file did not load (see the diagnostics)"

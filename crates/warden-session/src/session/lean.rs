@@ -1,9 +1,7 @@
-//! The lean leaf: a lone rule whose condition is an expression, in a step where no script
-//! waits, no behavior's tree runs, no rule is in shadow and the tick is not sampled, is ticked
-//! without what the general leaf (`Tick::run`, through bonsai's bridge) does for every other:
-//! most ticks of many rules are made of such leaves. And its second leaf: a lone rule whose
-//! script waits, resumed at its own hook (`Tick::lone_script`), the leaf of a tick of a
-//! session with a waiting script.
+//! The lean leaves: what the general leaf (`Tick::run`, through bonsai's bridge) does for the
+//! commonest two, without what they never need: a lone expression rule in a step where nothing
+//! runs, no rule is in shadow and the tick is not sampled (`Tick::lone_expression`: most ticks
+//! of many rules), and a lone rule whose script waits, resumed at its hook (`Tick::lone_script`).
 
 use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
@@ -110,8 +108,7 @@ impl Tick<'_, '_> {
             return false;
         }
         self.select_plugin(&rule.def.plugin);
-        let at = self.rendered.len();
-        let end = room_for_one(&mut self.rendered);
+        let (at, end) = (self.rendered.len(), room_for_one(&mut self.rendered));
         // SAFETY: `end` is the vector's end, with room for one more: written, then counted.
         unsafe {
             end.write(Effect::NotifySelf(Notification {
@@ -130,8 +127,7 @@ impl Tick<'_, '_> {
             effects: at..at + 1,
             counts: true,
         });
-        let len = self.trace.len();
-        let end = room_for_one(&mut self.trace);
+        let (len, end) = (self.trace.len(), room_for_one(&mut self.trace));
         // SAFETY: as above.
         unsafe {
             end.write(TraceEntry {

@@ -65,12 +65,14 @@ impl Step<'_, '_, '_> {
         self.trees.refresh_active(program, self.resolved, self.mode);
         let tree = program.hook(hook);
         let shared = self.shared;
-        let knowledge = shared.knowledge();
         // Knowledge enrichment, the built-in capability: every query, once it registered.
-        let auto_enrichment = match (&shared.knowledge_config, knowledge.registered()) {
-            (Some(c), Some(k)) if c.at_query_start && hook == Hook::OnQueryStart => Some(
-                crate::knowledge::enrich(k, &frame.facts.query, frame.facts.turn.context_window),
-            ),
+        let auto_enrichment = match &shared.knowledge_config {
+            Some(c) if c.at_query_start && hook == Hook::OnQueryStart => {
+                let knowledge = shared.knowledge();
+                knowledge.registered().map(|k| {
+                    crate::knowledge::enrich(k, &frame.facts.query, frame.facts.turn.context_window)
+                })
+            }
             _ => None,
         };
         let trees = &mut *self.trees;
@@ -90,8 +92,7 @@ impl Step<'_, '_, '_> {
             shadow_fired: Vec::new(),
             shadow_rendered: Vec::new(),
             shadow_errors: Vec::new(),
-            knowledge: &knowledge,
-            knowledge_configured: shared.knowledge_config.is_some(),
+            shared,
             turn: frame.facts.turn.number,
             fired: std::mem::take(&mut trees.fired),
             rendered: Vec::new(),

@@ -154,7 +154,9 @@ fn a_broken_sources_file_is_a_diagnostic_with_line_and_field() {
         &dir.path().join("sources.toml"),
         "[knowledge]\nenabled = true\nbudget_cpa = 100\n",
     );
-    let w = warden(dir.path(), None);
+    let rules = tempfile::tempdir().unwrap();
+    write(&rules.path().join("enrich.toml"), ENRICH_RULE);
+    let w = warden(dir.path(), Some(rules.path()));
     let d: Vec<String> = w.diagnostics().iter().map(ToString::to_string).collect();
     assert!(
         d.iter().any(|d| d.contains("sources.toml:3:1")
@@ -168,6 +170,15 @@ fn a_broken_sources_file_is_a_diagnostic_with_line_and_field() {
         Event::query("lua").with_context_window(200_000),
     );
     assert!(o.enrichment.is_none() && o.errors.is_empty());
+    // A rule that asks for enrichment is told why there is none.
+    let o = w.session().tick(Hook::OnTurnStart, Event::new());
+    assert!(
+        o.errors[0]
+            .error
+            .contains("the knowledge sources file did not load"),
+        "{:?}",
+        o.errors
+    );
 }
 
 #[test]

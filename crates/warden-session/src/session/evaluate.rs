@@ -666,7 +666,7 @@ impl Tick<'_, '_> {
     #[inline(always)]
     fn render(&mut self, rule: &CompiledRule, body: &Body) -> Result<(), String> {
         // A lone notification of a fixed text, the most common action, needs neither the
-        // template engine nor a way back on failure: it is pushed as it is.
+        // template engine nor a way back on failure: it is written as it is.
         if let [
             CompiledAction::Notify {
                 message: Text::Static(message),

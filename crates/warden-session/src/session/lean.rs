@@ -81,8 +81,8 @@ impl Tick<'_, '_> {
     /// cannot stop it. False, having done nothing, for any other rule, or when a context
     /// read failed earlier in the step (`Tick::rule` reports that).
     ///
-    /// (The notification is matched and pushed as `Tick::render` does. Sharing the two through
-    /// a helper that returns the action's parts, or pushes them, was measured: the compiler
+    /// (The notification is matched and written as `Tick::render` does. Sharing the two through
+    /// a helper that returns the action's parts, or writes them, was measured: the compiler
     /// then lays the step's loop out worse, by 35 to 45 instructions a tick.)
     #[inline(always)]
     fn fixed_notification(&mut self, ix: u32, rule: &CompiledRule, body: &Body) -> bool {

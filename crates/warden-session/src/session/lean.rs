@@ -183,13 +183,11 @@ impl Tick<'_, '_> {
         let evaluation = self.script(ix, None);
         if let Evaluation::Failed(error) = &evaluation {
             self.fail_closed(ix, error);
-        }
-        self.at = None;
-        let waits = matches!(evaluation, Evaluation::Running);
-        if let Evaluation::Failed(error) = &evaluation {
             let ms = self.script_ms();
             self.failed_unsampled(ix, error, ms);
         }
+        self.at = None;
+        let waits = matches!(evaluation, Evaluation::Running);
         self.trace.push(TraceEntry {
             rule: ix,
             evaluation,

@@ -8,9 +8,12 @@
 #
 # Bounded: a fixed number of examples per operation, and a time budget per server.
 #
-# The examples and fuzzing phases: the coverage phase is left out because hypothesis, under the
-# CPython 3.11 of Debian and of this project's machines, fails there on its own source
-# ("SystemError: AST constructor recursion depth mismatch", a tool error, not a finding).
+# One worker per server. Hypothesis parses its own source with `ast` (to describe a strategy),
+# and CPython 3.11's `ast` keeps its recursion depth in state its threads share: two workers in
+# one process, parsing at once, fail with "SystemError: AST constructor recursion depth
+# mismatch" (CPython gh-106905), a tool error, not a finding. It stopped the coverage phase
+# (left out) and, once in about fifty runs, the fuzzing phase with two workers. The two servers
+# are still checked side by side, in two processes.
 set -euo pipefail
 
 warden=$1
@@ -64,7 +67,7 @@ check() {
         --phases examples,fuzzing \
         --max-examples 25 \
         --max-time 120 \
-        --workers 2 \
+        --workers 1 \
         --request-timeout 10 \
         --suppress-health-check all \
         --seed 1 \

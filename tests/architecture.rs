@@ -429,9 +429,19 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     (
+        "warden-control",
+        &[
+            "warden-input",
+            "warden-load",
+            "warden-program",
+            "warden-store",
+        ],
+    ),
+    (
         "warden-session",
         &[
             "warden-context",
+            "warden-control",
             "warden-expr",
             "warden-input",
             "warden-knowledge",
@@ -445,6 +455,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "warden-core",
         &[
             "warden-context",
+            "warden-control",
             "warden-input",
             "warden-knowledge",
             "warden-load",
@@ -461,6 +472,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "warden-wire",
         &[
             "warden-context",
+            "warden-control",
             "warden-input",
             "warden-knowledge",
             "warden-load",

@@ -7,6 +7,12 @@
 //! (noticed within [`POLL_INTERVAL`] of hearing of it, through the store's `data_version`:
 //! SQLite's count of other connections' commits, or the notifications a PostgreSQL listener
 //! heard from other nodes).
+//!
+//! A layer of Warden's engine above the program (`warden-program`), whose rules and settings
+//! it resolves, and below the session (`warden-session`), which keeps a [`Resolved`] and
+//! reads it at every tick.
+
+#![warn(missing_docs)]
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -232,7 +238,7 @@ impl Controls {
         })
     }
 
-    pub(crate) fn choice(&self, user: &str, rule: &str) -> Option<RuleState> {
+    fn choice(&self, user: &str, rule: &str) -> Option<RuleState> {
         self.toggles.get(user)?.get(rule).copied()
     }
 
@@ -251,7 +257,7 @@ impl Controls {
 
 /// The rules and settings in force for one session, resolved once per change.
 #[derive(Debug, Default)]
-pub(crate) struct Resolved {
+pub struct Resolved {
     key: Option<(u64, u64, String, String)>,
     /// Bumped at every change, so what is derived from it can be cached.
     pub version: u64,
@@ -268,13 +274,7 @@ impl Resolved {
     /// Brings the resolution up to date for `program`, `controls`, `user` and `project`
     /// (checked inline: at almost every tick it is up to date already).
     #[inline]
-    pub(crate) fn refresh(
-        &mut self,
-        program: &Program,
-        controls: &Controls,
-        user: &str,
-        project: &str,
-    ) {
+    pub fn refresh(&mut self, program: &Program, controls: &Controls, user: &str, project: &str) {
         if let Some((g, c, u, p)) = &self.key
             && *g == program.generation
             && *c == controls.generation
@@ -316,7 +316,7 @@ impl Resolved {
 }
 
 /// A rule's state unless a user says otherwise, from its file (and its plugin's manifest).
-pub(crate) fn default_state(def: &warden_load::RuleDef) -> RuleState {
+fn default_state(def: &warden_load::RuleDef) -> RuleState {
     match (def.enabled, def.shadow) {
         (false, _) => RuleState::Off,
         (true, false) => RuleState::On,
@@ -325,11 +325,7 @@ pub(crate) fn default_state(def: &warden_load::RuleDef) -> RuleState {
 }
 
 /// A rule's state for a user: their choice, else its default.
-pub(crate) fn effective_state(
-    core: bool,
-    default: RuleState,
-    choice: Option<RuleState>,
-) -> RuleState {
+fn effective_state(core: bool, default: RuleState, choice: Option<RuleState>) -> RuleState {
     match choice {
         // A core rule cannot be switched off or put in shadow, whatever the store says.
         Some(RuleState::Off | RuleState::Shadow) if core => RuleState::On,

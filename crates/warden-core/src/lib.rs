@@ -79,6 +79,9 @@ pub use warden_context::facts::{
 };
 pub use warden_context::schema::schema;
 pub use warden_context::template::{TemplateCheckError, check_template};
+pub use warden_control::{
+    ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem,
+};
 pub use warden_input::{Diagnostic, Report, Severity, SourceFile};
 pub use warden_knowledge as knowledge_pipeline;
 pub use warden_program::behavior::NodeStatus;
@@ -87,9 +90,6 @@ pub use warden_program::outcome::{
     Outcome, Overridden, Proceed, RuleError, Ruling,
 };
 pub use warden_program::program::{Compilation, Program};
-pub use warden_session::control::{
-    ControlError, POLL_INTERVAL, RuleInfo, SetBy, SettingInfo, SettingProblem,
-};
 pub use warden_session::error::Error;
 pub use warden_session::session::{
     PendingSave, Session, SessionOptions, Ticked, UnreadableSession, saved_snapshot,

@@ -13,10 +13,10 @@ use warden_store::{ALL_PROJECTS, RuleState, Store};
 
 use crate::watch::{Watch, WatchError};
 use warden_context::facts::DEFAULT_HISTORY_LIMIT;
-use warden_program::program::Program;
-use warden_session::control::{
+use warden_control::{
     ControlError, Controls, RuleInfo, SettingInfo, find_rule, find_setting, rule_info, setting_info,
 };
+use warden_program::program::Program;
 use warden_session::error::Error;
 use warden_session::knowledge::{KnowledgeConfig, KnowledgeState};
 use warden_session::session::{Session, SessionOptions};
@@ -856,7 +856,7 @@ impl Warden {
         let mut writes: Vec<(&str, Option<Json>)> = Vec::with_capacity(values.len());
         for (name, value) in values {
             let Some(slot) = program.settings.find(plugin, name) else {
-                problems.push(warden_session::control::SettingProblem {
+                problems.push(warden_control::SettingProblem {
                     setting: name.clone(),
                     message: format!(
                         "plugin `{plugin}` has no setting `{name}`; its settings are: {}",
@@ -877,7 +877,7 @@ impl Warden {
             }
             match def.check(value) {
                 Ok(checked) => writes.push((name, Some(checked.to_json()))),
-                Err(why) => problems.push(warden_session::control::SettingProblem {
+                Err(why) => problems.push(warden_control::SettingProblem {
                     setting: name.clone(),
                     message: why.0,
                     def: Some(def.clone()),

@@ -12,8 +12,8 @@ use warden_input::Diagnostic;
 use warden_load::{Capabilities, Hook, ModeSource, RuleSource, load, load_modes};
 use warden_store::Store;
 
-use crate::control::{Controls, POLL_INTERVAL};
 use crate::knowledge::{KnowledgeConfig, KnowledgeState};
+use warden_control::{Controls, POLL_INTERVAL};
 use warden_program::program::Program;
 
 /// An event a rule published with `emit_event`.

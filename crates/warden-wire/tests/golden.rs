@@ -11,6 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value as Json, json};
 
+use warden_control::{RuleInfo, SetBy, SettingInfo};
 use warden_knowledge::{Classification, Enrichment, Mode, Selected};
 use warden_load::{
     Decision, DeliverAt, Hook, Loaded, LogLevel, PluginInfo, Priority, Scope, SettingDef,
@@ -21,7 +22,6 @@ use warden_program::outcome::{
     RuleError, Ruling, TraceEntry,
 };
 use warden_program::program::Program;
-use warden_session::control::{RuleInfo, SetBy, SettingInfo};
 use warden_session::shared::BusEvent;
 use warden_store::RuleState;
 use warden_wire::v1;

@@ -36,7 +36,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use warden_load::{DEFAULT_ID, Hook};
 
-use crate::control::Resolved;
 use crate::shared::Shared;
 use durable::{Parts, Snapshot};
 use effects::AfterCommit;
@@ -46,6 +45,7 @@ use trees::Trees;
 use warden_context::context::{Frame, StateSource, Unavailable};
 use warden_context::event::Event;
 use warden_context::facts::SessionFacts;
+use warden_control::Resolved;
 use warden_program::mode::ModeState;
 use warden_program::outcome::{
     Halted, Inject, Lost, ModeChange, Notification, Outcome, Overridden, RuleError,

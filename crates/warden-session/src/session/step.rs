@@ -9,7 +9,6 @@ use bonsai_bt::Behavior;
 use warden_expr::Frame as Eval;
 use warden_load::Hook;
 
-use crate::control::Resolved;
 use crate::session::bonsai::{Running, tick_entry};
 use crate::session::effects::{self, Actor, AfterCommit};
 use crate::session::evaluate::Tick;
@@ -18,6 +17,7 @@ use crate::session::ruling;
 use crate::session::trees::Trees;
 use crate::shared::Shared;
 use warden_context::context::Frame;
+use warden_control::Resolved;
 use warden_program::hooks::Node;
 use warden_program::outcome::{Effect, Halted, Notification, Outcome, RuleError, TraceEntry};
 use warden_program::program::Program;

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use warden_load::Hook;
 
-use crate::control::Resolved;
 use crate::session::bonsai::{Running, standing_at};
 use crate::session::evaluate::{Fired, RuleMemory};
 use crate::session::keys::IndexMap;
 use crate::session::scripts::Scripts;
+use warden_control::Resolved;
 use warden_program::hooks::Entry;
 use warden_program::outcome::Halted;
 use warden_program::program::Program;
@@ -181,27 +181,35 @@ impl Trees {
 
     /// Brings `active` up to date: the rules on for the user and in `mode` (an index into
     /// the program's modes). Without modes, the user's choices alone apply (`active` is not
-    /// used).
+    /// used). Checked inline at every step; made again only when something changed.
+    #[inline]
     pub(crate) fn refresh_active(
         &mut self,
         program: &Program,
         resolved: &Resolved,
         mode: Option<usize>,
     ) {
+        if program.modes.is_some()
+            && self.active_key != Some((resolved.version, program.generation, mode))
+        {
+            self.make_active(program, resolved, mode);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make_active(&mut self, program: &Program, resolved: &Resolved, mode: Option<usize>) {
         let Some(modes) = &program.modes else {
             return;
         };
-        let key = (resolved.version, program.generation, mode);
-        if self.active_key != Some(key) {
-            let m = mode.and_then(|i| modes.modes.get(i));
-            self.active = resolved
-                .enabled
-                .iter()
-                .enumerate()
-                .map(|(i, on)| *on && m.is_none_or(|m| m.active.get(i).copied().unwrap_or(true)))
-                .collect();
-            self.active_key = Some(key);
-        }
+        let m = mode.and_then(|i| modes.modes.get(i));
+        self.active = resolved
+            .enabled
+            .iter()
+            .enumerate()
+            .map(|(i, on)| *on && m.is_none_or(|m| m.active.get(i).copied().unwrap_or(true)))
+            .collect();
+        self.active_key = Some((resolved.version, program.generation, mode));
     }
 
     /// The session ends: nothing runs any more, and every waiting script is halted.

@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde_json::{Map, Value as Json};
 
+use warden_control::{self as engine, SetBy};
 use warden_load::{PluginInfo, SettingDef, SettingValue};
-use warden_session::control::{self as engine, SetBy};
 
 /// Where a setting's value comes from: `default`, `user` (for every project) or `project`.
 pub fn set_by(s: SetBy) -> &'static str {

@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use warden_context::notification::Notification;
+use warden_control::SettingProblem as EngineProblem;
 use warden_load::SettingKind;
 use warden_program::outcome::Effect;
-use warden_session::control::SettingProblem as EngineProblem;
 use warden_store::ExecutionRow;
 
 /// The body of `GET /v1/health`.

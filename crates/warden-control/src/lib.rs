@@ -3,14 +3,16 @@
 //! they survive restarts and reach every process that shares the database.
 //!
 //! A session resolves the choices for its user and project once, and again only when they
-//! change: through this API (seen at the next tick), or in the database by another process
+//! change: through Warden's control API (`warden-core`'s `Warden`, which checks a change here
+//! and writes it to the store; seen at the next tick), or in the database by another process
 //! (noticed within [`POLL_INTERVAL`] of hearing of it, through the store's `data_version`:
 //! SQLite's count of other connections' commits, or the notifications a PostgreSQL listener
 //! heard from other nodes).
 //!
 //! A layer of Warden's engine above the program (`warden-program`), whose rules and settings
 //! it resolves, and below the session (`warden-session`), which keeps a [`Resolved`] and
-//! reads it at every tick.
+//! reads it at every tick. Hosts use it through `warden-core`, which re-exports what its
+//! interface hands out.
 
 #![warn(missing_docs)]
 
@@ -255,22 +257,44 @@ impl Controls {
     }
 }
 
-/// The rules and settings in force for one session, resolved once per change.
+/// The rules and settings in force for one session, resolved once per change. Read-only to
+/// the session: only [`Resolved::refresh`] changes it, and bumps its [`Resolved::version`]
+/// when it does, which what the session derives from it (the rules active in a mode) keys on.
 #[derive(Debug, Default)]
 pub struct Resolved {
     key: Option<(u64, u64, String, String)>,
-    /// Bumped at every change, so what is derived from it can be cached.
-    pub version: u64,
-    /// Per compiled rule: evaluated (on, or in shadow) or not.
-    pub enabled: Vec<bool>,
-    /// Per compiled rule: in shadow (evaluated, nothing it decides applied); empty when no
-    /// rule is, so that a tick without one asks nothing per rule.
-    pub shadow: Vec<bool>,
-    /// Per setting slot: the value.
-    pub settings: Vec<SettingValue>,
+    version: u64,
+    enabled: Vec<bool>,
+    shadow: Vec<bool>,
+    settings: Vec<SettingValue>,
 }
 
 impl Resolved {
+    /// Bumped at every change, so what is derived from it can be cached.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Per compiled rule: evaluated (on, or in shadow) or not.
+    #[inline]
+    pub fn enabled(&self) -> &[bool] {
+        &self.enabled
+    }
+
+    /// Per compiled rule: in shadow (evaluated, nothing it decides applied); empty when no
+    /// rule is, so that a tick without one asks nothing per rule.
+    #[inline]
+    pub fn shadow(&self) -> &[bool] {
+        &self.shadow
+    }
+
+    /// Per setting slot: the value.
+    #[inline]
+    pub fn settings(&self) -> &[SettingValue] {
+        &self.settings
+    }
+
     /// Brings the resolution up to date for `program`, `controls`, `user` and `project`
     /// (checked inline: at almost every tick it is up to date already).
     #[inline]

@@ -707,7 +707,7 @@ impl Session {
             time,
             state,
             &program.settings,
-            &self.resolved.settings,
+            self.resolved.settings(),
             &shared.config.shell_tools,
         );
         let next = self.mode.next(program.modes.as_ref(), &frame);

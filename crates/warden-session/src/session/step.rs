@@ -84,10 +84,10 @@ impl Step<'_, '_, '_> {
             enabled: if program.modes.is_some() {
                 &trees.active
             } else {
-                &self.resolved.enabled
+                self.resolved.enabled()
             },
-            user_enabled: &self.resolved.enabled,
-            shadow: &self.resolved.shadow,
+            user_enabled: self.resolved.enabled(),
+            shadow: self.resolved.shadow(),
             in_group: false,
             shadow_fired: Vec::new(),
             shadow_rendered: Vec::new(),
@@ -212,10 +212,10 @@ impl Step<'_, '_, '_> {
         } = tick;
         // A rule in shadow changes nothing the host sees: its scripts' halts are reported with
         // its other failures, apart.
-        if !self.resolved.shadow.is_empty() && !halted.is_empty() {
+        if !self.resolved.shadow().is_empty() && !halted.is_empty() {
             shadow_halts(
                 program,
-                &self.resolved.shadow,
+                self.resolved.shadow(),
                 &mut halted,
                 &mut shadow_errors,
             );

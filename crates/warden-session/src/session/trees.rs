@@ -13,6 +13,7 @@ use crate::session::keys::IndexMap;
 use crate::session::scripts::Scripts;
 use warden_control::Resolved;
 use warden_program::hooks::Entry;
+use warden_program::mode::Mode;
 use warden_program::outcome::Halted;
 use warden_program::program::Program;
 
@@ -190,7 +191,7 @@ impl Trees {
         mode: Option<usize>,
     ) {
         if program.modes.is_some()
-            && self.active_key != Some((resolved.version, program.generation, mode))
+            && self.active_key != Some((resolved.version(), program.generation, mode))
         {
             self.make_active(program, resolved, mode);
         }
@@ -199,17 +200,16 @@ impl Trees {
     #[cold]
     #[inline(never)]
     fn make_active(&mut self, program: &Program, resolved: &Resolved, mode: Option<usize>) {
-        let Some(modes) = &program.modes else {
-            return;
-        };
-        let m = mode.and_then(|i| modes.modes.get(i));
+        let key = (resolved.version(), program.generation, mode);
+        let modes = program.modes.as_ref().map_or(&[][..], |m| &m.modes[..]);
+        let m: Option<&Mode> = mode.and_then(|i| modes.get(i));
         self.active = resolved
-            .enabled
+            .enabled()
             .iter()
             .enumerate()
             .map(|(i, on)| *on && m.is_none_or(|m| m.active.get(i).copied().unwrap_or(true)))
             .collect();
-        self.active_key = Some((resolved.version, program.generation, mode));
+        self.active_key = Some(key);
     }
 
     /// The session ends: nothing runs any more, and every waiting script is halted.

@@ -258,8 +258,8 @@ impl Controls {
 }
 
 /// The rules and settings in force for one session, resolved once per change. Read-only to
-/// the session: only [`Resolved::refresh`] changes it, and bumps its [`Resolved::version`]
-/// when it does, which what the session derives from it (the rules active in a mode) keys on.
+/// the session: only [`Resolved::refresh`] changes it, and then bumps [`Resolved::version`],
+/// the key of what the session derives from it (the rules active in a mode).
 #[derive(Debug, Default)]
 pub struct Resolved {
     key: Option<(u64, u64, String, String)>,

@@ -13,6 +13,7 @@ use crate::session::bonsai::{Running, tick_entry};
 use crate::session::effects::{self, Actor, AfterCommit};
 use crate::session::evaluate::Tick;
 use crate::session::keys::{HookSet, IndexMap};
+use crate::session::place::room;
 use crate::session::ruling;
 use crate::session::trees::Trees;
 use crate::shared::Shared;
@@ -316,24 +317,6 @@ impl Step<'_, '_, '_> {
             nodes: node_trace.unwrap_or_default(),
             program: program.clone(),
         }
-    }
-}
-
-/// Room for `n` more in `v`. A vector not yet allocated (the tick's own, most often) is
-/// allocated whole: `Vec::reserve` takes the path that grows a vector, about 50 instructions
-/// more, at every tick that selects a tree. Exactly `n`, where `reserve` makes room for four
-/// at least: a tree of several rules, or a tree of another hook resumed after this hook's
-/// (neither counted in `n`), grows the trace once more, a rarer tick than the lone waiting
-/// script's, which saves its 50. (`n.max(4)` was measured: the compiler then laid the step out
-/// differently, 100 instructions more in `hundred-rules`.)
-#[inline]
-fn room<T>(v: &mut Vec<T>, n: usize) {
-    if v.capacity() - v.len() >= n {
-        // (No tree selected, most often.)
-    } else if v.capacity() == 0 {
-        *v = Vec::with_capacity(n);
-    } else {
-        v.reserve(n);
     }
 }
 

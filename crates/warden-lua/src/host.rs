@@ -19,22 +19,40 @@ pub trait Host {
     /// must answer the same within a tick.
     fn field(&self, out: &mut Out<'_>, root: &str, key: &str) -> mlua::Result<()>;
 
-    /// The tool result when it is not a table (a string, a number...), or `None` when the
-    /// result is a table (read lazily through [`Host::field`]) or absent (see
-    /// [`Host::has_result`]).
+    /// The tool result when it is not a table (a string, a number...): asked only when
+    /// [`Host::shape`] says [`ResultShape::Plain`]; `None` reads as `nil`.
     fn result_value(&self, _lua: &Lua) -> mlua::Result<Option<Value>> {
         Ok(None)
     }
 
-    /// Whether this tick has a tool result at all.
-    fn has_result(&self) -> bool {
-        false
+    /// What the tick holds apart from its fields: whether it concerns a tool, and the kind of
+    /// its tool result. Asked once at the start of each run (one call, where three would cost
+    /// a run about 70 instructions more).
+    fn shape(&self) -> Shape {
+        Shape::default()
     }
+}
 
-    /// Whether this tick concerns a tool.
-    fn has_tool(&self) -> bool {
-        false
-    }
+/// What a tick holds apart from its fields ([`Host::shape`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Shape {
+    /// The tick concerns a tool.
+    pub tool: bool,
+    /// The kind of the tick's tool result.
+    pub result: ResultShape,
+}
+
+/// The kind of a tick's tool result.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ResultShape {
+    /// The tick has no result.
+    #[default]
+    None,
+    /// A table: read lazily, a field at a time, through [`Host::field`].
+    Table,
+    /// Another value (a string, a number, a list...): converted whole, through
+    /// [`Host::result_value`], at the start of the run.
+    Plain,
 }
 
 /// Where a [`Host`] writes a field's value. Each answer becomes a Lua value at once, in one

@@ -73,7 +73,7 @@ use mlua::{
 
 pub use effect::Effect;
 use effect::effect;
-pub use host::{Host, Out};
+pub use host::{Host, Out, ResultShape, Shape};
 use journal::Tape;
 pub use journal::{Input, Journal, Recorded, RunRecord};
 

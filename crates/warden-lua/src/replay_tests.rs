@@ -36,11 +36,16 @@ impl Host for Tick {
             _ => Ok(()),
         }
     }
-    fn has_result(&self) -> bool {
-        self.hook == "on_tool_complete"
-    }
-    fn has_tool(&self) -> bool {
-        self.hook == "on_tool_complete"
+    fn shape(&self) -> Shape {
+        let tool = self.hook == "on_tool_complete";
+        Shape {
+            tool,
+            result: if tool {
+                ResultShape::Table
+            } else {
+                ResultShape::None
+            },
+        }
     }
 }
 

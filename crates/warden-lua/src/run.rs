@@ -32,14 +32,15 @@ impl Runtime {
         rng: u64,
     ) -> (Step, Tape, u64, i64) {
         // Only a result that is not a table is converted up front; the rest is read lazily.
-        let lazy_result = host.has_result();
-        let result = if lazy_result {
-            Value::Nil
-        } else {
+        let shape = host.shape();
+        let lazy_result = shape.result == ResultShape::Table;
+        let result = if shape.result == ResultShape::Plain {
             match self.plain_result(host) {
                 Ok(result) => result,
                 Err(failed) => return (failed, tape, rng, 0),
             }
+        } else {
+            Value::Nil
         };
         // A run that records or replays what it reads asks at every read: it is handed no
         // answer kept across runs (see `fetch::refresh`).
@@ -55,7 +56,7 @@ impl Runtime {
             tape,
             rng,
             host: erased,
-            has_tool: host.has_tool(),
+            has_tool: shape.tool,
             lazy_result,
             result,
             deadline: now + timeout,
@@ -82,7 +83,7 @@ impl Runtime {
     }
 
     /// The result of the event, converted whole (it is not a table, read lazily): nil when
-    /// there is none; a failed step when it cannot be converted. (Out of line, as the
+    /// the host gives none; a failed step when it cannot be converted. (Out of line, as the
     /// failures below: a run's own path is what stays in the instruction cache.)
     #[inline(never)]
     fn plain_result(&self, host: &dyn Host) -> Result<Value, Step> {

@@ -74,12 +74,15 @@ impl Host for Frame {
         out.serialize(&json)
     }
 
-    fn has_result(&self) -> bool {
-        !self.result.is_null()
-    }
-
-    fn has_tool(&self) -> bool {
-        !self.tool.is_empty()
+    fn shape(&self) -> Shape {
+        Shape {
+            tool: !self.tool.is_empty(),
+            result: if self.result.is_null() {
+                ResultShape::None
+            } else {
+                ResultShape::Table
+            },
+        }
     }
 }
 

@@ -821,11 +821,15 @@ impl warden_lua::Host for Frame<'_> {
         }
     }
 
-    fn has_result(&self) -> bool {
-        self.event().result.as_ref().is_some_and(|r| r.is_object())
-    }
-
-    fn has_tool(&self) -> bool {
-        self.hook().is_tool_hook() && self.event().tool.is_some()
+    fn shape(&self) -> warden_lua::Shape {
+        let event = self.event();
+        warden_lua::Shape {
+            tool: self.hook().is_tool_hook() && event.tool.is_some(),
+            result: match &event.result {
+                None => warden_lua::ResultShape::None,
+                Some(r) if r.is_object() => warden_lua::ResultShape::Table,
+                Some(_) => warden_lua::ResultShape::Plain,
+            },
+        }
     }
 }

@@ -29,12 +29,8 @@ impl Host for HookSpy {
         self.frame.field(out, root, key)
     }
 
-    fn has_result(&self) -> bool {
-        self.frame.has_result()
-    }
-
-    fn has_tool(&self) -> bool {
-        self.frame.has_tool()
+    fn shape(&self) -> Shape {
+        self.frame.shape()
     }
 }
 

@@ -67,10 +67,20 @@ pub(crate) fn current<T>(lock: &RwLock<Arc<T>>) -> Arc<T> {
     lock.read().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
+/// The program and the users' choices a session ticks under, kept from one tick to the next
+/// ([`Shared::in_force`]).
+pub(crate) struct InForce {
+    /// `Shared::swaps` when they were read.
+    swaps: u64,
+    pub(crate) program: Arc<Program>,
+    pub(crate) controls: Arc<Controls>,
+}
+
 /// What every clone of a `Warden` shares: the program in force, the store, the
 /// bus, the users' choices, knowledge enrichment, and how to load the files again.
 pub struct Shared {
-    /// The program in force, swapped whole by a reload.
+    /// The program in force, swapped whole by a reload (`Shared::reload` alone: it counts the
+    /// swap in `swaps`).
     pub program: RwLock<Arc<Program>>,
     /// The store: plugin state, the execution log, users' choices, saved sessions.
     pub store: Store,
@@ -94,8 +104,14 @@ pub struct Shared {
     pub next_session: AtomicU64,
     /// Held by a reload, so that two reloads do not interleave.
     pub reload_lock: Mutex<()>,
-    /// The users' choices (rules on or off, setting values), as last read from the store.
+    /// The users' choices (rules on or off, setting values), as last read from the store
+    /// (by `Shared::refresh_controls` alone: it counts the swap in `swaps`).
     pub controls: RwLock<Arc<Controls>>,
+    /// How many times `program` or `controls` was swapped: counted after each swap, its lock
+    /// still held. A session keeps both from tick to tick ([`Shared::in_force`]) and reads
+    /// them again only when this moved: a read of either lock, and the count of the `Arc` it
+    /// hands out, are locked instructions, about 20 cycles each, at every tick.
+    pub swaps: AtomicU64,
     /// When the store was last polled for changes by other processes ([`monotonic_millis`]).
     pub polled_at: AtomicU64,
     /// The store's `data_version` at that poll (SQLite: other connections' commits;
@@ -153,6 +169,29 @@ impl Shared {
     /// process changed them, and reads them again if so (on PostgreSQL the question costs no
     /// round trip: a listener connection counts the changes announced).
     pub fn controls(&self) -> Arc<Controls> {
+        self.poll_controls();
+        current(&self.controls)
+    }
+
+    /// The program and the users' choices in force: `kept` when neither was swapped since it
+    /// was read (no lock taken, no count changed), else both read again. Call
+    /// [`Shared::poll_controls`] first, as [`Shared::controls`] does.
+    pub(crate) fn in_force(&self, kept: Option<InForce>) -> InForce {
+        let swaps = self.swaps.load(Ordering::Acquire);
+        match kept {
+            Some(kept) if kept.swaps == swaps => kept,
+            // A swap after the count was read is seen at the next tick: the count moved again.
+            _ => InForce {
+                swaps,
+                program: self.program(),
+                controls: current(&self.controls),
+            },
+        }
+    }
+
+    /// At most every [`POLL_INTERVAL`], asks the store whether another process changed the
+    /// users' choices, and reads them again if so.
+    pub fn poll_controls(&self) {
         let now = monotonic_millis();
         let last = self.polled_at.load(Ordering::Relaxed);
         let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;
@@ -170,7 +209,6 @@ impl Shared {
                 Err(e) => tracing::warn!(error = %e, "could not check the store for changes"),
             }
         }
-        current(&self.controls)
     }
 
     /// The knowledge enrichment in force (loaded or not, registered or not).
@@ -182,7 +220,10 @@ impl Shared {
     pub fn refresh_controls(&self) {
         let mut slot = self.controls.write().unwrap_or_else(|p| p.into_inner());
         match Controls::load(&self.store, slot.generation + 1) {
-            Ok(c) => *slot = Arc::new(c),
+            Ok(c) => {
+                *slot = Arc::new(c);
+                self.swaps.fetch_add(1, Ordering::Release);
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "could not read rule and setting choices; the previous ones stay in force")
             }
@@ -265,10 +306,10 @@ impl Shared {
             }
         }
         let program = Arc::new(candidate);
-        match self.program.write() {
-            Ok(mut p) => *p = program,
-            Err(poisoned) => *poisoned.into_inner() = program,
-        }
+        let mut slot = self.program.write().unwrap_or_else(PoisonError::into_inner);
+        *slot = program;
+        self.swaps.fetch_add(1, Ordering::Release);
+        drop(slot);
         tracing::info!(generation, "rules reloaded");
         Reload {
             applied: true,

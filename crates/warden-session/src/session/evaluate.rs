@@ -13,6 +13,7 @@ use warden_load::{Decision, Hook, OnError};
 use crate::session::keys::HookSet;
 use crate::session::place::room_for_one;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
+use crate::session::tree_env::TreeEnv;
 use warden_context::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
 use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
@@ -91,7 +92,7 @@ pub(crate) struct Tick<'a, 'f> {
     pub(crate) holds: bool,
     /// The plugin `context.state` was last pointed at in this step (`Frame::plugin`, which
     /// only `select_plugin` sets), to tell a rule of the same plugin at a glance.
-    pub(crate) plugin: Option<Arc<str>>,
+    pub(crate) plugin: Option<&'a Arc<str>>,
     /// The session, for the seed of the scripts this step starts.
     pub(crate) session: &'a str,
     /// The seed of the random numbers of the scripts this step starts (mixed with the rule
@@ -136,7 +137,7 @@ impl Leaves {
     }
 }
 
-impl Tick<'_, '_> {
+impl<'a> Tick<'a, '_> {
     /// Runs one leaf; Success means the rule fired (a selector stops there).
     pub(crate) fn run(&mut self, node: Node) -> Status {
         let Node::Rule(ix) = node;
@@ -235,7 +236,12 @@ impl Tick<'_, '_> {
     }
 
     /// Evaluates rule `ix` (`rule`, with its `body` when it compiles).
-    pub(super) fn rule(&mut self, ix: u32, rule: &CompiledRule, body: Option<&Body>) -> Evaluation {
+    pub(super) fn rule(
+        &mut self,
+        ix: u32,
+        rule: &'a CompiledRule,
+        body: Option<&Body>,
+    ) -> Evaluation {
         self.rule_inline(ix, rule, body)
     }
 
@@ -246,7 +252,7 @@ impl Tick<'_, '_> {
     pub(super) fn rule_inline(
         &mut self,
         ix: u32,
-        rule: &CompiledRule,
+        rule: &'a CompiledRule,
         body: Option<&Body>,
     ) -> Evaluation {
         if !self.enabled.get(ix as usize).copied().unwrap_or(true) {
@@ -340,7 +346,7 @@ impl Tick<'_, '_> {
 
     /// Starts the script of task `slot` (`start` given) or resumes it, within `timeout`
     /// (capped by the host's limit). A task that waits is kept; the wait is recorded.
-    fn drive_script(
+    pub(super) fn drive_script(
         &mut self,
         slot: (u32, u32),
         rule_key: &Arc<str>,
@@ -631,13 +637,13 @@ impl Tick<'_, '_> {
         }
     }
 
-    fn state_failure(&self, plugin: &Arc<str>) -> String {
+    pub(super) fn state_failure(&self, plugin: &Arc<str>) -> String {
         self.facts.state.failure(plugin)
     }
 
     /// Points `context.state` at `plugin`'s state for what follows.
     #[inline(always)]
-    pub(super) fn select_plugin(&mut self, plugin: &Arc<str>) {
+    pub(super) fn select_plugin(&mut self, plugin: &'a Arc<str>) {
         // The rules of a tick are mostly one plugin's: the same pointer, no cell borrowed
         // (checked inline at every leaf; the change itself is out of line).
         if !self.plugin.as_ref().is_some_and(|p| Arc::ptr_eq(p, plugin)) {
@@ -648,8 +654,8 @@ impl Tick<'_, '_> {
     /// The change of [`Tick::select_plugin`]: at the first rule of a step, and where a rule of
     /// another plugin follows.
     #[inline(never)]
-    fn point_at(&mut self, plugin: &Arc<str>) {
-        self.plugin = Some(plugin.clone());
+    fn point_at(&mut self, plugin: &'a Arc<str>) {
+        self.plugin = Some(plugin);
         let mut current = self.facts.plugin.borrow_mut();
         match current.as_mut() {
             Some(c) if Arc::ptr_eq(c, plugin) || **c == **plugin => {}
@@ -697,7 +703,7 @@ impl Tick<'_, '_> {
 
     /// Renders `actions` (all of a rule's, or an action node's) into `rendered`, for the rule
     /// `key` of `plugin`; any failure discards them all.
-    fn render_actions(
+    pub(super) fn render_actions(
         &mut self,
         key: &Arc<str>,
         plugin: &Arc<str>,
@@ -840,157 +846,5 @@ impl Tick<'_, '_> {
             return Err(self.state_failure(plugin));
         }
         Ok(())
-    }
-}
-
-/// What a behavior's tree reads and does, through the tick it runs in.
-struct TreeEnv<'t, 'a, 'f> {
-    tick: &'t mut Tick<'a, 'f>,
-    rule: u32,
-    tree: &'a warden_program::behavior::Tree,
-}
-
-impl TreeEnv<'_, '_, '_> {
-    fn key(&self) -> Arc<str> {
-        self.tick.program.rules[self.rule as usize].key.clone()
-    }
-
-    fn error(&mut self, error: String) {
-        let rule = Some(self.key());
-        match self.tick.is_shadow(self.rule) {
-            true => self.tick.shadow_errors.push(RuleError { rule, error }),
-            false => self.tick.errors.push(RuleError { rule, error }),
-        }
-    }
-}
-
-impl tree_run::Env for TreeEnv<'_, '_, '_> {
-    fn hook(&self) -> Hook {
-        self.tick.facts.hook()
-    }
-
-    fn turn(&self) -> u32 {
-        self.tick.turn
-    }
-
-    fn now(&self) -> f64 {
-        self.tick.facts.time
-    }
-
-    fn tool(&self) -> Option<&str> {
-        self.tick
-            .facts
-            .event()
-            .tool
-            .as_ref()
-            .map(|t| t.name.as_str())
-    }
-
-    fn condition(&mut self, condition: u32) -> bool {
-        let Some(c) = self.tree.conditions.get(condition as usize) else {
-            return false;
-        };
-        let verdict = c.eval(&mut self.tick.frame);
-        if self.tick.facts.state_error.replace(false) {
-            let plugin = self.tick.program.rules[self.rule as usize]
-                .def
-                .plugin
-                .clone();
-            let e = self.tick.state_failure(&plugin);
-            self.error(e);
-            return false;
-        }
-        match verdict {
-            Verdict::True => true,
-            Verdict::False => false,
-            Verdict::Undetermined(why) => {
-                tracing::debug!(rule = %self.key(), reason = %why, "behavior condition undetermined");
-                false
-            }
-            Verdict::Error(e) => {
-                self.error(format!("condition `{}`: {e}", c.source()));
-                false
-            }
-        }
-    }
-
-    fn act(&mut self, group: u32) -> bool {
-        let Some(actions) = self.tree.actions.get(group as usize) else {
-            return false;
-        };
-        let rule = &self.tick.program.rules[self.rule as usize];
-        let (key, plugin) = (rule.key.clone(), rule.def.plugin.clone());
-        match self.tick.render_actions(&key, &plugin, actions) {
-            Ok(()) => true,
-            Err(e) => {
-                self.error(e);
-                false
-            }
-        }
-    }
-
-    fn script(&mut self, node: u32, script: u32, start: bool) -> tree_run::Status {
-        let Some(leaf) = self.tree.scripts.get(script as usize) else {
-            return tree_run::Status::Failure;
-        };
-        let program = self.tick.program;
-        let rule = &program.rules[self.rule as usize];
-        let step = self.tick.drive_script(
-            (self.rule, node),
-            &rule.key,
-            start.then_some(&leaf.script),
-            leaf.timeout,
-        );
-        let (effects, status) = match step {
-            warden_lua::Step::Waiting { effects, .. } => (effects, tree_run::Status::Running),
-            warden_lua::Step::Done { holds, effects } => (
-                effects,
-                if holds {
-                    tree_run::Status::Success
-                } else {
-                    tree_run::Status::Failure
-                },
-            ),
-            warden_lua::Step::Failed { error } => {
-                self.error(format!("script {}: {error}", leaf.script.name()));
-                return tree_run::Status::Failure;
-            }
-        };
-        let hook = self.tick.facts.hook();
-        let mark = self.tick.rendered.len();
-        for e in effects {
-            match script_effect(rule, hook, e) {
-                Ok(effect) => self.tick.rendered.push(effect),
-                Err(why) => {
-                    self.tick.rendered.truncate(mark);
-                    self.error(format!("script {}: {why}", leaf.script.name()));
-                    self.halt_script(node);
-                    return tree_run::Status::Failure;
-                }
-            }
-        }
-        status
-    }
-
-    fn halt_script(&mut self, node: u32) {
-        if let Some((task, key)) = self.tick.scripts.tasks.remove(&(self.rule, node)) {
-            let reason = self
-                .tick
-                .halt_reason
-                .clone()
-                .unwrap_or_else(|| "its node was halted".into());
-            let halted = self.tick.scripts.halt_task(task, key, &reason);
-            self.tick.halted.push(halted);
-        }
-    }
-
-    fn wake(&mut self, hook: Hook) {
-        self.tick.wake.insert(hook);
-    }
-
-    fn trace(&mut self, node: u32, status: NodeStatus) {
-        if let Some(t) = &mut self.tick.node_trace {
-            t.push((self.rule, node, status));
-        }
     }
 }

@@ -13,7 +13,7 @@ use crate::session::keys::HookSet;
 use crate::session::place::room_for_one;
 use crate::session::scripts::ROOT;
 
-impl Tick<'_, '_> {
+impl<'a> Tick<'a, '_> {
     /// Whether the step's leaves may take the lean path (`Tick::lone_expression`): no script
     /// waits, no behavior's tree runs, no rule is in shadow and the tick is not sampled.
     #[inline]
@@ -85,7 +85,7 @@ impl Tick<'_, '_> {
     /// a helper that returns the action's parts, or writes them, was measured: the compiler
     /// then lays the step's loop out worse, by 35 to 45 instructions a tick.)
     #[inline(always)]
-    fn fixed_notification(&mut self, ix: u32, rule: &CompiledRule, body: &Body) -> bool {
+    fn fixed_notification(&mut self, ix: u32, rule: &'a CompiledRule, body: &Body) -> bool {
         let [
             CompiledAction::Notify {
                 message: Text::Static(message),

@@ -27,7 +27,8 @@ pub trait Host {
 
     /// What the tick holds apart from its fields: whether it concerns a tool, and the kind of
     /// its tool result. Asked once at the start of each run (one call, where three would cost
-    /// a run about 70 instructions more).
+    /// a run about 70 instructions more). The default is no tool and no result: a host whose
+    /// ticks have results says which kind here, or [`Host::result_value`] is never asked.
     fn shape(&self) -> Shape {
         Shape::default()
     }

@@ -110,7 +110,8 @@ pub struct Shared {
     /// How many times `program` or `controls` was swapped: counted after each swap, its lock
     /// still held. A session keeps both from tick to tick ([`Shared::in_force`]) and reads
     /// them again only when this moved: a read of either lock, and the count of the `Arc` it
-    /// hands out, are locked instructions, about 20 cycles each, at every tick.
+    /// hands out, are four locked instructions at every tick. (Replace either only as
+    /// `reload` and `refresh_controls` do: a session would keep a value swapped uncounted.)
     pub swaps: AtomicU64,
     /// When the store was last polled for changes by other processes ([`monotonic_millis`]).
     pub polled_at: AtomicU64,
@@ -175,7 +176,9 @@ impl Shared {
 
     /// The program and the users' choices in force: `kept` when neither was swapped since it
     /// was read (no lock taken, no count changed), else both read again. Call
-    /// [`Shared::poll_controls`] first, as [`Shared::controls`] does.
+    /// [`Shared::poll_controls`] first, as [`Shared::controls`] does, and neither while
+    /// holding the store's connection (a tick's transaction): a new read of the users' choices
+    /// holds their lock while it reads the store.
     pub(crate) fn in_force(&self, kept: Option<InForce>) -> InForce {
         let swaps = self.swaps.load(Ordering::Acquire);
         match kept {
@@ -186,6 +189,15 @@ impl Shared {
                 program: self.program(),
                 controls: current(&self.controls),
             },
+        }
+    }
+
+    /// The program in force, in `kept`, when a swap was counted since `kept` was read (the
+    /// users' choices stay as read: the next [`Shared::in_force`] reads both again, the count
+    /// in `kept` being the older one).
+    pub(crate) fn program_since(&self, kept: &mut InForce) {
+        if self.swaps.load(Ordering::Acquire) != kept.swaps {
+            kept.program = self.program();
         }
     }
 

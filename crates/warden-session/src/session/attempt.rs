@@ -18,9 +18,12 @@ impl Session {
         batch: bool,
     ) -> Attempt {
         self.attempts += 1;
-        // Other processes' changes to the users' choices first: asking for them may read the
-        // store, which the tick then locks.
+        // The users' choices first, before the store's transaction: asking another process's
+        // changes of them reads the store, and so does a new read of them, which holds their
+        // lock meanwhile (`Shared::refresh_controls`): a tick waiting for that lock while its
+        // transaction holds the store's connection would wait for ever.
         self.shared.poll_controls();
+        let mut in_force = self.shared.in_force(self.in_force.take());
         let mut early = Vec::new();
         if let Err(error) = self.catch_up(false) {
             early.push(RuleError { rule: None, error });
@@ -34,7 +37,8 @@ impl Session {
             }
         }
         // After catching up: a session read back is on the program in force then, at least.
-        let in_force = shared.in_force(self.in_force.take());
+        // (A reload never reads the store while it holds the program's lock.)
+        shared.program_since(&mut in_force);
         let (program, controls) = (&in_force.program, &*in_force.controls);
         let mut halted = std::mem::take(&mut self.restored_halted);
         halted.extend(self.adopt(program));

@@ -13,11 +13,10 @@ use warden_load::{Decision, Hook, OnError};
 use crate::session::keys::HookSet;
 use crate::session::place::room_for_one;
 use crate::session::scripts::{ROOT, Scripts, script_effect};
-use crate::session::tree_env::TreeEnv;
 use warden_context::context::{Frame, SETTINGS_ROOT, STATE_ROOT};
 use warden_context::template::Text;
 use warden_program::actions::CompiledAction;
-use warden_program::behavior::run::{self as tree_run, NodeStatus, TreeRun};
+use warden_program::behavior::run::{NodeStatus, TreeRun};
 use warden_program::hooks::Node;
 use warden_program::outcome::{Effect, Evaluation, Halted, Notification, RuleError, TraceEntry};
 use warden_program::program::Program;
@@ -518,82 +517,6 @@ impl<'a> Tick<'a, '_> {
         evaluation
     }
 
-    /// Ticks a behavior's tree (starting it, or resuming it where it runs). Its action nodes'
-    /// effects of this tick apply together; it fires when the tree succeeds.
-    fn tree(&mut self, ix: u32) -> Evaluation {
-        let program = self.program;
-        let rule = &program.rules[ix as usize];
-        let Some(RuleCondition::Tree(tree)) = rule.body().map(|b| &b.condition) else {
-            return Evaluation::Failed("internal: not a behavior".into());
-        };
-        self.select_plugin(&rule.def.plugin);
-        let mut run = self
-            .scripts
-            .trees
-            .remove(&ix)
-            .unwrap_or_else(|| TreeRun::new(tree, rule.key.clone()));
-        let mark = self.rendered.len();
-        let status = {
-            let mut env = TreeEnv {
-                tick: self,
-                rule: ix,
-                tree,
-            };
-            tree_run::tick(tree, &mut run, &mut env)
-        };
-        self.scripts.trees.insert(ix, run);
-        let holds = status == tree_run::Status::Success;
-        self.record_firing(ix, mark, holds);
-        match status {
-            tree_run::Status::Success => Evaluation::Fired,
-            tree_run::Status::Failure => Evaluation::NotMatched,
-            tree_run::Status::Running => Evaluation::Running,
-        }
-    }
-
-    /// Halts the running tree of behavior `ix` within this tick, so that its `on_halted`
-    /// actions apply with the tick's effects (they do not count as a firing). False when `ix`
-    /// has no running tree.
-    pub(crate) fn halt_tree(&mut self, ix: u32, reason: &str) -> bool {
-        let program = self.program;
-        let rule = &program.rules[ix as usize];
-        let Some(RuleCondition::Tree(tree)) = rule.body().map(|b| &b.condition) else {
-            return false;
-        };
-        let Some(mut run) = self.scripts.trees.remove(&ix) else {
-            return false;
-        };
-        if !run.is_running() {
-            self.scripts.trees.insert(ix, run);
-            return false;
-        }
-        self.select_plugin(&rule.def.plugin);
-        let mark = self.rendered.len();
-        let reported = self.halted.len();
-        self.halt_reason = Some(reason.to_string());
-        {
-            let mut env = TreeEnv {
-                tick: self,
-                rule: ix,
-                tree,
-            };
-            tree_run::halt_tree(tree, &mut run, &mut env);
-        }
-        self.halt_reason = None;
-        self.scripts.trees.insert(ix, run);
-        // In the trace only when a rule's evaluation halted it.
-        self.record_firing(ix, mark, false);
-        // One report for the behavior: its scripts', if it had any running (with this reason).
-        if self.halted.len() == reported {
-            tracing::info!(rule = %rule.key, reason, "behavior halted");
-            self.halted.push(Halted {
-                rule: rule.key.clone(),
-                reason: reason.to_string(),
-            });
-        }
-        true
-    }
-
     /// A guard that failed decides deny when its rule says `on_error = "deny"` (fail closed).
     pub(super) fn fail_closed(&mut self, ix: u32, error: &str) {
         let rule = &self.program.rules[ix as usize];
@@ -616,7 +539,7 @@ impl<'a> Tick<'a, '_> {
     /// together), with the trace entry of the evaluation under way; `counts`: it fired (for
     /// its decorators), which records it even without effects.
     #[inline(always)]
-    fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
+    pub(super) fn record_firing(&mut self, ix: u32, mark: usize, counts: bool) {
         if (self.rendered.len() > mark || counts) && self.is_shadow(ix) {
             // What a rule in shadow rendered is kept apart, and never applied.
             let start = self.shadow_rendered.len();

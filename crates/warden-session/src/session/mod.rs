@@ -2,15 +2,15 @@
 //! of decorators (cooldowns, fire counts), trees left running, and notifications waiting for
 //! their delivery point. [`Session::tick`] runs one hook.
 //!
-//! - `mod.rs`: the session and its tick, step by step.
+//! - `mod.rs`: the session and its tick.
 //! - `attempt.rs`: one attempt at a tick: what is in force, the transaction, the steps.
 //! - `step.rs`: one step: a hook's trees ticked on the frame, their effects applied.
-//! - `evaluate.rs`: a rule's leaf: gates, condition, script or behavior, rendering.
+//! - `evaluate.rs`: a rule's leaf: gates, condition, script, rendering.
 //! - `bonsai.rs`: the bridge to bonsai-bt; trees left running, resumed where they stand (kept
 //!   as Warden's own cursor too, from which bonsai's state is built back).
 //! - `effects.rs`: state writes, events, log lines, delivery, the execution log.
 //! - `ruling.rs`: the decisions and rewrites of a step, merged into one ruling.
-//! - `tree_env.rs`: what a behavior's nodes read and do, through the tick they run in.
+//! - `tree_env.rs`: a behavior's tree ticked or halted; what its nodes read and do.
 //! - `trees.rs`: what the trees keep between ticks, and how it moves to a new program.
 //! - `scripts.rs`: the Lua side: the runtime, waiting scripts, behavior runs.
 //! - `keys.rs`: small keys and sets for the tables above.

@@ -1,5 +1,5 @@
-//! A behavior's tree ticked within a step: what its nodes read and do, through the tick
-//! (`tree_run::Env`), for `Tick::tree` and `Tick::halt_tree`.
+//! A behavior's tree ticked within a step (`Tick::tree`) or halted (`Tick::halt_tree`), and
+//! what its nodes read and do, through the tick (`TreeEnv`, bonsai's `tree_run::Env`).
 
 use std::sync::Arc;
 
@@ -8,8 +8,87 @@ use warden_load::Hook;
 use crate::session::evaluate::Tick;
 use crate::session::scripts::script_effect;
 use warden_expr::Verdict;
-use warden_program::behavior::run::{self as tree_run, NodeStatus};
-use warden_program::outcome::RuleError;
+use warden_program::behavior::run::{self as tree_run, NodeStatus, TreeRun};
+use warden_program::outcome::{Evaluation, Halted, RuleError};
+use warden_program::rule::RuleCondition;
+
+impl Tick<'_, '_> {
+    /// Ticks a behavior's tree (starting it, or resuming it where it runs). Its action nodes'
+    /// effects of this tick apply together; it fires when the tree succeeds.
+    pub(super) fn tree(&mut self, ix: u32) -> Evaluation {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let Some(RuleCondition::Tree(tree)) = rule.body().map(|b| &b.condition) else {
+            return Evaluation::Failed("internal: not a behavior".into());
+        };
+        self.select_plugin(&rule.def.plugin);
+        let mut run = self
+            .scripts
+            .trees
+            .remove(&ix)
+            .unwrap_or_else(|| TreeRun::new(tree, rule.key.clone()));
+        let mark = self.rendered.len();
+        let status = {
+            let mut env = TreeEnv {
+                tick: self,
+                rule: ix,
+                tree,
+            };
+            tree_run::tick(tree, &mut run, &mut env)
+        };
+        self.scripts.trees.insert(ix, run);
+        let holds = status == tree_run::Status::Success;
+        self.record_firing(ix, mark, holds);
+        match status {
+            tree_run::Status::Success => Evaluation::Fired,
+            tree_run::Status::Failure => Evaluation::NotMatched,
+            tree_run::Status::Running => Evaluation::Running,
+        }
+    }
+
+    /// Halts the running tree of behavior `ix` within this tick, so that its `on_halted`
+    /// actions apply with the tick's effects (they do not count as a firing). False when `ix`
+    /// has no running tree.
+    pub(crate) fn halt_tree(&mut self, ix: u32, reason: &str) -> bool {
+        let program = self.program;
+        let rule = &program.rules[ix as usize];
+        let Some(RuleCondition::Tree(tree)) = rule.body().map(|b| &b.condition) else {
+            return false;
+        };
+        let Some(mut run) = self.scripts.trees.remove(&ix) else {
+            return false;
+        };
+        if !run.is_running() {
+            self.scripts.trees.insert(ix, run);
+            return false;
+        }
+        self.select_plugin(&rule.def.plugin);
+        let mark = self.rendered.len();
+        let reported = self.halted.len();
+        self.halt_reason = Some(reason.to_string());
+        {
+            let mut env = TreeEnv {
+                tick: self,
+                rule: ix,
+                tree,
+            };
+            tree_run::halt_tree(tree, &mut run, &mut env);
+        }
+        self.halt_reason = None;
+        self.scripts.trees.insert(ix, run);
+        // In the trace only when a rule's evaluation halted it.
+        self.record_firing(ix, mark, false);
+        // One report for the behavior: its scripts', if it had any running (with this reason).
+        if self.halted.len() == reported {
+            tracing::info!(rule = %rule.key, reason, "behavior halted");
+            self.halted.push(Halted {
+                rule: rule.key.clone(),
+                reason: reason.to_string(),
+            });
+        }
+        true
+    }
+}
 
 /// What a behavior's tree reads and does, through the tick it runs in.
 pub(crate) struct TreeEnv<'t, 'a, 'f> {

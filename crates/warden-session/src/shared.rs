@@ -176,9 +176,10 @@ impl Shared {
 
     /// The program and the users' choices in force: `kept` when neither was swapped since it
     /// was read (no lock taken, no count changed), else both read again. Call
-    /// [`Shared::poll_controls`] first, as [`Shared::controls`] does, and neither while
-    /// holding the store's connection (a tick's transaction): a new read of the users' choices
-    /// holds their lock while it reads the store.
+    /// [`Shared::poll_controls`] first, as [`Shared::controls`] does. Call neither while a
+    /// transaction holds the store's connection: a new read of the users' choices holds their
+    /// lock while it reads the store, so a reader of that lock holding the connection could
+    /// wait for ever.
     pub(crate) fn in_force(&self, kept: Option<InForce>) -> InForce {
         let swaps = self.swaps.load(Ordering::Acquire);
         match kept {
@@ -194,7 +195,8 @@ impl Shared {
 
     /// The program in force, in `kept`, when a swap was counted since `kept` was read (the
     /// users' choices stay as read: the next [`Shared::in_force`] reads both again, the count
-    /// in `kept` being the older one).
+    /// in `kept` being the older one). Safe while a transaction holds the store's connection:
+    /// it takes the program's lock alone, and a reload never reads the store holding it.
     pub(crate) fn program_since(&self, kept: &mut InForce) {
         if self.swaps.load(Ordering::Acquire) != kept.swaps {
             kept.program = self.program();

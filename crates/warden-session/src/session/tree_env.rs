@@ -91,10 +91,10 @@ impl Tick<'_, '_> {
 }
 
 /// What a behavior's tree reads and does, through the tick it runs in.
-pub(crate) struct TreeEnv<'t, 'a, 'f> {
-    pub(crate) tick: &'t mut Tick<'a, 'f>,
-    pub(crate) rule: u32,
-    pub(crate) tree: &'a warden_program::behavior::Tree,
+struct TreeEnv<'t, 'a, 'f> {
+    tick: &'t mut Tick<'a, 'f>,
+    rule: u32,
+    tree: &'a warden_program::behavior::Tree,
 }
 
 impl TreeEnv<'_, '_, '_> {

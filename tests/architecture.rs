@@ -507,6 +507,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "warden-agents",
             "warden-core",
+            "warden-lua",
             "warden-shell",
             "warden-store",
             "warden-wire",

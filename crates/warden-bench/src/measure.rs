@@ -8,7 +8,7 @@ use std::time::Instant;
 use warden_core::{SessionOptions, Warden};
 
 use crate::report::Report;
-use crate::scenarios::{self as bench, Floor, OneRule};
+use crate::scenarios::{self as bench, BareResume, Floor, OneRule};
 
 /// The median of `v` (NaN when it is empty).
 pub(crate) fn median(mut v: Vec<f64>) -> f64 {
@@ -160,39 +160,66 @@ fn measure_sessions_with(
     for (i, make) in scenarios.iter().enumerate() {
         sessions.push(with_dir(&i.to_string(), make)?.session());
     }
+    let mut work: Vec<Box<dyn FnMut() -> usize + '_>> = sessions
+        .iter_mut()
+        .map(|s| Box::new(move || tick(s)) as Box<dyn FnMut() -> usize>)
+        .collect();
+    Ok(alternate(&mut work, ticks, rounds))
+}
+
+/// Warms each of `work` up, then runs them in alternation, `ticks` calls each a round, round
+/// after round: the median ns per call of each.
+fn alternate(work: &mut [Box<dyn FnMut() -> usize + '_>], ticks: u32, rounds: u32) -> Vec<f64> {
     let mut sink = 0usize;
-    for s in &mut sessions {
+    for w in work.iter_mut() {
         for _ in 0..ticks.min(2000) {
-            sink += tick(s);
+            sink += w();
         }
     }
-    let mut times = vec![Vec::new(); sessions.len()];
+    let mut times = vec![Vec::new(); work.len()];
     for _ in 0..rounds {
-        for (s, t) in sessions.iter_mut().zip(&mut times) {
+        for (w, t) in work.iter_mut().zip(&mut times) {
             let start = Instant::now();
             for _ in 0..ticks {
-                sink += tick(s);
+                sink += w();
             }
             t.push(start.elapsed().as_nanos() as f64 / f64::from(ticks));
         }
     }
     std::hint::black_box(sink);
-    Ok(times.into_iter().map(median).collect())
+    times.into_iter().map(median).collect()
 }
 
 /// The cost of a script: one rule on `on_turn_start` as an expression, as a script condition
-/// reading the context, and as a coroutine resumed at every tick.
+/// reading the context, and as a coroutine resumed at every tick; and that coroutine resumed
+/// by the script runtime alone, by itself and after each tick of the expression rule (where
+/// the tick's code and the resume's share the processor's caches, as in the session's resume).
 fn scripts(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
-    let m = measure_sessions(
-        &[
-            &|d| bench::one_rule(d, OneRule::Expression),
-            &|d| bench::one_rule(d, OneRule::ScriptCondition),
-            &|d| bench::one_rule(d, OneRule::Coroutine),
-        ],
-        ticks,
-        rounds,
-    )?;
-    let (e, s, c) = (m[0], m[1], m[2]);
+    let mut sessions = Vec::new();
+    for (i, kind) in [
+        OneRule::Expression,
+        OneRule::ScriptCondition,
+        OneRule::Coroutine,
+        OneRule::Expression,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        sessions.push(with_dir(&i.to_string(), |d| bench::one_rule(d, kind))?.session());
+    }
+    let [expression, script, coroutine, beside] = &mut sessions[..] else {
+        unreachable!("four sessions were made");
+    };
+    let (mut alone, mut after) = (BareResume::new(), BareResume::new());
+    let mut work: Vec<Box<dyn FnMut() -> usize + '_>> = vec![
+        Box::new(|| bench::tick(expression)),
+        Box::new(|| bench::tick(script)),
+        Box::new(|| bench::tick(coroutine)),
+        Box::new(|| alone.resume()),
+        Box::new(|| bench::tick(beside) + after.resume()),
+    ];
+    let m = alternate(&mut work, ticks, rounds);
+    let (e, s, c, r, er) = (m[0], m[1], m[2], m[3], m[4]);
     out.figure("tick.one_rule.expression", e, "ns");
     out.beside(
         "tick.one_rule.lua_condition",
@@ -208,6 +235,18 @@ fn scripts(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
         "tick.one_rule.expression",
     );
     out.figure("tick.one_rule.lua_resume_more", c - e, "ns");
+    out.figure("tick.one_rule.runtime_resume", r, "ns");
+    out.beside(
+        "tick.one_rule.expression_then_runtime_resume",
+        er,
+        "ns",
+        "tick.one_rule.expression",
+    );
+    out.figure(
+        "tick.one_rule.expression_then_runtime_resume_more",
+        er - e,
+        "ns",
+    );
     writeln!(
         out,
         "\none on_turn_start tick, one rule (median of {rounds} rounds of {ticks} ticks):"
@@ -225,6 +264,19 @@ fn scripts(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
         out,
         "  a waiting Lua coroutine, resumed             {c:>8.0} ns  (the resume: {:>5.0} ns more)",
         c - e
+    )?;
+    writeln!(
+        out,
+        "  the same coroutine resumed by the script runtime alone, no session or tick:"
+    )?;
+    writeln!(
+        out,
+        "    by itself                                  {r:>8.0} ns"
+    )?;
+    writeln!(
+        out,
+        "    after each tick of the expression rule     {er:>8.0} ns  (the resume: {:>5.0} ns more)",
+        er - e
     )
 }
 

@@ -14,7 +14,7 @@ use warden_wire::v1::replay::write_outcome_lines;
 
 use crate::long_session::long_session;
 use crate::measure::with_dir;
-use crate::scenarios::{self as bench, Floor, OneRule};
+use crate::scenarios::{self as bench, BareResume, Floor, OneRule};
 
 /// The scenarios [`repeat`] runs, each with what one repetition is.
 pub const REPEATABLE: &[(&str, &str)] = &[
@@ -38,6 +38,10 @@ pub const REPEATABLE: &[(&str, &str)] = &[
     (
         "lua-resume",
         "one tick resuming a waiting Lua coroutine (the same rule as `expression` beside it)",
+    ),
+    (
+        "runtime-resume",
+        "the coroutine of `lua-resume` resumed by the script runtime alone, no session or tick",
     ),
     (
         "guardrails-tool-call",
@@ -103,6 +107,12 @@ pub fn repeat(name: &str, times: u32) -> Result<(), RepeatError> {
             let floor = Floor::default();
             for _ in 0..times {
                 sink += floor.tick(black_box(bench::TOKEN_USAGE)).len();
+            }
+        }
+        "runtime-resume" => {
+            let mut bare = BareResume::new();
+            for _ in 0..times {
+                sink += bare.resume();
             }
         }
         "durable-save" => {

@@ -163,6 +163,54 @@ pub enum OneRule {
 const THREE_FIELDS: &str =
     "context.turn.number >= 0 and context.mode != '' and context.turn.token_usage > 0.9";
 
+/// The script of [`OneRule::Coroutine`], waiting at every tick.
+const WAITING: &str = "while true do coroutine.yield() end";
+
+/// The waiting coroutine of [`OneRule::Coroutine`] resumed by the script runtime alone
+/// (`warden-lua`'s `Runtime`), with no session, rule or tick around it: what the resume costs
+/// Lua and the sandbox, for beside the session's resume.
+pub struct BareResume {
+    runtime: warden_lua::Runtime,
+    task: warden_lua::Task,
+}
+
+/// The host of [`BareResume`]: the script reads nothing, and any field would be nil (an
+/// answer not written).
+struct Silent;
+
+impl warden_lua::Host for Silent {
+    fn field(&self, _: &mut warden_lua::Out<'_>, _: &str, _: &str) -> mlua::Result<()> {
+        Ok(())
+    }
+}
+
+impl BareResume {
+    /// The runtime, with the session's default limits, and the coroutine started (waiting).
+    pub fn new() -> Self {
+        let limits = warden_lua::Limits::default();
+        let mut runtime = warden_lua::Runtime::new(limits, warden_lua::Vocabulary::NONE)
+            .expect("the benchmark makes a Lua runtime");
+        let script = warden_lua::Script::new(1, "wait.lua", WAITING);
+        let (task, _) = runtime.start(&script, &Silent, limits.timeout);
+        let task = task.expect("the benchmark's coroutine waits");
+        BareResume { runtime, task }
+    }
+
+    /// Resumes the coroutine once: 1 when it waits again, as it should.
+    pub fn resume(&mut self) -> usize {
+        let step = self
+            .runtime
+            .resume(&self.task, &Silent, self.runtime.limits().timeout);
+        usize::from(matches!(step, warden_lua::Step::Waiting { .. }))
+    }
+}
+
+impl Default for BareResume {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 /// A supervisor with the one rule of `kind` (written to `dir`).
 pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {
     let three = format!("return {}", THREE_FIELDS.replace("!=", "~="));
@@ -173,7 +221,7 @@ pub fn one_rule(dir: &std::path::Path, kind: OneRule) -> Warden {
             let (name, body) = match kind {
                 OneRule::ScriptCondition => ("usage.lua", "return context.turn.token_usage > 0.9"),
                 OneRule::ScriptThreeFields => ("three.lua", three.as_str()),
-                _ => ("wait.lua", "while true do coroutine.yield() end"),
+                _ => ("wait.lua", WAITING),
             };
             std::fs::write(dir.join(name), body)
                 .expect("the benchmark writes its script to a temporary folder");
@@ -338,6 +386,16 @@ mod tests {
                 );
                 assert!(o.errors.is_empty(), "{:?}", o.errors);
             }
+        }
+    }
+
+    /// The coroutine resumed by the runtime alone waits again at every resume, as the
+    /// session's does (a resume that failed or finished would measure something else).
+    #[test]
+    fn the_bare_resume_waits_at_every_resume() {
+        let mut bare = BareResume::new();
+        for _ in 0..1000 {
+            assert_eq!(bare.resume(), 1);
         }
     }
 

@@ -177,8 +177,8 @@ enum Command {
         shell: bool,
         /// Run one scenario `--ticks` times and print nothing, for a profiler or an
         /// instruction count (benches/instructions.sh): floor, hundred-rules,
-        /// expression-three-fields, lua-three-fields, expression, lua-resume,
-        /// guardrails-tool-call, durable-save.
+        /// expression-three-fields, lua-three-fields, expression, lua-resume, runtime-resume,
+        /// guardrails-tool-call, durable-save, replay-floor, replay.
         #[arg(long, value_name = "SCENARIO", conflicts_with = "shell")]
         repeat: Option<String>,
         /// Print the figures as JSON (each with its id, value, unit, and the floor it is

@@ -3,6 +3,12 @@
 # benchmarks that can fail. Instructions (valgrind's callgrind) do not move with the machine's
 # load, so this is a check, not a timed test. CI runs it (`.ci/run`).
 #
+# Beside the instructions, the code a tick runs: the 64-byte lines of code one repetition of
+# some scenarios runs (`benches/code_lines.py`, from callgrind's counts by instruction). A
+# tick whose code passes what the first-level instruction cache holds (32 KiB here) runs its
+# instructions at a fraction of their speed, which no instruction count shows; the waiting
+# script's resume is there (the book's performance chapter).
+#
 # Each in-process scenario (`warden bench --repeat SCENARIO --ticks N`) runs at two counts;
 # the difference divided by the difference of the counts is what one repetition costs, with
 # loading the rules and setting the scenario up left out. The Claude Code hook is counted as a
@@ -10,7 +16,8 @@
 #
 #   benches/instructions.sh [--update] [WARDEN_BINARY]   (default: target/release/warden)
 #
-# Fails when a count is more than 10% above benches/instructions.baseline. A change that
+# Fails when a count (of instructions or of lines) is more than 10% above
+# benches/instructions.baseline. A change that
 # makes a path dearer on purpose updates the baseline in the same commit (`--update` writes it)
 # and says why in that commit's message, on a line that starts with `Baseline:`; the check
 # looks for that line in the commit that last changed the baseline.
@@ -33,22 +40,42 @@ command -v valgrind >/dev/null || {
     echo "valgrind is needed: apt-get install -y valgrind" >&2
     exit 1
 }
+command -v python3 >/dev/null || {
+    echo "python3 is needed (benches/code_lines.py): apt-get install -y python3" >&2
+    exit 1
+}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# count COMMAND...: the instructions one run of COMMAND executes.
+# count COMMAND...: the instructions one run of COMMAND executes. With KEEP set, callgrind's
+# counts by instruction are kept in that file (for code_lines.py).
 count() {
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>"$work/valgrind.log" >/dev/null ||
+    local out=/dev/null dump=no
+    if [ -n "${KEEP:-}" ]; then
+        out=$KEEP dump=yes
+    fi
+    valgrind --tool=callgrind --dump-instr="$dump" --callgrind-out-file="$out" "$@" \
+        2>"$work/valgrind.log" >/dev/null ||
         { cat "$work/valgrind.log" >&2; echo "instructions.sh: $* failed" >&2; exit 1; }
     sed -n 's/.*Collected : //p' "$work/valgrind.log"
 }
 
-# per SCENARIO LOW HIGH: the instructions of one repetition of SCENARIO.
+# The scenarios whose code is measured too: the 64-byte lines of code one repetition runs
+# (benches/code_lines.py), what decides whether a tick fits the first-level instruction cache.
+lines_of=(expression lua-resume runtime-resume hundred-rules)
+
+# per SCENARIO LOW HIGH: the instructions of one repetition of SCENARIO. For a scenario of
+# lines_of, the two runs' counts by instruction are kept in $work/SCENARIO.{low,high}, and the
+# number of repetitions between them in $work/SCENARIO.repetitions.
 per() {
-    local low high
-    low=$(count "$warden" bench --repeat "$1" --ticks "$2")
-    high=$(count "$warden" bench --repeat "$1" --ticks "$3")
+    local low high keep=""
+    if [[ " ${lines_of[*]} " == *" $1 "* ]]; then
+        keep=$work/$1
+        echo $(($3 - $2)) > "$keep.repetitions"
+    fi
+    low=$(KEEP=${keep:+$keep.low} count "$warden" bench --repeat "$1" --ticks "$2")
+    high=$(KEEP=${keep:+$keep.high} count "$warden" bench --repeat "$1" --ticks "$3")
     echo $(((high - low) / ($3 - $2)))
 }
 
@@ -65,7 +92,7 @@ hook() {
 
 declare -A now
 order=(floor hundred-rules expression-three-fields lua-three-fields expression lua-resume
-    guardrails-tool-call durable-save replay-floor replay claude-code-hook)
+    runtime-resume guardrails-tool-call durable-save replay-floor replay claude-code-hook)
 for scenario in "${order[@]}"; do
     case $scenario in
         durable-save) now[$scenario]=$(per "$scenario" 20 120) ;;
@@ -74,6 +101,15 @@ for scenario in "${order[@]}"; do
         lua-*) now[$scenario]=$(per "$scenario" 200 1000) ;;
         *) now[$scenario]=$(per "$scenario" 1000 5000) ;;
     esac
+done
+for scenario in "${lines_of[@]}"; do
+    now[$scenario.lines]=$(python3 benches/code_lines.py "$work/$scenario.low" \
+        "$work/$scenario.high" "$(cat "$work/$scenario.repetitions")")
+done
+# What the baseline holds and the check compares: the instructions, then the code lines.
+checked=("${order[@]}")
+for scenario in "${lines_of[@]}"; do
+    checked+=("$scenario.lines")
 done
 toolchain=$(rustc --version 2>/dev/null || echo "rustc unknown")
 
@@ -88,14 +124,19 @@ echo "  100-rule tick / floor:                  $(ratio "${now[hundred-rules]}" 
 echo "  Lua condition beyond the expression:    $((now[lua-three-fields] - now[expression-three-fields])) instructions"
 echo "  resume beyond the expression:           $((now[lua-resume] - now[expression])) instructions"
 echo "  replay / its parse floor:               $(ratio "${now[replay]}" "${now[replay-floor]}")x"
+echo "  code lines run by a tick (64 bytes each; a 32 KiB instruction cache holds 512):"
+for scenario in "${lines_of[@]}"; do
+    printf '    %-24s %6s  (%s KiB)\n' "$scenario" "${now[$scenario.lines]}" "$(((now[$scenario.lines] * 64 + 512) / 1024))"
+done
 
 if $update; then
     {
         echo "# Instructions per repetition of each scenario of benches/instructions.sh (the hook: per"
-        echo "# process). Written by \`benches/instructions.sh --update\`; a commit that changes it says why"
-        echo "# on a line of its message that starts with \"Baseline:\"."
+        echo "# process), and (SCENARIO.lines) the 64-byte lines of code a repetition runs. Written by"
+        echo "# \`benches/instructions.sh --update\`; a commit that changes it says why on a line of its"
+        echo "# message that starts with \"Baseline:\"."
         echo "toolchain $toolchain"
-        for scenario in "${order[@]}"; do
+        for scenario in "${checked[@]}"; do
             echo "$scenario ${now[$scenario]}"
         done
     } > "$baseline"
@@ -112,7 +153,7 @@ if [ "$recorded_toolchain" != "$toolchain" ]; then
 fi
 failed=0
 echo "against $baseline (more than ${tolerance}% above it fails):"
-for scenario in "${order[@]}"; do
+for scenario in "${checked[@]}"; do
     was=$(awk -v s="$scenario" '$1 == s { print $2 }' "$baseline")
     if [ -z "$was" ]; then
         echo "  $scenario: not in the baseline; add it with --update" >&2

@@ -22,6 +22,8 @@
 # and says why in that commit's message, on a line that starts with `Baseline:`; the check
 # looks for that line in the commit that last changed the baseline.
 set -euo pipefail
+# A command that fails inside `$(...)` (a valgrind run, in `per`) stops the script too.
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 baseline=benches/instructions.baseline
 tolerance=10 # percent

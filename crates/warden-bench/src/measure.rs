@@ -156,15 +156,21 @@ fn measure_sessions_with(
     ticks: u32,
     rounds: u32,
 ) -> io::Result<Vec<f64>> {
-    let mut sessions = Vec::new();
-    for (i, make) in scenarios.iter().enumerate() {
-        sessions.push(with_dir(&i.to_string(), make)?.session());
-    }
+    let mut sessions = sessions_of(scenarios)?;
     let mut work: Vec<Box<dyn FnMut() -> usize + '_>> = sessions
         .iter_mut()
         .map(|s| Box::new(move || tick(s)) as Box<dyn FnMut() -> usize>)
         .collect();
     Ok(alternate(&mut work, ticks, rounds))
+}
+
+/// A session of each scenario, its rules written to a folder of its own.
+fn sessions_of(scenarios: &[&dyn Fn(&Path) -> Warden]) -> io::Result<Vec<warden_core::Session>> {
+    let mut sessions = Vec::new();
+    for (i, make) in scenarios.iter().enumerate() {
+        sessions.push(with_dir(&i.to_string(), make)?.session());
+    }
+    Ok(sessions)
 }
 
 /// Warms each of `work` up, then runs them in alternation, `ticks` calls each a round, round
@@ -195,18 +201,12 @@ fn alternate(work: &mut [Box<dyn FnMut() -> usize + '_>], ticks: u32, rounds: u3
 /// by the script runtime alone, by itself and after each tick of the expression rule (where
 /// the tick's code and the resume's share the processor's caches, as in the session's resume).
 fn scripts(out: &mut Report<'_>, ticks: u32, rounds: u32) -> io::Result<()> {
-    let mut sessions = Vec::new();
-    for (i, kind) in [
-        OneRule::Expression,
-        OneRule::ScriptCondition,
-        OneRule::Coroutine,
-        OneRule::Expression,
-    ]
-    .into_iter()
-    .enumerate()
-    {
-        sessions.push(with_dir(&i.to_string(), |d| bench::one_rule(d, kind))?.session());
-    }
+    let mut sessions = sessions_of(&[
+        &|d| bench::one_rule(d, OneRule::Expression),
+        &|d| bench::one_rule(d, OneRule::ScriptCondition),
+        &|d| bench::one_rule(d, OneRule::Coroutine),
+        &|d| bench::one_rule(d, OneRule::Expression),
+    ])?;
     let [expression, script, coroutine, beside] = &mut sessions[..] else {
         unreachable!("four sessions were made");
     };

@@ -166,21 +166,19 @@ impl Shared {
         ))
     }
 
-    /// The users' choices. At most every [`POLL_INTERVAL`], asks the store whether another
-    /// process changed them, and reads them again if so (on PostgreSQL the question costs no
-    /// round trip: a listener connection counts the changes announced).
+    /// The users' choices, brought up to date first (see [`Shared::poll_controls`]).
     pub fn controls(&self) -> Arc<Controls> {
         self.poll_controls();
         current(&self.controls)
     }
 
-    /// The program and the users' choices in force: `kept` when neither was swapped since it
-    /// was read (no lock taken, no count changed), else both read again. Call
-    /// [`Shared::poll_controls`] first, as [`Shared::controls`] does. Call neither while a
-    /// transaction holds the store's connection: a new read of the users' choices holds their
-    /// lock while it reads the store, so a reader of that lock holding the connection could
-    /// wait for ever.
+    /// The program and the users' choices in force, the choices brought up to date first (as
+    /// [`Shared::controls`] does): `kept` when neither was swapped since it was read (no lock
+    /// taken, no count changed), else both read again. Not while a transaction holds the
+    /// store's connection: a new read of the users' choices holds their lock while it reads
+    /// the store, so a reader of that lock holding the connection could wait for ever.
     pub(crate) fn in_force(&self, kept: Option<InForce>) -> InForce {
+        self.poll_controls();
         let swaps = self.swaps.load(Ordering::Acquire);
         match kept {
             Some(kept) if kept.swaps == swaps => kept,
@@ -204,8 +202,9 @@ impl Shared {
     }
 
     /// At most every [`POLL_INTERVAL`], asks the store whether another process changed the
-    /// users' choices, and reads them again if so.
-    pub fn poll_controls(&self) {
+    /// users' choices, and reads them again if so (on PostgreSQL the question costs no round
+    /// trip: a listener connection counts the changes announced).
+    fn poll_controls(&self) {
         let now = monotonic_millis();
         let last = self.polled_at.load(Ordering::Relaxed);
         let due = now.saturating_sub(last) >= POLL_INTERVAL.as_millis() as u64;

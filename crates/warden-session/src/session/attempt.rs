@@ -22,7 +22,6 @@ impl Session {
         // changes of them reads the store, and so does a new read of them, which holds their
         // lock meanwhile (`Shared::refresh_controls`): a tick waiting for that lock while its
         // transaction holds the store's connection would wait for ever.
-        self.shared.poll_controls();
         let mut in_force = self.shared.in_force(self.in_force.take());
         let mut early = Vec::new();
         if let Err(error) = self.catch_up(false) {

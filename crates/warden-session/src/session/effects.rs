@@ -72,7 +72,11 @@ pub(crate) struct Kinds {
 }
 
 impl Kinds {
-    /// The kinds of `effects`, rendered at `hook`.
+    /// The kinds of `effects`, rendered at `hook`. Out of line: inlined into `Step::run`, its
+    /// `match` in a loop became a jump table whose base the loop keeps in a register, which a
+    /// post-link optimizer cannot follow; it then leaves the whole step as the compiler laid
+    /// it out (`release/build.sh`).
+    #[inline(never)]
     pub(crate) fn of(effects: &[Effect], hook: Hook) -> Self {
         let mut kinds = Kinds::default();
         // As `deliver` orders them: most urgent first.

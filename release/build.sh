@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Builds the `warden` binary laid out from a profile of its main paths: the release build,
+# rewritten by LLVM's post-link optimizer (BOLT) so that the code a tick runs sits together.
+#
+# Why: a tick that resumes a waiting script runs more code than the first-level instruction
+# cache holds (32 KiB: 512 lines of 64 bytes) in a build laid out by the compiler alone, whose
+# hot code is interleaved with the cold code beside it. Laid out from a profile, the same tick
+# runs about a quarter fewer lines, and the resume beyond an expression tick costs about half
+# as much time. The instructions are the same. (The book's performance chapter, "A build laid
+# out from a profile", has the figures.)
+#
+#   release/build.sh            writes target/optimized/warden
+#
+# How: the release binary is linked with its relocations kept (`--emit-relocs`: BOLT moves
+# code only in a binary that has them), instrumented by BOLT, run on the training workload
+# below, then rewritten from the counts that run collected. The workload is `warden bench`
+# and a Claude Code hook: the paths the benchmarks name, the hand-written floors included so
+# that they are laid out the same way as what they are the floor of (a floor left cold would
+# flatter every ratio). A path the
+# workload does not run keeps the compiler's layout, and code that never ran in it moves out
+# of the way to the end of the binary.
+#
+# Needs BOLT: Debian's `bolt-22` (`apt-get install -y bolt-22`), or `LLVM_BOLT` and
+# `MERGE_FDATA` naming an `llvm-bolt` and its `merge-fdata`. `cargo build --release` alone
+# gives the compiler's layout: the same behaviour, the figures of the plain build.
+set -euo pipefail
+shopt -s inherit_errexit
+cd "$(dirname "$0")/.."
+
+bolt=${LLVM_BOLT:-$(command -v llvm-bolt-22 || command -v llvm-bolt || true)}
+merge=${MERGE_FDATA:-$(command -v merge-fdata-22 || command -v merge-fdata || true)}
+if [ -z "$bolt" ] || [ -z "$merge" ]; then
+    echo "release/build.sh needs LLVM's BOLT (llvm-bolt and merge-fdata):" >&2
+    echo "  apt-get install -y bolt-22, or set LLVM_BOLT and MERGE_FDATA" >&2
+    exit 1
+fi
+jobs=${CARGO_BUILD_JOBS:-2}
+out=target/optimized
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== the release binary, with its relocations" >&2
+cargo rustc --release -j "$jobs" -p warden --bin warden -- -C link-arg=-Wl,--emit-relocs
+mkdir -p "$out"
+cp target/release/warden "$work/warden"
+
+echo "== instrumented by $("$bolt" --version 2>/dev/null | sed -n 's/.*LLVM version //p' | head -1 | sed 's/^/BOLT of LLVM /')" >&2
+# Each process writes its counts to a file of its own (`profile.PID`).
+"$bolt" "$work/warden" -o "$work/instrumented" -instrument \
+    -instrumentation-file="$work/profile" -instrumentation-file-append-pid \
+    > "$work/instrument.log" 2>&1 || { cat "$work/instrument.log" >&2; exit 1; }
+
+echo "== the training workload" >&2
+train() {
+    "$work/instrumented" "$@" > /dev/null
+}
+# `warden bench`, every measure of it: ticks of one rule and of a hundred, Lua conditions, a
+# waiting script's resume, behaviors, modes, a long session replayed, shell commands judged,
+# plugin state, durable saves, cold loads, and each one's floor. (Fewer rounds and ticks than
+# its defaults: the counts it leaves are in the same proportions.)
+train bench --rounds 3 --ticks 5000
+# A Claude Code hook, as a process: a PreToolUse of Bash with the built-in rules and the
+# guardrails, on a session the hook has seen before.
+mkdir -p "$work/hook"
+printf 'builtin = true\nplugins = ["builtin:guardrails"]\ndatabase = "warden.db"\n' > "$work/hook/warden.toml"
+printf '{"session_id":"training","hook_event_name":"PreToolUse","cwd":"%s","tool_name":"Bash","tool_input":{"command":"cargo test --workspace 2>&1 | tail -20"}}\n' \
+    "$work/hook" > "$work/hook/pre.json"
+for _ in 1 2 3 4 5; do
+    train hook claude-code --config "$work/hook/warden.toml" < "$work/hook/pre.json"
+done
+
+echo "== laid out from the profile" >&2
+"$merge" "$work"/profile.* > "$work/profile.fdata" 2> "$work/merge.log" ||
+    { cat "$work/merge.log" >&2; exit 1; }
+# Blocks ordered by the profile (ext-tsp), functions by it (cdsort), and each function's code
+# that never ran split off to a cold part at the end (split-all-cold).
+"$bolt" "$work/warden" -o "$out/warden.new" -data="$work/profile.fdata" \
+    -reorder-blocks=ext-tsp -reorder-functions=cdsort -split-functions -split-all-cold \
+    -use-gnu-stack > "$work/optimize.log" 2>&1 || { cat "$work/optimize.log" >&2; exit 1; }
+# How much of the binary the profile reached, and how much of that BOLT could not rewrite (a
+# function whose indirect jumps it cannot follow keeps the compiler's layout; `-v=1` names them).
+grep -E 'functions in the binary .* have non-empty execution profile|functions with profile could not be optimized' \
+    "$work/optimize.log" >&2 || true
+# What the rewritten binary is checked on before it replaces the last one: it runs.
+"$out/warden.new" --version > /dev/null
+mv "$out/warden.new" "$out/warden"
+echo "wrote $out/warden" >&2
+
+# The check that the layout took: a waiting script's resume tick (`lua-resume`) runs fewer
+# 64-byte lines of code laid out from the profile than as the compiler laid it out
+# (benches/code_lines.py; callgrind's counts by instruction, so the machine's load does not
+# move them). A profile that reached nothing would leave them about the same.
+if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
+    lines() {
+        local n
+        for n in 200 1000; do
+            valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$work/$2.$n" \
+                "$1" bench --repeat lua-resume --ticks "$n" > /dev/null 2> "$work/valgrind.log" ||
+                { cat "$work/valgrind.log" >&2; exit 1; }
+        done
+        python3 benches/code_lines.py "$work/$2.200" "$work/$2.1000" 800
+    }
+    plain=$(lines "$work/warden" plain)
+    optimized=$(lines "$out/warden" optimized)
+    echo "a waiting script's resume tick runs $optimized lines of code laid out from the profile," \
+        "$plain as the compiler laid it out" >&2
+    if ((optimized * 10 > plain * 9)); then
+        echo "release/build.sh: FAILED: not a tenth fewer lines; the profile did not take" >&2
+        exit 1
+    fi
+else
+    echo "(valgrind or python3 missing: the layout's code lines are not checked)" >&2
+fi

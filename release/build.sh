@@ -9,7 +9,7 @@
 # as much time. The instructions are the same. (The book's performance chapter, "A build laid
 # out from a profile", has the figures.)
 #
-#   release/build.sh            writes target/optimized/warden
+#   release/build.sh [--update]    writes target/optimized/warden
 #
 # How: the release binary is linked with its relocations kept (`--emit-relocs`: BOLT moves
 # code only in a binary that has them), instrumented by BOLT, run on the training workload
@@ -26,6 +26,11 @@
 set -euo pipefail
 shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
+baseline=release/lines.baseline
+update=false
+if [ "${1:-}" = "--update" ]; then
+    update=true
+fi
 
 bolt=${LLVM_BOLT:-$(command -v llvm-bolt-22 || command -v llvm-bolt || true)}
 merge=${MERGE_FDATA:-$(command -v merge-fdata-22 || command -v merge-fdata || true)}
@@ -86,10 +91,13 @@ grep -E 'functions in the binary .* have non-empty execution profile|functions w
 mv "$out/warden.new" "$out/warden"
 echo "wrote $out/warden" >&2
 
-# The check that the layout took: a waiting script's resume tick (`lua-resume`) runs fewer
-# 64-byte lines of code laid out from the profile than as the compiler laid it out
-# (benches/code_lines.py; callgrind's counts by instruction, so the machine's load does not
-# move them). A profile that reached nothing would leave them about the same.
+# The checks that the layout took: a waiting script's resume tick (`lua-resume`) runs at
+# least a tenth fewer 64-byte lines of code laid out from the profile than as the compiler laid
+# it out (a profile that reached nothing would leave them about the same), and at most a tenth
+# more than release/lines.baseline (a hot function BOLT could no longer rewrite, say). The
+# lines come from callgrind's counts by instruction (benches/code_lines.py), which the
+# machine's load does not move. `--update` writes the baseline; a commit that changes it says
+# why on a line of its message that starts with "Baseline:", as for benches/instructions.sh.
 if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
     lines() {
         local n
@@ -107,6 +115,32 @@ if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
     if ((optimized * 10 > plain * 9)); then
         echo "release/build.sh: FAILED: not a tenth fewer lines; the profile did not take" >&2
         exit 1
+    fi
+    if $update; then
+        {
+            echo "# The 64-byte lines of code a lua-resume tick runs in the optimized build, written by"
+            echo "# \`release/build.sh --update\`; a commit that changes it says why on a line that starts"
+            echo "# with \"Baseline:\"."
+            echo "lua-resume.lines $optimized"
+        } > "$baseline"
+        echo "wrote $baseline" >&2
+    else
+        was=$(awk '$1 == "lua-resume.lines" { print $2 }' "$baseline" 2> /dev/null || true)
+        if [ -z "$was" ]; then
+            echo "release/build.sh: no lua-resume.lines in $baseline: run release/build.sh --update" >&2
+            exit 1
+        fi
+        if ((optimized * 10 > was * 11)); then
+            echo "release/build.sh: FAILED: more than 10% above the $was lines of $baseline" >&2
+            exit 1
+        elif ((optimized * 10 < was * 9)); then
+            echo "(more than 10% under the $was lines of $baseline: lower it with --update)" >&2
+        fi
+        last=$(git log -1 --format=%H -- "$baseline" 2> /dev/null || true)
+        if [ -n "$last" ] && ! git log -1 --format=%B "$last" | grep -q '^Baseline:'; then
+            echo "release/build.sh: commit $last changed $baseline without a line \"Baseline: why\"" >&2
+            exit 1
+        fi
     fi
 else
     echo "(valgrind or python3 missing: the layout's code lines are not checked)" >&2

@@ -5,23 +5,23 @@
 # Why: a tick that resumes a waiting script runs more code than the first-level instruction
 # cache holds (32 KiB: 512 lines of 64 bytes) in a build laid out by the compiler alone, whose
 # hot code is interleaved with the cold code beside it. Laid out from a profile, the same tick
-# runs about a quarter fewer lines, and the resume beyond an expression tick costs about half
-# as much time. The instructions are the same. (The book's performance chapter, "A build laid
-# out from a profile", has the figures.)
+# runs about a quarter fewer lines, and the resume beyond an expression tick takes about 30%
+# less time. The instructions are the same. (The book's performance chapter, "The eleventh
+# round: a build laid out from a profile", has the figures.)
 #
-#   release/build.sh [--update]    writes target/optimized/warden
+#   release/build.sh [--update]    writes optimized/warden in cargo's target directory
 #
 # How: the release binary is linked with its relocations kept (`--emit-relocs`: BOLT moves
 # code only in a binary that has them), instrumented by BOLT, run on the training workload
 # below, then rewritten from the counts that run collected. The workload is `warden bench`
 # and a Claude Code hook: the paths the benchmarks name, the hand-written floors included so
 # that they are laid out the same way as what they are the floor of (a floor left cold would
-# flatter every ratio). A path the
-# workload does not run keeps the compiler's layout, and code that never ran in it moves out
-# of the way to the end of the binary.
+# flatter every ratio). A path the workload does not run keeps the compiler's layout, and code
+# that never ran in it moves out of the way to the end of the binary.
 #
-# Needs BOLT: Debian's `bolt-22` (`apt-get install -y bolt-22`), or `LLVM_BOLT` and
-# `MERGE_FDATA` naming an `llvm-bolt` and its `merge-fdata`. `cargo build --release` alone
+# Needs BOLT of LLVM 22: Debian's `bolt-22` (`apt-get install -y bolt-22`), or `LLVM_BOLT` and
+# `MERGE_FDATA` naming an `llvm-bolt` and its `merge-fdata`; and valgrind and python3 for the
+# check below (without them the binary is written unchecked). `cargo build --release` alone
 # gives the compiler's layout: the same behaviour, the figures of the plain build.
 set -euo pipefail
 shopt -s inherit_errexit
@@ -32,25 +32,43 @@ if [ "${1:-}" = "--update" ]; then
     update=true
 fi
 
-bolt=${LLVM_BOLT:-$(command -v llvm-bolt-22 || command -v llvm-bolt || true)}
-merge=${MERGE_FDATA:-$(command -v merge-fdata-22 || command -v merge-fdata || true)}
+# BOLT's options differ between versions: the named ones, or LLVM 22's.
+bolt=${LLVM_BOLT:-$(command -v llvm-bolt-22 || true)}
+merge=${MERGE_FDATA:-$(command -v merge-fdata-22 || true)}
 if [ -z "$bolt" ] || [ -z "$merge" ]; then
-    echo "release/build.sh needs LLVM's BOLT (llvm-bolt and merge-fdata):" >&2
+    echo "release/build.sh needs LLVM's BOLT (llvm-bolt and merge-fdata, of LLVM 22):" >&2
     echo "  apt-get install -y bolt-22, or set LLVM_BOLT and MERGE_FDATA" >&2
     exit 1
 fi
+bolt_version=$("$bolt" --version 2> /dev/null | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p' | head -1)
+checked=true
+if ! command -v valgrind > /dev/null || ! command -v python3 > /dev/null; then
+    if $update; then
+        echo "release/build.sh --update needs valgrind and python3 to count the lines" >&2
+        exit 1
+    fi
+    checked=false
+fi
 jobs=${CARGO_BUILD_JOBS:-2}
-out=target/optimized
+target=$(cargo metadata --format-version 1 --no-deps |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+out=$target/optimized
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "$out/warden.new"' EXIT
 
 echo "== the release binary, with its relocations" >&2
-cargo rustc --release -j "$jobs" -p warden --bin warden -- -C link-arg=-Wl,--emit-relocs
+relocs=$(cargo rustc --release -j "$jobs" -p warden --bin warden --message-format=json \
+    -- -C link-arg=-Wl,--emit-relocs | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+[ -n "$relocs" ] || { echo "release/build.sh: cargo named no binary" >&2; exit 1; }
+cp "$relocs" "$work/warden"
+# That link took the place of the plain one (`target/release/warden`); cargo puts the plain one
+# back when the file is gone.
+rm -f "$relocs"
+cargo build --release -j "$jobs" -p warden --bin warden
 mkdir -p "$out"
-cp target/release/warden "$work/warden"
 
-echo "== instrumented by $("$bolt" --version 2>/dev/null | sed -n 's/.*LLVM version //p' | head -1 | sed 's/^/BOLT of LLVM /')" >&2
-# Each process writes its counts to a file of its own (`profile.PID`).
+echo "== instrumented by BOLT of LLVM ${bolt_version:-(version unknown)}" >&2
+# Each process writes its counts to a file of its own (`profile.PID.fdata`).
 "$bolt" "$work/warden" -o "$work/instrumented" -instrument \
     -instrumentation-file="$work/profile" -instrumentation-file-append-pid \
     > "$work/instrument.log" 2>&1 || { cat "$work/instrument.log" >&2; exit 1; }
@@ -78,27 +96,29 @@ echo "== laid out from the profile" >&2
 "$merge" "$work"/profile.* > "$work/profile.fdata" 2> "$work/merge.log" ||
     { cat "$work/merge.log" >&2; exit 1; }
 # Blocks ordered by the profile (ext-tsp), functions by it (cdsort), and each function's code
-# that never ran split off to a cold part at the end (split-all-cold).
+# that never ran split off to a cold part at the end (split-all-cold). The line tables, when
+# the build has them, are kept (update-debug-sections): a backtrace still names its lines.
 "$bolt" "$work/warden" -o "$out/warden.new" -data="$work/profile.fdata" \
     -reorder-blocks=ext-tsp -reorder-functions=cdsort -split-functions -split-all-cold \
-    -use-gnu-stack > "$work/optimize.log" 2>&1 || { cat "$work/optimize.log" >&2; exit 1; }
+    -use-gnu-stack -update-debug-sections \
+    > "$work/optimize.log" 2>&1 || { cat "$work/optimize.log" >&2; exit 1; }
 # How much of the binary the profile reached, and how much of that BOLT could not rewrite (a
 # function whose indirect jumps it cannot follow keeps the compiler's layout; `-v=1` names them).
 grep -E 'functions in the binary .* have non-empty execution profile|functions with profile could not be optimized' \
     "$work/optimize.log" >&2 || true
-# What the rewritten binary is checked on before it replaces the last one: it runs.
 "$out/warden.new" --version > /dev/null
-mv "$out/warden.new" "$out/warden"
-echo "wrote $out/warden" >&2
 
-# The checks that the layout took: a waiting script's resume tick (`lua-resume`) runs at
-# least a tenth fewer 64-byte lines of code laid out from the profile than as the compiler laid
-# it out (a profile that reached nothing would leave them about the same), and at most a tenth
-# more than release/lines.baseline (a hot function BOLT could no longer rewrite, say). The
-# lines come from callgrind's counts by instruction (benches/code_lines.py), which the
-# machine's load does not move. `--update` writes the baseline; a commit that changes it says
-# why on a line of its message that starts with "Baseline:", as for benches/instructions.sh.
-if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
+# The checks that the layout took, before the binary takes the last one's place: a waiting
+# script's resume tick (`lua-resume`) runs at least a tenth fewer 64-byte lines of code laid
+# out from the profile than as the compiler laid it out (a profile that reached nothing would
+# leave them about the same), and at most a tenth more than release/lines.baseline (a hot
+# function BOLT could no longer rewrite, say). The lines come from callgrind's counts by
+# instruction (benches/code_lines.py), which the machine's load does not move. `--update`
+# writes the baseline; a commit that changes it says why on a line of its message that starts
+# with "Baseline:", as for benches/instructions.sh. The layout depends on the compiler and on
+# BOLT: the baseline names both, and another of either asks for a new one.
+toolchain=$(rustc --version 2> /dev/null || echo "rustc unknown")
+if $checked; then
     lines() {
         local n
         for n in 200 1000; do
@@ -109,7 +129,7 @@ if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
         python3 benches/code_lines.py "$work/$2.200" "$work/$2.1000" 800
     }
     plain=$(lines "$work/warden" plain)
-    optimized=$(lines "$out/warden" optimized)
+    optimized=$(lines "$out/warden.new" optimized)
     echo "a waiting script's resume tick runs $optimized lines of code laid out from the profile," \
         "$plain as the compiler laid it out" >&2
     if ((optimized * 10 > plain * 9)); then
@@ -121,11 +141,21 @@ if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
             echo "# The 64-byte lines of code a lua-resume tick runs in the optimized build, written by"
             echo "# \`release/build.sh --update\`; a commit that changes it says why on a line that starts"
             echo "# with \"Baseline:\"."
+            echo "toolchain $toolchain"
+            echo "bolt $bolt_version"
             echo "lua-resume.lines $optimized"
         } > "$baseline"
         echo "wrote $baseline" >&2
     else
-        was=$(awk '$1 == "lua-resume.lines" { print $2 }' "$baseline" 2> /dev/null || true)
+        recorded() { awk -v k="$1" '$1 == k { $1 = ""; sub(/^ /, ""); print }' "$baseline"; }
+        [ -f "$baseline" ] || { echo "no $baseline: run release/build.sh --update" >&2; exit 1; }
+        if [ "$(recorded toolchain)" != "$toolchain" ] || [ "$(recorded bolt)" != "$bolt_version" ]; then
+            echo "release/build.sh: $baseline was counted with $(recorded toolchain) and BOLT" \
+                "$(recorded bolt); this is $toolchain and BOLT $bolt_version. Count again with" \
+                "release/build.sh --update and commit it." >&2
+            exit 1
+        fi
+        was=$(recorded lua-resume.lines)
         if [ -z "$was" ]; then
             echo "release/build.sh: no lua-resume.lines in $baseline: run release/build.sh --update" >&2
             exit 1
@@ -137,7 +167,7 @@ if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
             echo "(more than 10% under the $was lines of $baseline: lower it with --update)" >&2
         fi
         last=$(git log -1 --format=%H -- "$baseline" 2> /dev/null || true)
-        if [ -n "$last" ] && ! git log -1 --format=%B "$last" | grep -q '^Baseline:'; then
+        if [ -n "$last" ] && ! git log -1 --format=%B "$last" | grep '^Baseline:' > /dev/null; then
             echo "release/build.sh: commit $last changed $baseline without a line \"Baseline: why\"" >&2
             exit 1
         fi
@@ -145,3 +175,5 @@ if command -v valgrind > /dev/null && command -v python3 > /dev/null; then
 else
     echo "(valgrind or python3 missing: the layout's code lines are not checked)" >&2
 fi
+mv "$out/warden.new" "$out/warden"
+echo "wrote $out/warden" >&2

@@ -9,7 +9,13 @@
 # less time. The instructions are the same. (The book's performance chapter, "The eleventh
 # round: a build laid out from a profile", has the figures.)
 #
-#   release/build.sh [--update]    writes optimized/warden in cargo's target directory
+#   release/build.sh [--update] [--relocated BINARY]
+#
+# writes optimized/warden in cargo's target directory. `--relocated BINARY` lays out BINARY,
+# a `warden` already linked with its relocations (`-C link-arg=-Wl,--emit-relocs` in
+# RUSTFLAGS), instead of linking one: CI's, whose release build is the tests' (their
+# dev-dependencies turn on features that a `cargo build` of the binary alone would build
+# everything again without).
 #
 # How: the release binary is linked with its relocations kept (`--emit-relocs`: BOLT moves
 # code only in a binary that has them), instrumented by BOLT, run on the training workload
@@ -28,9 +34,21 @@ shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 baseline=release/lines.baseline
 update=false
-if [ "${1:-}" = "--update" ]; then
-    update=true
-fi
+relocated=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --update) update=true ;;
+        --relocated)
+            relocated=${2:?--relocated names a binary}
+            shift
+            ;;
+        *)
+            echo "release/build.sh: unknown argument $1 (--update, --relocated BINARY)" >&2
+            exit 2
+            ;;
+    esac
+    shift
+done
 
 # BOLT's options differ between versions: the named ones, or LLVM 22's.
 bolt=${LLVM_BOLT:-$(command -v llvm-bolt-22 || true)}
@@ -56,15 +74,24 @@ out=$target/optimized
 work=$(mktemp -d)
 trap 'rm -rf "$work" "$out/warden.new"' EXIT
 
-echo "== the release binary, with its relocations" >&2
-relocs=$(cargo rustc --release -j "$jobs" -p warden --bin warden --message-format=json \
-    -- -C link-arg=-Wl,--emit-relocs | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
-[ -n "$relocs" ] || { echo "release/build.sh: cargo named no binary" >&2; exit 1; }
-cp "$relocs" "$work/warden"
-# That link took the place of the plain one (`target/release/warden`); cargo puts the plain one
-# back when the file is gone.
-rm -f "$relocs"
-cargo build --release -j "$jobs" -p warden --bin warden
+if [ -n "$relocated" ]; then
+    if ! readelf -S "$relocated" 2> /dev/null | grep '\.rela\.text' > /dev/null; then
+        echo "release/build.sh: $relocated was linked without its relocations: build it with" >&2
+        echo "  RUSTFLAGS='-C link-arg=-Wl,--emit-relocs' (or leave out --relocated)" >&2
+        exit 1
+    fi
+    cp "$relocated" "$work/warden"
+else
+    echo "== the release binary, with its relocations" >&2
+    relocs=$(cargo rustc --release -j "$jobs" -p warden --bin warden --message-format=json \
+        -- -C link-arg=-Wl,--emit-relocs | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+    [ -n "$relocs" ] || { echo "release/build.sh: cargo named no binary" >&2; exit 1; }
+    cp "$relocs" "$work/warden"
+    # That link took the place of the plain one (`target/release/warden`); cargo puts the plain
+    # one back when the file is gone.
+    rm -f "$relocs"
+    cargo build --release -j "$jobs" -p warden --bin warden
+fi
 mkdir -p "$out"
 
 echo "== instrumented by BOLT of LLVM ${bolt_version:-(version unknown)}" >&2

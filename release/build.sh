@@ -11,11 +11,12 @@
 #
 #   release/build.sh [--update] [--relocated BINARY]
 #
-# writes optimized/warden in cargo's target directory. `--relocated BINARY` lays out BINARY,
-# a `warden` already linked with its relocations (`-C link-arg=-Wl,--emit-relocs` in
-# RUSTFLAGS), instead of linking one: CI's, whose release build is the tests' (their
-# dev-dependencies turn on features that a `cargo build` of the binary alone would build
-# everything again without).
+# writes optimized/warden in cargo's target directory (and prints its path). Without
+# `--relocated`, it links the release binary itself: seconds after `cargo build --release`.
+# `--relocated BINARY` lays out BINARY instead, a `warden` already linked with its relocations
+# (`RUSTFLAGS='-C link-arg=-Wl,--emit-relocs'`): CI's, whose release build is its tests'. Their
+# dev-dependencies turn on features of some crates that the binary alone does not use, so a
+# `cargo build` of the binary after `cargo test --release` compiles most of the workspace again.
 #
 # How: the release binary is linked with its relocations kept (`--emit-relocs`: BOLT moves
 # code only in a binary that has them), instrumented by BOLT, run on the training workload
@@ -31,15 +32,21 @@
 # gives the compiler's layout: the same behaviour, the figures of the plain build.
 set -euo pipefail
 shopt -s inherit_errexit
-cd "$(dirname "$0")/.."
-baseline=release/lines.baseline
 update=false
 relocated=""
 while [ $# -gt 0 ]; do
     case $1 in
         --update) update=true ;;
         --relocated)
-            relocated=${2:?--relocated names a binary}
+            if [ -z "${2:-}" ] || [[ $2 == -* ]]; then
+                echo "release/build.sh: --relocated names a binary" >&2
+                exit 2
+            fi
+            if [ ! -f "$2" ]; then
+                echo "release/build.sh: no binary $2" >&2
+                exit 2
+            fi
+            relocated=$(realpath "$2")
             shift
             ;;
         *)
@@ -49,8 +56,11 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+cd "$(dirname "$0")/.."
+baseline=release/lines.baseline
 
-# BOLT's options differ between versions: the named ones, or LLVM 22's.
+# BOLT's options differ between versions: LLVM 22's, unless LLVM_BOLT and MERGE_FDATA name
+# others.
 bolt=${LLVM_BOLT:-$(command -v llvm-bolt-22 || true)}
 merge=${MERGE_FDATA:-$(command -v merge-fdata-22 || true)}
 if [ -z "$bolt" ] || [ -z "$merge" ]; then
@@ -58,7 +68,11 @@ if [ -z "$bolt" ] || [ -z "$merge" ]; then
     echo "  apt-get install -y bolt-22, or set LLVM_BOLT and MERGE_FDATA" >&2
     exit 1
 fi
-bolt_version=$("$bolt" --version 2> /dev/null | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p' | head -1)
+bolt_version=$({ "$bolt" --version 2> /dev/null || true; } | sed -n 's/.*LLVM version \([0-9.]*\).*/\1/p' | head -1)
+if [ -z "$bolt_version" ]; then
+    echo "release/build.sh: $bolt --version names no LLVM version: is it llvm-bolt?" >&2
+    exit 1
+fi
 checked=true
 if ! command -v valgrind > /dev/null || ! command -v python3 > /dev/null; then
     if $update; then
@@ -70,12 +84,14 @@ fi
 jobs=${CARGO_BUILD_JOBS:-2}
 target=$(cargo metadata --format-version 1 --no-deps |
     sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+[ -n "$target" ] || { echo "release/build.sh: cargo named no target directory" >&2; exit 1; }
 out=$target/optimized
 work=$(mktemp -d)
 trap 'rm -rf "$work" "$out/warden.new"' EXIT
 
 if [ -n "$relocated" ]; then
-    if ! readelf -S "$relocated" 2> /dev/null | grep '\.rela\.text' > /dev/null; then
+    command -v readelf > /dev/null || { echo "release/build.sh: readelf (binutils) is needed" >&2; exit 1; }
+    if ! readelf -S "$relocated" | grep '\.rela\.text' > /dev/null; then
         echo "release/build.sh: $relocated was linked without its relocations: build it with" >&2
         echo "  RUSTFLAGS='-C link-arg=-Wl,--emit-relocs' (or leave out --relocated)" >&2
         exit 1
@@ -83,7 +99,8 @@ if [ -n "$relocated" ]; then
     cp "$relocated" "$work/warden"
 else
     echo "== the release binary, with its relocations" >&2
-    relocs=$(cargo rustc --release -j "$jobs" -p warden --bin warden --message-format=json \
+    relocs=$(cargo rustc --release -j "$jobs" -p warden --bin warden \
+        --message-format=json-render-diagnostics \
         -- -C link-arg=-Wl,--emit-relocs | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
     [ -n "$relocs" ] || { echo "release/build.sh: cargo named no binary" >&2; exit 1; }
     cp "$relocs" "$work/warden"
@@ -157,6 +174,10 @@ if $checked; then
     }
     plain=$(lines "$work/warden" plain)
     optimized=$(lines "$out/warden.new" optimized)
+    if ! [[ $plain =~ ^[0-9]+$ && $optimized =~ ^[0-9]+$ ]] || ((plain == 0 || optimized == 0)); then
+        echo "release/build.sh: FAILED: no count of lines ($plain, $optimized): see benches/code_lines.py" >&2
+        exit 1
+    fi
     echo "a waiting script's resume tick runs $optimized lines of code laid out from the profile," \
         "$plain as the compiler laid it out" >&2
     if ((optimized * 10 > plain * 9)); then
@@ -183,7 +204,7 @@ if $checked; then
             exit 1
         fi
         was=$(recorded lua-resume.lines)
-        if [ -z "$was" ]; then
+        if ! [[ $was =~ ^[0-9]+$ ]]; then
             echo "release/build.sh: no lua-resume.lines in $baseline: run release/build.sh --update" >&2
             exit 1
         fi
@@ -204,3 +225,4 @@ else
 fi
 mv "$out/warden.new" "$out/warden"
 echo "wrote $out/warden" >&2
+echo "$out/warden"

@@ -83,10 +83,8 @@ per() {
 
 # The Claude Code hook, whole process: a PreToolUse of Bash answered with the built-in rules
 # and the guardrails, on a session the hook has seen before (its database made).
-mkdir -p "$work/hook"
-printf 'builtin = true\nplugins = ["builtin:guardrails"]\ndatabase = "warden.db"\n' > "$work/hook/warden.toml"
-printf '{"session_id":"instructions","hook_event_name":"PreToolUse","cwd":"%s","tool_name":"Bash","tool_input":{"command":"cargo test --workspace 2>&1 | tail -20"}}\n' \
-    "$work/hook" > "$work/hook/pre.json"
+source benches/hook-fixture.sh
+hook_fixture "$work/hook" instructions
 "$warden" hook claude-code --config "$work/hook/warden.toml" < "$work/hook/pre.json" > /dev/null
 hook() {
     count "$warden" hook claude-code --config "$work/hook/warden.toml" < "$work/hook/pre.json"

@@ -128,10 +128,8 @@ train() {
 train bench --rounds 3 --ticks 5000
 # A Claude Code hook, as a process: a PreToolUse of Bash with the built-in rules and the
 # guardrails, on a session the hook has seen before.
-mkdir -p "$work/hook"
-printf 'builtin = true\nplugins = ["builtin:guardrails"]\ndatabase = "warden.db"\n' > "$work/hook/warden.toml"
-printf '{"session_id":"training","hook_event_name":"PreToolUse","cwd":"%s","tool_name":"Bash","tool_input":{"command":"cargo test --workspace 2>&1 | tail -20"}}\n' \
-    "$work/hook" > "$work/hook/pre.json"
+source benches/hook-fixture.sh
+hook_fixture "$work/hook" training
 for _ in 1 2 3 4 5; do
     train hook claude-code --config "$work/hook/warden.toml" < "$work/hook/pre.json"
 done

@@ -1,9 +1,10 @@
 //! A session for async code: [`AsyncSession`]. A tick of a durable session whose store saves in
 //! batches runs on the calling (runtime) thread and waits for its save without holding the
 //! thread, so one commit saves the ticks of many sessions and no thread waits for the
-//! database; otherwise the tick runs on tokio's blocking pool, so a slow rule never stalls the
-//! runtime. Either way, dropping a tick's future loses nothing: a save under way is settled on
-//! a task of its own, the session locked until then.
+//! database; a tick that may run a script there hands the thread's other tasks over first
+//! (`off_worker`). Otherwise the tick runs on tokio's blocking pool, so a slow rule never
+//! stalls the runtime. Either way, dropping a tick's future loses nothing: a save under way is
+//! settled on a task of its own, the session locked until then.
 
 use std::sync::Arc;
 
@@ -55,6 +56,28 @@ impl Drop for Settling {
     }
 }
 
+/// Runs `f`, a tick, on this thread. When it is `long` (it may run a script, for as long as
+/// the script's time limit lets it) and this thread is a worker of a multi-thread runtime,
+/// the worker's other tasks, and its turn at polling the runtime's sockets, go to another
+/// thread first (`block_in_place`): otherwise a script that runs for seconds holds up every
+/// connection of a server, however many workers it has, since the idle ones sleep until a
+/// task wakes them and the sockets are polled by none. A tick of expressions alone, bounded by
+/// the rules' size, runs where it is, without the hand-over (a thread woken for each tick).
+fn off_worker<T>(long: bool, f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_thread = || {
+        matches!(
+            Handle::try_current().map(|h| h.runtime_flavor()),
+            Ok(RuntimeFlavor::MultiThread)
+        )
+    };
+    if long && multi_thread() {
+        tokio::task::block_in_place(f)
+    } else {
+        f()
+    }
+}
+
 /// Runs `f`; a panic in it (a bug) is an error of this tick rather than of the thread.
 fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, TickPanicked> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| TickPanicked)
@@ -92,9 +115,13 @@ impl AsyncSession {
             };
         }
         let (saved, result) = oneshot::channel();
-        let ticked = guarded(|| {
-            session.tick_batched(hook, event, move |r| {
-                let _ = saved.send(r);
+        // A tick that may run a script hands its runtime thread's other tasks over first.
+        let long = session.may_run_scripts(hook);
+        let ticked = off_worker(long, || {
+            guarded(|| {
+                session.tick_batched(hook, event, move |r| {
+                    let _ = saved.send(r);
+                })
             })
         })?;
         match ticked {

@@ -1,7 +1,8 @@
 //! Connections on the real server: one that sends nothing, one that sends its request's head a
 //! byte at a time and one kept alive after its answer are all closed after the header timeout;
 //! thousands of idle connections held open leave every request answered; past the connection
-//! limit, a request waits for a place instead of failing. (Latencies are printed, not asserted:
+//! limit, a request waits for a place instead of failing; a script that runs until its time
+//! limit holds up no other request. (Latencies are printed, not asserted:
 //! `benches/serve-load.sh` measures them.)
 
 mod support;
@@ -199,5 +200,89 @@ async fn past_the_connection_limit_a_request_waits_for_a_place() {
     .await
     .unwrap();
     assert_eq!(status, 200);
+    server.stop().await.unwrap();
+}
+
+/// A tick whose script spins until its time limit, on a server with one runtime worker (a
+/// server on one core has one): the server answers other requests meanwhile. Without the
+/// hand-over of `AsyncSession::try_tick`, the worker runs the script and nothing else, and no
+/// thread polls the sockets: every connection waits until the script's time limit (with more
+/// workers too, which sleep until a task wakes them). The test's own requests run on the same
+/// runtime, so there they would not even be sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_script_that_runs_until_its_time_limit_holds_up_no_other_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::create_dir_all(&rules).unwrap();
+    std::fs::write(rules.join("spin.lua"), "while true do end\n").unwrap();
+    std::fs::write(
+        rules.join("spin.toml"),
+        "[rule]\nid = \"spin\"\nname = \"Spin\"\ntrigger = \"on_turn_start\"\n\n[condition]\nscript = \"spin.lua\"\n\n[action]\ntype = \"notify_self\"\nmessage = \"done\"\n",
+    )
+    .unwrap();
+    // A time limit far past what two requests take, however slow the machine: the tick is
+    // in flight for all of it.
+    let limits = warden_core::ScriptLimits {
+        timeout: Duration::from_secs(15),
+        ..warden_core::ScriptLimits::default()
+    };
+    let w = warden_core::Warden::builder()
+        .rules_dir(&rules)
+        .script_limits(limits)
+        .store(warden_core::Store::open(dir.path().join("warden.db")).unwrap())
+        .build()
+        .unwrap();
+    assert!(
+        w.diagnostics().iter().all(|d| !d.is_error()),
+        "{:?}",
+        w.diagnostics()
+    );
+    let server = Running::start(w, ServeOptions::default()).await;
+    let c = server.client();
+    // The session's first tick reads the store, and hands its thread over for that: the
+    // session is made first, so that the spinning tick is one that reads nothing.
+    let first = c
+        .post(
+            "/v1/sessions/spin/events",
+            &serde_json::json!({"hook": "on_query_start", "query": "go"}),
+        )
+        .await;
+    assert_eq!(first.status, 200, "{}", first.text());
+    let spinning = tokio::spawn(async move {
+        c.post(
+            "/v1/sessions/spin/events",
+            &serde_json::json!({"hook": "on_turn_start"}),
+        )
+        .await
+    });
+    // Two answers in a row while the tick is in flight: the first could have waited for the
+    // tick's end and still counted it (its gauge falls after the answer is made), the second
+    // could not.
+    let probe = server.client();
+    let mut in_flight = 0;
+    while in_flight < 2 {
+        let metrics = probe.get("/v1/metrics").await.text();
+        if metrics.contains("warden_ticks_in_flight 1") {
+            in_flight += 1;
+        } else {
+            assert_eq!(
+                in_flight, 0,
+                "the tick ended before the server answered a second request beside it"
+            );
+            assert!(!spinning.is_finished(), "the tick never started");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    assert!(!spinning.is_finished());
+    // The script's time limit stops it: the tick's answer says so.
+    let r = spinning.await.unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let o = r.json();
+    assert!(
+        o["errors"][0]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("time limit")),
+        "{o}"
+    );
     server.stop().await.unwrap();
 }

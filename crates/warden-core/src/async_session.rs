@@ -1,10 +1,11 @@
 //! A session for async code: [`AsyncSession`]. A tick of a durable session whose store saves in
 //! batches runs on the calling (runtime) thread and waits for its save without holding the
 //! thread, so one commit saves the ticks of many sessions and no thread waits for the
-//! database; a tick that may run a script there hands the thread's other tasks over first
-//! (`off_worker`). Otherwise the tick runs on tokio's blocking pool, so a slow rule never
-//! stalls the runtime. Either way, dropping a tick's future loses nothing: a save under way is
-//! settled on a task of its own, the session locked until then.
+//! database; a script that runs on there for more than a millisecond hands the thread's other
+//! tasks over for the rest of its run (`hand_over`). Otherwise the tick runs on tokio's
+//! blocking pool, so a slow rule never stalls the runtime. Either way, dropping a tick's
+//! future loses nothing: a save under way is settled on a task of its own, the session locked
+//! until then.
 
 use std::sync::Arc;
 
@@ -56,25 +57,22 @@ impl Drop for Settling {
     }
 }
 
-/// Runs `f`, a tick, on this thread. When it is `long` (it may run a script, for as long as
-/// the script's time limit lets it) and this thread is a worker of a multi-thread runtime,
-/// the worker's other tasks, and its turn at polling the runtime's sockets, go to another
-/// thread first (`block_in_place`): otherwise a script that runs for seconds holds up every
-/// connection of a server, however many workers it has, since the idle ones sleep until a
-/// task wakes them and the sockets are polled by none. A tick of expressions alone, bounded by
-/// the rules' size, runs where it is, without the hand-over (a thread woken for each tick).
-fn off_worker<T>(long: bool, f: impl FnOnce() -> T) -> T {
+/// Runs `rest`, the rest of a script's run that went on past a millisecond
+/// ([`warden_lua::set_hand_over`]), where it holds up no other task: on a worker of a
+/// multi-thread runtime, the worker's other tasks, and its turn at polling the runtime's
+/// sockets, go to another thread first (`block_in_place`). Else a script that runs for seconds
+/// would hold up every connection of a server, however many workers it has: the idle ones
+/// sleep until a task wakes them, and the sockets are polled by none. Most runs end before
+/// the millisecond, and so keep their thread without the hand-over's cost (a thread woken).
+fn hand_over(rest: &mut dyn FnMut()) {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi_thread = || {
-        matches!(
-            Handle::try_current().map(|h| h.runtime_flavor()),
-            Ok(RuntimeFlavor::MultiThread)
-        )
-    };
-    if long && multi_thread() {
-        tokio::task::block_in_place(f)
+    if matches!(
+        Handle::try_current().map(|h| h.runtime_flavor()),
+        Ok(RuntimeFlavor::MultiThread)
+    ) {
+        tokio::task::block_in_place(rest);
     } else {
-        f()
+        rest();
     }
 }
 
@@ -86,6 +84,7 @@ fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, TickPanicked> {
 impl AsyncSession {
     /// Wraps a session.
     pub fn new(session: Session) -> Self {
+        warden_lua::set_hand_over(hand_over);
         AsyncSession {
             inner: Arc::new(Mutex::new(session)),
         }
@@ -115,13 +114,9 @@ impl AsyncSession {
             };
         }
         let (saved, result) = oneshot::channel();
-        // A tick that may run a script hands its runtime thread's other tasks over first.
-        let long = session.may_run_scripts(hook);
-        let ticked = off_worker(long, || {
-            guarded(|| {
-                session.tick_batched(hook, event, move |r| {
-                    let _ = saved.send(r);
-                })
+        let ticked = guarded(|| {
+            session.tick_batched(hook, event, move |r| {
+                let _ = saved.send(r);
             })
         })?;
         match ticked {

@@ -104,6 +104,24 @@ impl Hasher for KeyHasher {
 /// How often (in Lua instructions) the time limit is checked.
 const CHECK_EVERY: u32 = 1000;
 
+/// How long a run goes on its thread before it is handed over (see [`set_hand_over`]).
+const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
+
+/// How a run that goes on past [`HAND_OVER_AFTER`] carries on (see [`set_hand_over`]).
+static HAND_OVER: std::sync::OnceLock<fn(&mut dyn FnMut())> = std::sync::OnceLock::new();
+
+/// Sets, once for the process, how a script's run that goes on past a millisecond carries on:
+/// `hand_over` is given the rest of the run and runs it. An async host runs it where it holds
+/// up no other task (tokio's `block_in_place` on a runtime worker, as `warden-core`'s
+/// `AsyncSession` does): a script may run for as long as its time limit lets it, and most
+/// runs take microseconds, too few to pay for the hand-over. The run is cut at a check of its
+/// time limit, in the script's own code (not inside a coroutine the script made, nor a call
+/// from C), and goes on where it was: the script sees nothing of it. False when one was set
+/// already (it stays).
+pub fn set_hand_over(hand_over: fn(&mut dyn FnMut())) -> bool {
+    HAND_OVER.set(hand_over).is_ok()
+}
+
 /// Most nested calls a script may make (checked with the time limit). Lua itself only stops a
 /// recursion when its stack reaches a million slots, far past a session's memory limit.
 const MAX_DEPTH: usize = 10_000;
@@ -329,6 +347,12 @@ struct RunState {
     /// Why the run must stop, when a replay diverged: like a tripped limit, it cannot be
     /// caught by the script.
     stop: Option<String>,
+    /// When the run is handed over (see [`set_hand_over`]), while it has not been.
+    hand_over_at: Option<Instant>,
+    /// The run's own coroutine (its state's address): the one a hand-over may cut.
+    task: usize,
+    /// Whether the instruction hook cut the run for its hand-over (the coroutine yielded).
+    cut: bool,
 }
 
 // SAFETY: the host and Lua pointers are only dereferenced by `fetch`, which Lua calls only while a run

@@ -61,6 +61,7 @@ impl Runtime {
             result,
             deadline: now + timeout,
             limit: timeout,
+            hand_over_at: HAND_OVER.get().map(|_| now + HAND_OVER_AFTER),
         };
         // Emptied when the run that filled them ended; here only if that was cut short.
         let kept = self.take_kept();
@@ -187,6 +188,11 @@ impl Runtime {
                     state.tripped = false;
                     state.deadline = Some(begin.deadline);
                     state.limit = begin.limit;
+                    // (Left as the last run left it, none, when there is no hand-over.)
+                    if let Some(at) = begin.hand_over_at {
+                        state.hand_over_at = Some(at);
+                        state.task = th as usize;
+                    }
                 }
                 // Clears the host if the run leaves before taking its state back.
                 let mut guard = HostGuard {
@@ -245,7 +251,13 @@ impl Runtime {
                     ffi::lua_sethook(th, None, 0, 0);
                     saved
                 });
-                let status = ffi::lua_resume(th, main, nargs, &mut n);
+                let mut status = ffi::lua_resume(th, main, nargs, &mut n);
+                if status == ffi::LUA_YIELD
+                    && begin.hand_over_at.is_some()
+                    && std::mem::take(&mut lock(&self.shared).cut)
+                {
+                    status = resume_handed_over(th, main, &mut n);
+                }
                 if let Some((hook, mask, count)) = unhooked {
                     ffi::lua_sethook(th, hook, mask, count);
                 }
@@ -257,6 +269,9 @@ impl Runtime {
                         state.result = Value::Nil;
                     }
                     state.deadline = None;
+                    if begin.hand_over_at.is_some() {
+                        state.hand_over_at = None;
+                    }
                     state.tripped = false;
                     end.effects = std::mem::take(&mut state.effects);
                     if !matches!(state.tape, Tape::Off) {
@@ -441,6 +456,33 @@ impl Runtime {
     }
 }
 
+/// Resumes `th`, which the instruction hook cut for its hand-over (it yielded nothing, where
+/// it stood), through the process's hand-over ([`crate::set_hand_over`]): the rest of the run,
+/// from where it stood to its end or its next wait; its status, as `lua_resume`'s, and its
+/// count of results in `n`.
+///
+/// # Safety
+/// Called by `run_raw`, the runtime's lock held, right after `lua_resume` returned the cut.
+#[cold]
+#[inline(never)]
+unsafe fn resume_handed_over(
+    th: *mut ffi::lua_State,
+    main: *mut ffi::lua_State,
+    n: &mut i32,
+) -> i32 {
+    let mut status = ffi::LUA_ERRRUN;
+    let mut rest = || {
+        // SAFETY: as the function's; a resume with no arguments goes on where the hook cut it.
+        status = unsafe { ffi::lua_resume(th, main, 0, n) };
+    };
+    match HAND_OVER.get() {
+        Some(hand_over) => hand_over(&mut rest),
+        // (A cut is made only when there is a hand-over.)
+        None => rest(),
+    }
+    status
+}
+
 /// What a script that returned came to, from the `n` values `xpcall` left on `th`: true and
 /// the script's results, or false and the handler's message. The stack is emptied: the
 /// coroutine can run the next script.
@@ -559,6 +601,8 @@ struct Begin {
     result: Value,
     deadline: Instant,
     limit: Duration,
+    /// When the run is handed over, if the process says how (see [`crate::set_hand_over`]).
+    hand_over_at: Option<Instant>,
 }
 
 /// Clears the current host, and the clock, if a run leaves `run_raw` without taking its state
@@ -578,6 +622,8 @@ impl Drop for HostGuard<'_> {
             state.result = Value::Nil;
             state.tripped = false;
             state.deadline = None;
+            state.hand_over_at = None;
+            state.cut = false;
             // What the run was given to record or replay, and what it did, go with it.
             if !matches!(state.tape, Tape::Off) {
                 state.tape = Tape::Off;

@@ -33,6 +33,9 @@ impl Runtime {
             tape: Tape::Off,
             rng: 0,
             stop: None,
+            hand_over_at: None,
+            task: 0,
+            cut: false,
         })));
         let host = lua.create_table()?;
         let sh = shared.clone();
@@ -321,7 +324,7 @@ impl Runtime {
         runtime.lua.set_global_hook(
             HookTriggers::new().every_nth_instruction(CHECK_EVERY),
             move |lua, _| {
-                {
+                let hand_over = {
                     let mut state = lock(&sh);
                     if let Some(why) = &state.stop {
                         return Err(mlua::Error::RuntimeError(why.clone()));
@@ -329,19 +332,45 @@ impl Runtime {
                     if state.tripped {
                         return Err(mlua::Error::RuntimeError(state.tripped_by.clone()));
                     }
-                    if state.deadline.is_some_and(|d| Instant::now() >= d) {
+                    let now = (state.deadline.is_some() || state.hand_over_at.is_some())
+                        .then(Instant::now);
+                    if let (Some(deadline), Some(now)) = (state.deadline, now)
+                        && now >= deadline
+                    {
                         let message = format!(
                             "stopped: the script ran longer than its time limit of {}",
                             human(state.limit)
                         );
                         return Err(state.trip(message));
                     }
-                }
+                    match (state.hand_over_at, now) {
+                        (Some(at), Some(now)) if now >= at => Some(state.task),
+                        _ => None,
+                    }
+                };
                 // Costs a walk of the stack as deep as it is, up to the limit.
                 if lua.inspect_stack(MAX_DEPTH, |_| ()).is_some() {
                     let message =
                         format!("stopped: recursion too deep (more than {MAX_DEPTH} nested calls)");
                     return Err(lock(&sh).trip(message));
+                }
+                // The run has gone on long enough to be handed over: the coroutine yields (to
+                // `run_raw`, which resumes it through the hand-over), when it is the run's own
+                // and may yield here; else at a later check.
+                // SAFETY: the hook runs under mlua's lock, with the running coroutine as mlua's
+                // current state; reading it and whether it may yield changes nothing.
+                if let Some(task) = hand_over
+                    && unsafe {
+                        lua.exec_raw_lua(|raw| {
+                            let running = raw.state();
+                            running as usize == task && ffi::lua_isyieldable(running) != 0
+                        })
+                    }
+                {
+                    let mut state = lock(&sh);
+                    state.hand_over_at = None;
+                    state.cut = true;
+                    return Ok(VmState::Yield);
                 }
                 Ok(VmState::Continue)
             },

@@ -44,19 +44,9 @@ pub struct HookTree {
     by_tool: HashMap<String, Vec<u32>>,
     /// The entries without a tool filter (all of them, for other hooks).
     untargeted: Vec<u32>,
-    /// Whether a rule of this hook runs a Lua script (its condition, or a node of its tree).
-    scripts: bool,
 }
 
 impl HookTree {
-    /// Whether a tick of this hook may run a Lua script of its own rules: a script runs for
-    /// as long as its time limit lets it, where every other part of a tick is bounded by the
-    /// rules' size. (A script left waiting by an earlier tick may resume at any hook: the
-    /// session knows those.)
-    pub fn runs_scripts(&self) -> bool {
-        self.scripts
-    }
-
     /// The entries to tick for an event concerning `tool` (if any), in priority order.
     pub(crate) fn entries_for(&self, tool: Option<&str>) -> &[u32] {
         match tool.and_then(|t| self.by_tool.get(t)) {
@@ -212,14 +202,8 @@ pub(crate) fn build_hook(
             ));
         }
     }
-    let scripts = entries.iter().flat_map(|e| &e.rules).any(|&r| {
-        rules[r as usize]
-            .body()
-            .is_some_and(|b| !b.condition.scripts().is_empty())
-    });
     let mut tree = HookTree {
         entries,
-        scripts,
         ..HookTree::default()
     };
     let filters: Vec<Option<Vec<&str>>> = tree

@@ -567,20 +567,6 @@ impl Session {
         }
     }
 
-    /// Whether a tick of `hook` may run a Lua script: a rule of the hook (or of
-    /// `on_mode_change`, which a change of mode ticks first) has one, or a script of this session
-    /// waits (it may resume at any hook, or be halted). A script runs as long as its time limit
-    /// lets it, where the rest of a tick is bounded by the rules' size: an async host runs
-    /// such a tick where it holds up no other task ([`Session::tick_batched`]).
-    pub fn may_run_scripts(&self, hook: Hook) -> bool {
-        if !self.trees.scripts.tasks.is_empty() {
-            return true;
-        }
-        let program = self.shared.program();
-        program.hook(hook).runs_scripts()
-            || (program.modes.is_some() && program.hook(Hook::OnModeChange).runs_scripts())
-    }
-
     /// Whether the session's store saves in batches on a thread of its own (SQLite): then a
     /// tick neither waits for the database on its caller's thread nor commits on its own
     /// ([`Session::tick_batched`]), and an async host runs it on a runtime thread.

@@ -210,11 +210,17 @@ fn every_lua_example_in_the_book_runs() {
             fs::write(dir.path().join("scripts/example.lua"), &body).unwrap();
             fs::write(
                 dir.path().join("example.toml"),
-                "[rule]\nid = \"example\"\ntrigger = \"on_turn_start\"\n[condition]\nscript = \"scripts/example.lua\"\ntimeout = 2\n",
+                "[rule]\nid = \"example\"\ntrigger = \"on_turn_start\"\n[condition]\nscript = \"scripts/example.lua\"\n",
             )
             .unwrap();
+            // A minute for each script (a hang detector): an example runs in milliseconds,
+            // which the clock of a loaded machine must not turn into a time limit.
             let warden = warden::Warden::builder()
                 .rules_dir(dir.path())
+                .script_limits(warden::ScriptLimits {
+                    timeout: std::time::Duration::from_secs(60),
+                    ..warden::ScriptLimits::default()
+                })
                 .build()
                 .unwrap();
             if let Some(d) = warden.diagnostics().first() {

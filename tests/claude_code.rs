@@ -53,6 +53,11 @@ fn wait_until_open(pid: u32, path: &Path) {
     }
 }
 
+/// Settings under which a process waits a minute for another's lock on the database (a hang
+/// detector): for the tests that prove processes wait for each other, not how long the
+/// default timeout lets them wait on a loaded machine.
+const LONG_LOCK_TIMEOUT: &str = "[database]\nlock_timeout = 60\n";
+
 /// A store on `project`'s database whose ticks do not wait for its lock at all: its tick begins
 /// at once, or fails with `Busy` at once while another process holds the lock.
 fn lock_probe(project: &Project) -> warden::Store {
@@ -191,9 +196,13 @@ fn every_payload_kind_is_answered_with_exit_zero() {
     }
 }
 
+/// Eight hook processes at once, three times, on one session: every tick saved once, none
+/// over another, and the counter in plugin state lost no update. They wait for each other's
+/// lock up to a minute (a hang detector): what is proved is that they wait, not how long a
+/// loaded machine makes them.
 #[test]
 fn eight_processes_on_one_session_lose_no_update() {
-    let project = Project::new("parallel");
+    let project = Project::new("parallel").with_settings(LONG_LOCK_TIMEOUT);
     let payload = project.payload(
         "PostToolUse",
         Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
@@ -231,14 +240,33 @@ fn eight_processes_on_one_session_lose_no_update() {
 
 /// Another process holding the database's write lock for three seconds (longer than a tick of
 /// a long-running process waits, 2 s): a hook process waits it out rather than letting the
-/// event through unsupervised, and its tick is saved.
+/// event through unsupervised, and its tick is saved. A hook waits 10 s by default, as its
+/// answer says when the lock is held past that; the one that waits the lock out is given a
+/// minute, so that the lock is released before it gives up however slow the machine.
 #[test]
 fn a_hook_waits_out_a_lock_held_longer_than_a_tick_waits() {
-    let project = Project::new("held");
-    let payload = project.payload(
-        "PostToolUse",
-        Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
+    let payload = |project: &Project| {
+        project.payload(
+            "PostToolUse",
+            Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
+        )
+    };
+    // By default, a hook waits 10 s for the lock: held throughout, the hook says so.
+    let project = Project::new("held-default");
+    project.hook(&payload(&project));
+    let holder = warden::Store::open(project.db()).unwrap();
+    let held = holder.tick();
+    held.begin().unwrap();
+    let answer = project.hook(&payload(&project));
+    drop(held);
+    let message = answer["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("locked by another process (waited 10000 ms)"),
+        "{answer}"
     );
+    // Waited out.
+    let project = Project::new("held").with_settings(LONG_LOCK_TIMEOUT);
+    let payload = payload(&project);
     project.hook(&payload);
     let holder = warden::Store::open(project.db()).unwrap();
     let held = holder.tick();
@@ -292,16 +320,21 @@ fn a_damaged_session_is_still_shown_as_stored() {
     assert_eq!(shown["entries"], json!([]));
 }
 
+/// A hook process killed (`kill -9`) while its tick holds the database loses nothing: the lock
+/// goes with the process, the next hook goes on from the session as it was, and nothing of the
+/// killed tick is stored.
 #[test]
 fn a_hook_killed_mid_tick_loses_nothing() {
-    let project = Project::new("crash");
+    // The slow guard runs until its process is killed: its time limit is ten minutes (a hang
+    // detector), which no tick of this test reaches.
+    let project = Project::new("crash").with_settings("[scripts]\ntimeout_seconds = 600\n");
     let prompt = project.payload("UserPromptSubmit", None);
     project.hook(&prompt);
     let before: Value =
         serde_json::from_str(&project.warden(&["sessions", "show", "crash"])).unwrap();
-    // A guard that takes seconds: the process is killed while its tick holds the database
-    // (the guard reads plugin state first, which takes the lock), however long it took to get
-    // there.
+    // A guard that never ends: the process is killed while its tick holds the database (the
+    // guard reads plugin state first, which takes the lock, and holds it until the kill),
+    // however long it took to get there.
     let slow = project.payload(
         "PreToolUse",
         Some(&json!({"tool_name": "Slow", "tool_input": {}})),
@@ -614,7 +647,9 @@ fn a_locked_database_still_denies_and_says_it_is_locked() {
 /// Claude Code runs the hooks of parallel tool calls together, and the first of them may find
 /// no database yet: eight hooks and two `warden replay` processes start at once on a database
 /// nobody made, fifty times over. Every process opens it (waiting for the others under the lock
-/// timeout, as for any write), every refusal is made, and the counter they share is exact.
+/// timeout, as for any write), every refusal is made, and the counter they share is exact. The
+/// lock timeout is a minute (a hang detector): what is proved is that they wait for each
+/// other, not how long the default timeout lets them wait on a loaded machine.
 #[test]
 fn hooks_and_replays_at_once_on_a_fresh_database_all_decide_and_count() {
     let rounds: usize = std::env::var("WARDEN_FRESH_DB_ROUNDS")
@@ -622,7 +657,7 @@ fn hooks_and_replays_at_once_on_a_fresh_database_all_decide_and_count() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(50);
     for round in 0..rounds {
-        let project = Project::new(&format!("fresh-{round}"));
+        let project = Project::new(&format!("fresh-{round}")).with_settings(LONG_LOCK_TIMEOUT);
         let count = project.payload(
             "PostToolUse",
             Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
@@ -649,7 +684,7 @@ fn hooks_and_replays_at_once_on_a_fresh_database_all_decide_and_count() {
             .map(|_| {
                 Command::new(env!("CARGO_BIN_EXE_warden"))
                     .arg("--config")
-                    .arg(data().join("warden.toml"))
+                    .arg(project.config())
                     .arg("--db")
                     .arg(project.db())
                     .env_remove("WARDEN_CONFIG")

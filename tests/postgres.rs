@@ -154,7 +154,8 @@ fn rules_dir() -> String {
 }
 
 /// Two nodes replaying a rule that counts in plugin state (`get('count', 0) + 1`) at once:
-/// every event is counted once.
+/// every event is counted once. Each waits for the other's locks up to a minute (a hang
+/// detector): what is proved is that they wait, not how long a loaded machine makes them.
 #[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn two_replay_processes_lose_no_update() {
@@ -164,10 +165,14 @@ fn two_replay_processes_lose_no_update() {
     let trace = dir.path().join("trace.jsonl");
     let event = r#"{"hook": "on_tool_complete", "tool": {"name": "web"}, "result": {"ok": true}}"#;
     std::fs::write(&trace, format!("{event}\n").repeat(150)).unwrap();
+    let config = dir.path().join("warden.toml");
+    std::fs::write(&config, "builtin = false\n[database]\nlock_timeout = 60\n").unwrap();
     let rules = rules_dir();
     let nodes: Vec<Child> = (0..2)
         .map(|n| {
             warden()
+                .arg("--config")
+                .arg(&config)
                 .args(["--rules", &rules, "--db", &db.url, "replay"])
                 .arg(&trace)
                 .args(["--session", &format!("node-{n}")])
@@ -189,12 +194,15 @@ fn two_replay_processes_lose_no_update() {
 }
 
 /// Eight hook processes at once, three times, on one session: every tick saved once, none
-/// over another, and the counter in plugin state lost no update.
+/// over another, and the counter in plugin state lost no update. They wait for each other's
+/// locks up to a minute (a hang detector): what is proved is that they wait, not how long a
+/// loaded machine makes them.
 #[ignore = "needs a PostgreSQL server: set WARDEN_TEST_POSTGRES_URL and run `cargo test -- --ignored` (CI does)"]
 #[test]
 fn hook_processes_on_one_session_lose_no_update() {
     let Some(db) = Db::new() else { return };
-    let project = Project::with_db("parallel", Some(&db.url));
+    let project = Project::with_db("parallel", Some(&db.url))
+        .with_settings("[database]\nlock_timeout = 60\n");
     let payload = project.payload(
         "PostToolUse",
         Some(&json!({"tool_name": "Count", "tool_input": {}, "tool_response": {"ok": true}})),
@@ -511,6 +519,16 @@ fn ticks_go_on_while_the_database_is_unreachable_and_say_so() {
     );
     let mut store = Store::open(&via).unwrap();
     store.set_lock_timeout(Duration::from_millis(500)).unwrap();
+    // The pool waits no longer than the lock timeout for a connection, which a loaded machine
+    // may take longer to make: the store is read until its connection is in the pool.
+    let deadline = Instant::now() + PATIENCE;
+    while store
+        .state_get(&StateScope::new("default", "default", "local"), "count")
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the store never answered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let warden = Warden::builder()
         .builtin_rules()
         .rules_dir(data().join("postgres/rules"))

@@ -25,6 +25,9 @@ pub struct Project {
     last_call: std::cell::RefCell<Option<String>>,
     /// `--db`: a SQLite file in the project's folder, or a PostgreSQL URL.
     db: String,
+    /// The installation's `warden.toml`: `tests/claude-code/warden.toml`, or a copy of it with
+    /// more settings ([`Project::with_settings`]).
+    config: PathBuf,
 }
 
 impl Project {
@@ -46,10 +49,50 @@ impl Project {
             session: session.to_string(),
             last_call: std::cell::RefCell::new(None),
             db,
+            config: data().join("warden.toml"),
         };
         let transcript = p.fill(&std::fs::read_to_string(data().join("transcript.jsonl")).unwrap());
         std::fs::write(p.transcript(), transcript).unwrap();
         p
+    }
+
+    /// The project, whose hooks and commands read `tests/claude-code/warden.toml` with the
+    /// tables of `settings` added (`"[database]\nlock_timeout = 60\n"`): a copy in the project's
+    /// folder, its folders named as the original names them.
+    pub fn with_settings(mut self, settings: &str) -> Project {
+        let original = std::fs::read_to_string(&self.config).unwrap();
+        let mut config: toml::Table = toml::from_str(&original).unwrap();
+        for list in ["rules", "plugins"] {
+            if let Some(toml::Value::Array(folders)) = config.get_mut(list) {
+                for folder in folders {
+                    *folder = data()
+                        .join(folder.as_str().unwrap())
+                        .display()
+                        .to_string()
+                        .into();
+                }
+            }
+        }
+        let settings: toml::Table = toml::from_str(settings).unwrap();
+        for (name, table) in settings {
+            let toml::Value::Table(table) = table else {
+                panic!("{name}: settings are tables of warden.toml")
+            };
+            match config.get_mut(&name) {
+                Some(toml::Value::Table(into)) => into.extend(table),
+                _ => {
+                    config.insert(name, toml::Value::Table(table));
+                }
+            }
+        }
+        self.config = self.dir.path().join("warden.toml");
+        std::fs::write(&self.config, toml::to_string(&config).unwrap()).unwrap();
+        self
+    }
+
+    /// The installation's `warden.toml`.
+    pub fn config(&self) -> &Path {
+        &self.config
     }
 
     pub fn transcript(&self) -> PathBuf {
@@ -122,7 +165,7 @@ impl Project {
         c.arg("hook")
             .arg("claude-code")
             .arg("--config")
-            .arg(data().join("warden.toml"))
+            .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
             .env("CLAUDE_PROJECT_DIR", self.dir.path())
@@ -170,7 +213,7 @@ impl Project {
     pub fn warden(&self, args: &[&str]) -> String {
         let out = Command::new(env!("CARGO_BIN_EXE_warden"))
             .arg("--config")
-            .arg(data().join("warden.toml"))
+            .arg(&self.config)
             .arg("--db")
             .arg(&self.db)
             .env_remove("WARDEN_CONFIG")

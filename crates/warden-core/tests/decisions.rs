@@ -8,7 +8,15 @@ use std::path::Path;
 use serde_json::json;
 use warden_core::{Decision, Event, Hook, Proceed, ScriptLimits, Warden};
 
+/// A Warden on `files`, written into `dir`. Its scripts' time limit is a minute, a hang
+/// detector: a script expected to end does so within milliseconds, which the clock of a loaded
+/// machine must not turn into a time limit.
 fn warden(dir: &Path, files: &[(&str, &str)]) -> Warden {
+    warden_timed(dir, files, std::time::Duration::from_secs(60))
+}
+
+/// The same, its scripts' time limit `timeout` (for scripts the time limit is to stop).
+fn warden_timed(dir: &Path, files: &[(&str, &str)], timeout: std::time::Duration) -> Warden {
     for (name, text) in files {
         let p = dir.join(name);
         fs::create_dir_all(p.parent().unwrap()).unwrap();
@@ -17,7 +25,7 @@ fn warden(dir: &Path, files: &[(&str, &str)]) -> Warden {
     Warden::builder()
         .rules_dir(dir)
         .script_limits(ScriptLimits {
-            timeout: std::time::Duration::from_millis(200),
+            timeout,
             ..ScriptLimits::default()
         })
         .build()
@@ -206,7 +214,7 @@ fn continue_keeps_a_final_turn_working_and_stop_ends_the_session() {
 #[test]
 fn a_failing_guard_denies_when_set_to_fail_closed() {
     let dir = tempfile::tempdir().unwrap();
-    let w = warden(
+    let w = warden_timed(
         dir.path(),
         &[
             (
@@ -221,6 +229,7 @@ fn a_failing_guard_denies_when_set_to_fail_closed() {
             ),
             ("spin.lua", "while true do end"),
         ],
+        std::time::Duration::from_millis(200),
     );
     assert!(w.diagnostics().is_empty(), "{:#?}", w.diagnostics());
     let mut s = w.session();

@@ -99,8 +99,10 @@ fn events() -> Vec<Tick> {
     ]
 }
 
-fn second() -> Duration {
-    Duration::from_secs(1)
+/// The time limit of every run here, all of which end within milliseconds: a hang detector, so
+/// that the clock of a loaded machine cannot stop a run these tests expect to end.
+fn hang() -> Duration {
+    Duration::from_secs(60)
 }
 
 #[test]
@@ -109,11 +111,11 @@ fn a_waiting_script_brought_back_elsewhere_goes_on_as_if_it_never_stopped() {
     let events = events();
     // Straight through, in one runtime.
     let mut straight = runtime(false);
-    let (task, first) = straight.start_seeded(&script, &events[0], second(), 42);
+    let (task, first) = straight.start_seeded(&script, &events[0], hang(), 42);
     let task = task.expect("waits");
     let mut expected = vec![first];
     for e in &events[1..] {
-        let step = straight.resume(&task, e, second());
+        let step = straight.resume(&task, e, hang());
         let done = !matches!(step, Step::Waiting { .. });
         expected.push(step);
         if done {
@@ -122,7 +124,7 @@ fn a_waiting_script_brought_back_elsewhere_goes_on_as_if_it_never_stopped() {
     }
     // Brought back in a fresh runtime before every resume.
     let mut rt = runtime(true);
-    let (task, first) = rt.start_seeded(&script, &events[0], second(), 42);
+    let (task, first) = rt.start_seeded(&script, &events[0], hang(), 42);
     let mut task = task.expect("waits");
     let mut got = vec![first];
     for e in &events[1..] {
@@ -131,9 +133,9 @@ fn a_waiting_script_brought_back_elsewhere_goes_on_as_if_it_never_stopped() {
         let journal: Journal = serde_json::from_str(&text).unwrap();
         let globals = rt.globals(&script).expect("ran");
         rt = runtime(true);
-        task = rt.restore(&script, &journal, second()).expect("restored");
+        task = rt.restore(&script, &journal, hang()).expect("restored");
         rt.set_globals(&script, &globals).unwrap();
-        let step = rt.resume(&task, e, second());
+        let step = rt.resume(&task, e, hang());
         let done = !matches!(step, Step::Waiting { .. });
         got.push(step);
         if done {
@@ -154,7 +156,7 @@ fn a_waiting_script_brought_back_elsewhere_goes_on_as_if_it_never_stopped() {
 fn a_replay_that_reads_otherwise_is_refused_with_where_it_diverged() {
     let original = Script::new(9, "workflow.lua", WORKFLOW);
     let mut rt = runtime(true);
-    let (task, _) = rt.start_seeded(&original, &events()[0], second(), 1);
+    let (task, _) = rt.start_seeded(&original, &events()[0], hang(), 1);
     let journal = task.expect("waits").journal().expect("recorded");
     // The script changed: it reads the query first.
     let changed = Script::new(
@@ -163,7 +165,7 @@ fn a_replay_that_reads_otherwise_is_refused_with_where_it_diverged() {
         &format!("local q = event.hook\n{WORKFLOW}"),
     );
     let mut other = runtime(true);
-    let err = other.restore(&changed, &journal, second()).unwrap_err();
+    let err = other.restore(&changed, &journal, hang()).unwrap_err();
     assert!(
         err.reason
             .contains("read `event.hook` where the record has `context.history`"),
@@ -176,7 +178,7 @@ fn a_replay_that_reads_otherwise_is_refused_with_where_it_diverged() {
         "runs = 1\nlocal _ = context.history.calls\nlocal _ = os.clock()\nlocal _ = context.turn.number\nwait_turns(1)",
     );
     let err = runtime(true)
-        .restore(&waits_elsewhere, &journal, second())
+        .restore(&waits_elsewhere, &journal, hang())
         .unwrap_err();
     assert!(err.reason.contains("run 1 of 1"), "{err}");
 }
@@ -189,7 +191,7 @@ fn random_numbers_repeat_from_a_seed_and_differ_between_seeds() {
         "notify(tostring(math.random(1, 1000000)) .. ' ' .. tostring(math.random()))",
     );
     let roll = |seed| {
-        let (_, step) = runtime(false).start_seeded(&script, &events()[0], second(), seed);
+        let (_, step) = runtime(false).start_seeded(&script, &events()[0], hang(), seed);
         step
     };
     assert_eq!(roll(5), roll(5));
@@ -205,7 +207,7 @@ fn views_of_data_are_walked_in_a_fixed_order() {
          local nk = {} local k = next(context.history.calls) while k do nk[#nk + 1] = k k = next(context.history.calls, k) end \
          notify(table.concat(ks, ',') .. ' ' .. table.concat(nk, ','))",
     );
-    let (_, step) = runtime(false).start(&script, &events()[0], second());
+    let (_, step) = runtime(false).start(&script, &events()[0], hang());
     let Step::Done { effects, .. } = step else {
         panic!("{step:?}")
     };

@@ -87,12 +87,15 @@ impl Host for Frame {
 }
 
 /// How long a test lets a run take before it calls the run hung: a hang detector, not a speed
-/// check. The runs these tests expect to end do so within their own time limit (300 ms for
-/// [`runtime`]'s) or within milliseconds, which a loaded machine stretches by a small factor,
-/// not a hundredfold. It is also the time limit of the runs whose verdict the clock must not
-/// decide: a script that must hold, or that another limit (memory, recursion) must stop.
+/// check. It is the time limit of every run whose verdict the clock must not decide: a script
+/// that must end on its own (done, waiting, or refused), or that another limit (memory,
+/// recursion) must stop. Those run within milliseconds, which a loaded machine stretches by a
+/// small factor, not a thousandfold. Only the runs the time limit is to stop have a short one
+/// ([`run_limited`]).
 const HANG: Duration = Duration::from_secs(60);
 
+/// A session's runtime. Its own time limit, 300 ms, is for the runs the time limit is to stop
+/// ([`run_limited`]); the others run under [`HANG`].
 fn runtime() -> Runtime {
     Runtime::new(
         Limits {
@@ -104,12 +107,19 @@ fn runtime() -> Runtime {
     .unwrap()
 }
 
+/// Runs `source`, which must end on its own (or be stopped by a limit other than time): its
+/// time limit is [`HANG`].
 fn run_with(rt: &mut Runtime, source: &str, frame: &Frame) -> (Option<Task>, Step) {
+    run_within(rt, source, frame, HANG)
+}
+
+/// Runs `source`, which the time limit is to stop: its time limit is the runtime's own.
+fn run_limited(rt: &mut Runtime, source: &str, frame: &Frame) -> (Option<Task>, Step) {
     let timeout = rt.limits().timeout;
     run_within(rt, source, frame, timeout)
 }
 
-/// [`run_with`], with `timeout` as the run's time limit instead of the runtime's.
+/// Runs `source` with `timeout` as its time limit.
 fn run_within(
     rt: &mut Runtime,
     source: &str,
@@ -121,8 +131,14 @@ fn run_within(
     rt.start(&Script::new(key, "test.lua", source), frame, timeout)
 }
 
+/// [`run_with`] in a fresh session.
 fn run(source: &str) -> Step {
     run_with(&mut runtime(), source, &Frame::default()).1
+}
+
+/// [`run_limited`] in a fresh session (300 ms).
+fn limited(source: &str) -> Step {
+    run_limited(&mut runtime(), source, &Frame::default()).1
 }
 
 fn failed(step: &Step) -> &str {
@@ -259,13 +275,13 @@ fn a_script_waits_across_turns_and_resumes_where_it_stopped() {
         matches!(&step, Step::Waiting { wake: Some(h), effects } if h == "on_turn_start" && effects.len() == 1)
     );
     frame.turn = 2;
-    let step = rt.resume(&task, &frame, Duration::from_secs(1));
+    let step = rt.resume(&task, &frame, HANG);
     assert!(
         matches!(&step, Step::Waiting { effects, .. } if effects.is_empty()),
         "{step:?}"
     );
     frame.turn = 3;
-    let step = rt.resume(&task, &frame, Duration::from_secs(1));
+    let step = rt.resume(&task, &frame, HANG);
     let Step::Done {
         holds: true,
         effects,
@@ -297,7 +313,7 @@ fn the_event_wait_for_returns_keeps_its_values_after_later_waits() {
         ..Frame::default()
     };
     assert!(matches!(
-        rt.resume(&task, &done, Duration::from_secs(1)),
+        rt.resume(&task, &done, HANG),
         Step::Waiting { .. }
     ));
     let next_turn = Frame {
@@ -305,7 +321,7 @@ fn the_event_wait_for_returns_keeps_its_values_after_later_waits() {
         ..Frame::default()
     };
     assert!(matches!(
-        rt.resume(&task, &next_turn, Duration::from_secs(1)),
+        rt.resume(&task, &next_turn, HANG),
         Step::Done { holds: true, .. }
     ));
 }
@@ -324,7 +340,7 @@ fn wait_for_returns_the_matching_event() {
         ..Frame::default()
     };
     assert!(matches!(
-        rt.resume(&task, &other, Duration::from_secs(1)),
+        rt.resume(&task, &other, HANG),
         Step::Waiting { .. }
     ));
     let vault = Frame {
@@ -332,7 +348,7 @@ fn wait_for_returns_the_matching_event() {
         ..other
     };
     assert!(matches!(
-        rt.resume(&task, &vault, Duration::from_secs(1)),
+        rt.resume(&task, &vault, HANG),
         Step::Done { holds: true, .. }
     ));
 }
@@ -343,7 +359,7 @@ fn a_plain_yield_waits_for_the_scripts_own_hook() {
     let (task, step) = run_with(&mut rt, "coroutine.yield(); return true", &Frame::default());
     assert!(matches!(step, Step::Waiting { wake: None, .. }));
     assert!(matches!(
-        rt.resume(&task.unwrap(), &Frame::default(), Duration::from_secs(1)),
+        rt.resume(&task.unwrap(), &Frame::default(), HANG),
         Step::Done { holds: true, .. }
     ));
 }
@@ -375,7 +391,7 @@ fn values_read_before_waiting_keep_their_tick_and_roots_read_the_current_one() {
         turn: 2,
         ..Frame::default()
     };
-    let step = rt.resume(&task.unwrap(), &next, Duration::from_secs(1));
+    let step = rt.resume(&task.unwrap(), &next, HANG);
     assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
 }
 
@@ -404,17 +420,17 @@ fn sessions_do_not_share_globals() {
     let script = Script::new(7, "count.lua", src);
     let frame = Frame::default();
     assert!(matches!(
-        a.start(&script, &frame, Duration::from_secs(1)).1,
+        a.start(&script, &frame, HANG).1,
         Step::Done { holds: true, .. }
     ));
     // The same script's globals persist within a session...
     assert!(matches!(
-        a.start(&script, &frame, Duration::from_secs(1)).1,
+        a.start(&script, &frame, HANG).1,
         Step::Done { holds: false, .. }
     ));
     // ...and are not seen by another session's.
     assert!(matches!(
-        b.start(&script, &frame, Duration::from_secs(1)).1,
+        b.start(&script, &frame, HANG).1,
         Step::Done { holds: true, .. }
     ));
     // Nor by another script of the same session.
@@ -586,7 +602,7 @@ fn finalizers_are_refused() {
 
 fn assert_stopped(src: &str) {
     let start = Instant::now();
-    let step = run(src);
+    let step = limited(src);
     let e = failed(&step);
     assert!(
         e.contains("time limit") || e.contains("out of memory"),
@@ -626,7 +642,7 @@ fn the_time_limit_stops_every_kind_of_loop() {
 
 #[test]
 fn a_limit_cannot_be_caught() {
-    let step = run(
+    let step = limited(
         "local ok = pcall(function() while true do end end); notify('escaped: ' .. tostring(ok)); return true",
     );
     assert!(failed(&step).contains("time limit"), "{step:?}");
@@ -677,11 +693,11 @@ fn a_script_cannot_yield_its_way_out_of_the_limit() {
     let task = task.unwrap();
     for _ in 0..3 {
         assert!(matches!(
-            rt.resume(&task, &Frame::default(), Duration::from_millis(100)),
+            rt.resume(&task, &Frame::default(), HANG),
             Step::Waiting { .. }
         ));
     }
-    let (_, step) = run_with(
+    let (_, step) = run_limited(
         &mut rt,
         "local n = 0; while true do n = n + 1 end",
         &Frame::default(),

@@ -10,7 +10,10 @@ use serde_json::{Value, json};
 use support::{Client, HOSTILE, Running, enc, warden};
 use warden_serve::{ServeOptions, Tokens};
 
-const WAIT: Duration = Duration::from_secs(10);
+/// How long a test waits for what comes within milliseconds (an event in the stream, the end
+/// of the stream once the server stops, a tick that starts): a hang detector, not a speed
+/// check; a wait ends as soon as what it waits for comes.
+const WAIT: Duration = Duration::from_secs(60);
 
 async fn start() -> (tempfile::TempDir, Running, Client) {
     let dir = tempfile::tempdir().unwrap();

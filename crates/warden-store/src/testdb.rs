@@ -29,6 +29,18 @@ pub(crate) fn eventually(mut done: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// Waits until `store` answers a read (a hang detector). A PostgreSQL store given a short lock
+/// timeout waits no longer than that for a connection from its pool, which a loaded machine
+/// may take longer to make; once made, the connection stays in the pool for what follows, so
+/// that only the lock, not the making of a connection, meets that timeout.
+pub(crate) fn warm(store: &Store) {
+    let probe = crate::StateScope::new("warm", "warm", "warm");
+    assert!(
+        eventually(|| store.state_get(&probe, "warm").is_ok()),
+        "the store never answered"
+    );
+}
+
 /// The environment variable naming the PostgreSQL server the tests may use.
 pub(crate) const URL_VAR: &str = "WARDEN_TEST_POSTGRES_URL";
 

@@ -774,6 +774,7 @@ fn a_held_lock_fails_the_tick_after_its_timeout(db: &TestDb) {
     let mut s = db.open();
     s.set_lock_timeout(Duration::from_millis(50))
         .expect("timeout");
+    crate::testdb::warm(&s);
     let sc = scope("a", "p", "x");
     let held = holder.tick();
     held.state_all(&sc).expect("hold the lock");

@@ -43,7 +43,7 @@ fn patterns_that_hang_lua_stop_within_the_time_limit_and_the_rule_does_not_fire(
     let mut rt = runtime_with(Duration::from_millis(500), 8 << 20);
     for src in HANGING {
         let start = Instant::now();
-        let (_, step) = run_with(&mut rt, src, &Frame::default());
+        let (_, step) = run_limited(&mut rt, src, &Frame::default());
         let elapsed = start.elapsed();
         let error = failed(&step);
         assert!(
@@ -65,7 +65,7 @@ fn the_pattern_limit_cannot_be_caught() {
     let src = "local s = ('a'):rep(40); \
                local ok = pcall(string.match, s, ('a?'):rep(40) .. ('a'):rep(40)); \
                notify('escaped'); return true";
-    let step = run(src);
+    let step = limited(src);
     assert!(
         failed(&step).contains("ran past the script's time limit"),
         "{step:?}"
@@ -73,7 +73,7 @@ fn the_pattern_limit_cannot_be_caught() {
     let src = "local s = ('a'):rep(40); local co = coroutine.wrap(function() \
                return s:match(('a?'):rep(40) .. ('a'):rep(40)) end); \
                pcall(co); while true do end";
-    assert!(failed(&run(src)).contains("pattern"));
+    assert!(failed(&limited(src)).contains("pattern"));
 }
 
 #[test]

@@ -69,7 +69,7 @@ fn a_straight_line_script_runs_unhooked_and_its_coroutine_gets_its_hook_back() {
     let (mask, _, step) = mask_of(&mut rt, 1_000_003, three);
     assert_eq!(mask, 0);
     assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
-    let (_, step) = run_with(&mut rt, "while true do end", &Frame::default());
+    let (_, step) = run_limited(&mut rt, "while true do end", &Frame::default());
     assert!(failed(&step).contains("time limit"), "{step:?}");
 }
 

@@ -130,7 +130,8 @@ impl Browser {
             .expect("chromedriver starts");
         let client = Client::of(SocketAddr::from(([127, 0, 0, 1], port)));
         let profile = tempfile::tempdir().unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
+        // A hang detector: the driver is ready as soon as it has started.
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(Ok(r)) =
                 tokio::time::timeout(Duration::from_secs(2), try_status(&client)).await
@@ -297,9 +298,10 @@ impl Browser {
             .expect("a base64 PNG")
     }
 
-    /// Waits until `check` holds (polling the page), or panics with `what` after 10 s.
+    /// Waits until `check` holds (polling the page), or panics with `what` after a minute (a
+    /// hang detector: what a test waits for comes as soon as the page gets to it).
     pub async fn wait_for(&self, what: &str, script: &str, args: Value) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(10);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let v = self.run(script, args.clone()).await;
             if !(v.is_null() || v == json!(false) || v == json!("")) {

@@ -106,6 +106,8 @@ pub(crate) struct SqliteStore {
     /// The thread that checkpoints the write-ahead log on a connection of its own
     /// ([`crate::Store::checkpoint_in_background`]); it stops when its sender is dropped.
     checkpointer: Mutex<Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>>,
+    /// How many rounds the checkpoint thread has finished (a test paces its commits by them).
+    checkpoint_rounds: Arc<std::sync::atomic::AtomicU64>,
     /// The lock timeout in milliseconds, for the checkpoint thread to put back on the store's
     /// connection after a restart of the log (it may change after the thread starts).
     timeout_ms: Arc<std::sync::atomic::AtomicU64>,
@@ -457,6 +459,7 @@ impl SqliteStore {
             db,
             checkpoint_past: None,
             checkpointer: Mutex::new(None),
+            checkpoint_rounds: Arc::new(std::sync::atomic::AtomicU64::new(0)),
             timeout_ms: Arc::new(std::sync::atomic::AtomicU64::new(
                 u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             )),
@@ -491,6 +494,7 @@ impl SqliteStore {
         let label = self.db.label.clone();
         let main = self.conn.clone();
         let timeout_ms = self.timeout_ms.clone();
+        let rounds = self.checkpoint_rounds.clone();
         let thread = std::thread::Builder::new()
             .name("warden-checkpoint".into())
             .spawn(move || {
@@ -515,6 +519,7 @@ impl SqliteStore {
                         );
                         restart_log(&main, &label, waited);
                     }
+                    rounds.fetch_add(1, std::sync::atomic::Ordering::Release);
                 }
             })
             .map_err(|e| {
@@ -522,6 +527,14 @@ impl SqliteStore {
             })?;
         *checkpointer = Some((stop, thread));
         Ok(())
+    }
+
+    /// How many rounds the checkpoint thread has finished (a checkpoint, and the log's restart
+    /// when it was past its bound).
+    #[cfg(test)]
+    pub(crate) fn checkpoint_rounds(&self) -> u64 {
+        self.checkpoint_rounds
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 
     pub(crate) fn checkpoint_past(&mut self, pages: u32) -> Result<(), StoreError> {

@@ -97,22 +97,49 @@ fn a_background_checkpoint_copies_the_log_and_stops_with_the_store() {
 /// Under a steady stream of commits, background checkpoints (which never wait for a writer)
 /// never catch up, and the log would grow without end: past its bound the log starts over, so
 /// the file stays near that size.
+///
+/// The commits, of two pages each, come a millisecond apart: a round of checkpoints comes
+/// every 10 ms, so commits land in the middle of them. At most twenty come between two waits
+/// for a finished round: however late the machine runs the checkpoint thread, no more than
+/// forty-odd commits come between two rounds, and the log never holds more than their pages
+/// past its bound of 64. Without the restart, the 600 commits leave it at 1,200 pages.
 #[test]
 fn a_background_checkpoint_starts_the_log_over_under_steady_commits() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("warden.db");
     let wal = dir.path().join("warden.db-wal");
     let sc = StateScope::new("u", "p", "x");
+    let big = "x".repeat(3000);
+    // The keys are made first (their first writes take several pages each), by a store that
+    // empties the log when it closes.
+    let made: Vec<_> = (0..50)
+        .map(|k| StateWrite::set(sc.clone(), format!("k{k}"), json!(big)))
+        .collect();
+    Store::open(&path)
+        .expect("create")
+        .apply_writes(&[made])
+        .expect("make the keys");
+    assert!(!wal.exists(), "the log was emptied at close");
     let s = Store::open(&path).expect("open");
     s.checkpoint_in_background_past(std::time::Duration::from_millis(10), 64)
         .expect("start");
-    let big = "x".repeat(3000);
-    // 400 commits of a page or more each, a millisecond apart.
-    for i in 0..400 {
+    let crate::Inner::Sqlite(db) = &s.backend else {
+        unreachable!("a SQLite store")
+    };
+    let mut finished = db.checkpoint_rounds();
+    for i in 0..600 {
+        if i % 20 == 19 {
+            // A hang detector: the checkpoint thread finishes a round every 10 ms or so.
+            assert!(
+                crate::testdb::eventually(|| db.checkpoint_rounds() > finished),
+                "the checkpoint thread finished no round"
+            );
+            finished = db.checkpoint_rounds();
+        }
         s.apply_writes(&[vec![StateWrite::set(
             sc.clone(),
             format!("k{}", i % 50),
-            json!(big),
+            json!(format!("{big}{i}")),
         )]])
         .expect("write");
         std::thread::sleep(std::time::Duration::from_millis(1));
@@ -121,7 +148,10 @@ fn a_background_checkpoint_starts_the_log_over_under_steady_commits() {
     assert!(frames < 300, "the log grew to {frames} pages");
     drop(s);
     let s = Store::open(&path).expect("reopen");
-    assert_eq!(s.state_get(&sc, "k49").expect("get"), Some(json!(big)));
+    assert_eq!(
+        s.state_get(&sc, "k49").expect("get"),
+        Some(json!(format!("{big}599")))
+    );
     assert_eq!(s.check_integrity().expect("check"), Vec::<String>::new());
 }
 
@@ -593,7 +623,8 @@ fn dropped_fronts_read_the_same_before_and_after_the_entries_move() {
 /// Processes that open a database nobody made yet, all at once (Claude Code runs the hooks of
 /// parallel tool calls together), each wait for the others under the lock timeout: the file's
 /// creation, the switch to WAL and the migrations are waited for like any write, and every
-/// store opens and writes.
+/// store opens and writes. The lock timeout is a minute (a hang detector): what is proved is
+/// that they wait for each other, not how long the default timeout lets them wait.
 #[test]
 fn stores_opening_a_fresh_database_at_once_all_open_and_write() {
     for round in 0..50 {
@@ -605,7 +636,7 @@ fn stores_opening_a_fresh_database_at_once_all_open_and_write() {
                 let (path, barrier) = (path.clone(), barrier.clone());
                 std::thread::spawn(move || -> Result<(), StoreError> {
                     barrier.wait();
-                    let store = Store::open(&*path)?;
+                    let store = Store::open_with_lock_timeout(&*path, crate::testdb::PATIENCE)?;
                     let sc = StateScope::new("u", "p", "x");
                     store.apply_writes(&[vec![StateWrite::set(sc, format!("k{i}"), json!(i))]])?;
                     Ok(())

@@ -324,6 +324,7 @@ pub(super) fn batched_saves_still_queued_are_committed_when_the_store_is_dropped
 pub(super) fn a_batch_that_cannot_begin_fails_every_save_and_writes_none(db: &TestDb) {
     let mut store = db.open();
     store.set_lock_timeout(Duration::from_millis(100)).unwrap();
+    crate::testdb::warm(&store);
     // Another connection holds the write lock (PostgreSQL: the sessions' rows).
     let holder = db.open();
     save(&holder, write("held", None, "h")).unwrap();

@@ -2,7 +2,7 @@
 //! batches runs on the calling (runtime) thread and waits for its save without holding the
 //! thread, so one commit saves the ticks of many sessions and no thread waits for the
 //! database; a script that runs on there for more than a millisecond hands the thread's other
-//! tasks over for the rest of its run (`hand_over`). Otherwise the tick runs on tokio's
+//! tasks over and goes on (`hand_over`). Otherwise the tick runs on tokio's
 //! blocking pool, so a slow rule never stalls the runtime. Either way, dropping a tick's
 //! future loses nothing: a save under way is settled on a task of its own, the session locked
 //! until then.
@@ -57,24 +57,38 @@ impl Drop for Settling {
     }
 }
 
-/// Runs `rest`, the rest of a script's run that went on past a millisecond
-/// ([`warden_lua::set_hand_over`]), where it holds up no other task: on a worker of a
-/// multi-thread runtime, the worker's other tasks, and its turn at polling the runtime's
-/// sockets, go to another thread first (`block_in_place`). Else a script that runs for seconds
-/// would hold up every connection of a server, however many workers it has: the idle ones
-/// sleep until a task wakes them, and the sockets are polled by none. Most runs end before
-/// the millisecond, and so keep their thread without the hand-over's cost (a thread woken).
-fn hand_over(rest: &mut dyn FnMut()) {
+/// Called on a script's run that has gone on for a millisecond ([`warden_lua::set_hand_over`]):
+/// on a worker of a multi-thread runtime, the worker's other tasks, and its turn at polling the
+/// runtime's sockets, go to another thread (`block_in_place`), and the run goes on here. Else a
+/// script that runs for seconds would hold up every connection of a server, however many
+/// workers it has: the idle ones sleep until a task wakes them, and the sockets are polled by
+/// none. Most runs end before the millisecond and keep their thread, without the hand-over's
+/// cost (a thread woken).
+///
+/// `block_in_place` gives the worker's tasks to a thread it wakes, and takes them back when
+/// its closure returns if that thread has not started yet: the closure waits until the
+/// runtime has run a task of its own (at most [`HAND_OVER_WAIT`]), which it can only do on
+/// another thread, so that the hand-over holds.
+fn hand_over() {
     use tokio::runtime::{Handle, RuntimeFlavor};
-    if matches!(
-        Handle::try_current().map(|h| h.runtime_flavor()),
-        Ok(RuntimeFlavor::MultiThread)
-    ) {
-        tokio::task::block_in_place(rest);
-    } else {
-        rest();
+    let Ok(runtime) = Handle::try_current() else {
+        return;
+    };
+    if runtime.runtime_flavor() != RuntimeFlavor::MultiThread {
+        return;
     }
+    tokio::task::block_in_place(move || {
+        let (ran, seen) = std::sync::mpsc::sync_channel(1);
+        runtime.spawn(async move {
+            let _ = ran.send(());
+        });
+        let _ = seen.recv_timeout(HAND_OVER_WAIT);
+    });
 }
+
+/// The longest a hand-over waits for the runtime to go on without the thread (see
+/// [`hand_over`]); the script's time limit counts on meanwhile.
+const HAND_OVER_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// Runs `f`; a panic in it (a bug) is an error of this tick rather than of the thread.
 fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, TickPanicked> {

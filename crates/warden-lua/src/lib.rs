@@ -104,22 +104,40 @@ impl Hasher for KeyHasher {
 /// How often (in Lua instructions) the time limit is checked.
 const CHECK_EVERY: u32 = 1000;
 
-/// How long a run goes on its thread before it is handed over (see [`set_hand_over`]).
+/// How long a run goes on its thread before the thread is handed over (see [`set_hand_over`]).
 const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
 
-/// How a run that goes on past [`HAND_OVER_AFTER`] carries on (see [`set_hand_over`]).
-static HAND_OVER: std::sync::OnceLock<fn(&mut dyn FnMut())> = std::sync::OnceLock::new();
+/// What a run that goes on past [`HAND_OVER_AFTER`] calls (see [`set_hand_over`]).
+static HAND_OVER: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 
-/// Sets, once for the process, how a script's run that goes on past a millisecond carries on:
-/// `hand_over` is given the rest of the run and runs it. An async host runs it where it holds
-/// up no other task (tokio's `block_in_place` on a runtime worker, as `warden-core`'s
-/// `AsyncSession` does): a script may run for as long as its time limit lets it, and most
-/// runs take microseconds, too few to pay for the hand-over. The run is cut at a check of its
-/// time limit, in the script's own code (not inside a coroutine the script made, nor a call
-/// from C), and goes on where it was: the script sees nothing of it. False when one was set
-/// already (it stays).
-pub fn set_hand_over(hand_over: fn(&mut dyn FnMut())) -> bool {
+/// Sets, once for the process, what a script's run that goes on past a millisecond calls, on
+/// its thread, once: an async host hands the thread's other work over there (tokio's
+/// `block_in_place` on a runtime worker, as `warden-core`'s `AsyncSession` does), since a
+/// script may run for as long as its time limit lets it, and most runs take microseconds,
+/// too few to pay for a hand-over. It is called where the run checks its time limit: at any
+/// depth of the script's code, in a coroutine the script made, in a callback called from C (a
+/// `table.sort` comparator), while a pattern is matched. It may block; it must not run Lua.
+/// False when one was set already (that one stays).
+pub fn set_hand_over(hand_over: fn()) -> bool {
     HAND_OVER.set(hand_over).is_ok()
+}
+
+/// Whether the run of `state` is due to be handed over at `now`; if so, it will not be again.
+fn hand_over_due(state: &mut RunState, now: Instant) -> bool {
+    let due = state.hand_over_at.is_some_and(|at| now >= at);
+    if due {
+        state.hand_over_at = None;
+    }
+    due
+}
+
+/// Calls the process's hand-over (see [`set_hand_over`]), with the run's state not borrowed.
+#[cold]
+#[inline(never)]
+fn hand_over() {
+    if let Some(hand_over) = HAND_OVER.get() {
+        hand_over();
+    }
 }
 
 /// Most nested calls a script may make (checked with the time limit). Lua itself only stops a
@@ -347,12 +365,8 @@ struct RunState {
     /// Why the run must stop, when a replay diverged: like a tripped limit, it cannot be
     /// caught by the script.
     stop: Option<String>,
-    /// When the run is handed over (see [`set_hand_over`]), while it has not been.
+    /// When the run's thread is handed over (see [`set_hand_over`]), while it has not been.
     hand_over_at: Option<Instant>,
-    /// The run's own coroutine (its state's address): the one a hand-over may cut.
-    task: usize,
-    /// Whether the instruction hook cut the run for its hand-over (the coroutine yielded).
-    cut: bool,
 }
 
 // SAFETY: the host and Lua pointers are only dereferenced by `fetch`, which Lua calls only while a run
@@ -391,8 +405,9 @@ fn pattern_clock(shared: &Shared, pattern: &[u8]) -> Option<String> {
     if state.tripped {
         return Some(state.tripped_by.clone());
     }
+    let now = Instant::now();
     match state.deadline {
-        Some(deadline) if Instant::now() >= deadline => {
+        Some(deadline) if now >= deadline => {
             let message = format!(
                 "stopped: the pattern '{}' ran past the script's time limit of {}",
                 strings::shown(pattern),
@@ -401,7 +416,13 @@ fn pattern_clock(shared: &Shared, pattern: &[u8]) -> Option<String> {
             state.trip(message.clone());
             Some(message)
         }
-        _ => None,
+        _ => {
+            if hand_over_due(&mut state, now) {
+                drop(state);
+                hand_over();
+            }
+            None
+        }
     }
 }
 

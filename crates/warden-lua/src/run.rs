@@ -189,9 +189,8 @@ impl Runtime {
                     state.deadline = Some(begin.deadline);
                     state.limit = begin.limit;
                     // (Left as the last run left it, none, when there is no hand-over.)
-                    if let Some(at) = begin.hand_over_at {
-                        state.hand_over_at = Some(at);
-                        state.task = th as usize;
+                    if begin.hand_over_at.is_some() {
+                        state.hand_over_at = begin.hand_over_at;
                     }
                 }
                 // Clears the host if the run leaves before taking its state back.
@@ -251,13 +250,7 @@ impl Runtime {
                     ffi::lua_sethook(th, None, 0, 0);
                     saved
                 });
-                let mut status = ffi::lua_resume(th, main, nargs, &mut n);
-                if status == ffi::LUA_YIELD
-                    && begin.hand_over_at.is_some()
-                    && std::mem::take(&mut lock(&self.shared).cut)
-                {
-                    status = resume_handed_over(th, main, &mut n);
-                }
+                let status = ffi::lua_resume(th, main, nargs, &mut n);
                 if let Some((hook, mask, count)) = unhooked {
                     ffi::lua_sethook(th, hook, mask, count);
                 }
@@ -456,33 +449,6 @@ impl Runtime {
     }
 }
 
-/// Resumes `th`, which the instruction hook cut for its hand-over (it yielded nothing, where
-/// it stood), through the process's hand-over ([`crate::set_hand_over`]): the rest of the run,
-/// from where it stood to its end or its next wait; its status, as `lua_resume`'s, and its
-/// count of results in `n`.
-///
-/// # Safety
-/// Called by `run_raw`, the runtime's lock held, right after `lua_resume` returned the cut.
-#[cold]
-#[inline(never)]
-unsafe fn resume_handed_over(
-    th: *mut ffi::lua_State,
-    main: *mut ffi::lua_State,
-    n: &mut i32,
-) -> i32 {
-    let mut status = ffi::LUA_ERRRUN;
-    let mut rest = || {
-        // SAFETY: as the function's; a resume with no arguments goes on where the hook cut it.
-        status = unsafe { ffi::lua_resume(th, main, 0, n) };
-    };
-    match HAND_OVER.get() {
-        Some(hand_over) => hand_over(&mut rest),
-        // (A cut is made only when there is a hand-over.)
-        None => rest(),
-    }
-    status
-}
-
 /// What a script that returned came to, from the `n` values `xpcall` left on `th`: true and
 /// the script's results, or false and the handler's message. The stack is emptied: the
 /// coroutine can run the next script.
@@ -623,7 +589,6 @@ impl Drop for HostGuard<'_> {
             state.tripped = false;
             state.deadline = None;
             state.hand_over_at = None;
-            state.cut = false;
             // What the run was given to record or replay, and what it did, go with it.
             if !matches!(state.tape, Tape::Off) {
                 state.tape = Tape::Off;

@@ -34,8 +34,6 @@ impl Runtime {
             rng: 0,
             stop: None,
             hand_over_at: None,
-            task: 0,
-            cut: false,
         })));
         let host = lua.create_table()?;
         let sh = shared.clone();
@@ -343,10 +341,7 @@ impl Runtime {
                         );
                         return Err(state.trip(message));
                     }
-                    match (state.hand_over_at, now) {
-                        (Some(at), Some(now)) if now >= at => Some(state.task),
-                        _ => None,
-                    }
+                    now.is_some_and(|now| hand_over_due(&mut state, now))
                 };
                 // Costs a walk of the stack as deep as it is, up to the limit.
                 if lua.inspect_stack(MAX_DEPTH, |_| ()).is_some() {
@@ -354,23 +349,10 @@ impl Runtime {
                         format!("stopped: recursion too deep (more than {MAX_DEPTH} nested calls)");
                     return Err(lock(&sh).trip(message));
                 }
-                // The run has gone on long enough to be handed over: the coroutine yields (to
-                // `run_raw`, which resumes it through the hand-over), when it is the run's own
-                // and may yield here; else at a later check.
-                // SAFETY: the hook runs under mlua's lock, with the running coroutine as mlua's
-                // current state; reading it and whether it may yield changes nothing.
-                if let Some(task) = hand_over
-                    && unsafe {
-                        lua.exec_raw_lua(|raw| {
-                            let running = raw.state();
-                            running as usize == task && ffi::lua_isyieldable(running) != 0
-                        })
-                    }
-                {
-                    let mut state = lock(&sh);
-                    state.hand_over_at = None;
-                    state.cut = true;
-                    return Ok(VmState::Yield);
+                // The run has gone on for a millisecond: its thread's other work goes elsewhere
+                // (what the process set), and the run goes on.
+                if hand_over {
+                    super::hand_over();
                 }
                 Ok(VmState::Continue)
             },

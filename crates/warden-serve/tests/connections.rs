@@ -203,32 +203,27 @@ async fn past_the_connection_limit_a_request_waits_for_a_place() {
     server.stop().await.unwrap();
 }
 
-/// A tick whose script spins until its time limit, on a server with one runtime worker (a
-/// server on one core has one): the server answers other requests meanwhile. Without the
-/// hand-over of `AsyncSession::try_tick`, the worker runs the script and nothing else, and no
-/// thread polls the sockets: every connection waits until the script's time limit (with more
-/// workers too, which sleep until a task wakes them). The test's own requests run on the same
+/// A tick whose script runs until its time limit (`spin.lua`), on a server with one runtime
+/// worker (a server on one core has one): the server answers other requests meanwhile.
+/// Without the hand-over of a run that goes on past a millisecond (`AsyncSession` sets it:
+/// `warden_lua::set_hand_over`), the worker runs the script and nothing else, and no thread
+/// polls the sockets: every connection waits until the script's time limit (with more workers
+/// too, which sleep until a task wakes them). The test's own requests run on the same
 /// runtime, so there they would not even be sent.
-#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-async fn a_script_that_runs_until_its_time_limit_holds_up_no_other_request() {
+async fn answers_beside(spin: &str) {
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules");
     std::fs::create_dir_all(&rules).unwrap();
-    std::fs::write(rules.join("spin.lua"), "while true do end\n").unwrap();
+    std::fs::write(rules.join("spin.lua"), spin).unwrap();
     std::fs::write(
         rules.join("spin.toml"),
         "[rule]\nid = \"spin\"\nname = \"Spin\"\ntrigger = \"on_turn_start\"\n\n[condition]\nscript = \"spin.lua\"\n\n[action]\ntype = \"notify_self\"\nmessage = \"done\"\n",
     )
     .unwrap();
-    // A time limit far past what two requests take, however slow the machine: the tick is
-    // in flight for all of it.
-    let limits = warden_core::ScriptLimits {
-        timeout: Duration::from_secs(15),
-        ..warden_core::ScriptLimits::default()
-    };
+    // The default time limit (5 s), far past what two requests take, however slow the
+    // machine: the tick is in flight for all of it.
     let w = warden_core::Warden::builder()
         .rules_dir(&rules)
-        .script_limits(limits)
         .store(warden_core::Store::open(dir.path().join("warden.db")).unwrap())
         .build()
         .unwrap();
@@ -285,4 +280,24 @@ async fn a_script_that_runs_until_its_time_limit_holds_up_no_other_request() {
         "{o}"
     );
     server.stop().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_script_that_runs_until_its_time_limit_holds_up_no_other_request() {
+    answers_beside("while true do end\n").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn nor_does_one_that_spins_in_a_coroutine_it_made() {
+    answers_beside("coroutine.wrap(function() while true do end end)()\n").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn nor_one_that_spins_in_a_callback_called_from_c() {
+    answers_beside("table.sort({2, 1}, function() while true do end end)\n").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn nor_a_straight_line_one_in_the_pattern_matcher() {
+    answers_beside("return ('a'):rep(40):find(('a?'):rep(40) .. ('a'):rep(41))\n").await;
 }

@@ -351,19 +351,78 @@ T.move = function(a1, f, e, t, a2)
   return dest
 end
 
+-- Finalizers run with hooks off, and so can closers of a coroutine stopped by the time limit:
+-- both would be out of reach of the limit. So a metatable a script gives may have no `__gc`
+-- nor `__close`, and none added later either (Lua reads them off the metatable when an object
+-- becomes closable, and when it is closed): a table in use as a metatable is guarded. Its own
+-- metatable becomes a guard whose `__newindex` refuses the two names (a guard `getmetatable`
+-- cannot reach, which answers the table's former metatable, if it had one: a class that
+-- inherits keeps its metamethods as they were then), and `rawset` refuses them everywhere.
+local IN_USE = "in use as a metatable"
+local guarded = setmetatable({}, { __mode = "k" })
+
+local function refuse_handlers(k)
+  if k == "__close" or k == "__gc" then
+    error("this table is in use as a metatable: __close handlers and __gc finalizers are not allowed in scripts", 3)
+  end
+end
+
+local GUARD = {
+  __metatable = IN_USE,
+  __newindex = function(m, k, v)
+    refuse_handlers(k)
+    rawset(m, k, v)
+  end,
+}
+
+local function guard(mt)
+  if guarded[mt] then
+    return
+  end
+  local m = getmetatable(mt)
+  if m == nil then
+    setmetatable(mt, GUARD)
+  elseif type(m) == "table" then
+    local g = { __metatable = m }
+    for k, v in next, m do
+      if k ~= "__metatable" and k ~= "__gc" and k ~= "__close" then
+        g[k] = v
+      end
+    end
+    local inner = rawget(m, "__newindex")
+    g.__newindex = function(t, k, v)
+      refuse_handlers(k)
+      if inner == nil then
+        rawset(t, k, v)
+      elseif type(inner) == "function" then
+        inner(t, k, v)
+      else
+        inner[k] = v
+      end
+    end
+    setmetatable(mt, g)
+  else
+    -- Protected already (Warden's read-only views, whose own fields are none).
+    return
+  end
+  guarded[mt] = true
+end
+
 local function safe_setmetatable(t, mt)
+  if guarded[t] then
+    error("setmetatable: this table is in use as a metatable, and keeps the metatable it had then; give it its own metatable before using it as one", 2)
+  end
   if type(t) == "table" and getmetatable(t) ~= nil and type(getmetatable(t)) ~= "table" then
     error("setmetatable: this table's metatable is protected (Warden's data and libraries are read-only)", 2)
   end
   if type(mt) == "table" then
-    -- Finalizers run with hooks off, and so can closers of a coroutine stopped by the time
-    -- limit: both would be out of reach of the limit.
     if rawget(mt, "__gc") ~= nil then
       error("setmetatable: __gc finalizers are not allowed in scripts", 2)
     end
     if rawget(mt, "__close") ~= nil then
       error("setmetatable: __close handlers are not allowed in scripts", 2)
     end
+    guard(mt)
   end
   return setmetatable(t, mt)
 end
@@ -371,6 +430,9 @@ end
 local function safe_rawset(t, k, v)
   if getmetatable(t) == MARK then
     error("rawset: this table is read-only", 2)
+  end
+  if k == "__close" or k == "__gc" then
+    error("rawset: __close handlers and __gc finalizers are not allowed in scripts", 2)
   end
   return rawset(t, k, v)
 end

@@ -591,13 +591,21 @@ fn finalizers_are_refused() {
         ))
         .contains("__close")
     );
-    // Adding __gc after setmetatable does not mark the table for finalization in Lua 5.4.
-    let start = Instant::now();
-    let step = run(
-        "local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do end end; collectgarbage('count'); return true",
-    );
-    assert!(matches!(step, Step::Done { .. }));
-    assert!(start.elapsed() < HANG);
+    // Nor added later to a metatable in use: Lua reads __close off it when an object becomes
+    // closable and when it is closed (a late __gc would not mark the table for finalization,
+    // but it is refused all the same).
+    for late in [
+        "local mt = {}; setmetatable({}, mt); mt.__gc = function() while true do end end; return true",
+        "local mt = {}; setmetatable({}, mt); mt.__close = function() while true do end end; return true",
+        "local mt = {}; setmetatable({}, mt); rawset(mt, '__close', function() end); return true",
+    ] {
+        let step = run(late);
+        let error = failed(&step);
+        assert!(
+            error.contains("__close") && error.contains("__gc"),
+            "{late}: {error}"
+        );
+    }
 }
 
 fn assert_stopped(src: &str) {

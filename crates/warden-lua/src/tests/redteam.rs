@@ -441,9 +441,40 @@ fn finalizers_and_closers() {
         "setmetatable({}, setmetatable({}, { __index = { __gc = function() while true do end end } })); \
          for i = 1, 1e5 do local _ = {} end; return true",
     );
-    harmless(
+    // Added to a metatable in use, later: refused, however it is added. A closer given that
+    // way ran with hooks off once the time limit stopped the script: it never stopped.
+    stopped(
         "local mt = {}; local t = setmetatable({}, mt); mt.__gc = function() while true do end end; \
          t = nil; for i = 1, 1e5 do local _ = { i } end; return true",
+        &["__gc"],
+    );
+    stopped(
+        "local mt = {}; local obj = setmetatable({}, mt); \
+         mt.__close = function() while true do end end; \
+         local x <close> = obj; while true do end",
+        &["__close"],
+    );
+    stopped(
+        "local mt = {}; local obj = setmetatable({}, mt); \
+         rawset(mt, '__close', function() while true do end end); \
+         local x <close> = obj; while true do end",
+        &["__close"],
+    );
+    stopped(
+        "local mt = {}; local obj = setmetatable({}, mt); \
+         load('__close = function() while true do end end', 'x', 't', mt)(); \
+         local x <close> = obj; while true do end",
+        &["__close"],
+    );
+    // A class that inherits, used as a metatable: it keeps working, and keeps the guard.
+    harmless(
+        "local Base = {}; Base.__index = Base; function Base.hello() return 'hi' end; \
+         local Derived = setmetatable({}, { __index = Base }); Derived.__index = Derived; \
+         local meta = getmetatable(Derived); local o = setmetatable({}, Derived); \
+         Derived.extra = 1; \
+         local ok = pcall(function() Derived.__close = function() end end); \
+         return not ok and o.hello() == 'hi' and o.extra == 1 \
+           and getmetatable(Derived) == meta and getmetatable(o) == Derived",
     );
     harmless("local x <close> = nil; local y <const> = 1; return y == 1");
 }

@@ -57,20 +57,48 @@ impl Drop for Settling {
     }
 }
 
-/// Called on a script's run that has gone on for a millisecond ([`warden_lua::set_hand_over`]):
-/// on a worker of a multi-thread runtime, the worker's other tasks, and its turn at polling the
-/// runtime's sockets, go to another thread (`block_in_place`), and the run goes on here. Else a
-/// script that runs for seconds would hold up every connection of a server, however many
-/// workers it has: the idle ones sleep until a task wakes them, and the sockets are polled by
-/// none. Most runs end before the millisecond and keep their thread, without the hand-over's
-/// cost (a thread woken).
+thread_local! {
+    /// Whether this thread runs a tick on a runtime worker ([`AsyncSession::try_tick`]'s
+    /// batched path): the only place a hand-over helps ([`hand_over`]).
+    static TICKING_ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks this thread as running a tick on a runtime worker while it lives.
+struct TickingOnWorker;
+
+impl TickingOnWorker {
+    fn new() -> Self {
+        TICKING_ON_WORKER.set(true);
+        TickingOnWorker
+    }
+}
+
+impl Drop for TickingOnWorker {
+    fn drop(&mut self) {
+        TICKING_ON_WORKER.set(false);
+    }
+}
+
+/// Called on a script's run that has gone on for a millisecond, and every 10 ms after
+/// ([`warden_lua::set_hand_over`]): in a tick on a worker of a multi-thread runtime, the
+/// worker's other tasks, and its turn at polling the runtime's sockets, go to another thread
+/// (`block_in_place`), and the run goes on here. Else a script that runs for seconds would
+/// hold up every connection of a server, however many workers it has: the idle ones sleep
+/// until a task wakes them, and the sockets are polled by none. Most runs end before the
+/// millisecond and keep their thread, without the hand-over's cost (a thread woken).
 ///
 /// `block_in_place` gives the worker's tasks to a thread it wakes, and takes them back when
 /// its closure returns if that thread has not started yet: the closure waits until the
-/// runtime has run a task of its own (at most [`HAND_OVER_WAIT`]), which it can only do on
-/// another thread, so that the hand-over holds.
+/// runtime has run a task of its own (at most [`HAND_OVER_WAIT`], which the script's time
+/// limit counts). That is best effort: the tasks may still come back (another worker ran the
+/// task first; the thread that took them gave them back to hand over work of its own; the
+/// blocking pool was full), and the next call, 10 ms later, hands them over again. On a thread
+/// that holds no worker's tasks, a call costs the wait for that task.
 fn hand_over() {
     use tokio::runtime::{Handle, RuntimeFlavor};
+    if !TICKING_ON_WORKER.get() {
+        return;
+    }
     let Ok(runtime) = Handle::try_current() else {
         return;
     };
@@ -128,11 +156,15 @@ impl AsyncSession {
             };
         }
         let (saved, result) = oneshot::channel();
+        // (Marked for the synchronous tick only: the future may go on on another thread.)
+        let ticking = TickingOnWorker::new();
         let ticked = guarded(|| {
             session.tick_batched(hook, event, move |r| {
                 let _ = saved.send(r);
             })
-        })?;
+        });
+        drop(ticking);
+        let ticked = ticked?;
         match ticked {
             Ticked::Done(outcome) => Ok(outcome),
             Ticked::Saving(pending) => {

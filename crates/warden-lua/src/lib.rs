@@ -111,7 +111,7 @@ const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
 static HAND_OVER: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 
 /// Sets, once for the process, what a script's run that goes on past a millisecond calls, on
-/// its thread, once: an async host hands the thread's other work over there (tokio's
+/// its thread, and again every 10 ms while it goes on: an async host hands the thread's other work over there (tokio's
 /// `block_in_place` on a runtime worker, as `warden-core`'s `AsyncSession` does), since a
 /// script may run for as long as its time limit lets it, and most runs take microseconds,
 /// too few to pay for a hand-over. It is called where the run checks its time limit: at any
@@ -122,11 +122,17 @@ pub fn set_hand_over(hand_over: fn()) -> bool {
     HAND_OVER.set(hand_over).is_ok()
 }
 
-/// Whether the run of `state` is due to be handed over at `now`; if so, it will not be again.
+/// How long after a call of the hand-over a run that goes on calls it again: a hand-over may
+/// not hold (the thread's work came back to it, or no thread could take it in time), and a
+/// call on a thread whose work went elsewhere costs little.
+const HAND_OVER_AGAIN: Duration = Duration::from_millis(10);
+
+/// Whether the run of `state` is due to call the hand-over at `now`; if so, the next call is
+/// due [`HAND_OVER_AGAIN`] later.
 fn hand_over_due(state: &mut RunState, now: Instant) -> bool {
     let due = state.hand_over_at.is_some_and(|at| now >= at);
     if due {
-        state.hand_over_at = None;
+        state.hand_over_at = Some(now + HAND_OVER_AGAIN);
     }
     due
 }

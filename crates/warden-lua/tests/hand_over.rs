@@ -1,7 +1,7 @@
 //! The hand-over of a long run (`warden_lua::set_hand_over`): a run that goes on past a
-//! millisecond calls the process's hand-over once, wherever it checks its time limit (its own
-//! code, a coroutine it made, a callback called from C, the pattern matcher), and goes on: the
-//! script comes to what it would have. Its own test binary: the hand-over is set once for the
+//! millisecond calls the process's hand-over (and again every 10 ms), wherever it checks its
+//! time limit (its own code, a coroutine it made, a callback called from C, the pattern
+//! matcher), and goes on: the script comes to what it would have. Its own test binary: the hand-over is set once for the
 //! process.
 //!
 //! The runs that must be handed over do work no machine does in a millisecond (ten million
@@ -67,11 +67,11 @@ fn holds(step: &Step) -> bool {
 const SUM: &str = "local n = 0\nfor i = 1, 10000000 do n = n + i end\n";
 
 #[test]
-fn a_long_run_is_handed_over_once_and_ends_as_it_would_have() {
+fn a_long_run_is_handed_over_and_ends_as_it_would_have() {
     let _one = ONE_AT_A_TIME.lock().unwrap();
     let (_, _, step, handed) = start(&format!("{SUM}return n == 50000005000000\n"));
     assert!(holds(&step));
-    assert_eq!(handed, 1);
+    assert!(handed >= 1, "never handed over");
 }
 
 #[test]
@@ -90,7 +90,7 @@ fn a_run_that_waits_after_its_hand_over_waits() {
         "{SUM}coroutine.yield()\nreturn n == 50000005000000\n"
     ));
     assert!(matches!(step, Step::Waiting { wake: None, .. }), "{step:?}");
-    assert_eq!(handed, 1);
+    assert!(handed >= 1, "never handed over");
     let step = rt.resume(&task.unwrap(), &Nothing, HANG);
     assert!(holds(&step));
 }
@@ -102,14 +102,14 @@ fn a_run_is_handed_over_from_a_coroutine_it_made_and_from_a_callback_of_c() {
         "local co = coroutine.wrap(function()\n{SUM}return n\nend)\nreturn co() == 50000005000000\n"
     ));
     assert!(holds(&step));
-    assert_eq!(handed, 1);
+    assert!(handed >= 1, "never handed over");
     let (_, _, step, handed) = start(&format!(
         "local t = {{2, 1}}\n\
          table.sort(t, function(a, b)\n{SUM}return a < b\nend)\n\
          return t[1] == 1 and t[2] == 2\n"
     ));
     assert!(holds(&step));
-    assert_eq!(handed, 1);
+    assert!(handed >= 1, "never handed over");
 }
 
 #[test]
@@ -120,5 +120,5 @@ fn a_straight_line_run_is_handed_over_from_the_pattern_matcher() {
     let (_, _, step, handed) =
         start("return ('a'):rep(19):find(('a?'):rep(19) .. ('a'):rep(20)) == nil\n");
     assert!(holds(&step));
-    assert_eq!(handed, 1);
+    assert!(handed >= 1, "never handed over");
 }

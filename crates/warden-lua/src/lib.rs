@@ -111,10 +111,10 @@ const HAND_OVER_AFTER: Duration = Duration::from_millis(1);
 static HAND_OVER: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 
 /// Sets, once for the process, what a script's run that goes on past a millisecond calls, on
-/// its thread, and again every 10 ms while it goes on: an async host hands the thread's other work over there (tokio's
-/// `block_in_place` on a runtime worker, as `warden-core`'s `AsyncSession` does), since a
-/// script may run for as long as its time limit lets it, and most runs take microseconds,
-/// too few to pay for a hand-over. It is called where the run checks its time limit: at any
+/// its thread, and again 10 ms after each call while it goes on: an async host hands the
+/// thread's other work over there (tokio's `block_in_place` on a runtime worker, as
+/// `warden-core`'s `AsyncSession` does), since a script may run for as long as its time limit
+/// lets it, and most runs take microseconds, too few to pay for a hand-over. It is called where the run checks its time limit: at any
 /// depth of the script's code, in a coroutine the script made, in a callback called from C (a
 /// `table.sort` comparator), while a pattern is matched. It may block; it must not run Lua.
 /// False when one was set already (that one stays).
@@ -127,23 +127,25 @@ pub fn set_hand_over(hand_over: fn()) -> bool {
 /// call on a thread whose work went elsewhere costs little.
 const HAND_OVER_AGAIN: Duration = Duration::from_millis(10);
 
-/// Whether the run of `state` is due to call the hand-over at `now`; if so, the next call is
-/// due [`HAND_OVER_AGAIN`] later.
+/// Whether the run of `state` is due to call the hand-over at `now` (see [`hand_over`]).
 fn hand_over_due(state: &mut RunState, now: Instant) -> bool {
     let due = state.hand_over_at.is_some_and(|at| now >= at);
     if due {
-        state.hand_over_at = Some(now + HAND_OVER_AGAIN);
+        state.hand_over_at = None;
     }
     due
 }
 
-/// Calls the process's hand-over (see [`set_hand_over`]), with the run's state not borrowed.
+/// Calls the process's hand-over (see [`set_hand_over`]), with the run's state not borrowed,
+/// and makes the next call due [`HAND_OVER_AGAIN`] after it returns (a call that waited long
+/// does not make the next due at once).
 #[cold]
 #[inline(never)]
-fn hand_over() {
+fn hand_over(shared: &Shared) {
     if let Some(hand_over) = HAND_OVER.get() {
         hand_over();
     }
+    lock(shared).hand_over_at = Some(Instant::now() + HAND_OVER_AGAIN);
 }
 
 /// Most nested calls a script may make (checked with the time limit). Lua itself only stops a
@@ -425,7 +427,7 @@ fn pattern_clock(shared: &Shared, pattern: &[u8]) -> Option<String> {
         _ => {
             if hand_over_due(&mut state, now) {
                 drop(state);
-                hand_over();
+                hand_over(shared);
             }
             None
         }

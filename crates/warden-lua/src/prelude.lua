@@ -356,8 +356,10 @@ end
 -- nor `__close`, and none added later either (Lua reads them off the metatable when an object
 -- becomes closable, and when it is closed): a table in use as a metatable is guarded. Its own
 -- metatable becomes a guard whose `__newindex` refuses the two names (a guard `getmetatable`
--- cannot reach, which answers the table's former metatable, if it had one: a class that
--- inherits keeps its metamethods as they were then), and `rawset` refuses them everywhere.
+-- cannot reach: it answers the table's former metatable, if it had one, a class that inherits
+-- keeping its metamethods as they were then, else nil), and `rawset` refuses them everywhere.
+-- A table whose metatable is protected (it says so with `__metatable`) cannot be guarded, and
+-- is refused as a metatable, but for a library's read-only view.
 local IN_USE = "in use as a metatable"
 local guarded = setmetatable({}, { __mode = "k" })
 
@@ -376,7 +378,8 @@ local GUARD = {
 }
 
 local function guard(mt)
-  if guarded[mt] then
+  if guarded[mt] or locked[mt] then
+    -- Guarded already, or a library's read-only view (which holds no field, and takes none).
     return
   end
   local m = getmetatable(mt)
@@ -402,8 +405,9 @@ local function guard(mt)
     end
     setmetatable(mt, g)
   else
-    -- Protected already (Warden's read-only views, whose own fields are none).
-    return
+    -- A metatable that says it is protected cannot be guarded: a script's own (its
+    -- `__metatable` set), the script's globals, Warden's data.
+    error("setmetatable: a table whose metatable is protected cannot be used as a metatable in scripts", 3)
   end
   guarded[mt] = true
 end
@@ -415,16 +419,29 @@ local function safe_setmetatable(t, mt)
   if type(t) == "table" and getmetatable(t) ~= nil and type(getmetatable(t)) ~= "table" then
     error("setmetatable: this table's metatable is protected (Warden's data and libraries are read-only)", 2)
   end
-  if type(mt) == "table" then
+  if type(t) == "table" and type(mt) == "table" then
     if rawget(mt, "__gc") ~= nil then
       error("setmetatable: __gc finalizers are not allowed in scripts", 2)
     end
     if rawget(mt, "__close") ~= nil then
       error("setmetatable: __close handlers are not allowed in scripts", 2)
     end
+    if t == mt then
+      error("setmetatable: a table cannot be its own metatable in scripts (give it a metatable of its own)", 2)
+    end
     guard(mt)
   end
   return setmetatable(t, mt)
+end
+
+-- What a guard answers is not the script's: a table in use as a metatable that had none
+-- still has none (a walk up a class's metatables ends there).
+local function safe_getmetatable(t)
+  local m = getmetatable(t)
+  if m == IN_USE and guarded[t] then
+    return nil
+  end
+  return m
 end
 
 local function safe_rawset(t, k, v)
@@ -726,7 +743,7 @@ fill({
   assert = assert, error = error, ipairs = ipairs, next = safe_next, pairs = pairs, select = select,
   tonumber = tonumber, tostring = tostring, type = type,
   rawequal = rawequal, rawget = rawget, rawlen = rawlen, rawset = safe_rawset,
-  getmetatable = getmetatable, setmetatable = safe_setmetatable,
+  getmetatable = safe_getmetatable, setmetatable = safe_setmetatable,
   pcall = safe_pcall, xpcall = safe_xpcall, load = safe_load, collectgarbage = safe_collectgarbage,
   print = function(...)
     local parts = {}

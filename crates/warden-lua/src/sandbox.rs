@@ -352,7 +352,7 @@ impl Runtime {
                 // The run has gone on for a millisecond: its thread's other work goes elsewhere
                 // (what the process set), and the run goes on.
                 if hand_over {
-                    super::hand_over();
+                    super::hand_over(&sh);
                 }
                 Ok(VmState::Continue)
             },

@@ -466,6 +466,29 @@ fn finalizers_and_closers() {
          local x <close> = obj; while true do end",
         &["__close"],
     );
+    // A metatable that says it is protected cannot be guarded: refused, whether the script
+    // protected it or it is the script's globals (whose metatable is Warden's).
+    stopped(
+        "local mt = setmetatable({}, { __metatable = 'read-only' }); local obj = setmetatable({}, mt); \
+         mt.__close = function() while true do end end; local x <close> = obj; while true do end",
+        &["protected"],
+    );
+    stopped(
+        "local obj = setmetatable({}, _G); __close = function() while true do end end; \
+         local x <close> = obj; while true do end",
+        &["protected"],
+    );
+    stopped(
+        "local C = {}; setmetatable(C, C); return true",
+        &["own metatable"],
+    );
+    // A class without a parent answers no metatable: a walk up the metatables ends.
+    harmless(
+        "local C = {}; C.__index = C; local o = setmetatable({}, C); \
+         local m, n = getmetatable(o), 0; \
+         while m do n = n + 1; if n > 10 then return false end; m = getmetatable(m) end; \
+         return n == 1",
+    );
     // A class that inherits, used as a metatable: it keeps working, and keeps the guard.
     harmless(
         "local Base = {}; Base.__index = Base; function Base.hello() return 'hi' end; \

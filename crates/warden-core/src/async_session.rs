@@ -2,10 +2,9 @@
 //! batches runs on the calling (runtime) thread and waits for its save without holding the
 //! thread, so one commit saves the ticks of many sessions and no thread waits for the
 //! database; a script that runs on there for more than a millisecond hands the thread's other
-//! tasks over and goes on (`hand_over`). Otherwise the tick runs on tokio's
-//! blocking pool, so a slow rule never stalls the runtime. Either way, dropping a tick's
-//! future loses nothing: a save under way is settled on a task of its own, the session locked
-//! until then.
+//! tasks over and goes on (`hand_over`). Otherwise the tick runs on tokio's blocking pool, so
+//! a slow rule never stalls the runtime. Either way, dropping a tick's future loses nothing: a
+//! save under way is settled on a task of its own, the session locked until then.
 
 use std::sync::Arc;
 
@@ -61,22 +60,6 @@ thread_local! {
     /// Whether this thread runs a tick on a runtime worker ([`AsyncSession::try_tick`]'s
     /// batched path): the only place a hand-over helps ([`hand_over`]).
     static TICKING_ON_WORKER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Marks this thread as running a tick on a runtime worker while it lives.
-struct TickingOnWorker;
-
-impl TickingOnWorker {
-    fn new() -> Self {
-        TICKING_ON_WORKER.set(true);
-        TickingOnWorker
-    }
-}
-
-impl Drop for TickingOnWorker {
-    fn drop(&mut self) {
-        TICKING_ON_WORKER.set(false);
-    }
 }
 
 /// Called on a script's run that has gone on for a millisecond, and every 10 ms after
@@ -156,14 +139,15 @@ impl AsyncSession {
             };
         }
         let (saved, result) = oneshot::channel();
-        // (Marked for the synchronous tick only: the future may go on on another thread.)
-        let ticking = TickingOnWorker::new();
+        // Marked for the synchronous tick only (the future may go on on another thread); a
+        // panic in it is caught by `guarded`, so the mark is always taken off.
+        TICKING_ON_WORKER.set(true);
         let ticked = guarded(|| {
             session.tick_batched(hook, event, move |r| {
                 let _ = saved.send(r);
             })
         });
-        drop(ticking);
+        TICKING_ON_WORKER.set(false);
         let ticked = ticked?;
         match ticked {
             Ticked::Done(outcome) => Ok(outcome),

@@ -363,8 +363,10 @@ end
 local IN_USE = "in use as a metatable"
 local guarded = setmetatable({}, { __mode = "k" })
 
+local HANDLERS = { __close = true, __gc = true }
+
 local function refuse_handlers(k)
-  if k == "__close" or k == "__gc" then
+  if HANDLERS[k] then
     error("this table is in use as a metatable: __close handlers and __gc finalizers are not allowed in scripts", 3)
   end
 end
@@ -388,7 +390,7 @@ local function guard(mt)
   elseif type(m) == "table" then
     local g = { __metatable = m }
     for k, v in next, m do
-      if k ~= "__metatable" and k ~= "__gc" and k ~= "__close" then
+      if k ~= "__metatable" and not HANDLERS[k] then
         g[k] = v
       end
     end
@@ -448,7 +450,7 @@ local function safe_rawset(t, k, v)
   if getmetatable(t) == MARK then
     error("rawset: this table is read-only", 2)
   end
-  if k == "__close" or k == "__gc" then
+  if HANDLERS[k] then
     error("rawset: __close handlers and __gc finalizers are not allowed in scripts", 2)
   end
   return rawset(t, k, v)

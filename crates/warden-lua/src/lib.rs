@@ -303,12 +303,20 @@ pub(crate) struct Compiled {
     pub(crate) keeps_nothing: bool,
 }
 
-/// A compiled script's globals, and whether the script's source never names `_ENV` (so that
-/// no run of it can give its chunk other globals), for the check of `Runtime::release_views`.
+/// A compiled script's globals, whether the script's source never names `_ENV` (so that
+/// no run of it can give its chunk other globals), and whether they were made with waiting
+/// primitives bound in them ([`WAITS`]), for the check of `Runtime::release_views`.
 pub(crate) struct Env {
     pub(crate) table: Table,
     pub(crate) fixed: bool,
+    pub(crate) bound: bool,
 }
+
+/// The globals a waiting script calls at every run (`coroutine.yield`, `wait_turns`,
+/// `wait_for`): bound in the globals of each script whose source names them, where a read
+/// finds them at once. A global a script's globals lack is looked up again in the sandbox's
+/// (one more lookup through `__index`), and a resumed script reads one at every run.
+pub(crate) const WAITS: [&str; 3] = ["coroutine", "wait_turns", "wait_for"];
 
 /// A running script, waiting to be resumed. Dropping it without [`Runtime::halt`] leaves the
 /// coroutine to the garbage collector without running its to-be-closed variables.
@@ -469,6 +477,8 @@ pub struct Runtime {
     base: Table,
     /// The globals of each compiled script.
     envs: KeyMap<Env>,
+    /// Where the values of [`WAITS`] live (`lua_topointer`), bound in some scripts' globals.
+    waits: [usize; 3],
     /// Finished coroutines, reused by the next start (creating one costs more), with their
     /// states.
     spare: Vec<(Thread, usize)>,
@@ -562,6 +572,13 @@ impl Runtime {
             return Ok(c.chunk.clone());
         }
         let env: Table = self.new_env.call(())?;
+        let mut bound = false;
+        for name in WAITS {
+            if script.source.contains(name) {
+                env.raw_set(name, self.base.raw_get::<Value>(name)?)?;
+                bound = true;
+            }
+        }
         let f = self
             .lua
             .load(&*script.source)
@@ -585,7 +602,14 @@ impl Runtime {
         // Only a script that never names `_ENV` keeps these globals for good (see
         // `Runtime::release_views`).
         let fixed = !script.source.contains("_ENV");
-        self.envs.insert(script.key, Env { table: env, fixed });
+        self.envs.insert(
+            script.key,
+            Env {
+                table: env,
+                fixed,
+                bound,
+            },
+        );
         Ok(f)
     }
 

@@ -405,15 +405,18 @@ impl Runtime {
                     || match self.envs.get(&key) {
                         Some(env) if env.fixed => {
                             let top = ffi::lua_gettop(s);
-                            let clean = raw.push(&env.table).is_ok() && {
-                                ffi::lua_pushnil(s);
-                                ffi::lua_next(s, top + 1) != 0
-                                    && ffi::lua_rawequal(s, -1, top + 1) != 0
-                                    && {
-                                        ffi::lua_pop(s, 1);
-                                        ffi::lua_next(s, top + 1) == 0
-                                    }
-                            };
+                            let clean = raw.push(&env.table).is_ok()
+                                && if env.bound {
+                                    as_bound(s, top + 1, &self.waits)
+                                } else {
+                                    ffi::lua_pushnil(s);
+                                    ffi::lua_next(s, top + 1) != 0
+                                        && ffi::lua_rawequal(s, -1, top + 1) != 0
+                                        && {
+                                            ffi::lua_pop(s, 1);
+                                            ffi::lua_next(s, top + 1) == 0
+                                        }
+                                };
                             ffi::lua_settop(s, top);
                             clean
                         }
@@ -446,6 +449,32 @@ impl Runtime {
             self.lent.fetch_or(lent, Ordering::Relaxed);
         }
         forgotten
+    }
+}
+
+/// Whether the globals at `env` on `s`'s stack hold only what they were made with when
+/// waiting primitives were bound in them ([`WAITS`]): `_G`, and some of the primitives (a
+/// script may have let one go), under any of those names. Nothing else a script could keep
+/// from run to run is then in them. Leaves up to 2 more values on the stack.
+///
+/// # Safety
+/// `s` is the runtime's state, its lock held, with room for 2 more values; `env` is a table.
+unsafe fn as_bound(s: *mut ffi::lua_State, env: i32, waits: &[usize; 3]) -> bool {
+    // SAFETY: as the function's; `lua_next` is given nil, then each key it returned.
+    unsafe {
+        ffi::lua_pushnil(s);
+        // At most `_G` and each primitive once: one entry more is not as made.
+        for _ in 0..=waits.len() {
+            if ffi::lua_next(s, env) == 0 {
+                return true;
+            }
+            let at = ffi::lua_topointer(s, -1) as usize;
+            if ffi::lua_rawequal(s, -1, env) == 0 && !waits.contains(&at) {
+                return false;
+            }
+            ffi::lua_pop(s, 1);
+        }
+        ffi::lua_next(s, env) == 0
     }
 }
 

@@ -279,6 +279,11 @@ impl Runtime {
             .set_name("=warden-prelude")
             .call(host)?;
         let new_env: Function = exports.get("new_env")?;
+        let base: Table = exports.get("base")?;
+        let mut waits = [0; 3];
+        for (at, name) in waits.iter_mut().zip(WAITS) {
+            *at = base.raw_get::<Value>(name)?.to_pointer() as usize;
+        }
         let call: Function = exports.get("call")?;
         let memos: Vec<Table> = exports.get("memos")?;
         {
@@ -309,8 +314,9 @@ impl Runtime {
             task_threads: exports.get("task_threads")?,
             wait_tag: exports.get("wait_tag")?,
             compiled: KeyMap::default(),
-            base: exports.get("base")?,
+            base,
             envs: KeyMap::default(),
+            waits,
             spare: Vec::new(),
             limits,
             recording: false,

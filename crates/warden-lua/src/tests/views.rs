@@ -90,6 +90,34 @@ fn a_record_kept_in_a_closure_of_the_globals_keeps_its_tick() {
 }
 
 #[test]
+fn a_record_kept_among_bound_waiting_primitives_keeps_its_tick() {
+    // A script that names `coroutine`, `wait_turns` or `wait_for` has them bound in its own
+    // globals: a record kept under one of their names, or beside them, is still seen.
+    for (key, src) in [
+        "if type(wait_for) == 'function' then wait_for = context.turn; return wait_for.number == 1 end; \
+         return wait_for.number == 1 and context.turn.number == 2",
+        "if type(wait_turns) == 'function' then wait_turns = context.turn; return wait_turns.number == 1 end; \
+         return wait_turns.number == 1 and context.turn.number == 2 and coroutine.running ~= nil",
+        "if coroutine.number == nil then coroutine = context.turn; return coroutine.number == 1 end; \
+         return coroutine.number == 1 and context.turn.number == 2",
+        "if T == nil then T = context.turn; return T.number == 1 and coroutine ~= nil end; \
+         return T.number == 1 and context.turn.number == 2",
+        // Swapped, the primitives keep nothing: the next runs may refill the record.
+        "wait_for, coroutine = coroutine, wait_for; return context.turn.number == 1 or context.turn.number == 2",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut rt = runtime();
+        let key = 10 + key as u64;
+        assert!(holds_at(&mut rt, key, src, &Turns::at(1)), "{src}");
+        churn(&mut rt);
+        assert!(holds_at(&mut rt, key, src, &Turns::at(2)), "{src}");
+        churn(&mut rt);
+    }
+}
+
+#[test]
 fn a_record_kept_in_a_new_env_keeps_its_tick() {
     let mut rt = runtime();
     // `_ENV` is the chunk's upvalue: setting it changes what the next run starts with, while

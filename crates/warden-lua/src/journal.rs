@@ -125,11 +125,11 @@ impl Recorded {
 
     /// Records the data of a table of globals: what a script keeps between runs. Functions,
     /// coroutines and what else is not data are left out (a script's functions are defined
-    /// again by its next run).
-    pub(crate) fn data_of(t: &Table, skip: &Value) -> Recorded {
+    /// again by its next run), and so are the entries `skip` names (key, value).
+    pub(crate) fn data_of(t: &Table, skip: impl Fn(&Value, &Value) -> bool) -> Recorded {
         let mut pairs = Vec::new();
         for (k, v) in t.clone().pairs::<Value, Value>().flatten() {
-            if k == *skip {
+            if skip(&k, &v) {
                 continue;
             }
             if let (Ok(k), Ok(v)) = (Self::of(&k), Self::of(&v)) {

@@ -54,6 +54,7 @@ mod host;
 mod journal;
 mod lmatch;
 mod memory;
+mod restore;
 mod run;
 mod sandbox;
 mod straight;
@@ -76,6 +77,7 @@ use effect::effect;
 pub use host::{Host, Out, ResultShape, Shape};
 use journal::Tape;
 pub use journal::{Input, Journal, Recorded, RunRecord};
+pub use restore::RestoreError;
 
 /// A map keyed by script keys (or other integers Warden picks), hashed by one multiplication
 /// rather than SipHash: it is looked up at every run.
@@ -572,13 +574,7 @@ impl Runtime {
             return Ok(c.chunk.clone());
         }
         let env: Table = self.new_env.call(())?;
-        let mut bound = false;
-        for name in WAITS {
-            if script.source.contains(name) {
-                env.raw_set(name, self.base.raw_get::<Value>(name)?)?;
-                bound = true;
-            }
-        }
+        let bound = self.bind_waits(&env, &script.source)?;
         let f = self
             .lua
             .load(&*script.source)
@@ -611,6 +607,19 @@ impl Runtime {
             },
         );
         Ok(f)
+    }
+
+    /// Binds in `env`, the globals of the script of `source`, each of [`WAITS`] the source
+    /// names; whether it names any.
+    fn bind_waits(&self, env: &Table, source: &str) -> mlua::Result<bool> {
+        let mut bound = false;
+        for name in WAITS {
+            if source.contains(name) {
+                env.raw_set(name, self.base.raw_get::<Value>(name)?)?;
+                bound = true;
+            }
+        }
+        Ok(bound)
     }
 
     /// Whether waiting scripts keep a replay record ([`Task::journal`]), so that they can be
@@ -788,133 +797,6 @@ impl Runtime {
         }
     }
 
-    /// Brings back a waiting script from its replay record (made by a runtime that records,
-    /// perhaps in another process): runs it again from its start, answering what it reads from
-    /// the record, until it waits where it waited last. An error says where the re-run
-    /// diverged from the record (the script or its rule changed, or it iterated a table whose
-    /// order differs between Lua states); nothing of it is kept then.
-    pub fn restore(
-        &mut self,
-        script: &Script,
-        journal: &Journal,
-        timeout: Duration,
-    ) -> Result<Task, RestoreError> {
-        self.restore_task(script, journal, timeout)
-            .map_err(|reason| RestoreError { reason })
-    }
-
-    fn restore_task(
-        &mut self,
-        script: &Script,
-        journal: &Journal,
-        timeout: Duration,
-    ) -> Result<Task, String> {
-        if journal.runs.is_empty() {
-            return Err("its replay record is empty".into());
-        }
-        self.compile(script).map_err(|e| describe_error(&e))?;
-        self.set_globals(script, &journal.globals)
-            .map_err(|e| describe_error(&e))?;
-        let (thread, state) = self.task_thread().map_err(|e| describe_error(&e))?;
-        let mut rng = journal.seed;
-        let mut first = true;
-        for (n, run) in journal.runs.iter().enumerate() {
-            let tape = Tape::Replay {
-                inputs: run.inputs.iter().cloned().collect(),
-                diverged: None,
-            };
-            let on = run::On {
-                thread: state,
-                key: script.key,
-                first: std::mem::take(&mut first),
-            };
-            let (step, tape, next, _) = self.run(on, &Replaying, timeout, tape, rng);
-            rng = next;
-            let left = match tape {
-                Tape::Replay { inputs, .. } => inputs.len(),
-                _ => 0,
-            };
-            let why = match &step {
-                Step::Waiting { wake, effects } => {
-                    if *wake != run.wake {
-                        Some(format!(
-                            "its re-run waited for {} where the record has {}",
-                            wake.as_deref().unwrap_or("its own hook"),
-                            run.wake.as_deref().unwrap_or("its own hook")
-                        ))
-                    } else if journal::digest(effects) != run.actions {
-                        Some("its re-run acted otherwise than the record".into())
-                    } else if left > 0 {
-                        Some(format!(
-                            "its re-run read {left} values fewer than the record"
-                        ))
-                    } else {
-                        None
-                    }
-                }
-                Step::Done { .. } => Some("its re-run finished where the record waits".into()),
-                Step::Failed { error } => Some(error.clone()),
-            };
-            if let Some(why) = why {
-                let _ = thread.reset(self.call.clone());
-                return Err(format!("run {} of {}: {why}", n + 1, journal.runs.len()));
-            }
-        }
-        self.ledger.open(script.key, &script.name);
-        self.ledger.own(&thread, script.key);
-        Ok(Task {
-            thread,
-            state,
-            script: script.name.clone(),
-            key: script.key,
-            rng: Cell::new(rng),
-            journal: RefCell::new(Some(journal.clone())),
-        })
-    }
-
-    /// The data a script keeps in its globals (what its runs leave there for the next), or
-    /// `None` when it has not run in this runtime. Functions, coroutines and tables with a
-    /// metatable (Warden's read-only views among them) are left out.
-    pub fn globals(&self, script: &Script) -> Option<Recorded> {
-        let env = self.envs.get(&script.key)?;
-        Some(Recorded::data_of(
-            &env.table,
-            &Value::String(self.lua.create_string("_G").ok()?),
-        ))
-    }
-
-    /// Sets a script's globals to `data` (what [`Runtime::globals`] gave, perhaps in another
-    /// process); the globals it had are dropped.
-    pub fn set_globals(&mut self, script: &Script, data: &Recorded) -> mlua::Result<()> {
-        self.function(script)?;
-        // Its globals are no longer as they were made: its runs check them.
-        if let Some(c) = self.compiled.get_mut(&script.key) {
-            c.keeps_nothing = false;
-        }
-        let Some(Env { table: env, .. }) = self.envs.get(&script.key) else {
-            return Ok(());
-        };
-        let old: Vec<Value> = env
-            .clone()
-            .pairs::<Value, Value>()
-            .filter_map(|p| p.ok().map(|(k, _)| k))
-            .collect();
-        for k in old {
-            if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {
-                env.raw_set(k, Value::Nil)?;
-            }
-        }
-        if let Recorded::Table(pairs) = data {
-            for (k, v) in pairs {
-                let k = k.to_lua(&self.lua, &mut no_records)?;
-                if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {
-                    env.raw_set(k, v.to_lua(&self.lua, &mut no_records)?)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Stops a task for good, closing its to-be-closed variables (under the time limit).
     pub fn halt(&mut self, task: Task) {
         self.set_deadline(Some(self.limits.timeout));
@@ -935,16 +817,6 @@ impl Runtime {
             }
         });
     }
-}
-
-/// Why a waiting script could not be brought back from its replay record
-/// ([`Runtime::restore`]): where the re-run diverged from the record, or what kept it from
-/// starting.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{reason}")]
-pub struct RestoreError {
-    /// What went wrong.
-    pub reason: String,
 }
 
 /// The record of a run that ended waiting.

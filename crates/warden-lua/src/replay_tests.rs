@@ -221,3 +221,20 @@ fn views_of_data_are_walked_in_a_fixed_order() {
         }
     );
 }
+
+#[test]
+fn a_script_that_yields_once_is_brought_back_and_returns() {
+    let script = Script::new(12, "yield-once.lua", "coroutine.yield()\nreturn true");
+    let events = events();
+    let mut rt = runtime(true);
+    let (task, first) = rt.start_seeded(&script, &events[0], hang(), 7);
+    let task = task.expect("waits");
+    assert!(matches!(first, Step::Waiting { .. }), "{first:?}");
+    let journal = task.journal().expect("recorded");
+    let globals = rt.globals(&script).expect("ran");
+    let mut rt = runtime(true);
+    let task = rt.restore(&script, &journal, hang()).expect("restored");
+    rt.set_globals(&script, &globals).unwrap();
+    let step = rt.resume(&task, &events[1], hang());
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+}

@@ -378,8 +378,9 @@ impl Runtime {
     /// run to run and hold everything else it keeps (tables, closures, coroutines it made).
     /// Everything else it can reach is read-only (the libraries, the roots, the views), and
     /// the roots' memos are emptied when the run ends. So the views are refilled only after
-    /// a run that did not wait and whose globals are as they were made: one entry, `_G`, the
-    /// globals themselves. A script whose source names `_ENV` never has its views refilled: it
+    /// a run that did not wait and whose globals are as they were made: one entry under a
+    /// string key, the globals themselves (`_G`), and, when the script names them, the waiting
+    /// primitives bound in them ([`as_bound`]). A script whose source names `_ENV` never has its views refilled: it
     /// can set `_ENV`, the upvalue of its chunk, to a table of its own, which the next run
     /// starts with (no other way to change an upvalue is in the sandbox: no `debug`). A
     /// straight-line script that assigns nothing (`Compiled::keeps_nothing`) cannot have
@@ -411,6 +412,7 @@ impl Runtime {
                                 } else {
                                     ffi::lua_pushnil(s);
                                     ffi::lua_next(s, top + 1) != 0
+                                        && ffi::lua_type(s, -2) == ffi::LUA_TSTRING
                                         && ffi::lua_rawequal(s, -1, top + 1) != 0
                                         && {
                                             ffi::lua_pop(s, 1);
@@ -453,9 +455,10 @@ impl Runtime {
 }
 
 /// Whether the globals at `env` on `s`'s stack hold only what they were made with when
-/// waiting primitives were bound in them ([`WAITS`]): `_G`, and some of the primitives (a
-/// script may have let one go), under any of those names. Nothing else a script could keep
-/// from run to run is then in them. Leaves up to 2 more values on the stack.
+/// waiting primitives were bound in them ([`WAITS`]): under keys that are strings, the
+/// globals themselves and some of the primitives (a script may have let one go, or swapped
+/// two). Nothing else a script could keep from run to run is then in them. Leaves up to 2
+/// more values on the stack.
 ///
 /// # Safety
 /// `s` is the runtime's state, its lock held, with room for 2 more values; `env` is a table.
@@ -467,6 +470,10 @@ unsafe fn as_bound(s: *mut ffi::lua_State, env: i32, waits: &[usize; 3]) -> bool
         for _ in 0..=waits.len() {
             if ffi::lua_next(s, env) == 0 {
                 return true;
+            }
+            // (A key that is not a string could hold a view.)
+            if ffi::lua_type(s, -2) != ffi::LUA_TSTRING {
+                return false;
             }
             let at = ffi::lua_topointer(s, -1) as usize;
             if ffi::lua_rawequal(s, -1, env) == 0 && !waits.contains(&at) {

@@ -283,6 +283,7 @@ impl Runtime {
         let mut waits = [0; 3];
         for (at, name) in waits.iter_mut().zip(WAITS) {
             *at = base.raw_get::<Value>(name)?.to_pointer() as usize;
+            debug_assert!(*at != 0, "`{name}` is not a global of the sandbox");
         }
         let call: Function = exports.get("call")?;
         let memos: Vec<Table> = exports.get("memos")?;

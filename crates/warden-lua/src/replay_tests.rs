@@ -224,13 +224,39 @@ fn views_of_data_are_walked_in_a_fixed_order() {
 
 #[test]
 fn a_script_that_yields_once_is_brought_back_and_returns() {
-    let script = Script::new(12, "yield-once.lua", "coroutine.yield()\nreturn true");
+    // Bound in its globals again once they are set (they are not data).
+    let script = Script::new(
+        12,
+        "yield-once.lua",
+        "coroutine.yield()\nreturn rawget(_G, 'coroutine') ~= nil",
+    );
     let events = events();
     let mut rt = runtime(true);
     let (task, first) = rt.start_seeded(&script, &events[0], hang(), 7);
     let task = task.expect("waits");
     assert!(matches!(first, Step::Waiting { .. }), "{first:?}");
     let journal = task.journal().expect("recorded");
+    let globals = rt.globals(&script).expect("ran");
+    let mut rt = runtime(true);
+    let task = rt.restore(&script, &journal, hang()).expect("restored");
+    rt.set_globals(&script, &globals).unwrap();
+    let step = rt.resume(&task, &events[1], hang());
+    assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
+}
+
+#[test]
+fn a_function_the_replay_defined_again_outlives_the_saved_globals() {
+    // As a session brings a script back: the task restored (its replay defines `helper`
+    // again), then the globals saved with the session set, which hold data only.
+    let script = Script::new(
+        13,
+        "helper.lua",
+        "function helper() return x == 1 end\nx = 1\ncoroutine.yield()\nreturn helper()",
+    );
+    let events = events();
+    let mut rt = runtime(true);
+    let (task, _) = rt.start_seeded(&script, &events[0], hang(), 7);
+    let journal = task.expect("waits").journal().expect("recorded");
     let globals = rt.globals(&script).expect("ran");
     let mut rt = runtime(true);
     let task = rt.restore(&script, &journal, hang()).expect("restored");

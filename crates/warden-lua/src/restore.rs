@@ -91,7 +91,8 @@ impl Runtime {
     /// The data a script keeps in its globals (what its runs leave there for the next), or
     /// `None` when it has not run in this runtime. Functions, coroutines and tables with a
     /// metatable (Warden's read-only views among them) are left out, and so are the waiting
-    /// primitives bound in them ([`WAITS`]: [`Runtime::set_globals`] binds them again).
+    /// primitives bound in them (`coroutine`, `wait_turns`, `wait_for`: [`Runtime::set_globals`]
+    /// binds them again).
     pub fn globals(&self, script: &Script) -> Option<Recorded> {
         let env = self.envs.get(&script.key)?;
         let g = Value::String(self.lua.create_string("_G").ok()?);
@@ -101,7 +102,9 @@ impl Runtime {
     }
 
     /// Sets a script's globals to `data` (what [`Runtime::globals`] gave, perhaps in another
-    /// process); the globals it had are dropped.
+    /// process): the data they held is dropped; what [`Runtime::globals`] leaves out, the
+    /// functions the script defined among them, stays (a session brings its waiting scripts
+    /// back first, whose runs replayed define them again, then sets their saved globals).
     pub fn set_globals(&mut self, script: &Script, data: &Recorded) -> mlua::Result<()> {
         self.function(script)?;
         // Its globals are no longer as they were made: its runs check them.
@@ -119,7 +122,9 @@ impl Runtime {
         let old: Vec<Value> = env
             .clone()
             .pairs::<Value, Value>()
-            .filter_map(|p| p.ok().map(|(k, _)| k))
+            .filter_map(|p| p.ok())
+            .filter(|(_, v)| Recorded::of(v).is_ok())
+            .map(|(k, _)| k)
             .collect();
         for k in old {
             if !matches!(&k, Value::String(s) if s.as_bytes() == b"_G") {

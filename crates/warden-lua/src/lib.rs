@@ -116,8 +116,8 @@ static HAND_OVER: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
 /// its thread, and again 10 ms after each call while it goes on: an async host hands the
 /// thread's other work over there (tokio's `block_in_place` on a runtime worker, as
 /// `warden-core`'s `AsyncSession` does), since a script may run for as long as its time limit
-/// lets it, and most runs take microseconds, too few to pay for a hand-over. It is called where the run checks its time limit: at any
-/// depth of the script's code, in a coroutine the script made, in a callback called from C (a
+/// lets it, and most runs take microseconds, too few to pay for a hand-over. It is called
+/// where the run checks its time limit: at any depth of the script's code, in a coroutine the script made, in a callback called from C (a
 /// `table.sort` comparator), while a pattern is matched. It may block; it must not run Lua.
 /// False when one was set already (that one stays).
 pub fn set_hand_over(hand_over: fn()) -> bool {
@@ -305,13 +305,11 @@ pub(crate) struct Compiled {
     pub(crate) keeps_nothing: bool,
 }
 
-/// A compiled script's globals, whether the script's source never names `_ENV` (so that
-/// no run of it can give its chunk other globals), and whether they were made with waiting
-/// primitives bound in them ([`WAITS`]), for the check of `Runtime::release_views`.
+/// A compiled script's globals, and whether the script's source never names `_ENV` (so that
+/// no run of it can give its chunk other globals), for the check of `Runtime::release_views`.
 pub(crate) struct Env {
     pub(crate) table: Table,
     pub(crate) fixed: bool,
-    pub(crate) bound: bool,
 }
 
 /// The globals a waiting script calls at every run (`coroutine.yield`, `wait_turns`,
@@ -574,7 +572,7 @@ impl Runtime {
             return Ok(c.chunk.clone());
         }
         let env: Table = self.new_env.call(())?;
-        let bound = self.bind_waits(&env, &script.source)?;
+        self.bind_waits(&env, &script.source)?;
         let f = self
             .lua
             .load(&*script.source)
@@ -598,28 +596,19 @@ impl Runtime {
         // Only a script that never names `_ENV` keeps these globals for good (see
         // `Runtime::release_views`).
         let fixed = !script.source.contains("_ENV");
-        self.envs.insert(
-            script.key,
-            Env {
-                table: env,
-                fixed,
-                bound,
-            },
-        );
+        self.envs.insert(script.key, Env { table: env, fixed });
         Ok(f)
     }
 
     /// Binds in `env`, the globals of the script of `source`, each of [`WAITS`] the source
-    /// names; whether it names any.
-    fn bind_waits(&self, env: &Table, source: &str) -> mlua::Result<bool> {
-        let mut bound = false;
+    /// names.
+    fn bind_waits(&self, env: &Table, source: &str) -> mlua::Result<()> {
         for name in WAITS {
             if source.contains(name) {
                 env.raw_set(name, self.base.raw_get::<Value>(name)?)?;
-                bound = true;
             }
         }
-        Ok(bound)
+        Ok(())
     }
 
     /// Whether waiting scripts keep a replay record ([`Task::journal`]), so that they can be

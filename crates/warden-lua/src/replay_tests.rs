@@ -222,6 +222,23 @@ fn views_of_data_are_walked_in_a_fixed_order() {
     );
 }
 
+/// As a session brings `script` back in another process: started at the first event, where
+/// it waits; then, in a fresh runtime, its task restored (its runs replayed) and its saved
+/// globals set, in that order; what its resume at the second event comes to.
+fn brought_back_and_resumed(script: &Script) -> Step {
+    let events = events();
+    let mut rt = runtime(true);
+    let (task, first) = rt.start_seeded(script, &events[0], hang(), 7);
+    let task = task.expect("waits");
+    assert!(matches!(first, Step::Waiting { .. }), "{first:?}");
+    let journal = task.journal().expect("recorded");
+    let globals = rt.globals(script).expect("ran");
+    let mut rt = runtime(true);
+    let task = rt.restore(script, &journal, hang()).expect("restored");
+    rt.set_globals(script, &globals).unwrap();
+    rt.resume(&task, &events[1], hang())
+}
+
 #[test]
 fn a_script_that_yields_once_is_brought_back_and_returns() {
     // Bound in its globals again once they are set (they are not data).
@@ -230,37 +247,18 @@ fn a_script_that_yields_once_is_brought_back_and_returns() {
         "yield-once.lua",
         "coroutine.yield()\nreturn rawget(_G, 'coroutine') ~= nil",
     );
-    let events = events();
-    let mut rt = runtime(true);
-    let (task, first) = rt.start_seeded(&script, &events[0], hang(), 7);
-    let task = task.expect("waits");
-    assert!(matches!(first, Step::Waiting { .. }), "{first:?}");
-    let journal = task.journal().expect("recorded");
-    let globals = rt.globals(&script).expect("ran");
-    let mut rt = runtime(true);
-    let task = rt.restore(&script, &journal, hang()).expect("restored");
-    rt.set_globals(&script, &globals).unwrap();
-    let step = rt.resume(&task, &events[1], hang());
+    let step = brought_back_and_resumed(&script);
     assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
 }
 
 #[test]
 fn a_function_the_replay_defined_again_outlives_the_saved_globals() {
-    // As a session brings a script back: the task restored (its replay defines `helper`
-    // again), then the globals saved with the session set, which hold data only.
+    // The replay defines `helper` again; the saved globals hold data only.
     let script = Script::new(
         13,
         "helper.lua",
         "function helper() return x == 1 end\nx = 1\ncoroutine.yield()\nreturn helper()",
     );
-    let events = events();
-    let mut rt = runtime(true);
-    let (task, _) = rt.start_seeded(&script, &events[0], hang(), 7);
-    let journal = task.expect("waits").journal().expect("recorded");
-    let globals = rt.globals(&script).expect("ran");
-    let mut rt = runtime(true);
-    let task = rt.restore(&script, &journal, hang()).expect("restored");
-    rt.set_globals(&script, &globals).unwrap();
-    let step = rt.resume(&task, &events[1], hang());
+    let step = brought_back_and_resumed(&script);
     assert!(matches!(step, Step::Done { holds: true, .. }), "{step:?}");
 }

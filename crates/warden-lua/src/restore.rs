@@ -111,12 +111,7 @@ impl Runtime {
         if let Some(c) = self.compiled.get_mut(&script.key) {
             c.keeps_nothing = false;
         }
-        let Some(&Env {
-            table: ref env,
-            bound,
-            ..
-        }) = self.envs.get(&script.key)
-        else {
+        let Some(Env { table: env, .. }) = self.envs.get(&script.key) else {
             return Ok(());
         };
         let old: Vec<Value> = env
@@ -132,9 +127,7 @@ impl Runtime {
             }
         }
         // (Left out of the data: see `globals`.)
-        if bound {
-            self.bind_waits(env, &script.source)?;
-        }
+        self.bind_waits(env, &script.source)?;
         if let Recorded::Table(pairs) = data {
             for (k, v) in pairs {
                 let k = k.to_lua(&self.lua, &mut no_records)?;

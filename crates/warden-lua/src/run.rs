@@ -378,11 +378,11 @@ impl Runtime {
     /// run to run and hold everything else it keeps (tables, closures, coroutines it made).
     /// Everything else it can reach is read-only (the libraries, the roots, the views), and
     /// the roots' memos are emptied when the run ends. So the views are refilled only after
-    /// a run that did not wait and whose globals are as they were made: one entry under a
-    /// string key, the globals themselves (`_G`), and, when the script names them, the waiting
-    /// primitives bound in them ([`as_bound`]). A script whose source names `_ENV` never has its views refilled: it
-    /// can set `_ENV`, the upvalue of its chunk, to a table of its own, which the next run
-    /// starts with (no other way to change an upvalue is in the sandbox: no `debug`). A
+    /// a run that did not wait and whose globals are as they were made ([`as_made`]): `_G`, the
+    /// globals themselves, and the waiting primitives bound in them when the script names
+    /// them. A script whose source names `_ENV` never has its views refilled: it can set
+    /// `_ENV`, the upvalue of its chunk, to a table of its own, which the next run starts with
+    /// (no other way to change an upvalue is in the sandbox: no `debug`). A
     /// straight-line script that assigns nothing (`Compiled::keeps_nothing`) cannot have
     /// changed its globals, nor kept anything anywhere else: they are not looked at.
     ///
@@ -406,19 +406,8 @@ impl Runtime {
                     || match self.envs.get(&key) {
                         Some(env) if env.fixed => {
                             let top = ffi::lua_gettop(s);
-                            let clean = raw.push(&env.table).is_ok()
-                                && if env.bound {
-                                    as_bound(s, top + 1, &self.waits)
-                                } else {
-                                    ffi::lua_pushnil(s);
-                                    ffi::lua_next(s, top + 1) != 0
-                                        && ffi::lua_type(s, -2) == ffi::LUA_TSTRING
-                                        && ffi::lua_rawequal(s, -1, top + 1) != 0
-                                        && {
-                                            ffi::lua_pop(s, 1);
-                                            ffi::lua_next(s, top + 1) == 0
-                                        }
-                                };
+                            let clean =
+                                raw.push(&env.table).is_ok() && as_made(s, top + 1, &self.waits);
                             ffi::lua_settop(s, top);
                             clean
                         }
@@ -454,15 +443,14 @@ impl Runtime {
     }
 }
 
-/// Whether the globals at `env` on `s`'s stack hold only what they were made with when
-/// waiting primitives were bound in them ([`WAITS`]): under keys that are strings, the
-/// globals themselves and some of the primitives (a script may have let one go, or swapped
-/// two). Nothing else a script could keep from run to run is then in them. Leaves up to 2
-/// more values on the stack.
+/// Whether the globals at `env` on `s`'s stack hold only what they were made with: under keys
+/// that are strings, the globals themselves (`_G`) and some of the waiting primitives bound in
+/// them ([`WAITS`]; a script may have let one go, or swapped two). Nothing else a script could
+/// keep from run to run is then in them. Leaves up to 2 more values on the stack.
 ///
 /// # Safety
 /// `s` is the runtime's state, its lock held, with room for 2 more values; `env` is a table.
-unsafe fn as_bound(s: *mut ffi::lua_State, env: i32, waits: &[usize; 3]) -> bool {
+unsafe fn as_made(s: *mut ffi::lua_State, env: i32, waits: &[usize; 3]) -> bool {
     // SAFETY: as the function's; `lua_next` is given nil, then each key it returned.
     unsafe {
         ffi::lua_pushnil(s);
